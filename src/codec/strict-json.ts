@@ -1,0 +1,95 @@
+/**
+ * JSON.parse silently keeps the last of two equal keys, which lets a message say one
+ * thing to a lenient reader and another to a strict one. This parser lets the native
+ * JSON.parse judge the grammar (fast, and it rejects trailing data) and then scans the
+ * text once, iteratively, for duplicate keys and excessive nesting.
+ */
+
+export type StrictJsonFailure = "malformed_json" | "duplicate_key" | "too_deep";
+
+export class StrictJsonError extends Error {
+  constructor(
+    readonly reason: StrictJsonFailure,
+    message: string,
+    readonly offset?: number,
+  ) {
+    super(message);
+    this.name = "StrictJsonError";
+  }
+}
+
+export const DEFAULT_MAX_DEPTH = 32;
+
+export function parseStrictJson(text: string, maxDepth = DEFAULT_MAX_DEPTH): unknown {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (e) {
+    throw new StrictJsonError("malformed_json", `malformed JSON: ${(e as Error).message}`);
+  }
+  scanKeys(text, maxDepth);
+  return value;
+}
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const OPEN_BRACE = 0x7b;
+const CLOSE_BRACE = 0x7d;
+const OPEN_BRACKET = 0x5b;
+const CLOSE_BRACKET = 0x5d;
+const COMMA = 0x2c;
+
+/** Scans text that JSON.parse has already accepted. */
+function scanKeys(text: string, maxDepth: number): void {
+  // One entry per open container: a key set for an object (created lazily), null for an array.
+  const stack: (Set<string> | null | undefined)[] = [];
+  const isObject: boolean[] = [];
+  let expectKey = false;
+  const n = text.length;
+  for (let i = 0; i < n; i++) {
+    const c = text.charCodeAt(i);
+    if (c === QUOTE) {
+      const start = i + 1;
+      let escaped = false;
+      i++;
+      for (; i < n; i++) {
+        const d = text.charCodeAt(i);
+        if (d === BACKSLASH) {
+          escaped = true;
+          i++;
+        } else if (d === QUOTE) break;
+      }
+      if (expectKey) {
+        const raw = text.slice(start, i);
+        const key = escaped ? (JSON.parse(`"${raw}"`) as string) : raw;
+        const top = stack.length - 1;
+        let keys = stack[top];
+        if (keys === undefined) {
+          keys = new Set();
+          stack[top] = keys;
+        }
+        if (keys !== null) {
+          if (keys.has(key)) {
+            throw new StrictJsonError("duplicate_key", `duplicate key ${JSON.stringify(key)}`, start - 1);
+          }
+          keys.add(key);
+        }
+        expectKey = false;
+      }
+    } else if (c === OPEN_BRACE || c === OPEN_BRACKET) {
+      if (stack.length >= maxDepth) {
+        throw new StrictJsonError("too_deep", `nesting deeper than ${maxDepth}`, i);
+      }
+      const obj = c === OPEN_BRACE;
+      stack.push(obj ? undefined : null);
+      isObject.push(obj);
+      expectKey = obj;
+    } else if (c === CLOSE_BRACE || c === CLOSE_BRACKET) {
+      stack.pop();
+      isObject.pop();
+      expectKey = false;
+    } else if (c === COMMA) {
+      expectKey = isObject[isObject.length - 1] === true;
+    }
+  }
+}

@@ -1,0 +1,145 @@
+/**
+ * Every failure jetloop reports is a `JetloopError` with a stable `code`, a `name`
+ * matching its class and, where another layer failed first, a `cause`.
+ * Callers branch on `code` (or the type guards) rather than on messages.
+ */
+
+export type JetloopErrorCode =
+  | "EVENT_INVALID"
+  | "EVENT_TYPE_UNKNOWN"
+  | "EVENT_NOT_PERSISTABLE"
+  | "EVENT_ENCODE"
+  | "EVENT_DECODE"
+  | "REQUEST_INVALID"
+  | "REGISTRY"
+  | "SUBJECT_INVALID"
+  | "OPTIONS_INVALID"
+  | "PUBLISH_FAILED"
+  | "PUBLISH_TIMEOUT"
+  | "PUBLISH_CONFLICT"
+  | "NOT_PROVISIONED"
+  | "PERMISSION_DENIED"
+  | "MESSAGE_TOO_LARGE"
+  | "SERVER_UNSUPPORTED"
+  | "PROVISION_DRIFT"
+  | "SUBSCRIPTION_FAILED"
+  | "CONNECTION_CLOSED"
+  | "COMMAND_FAILED";
+
+export class JetloopError extends Error {
+  readonly code: JetloopErrorCode;
+
+  constructor(code: JetloopErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.code = code;
+    this.name = new.target.name;
+  }
+}
+
+/** The rule a field broke; the wording is part of the API. */
+export type ValidationRule = "must be set" | "must be zero" | "is invalid" | "is not a known event type";
+
+/** An event breaks its identity profile, its header or its body rules. */
+export class EventValidationError extends JetloopError {
+  constructor(
+    readonly eventType: string,
+    /** Dotted camelCase path of the offending field, e.g. `request.requirements.0.kind`. */
+    readonly field: string,
+    readonly rule: ValidationRule,
+    readonly detail?: string,
+    options?: { cause?: unknown },
+  ) {
+    super(
+      rule === "is not a known event type" ? "EVENT_TYPE_UNKNOWN" : "EVENT_INVALID",
+      `${eventType || "event"}: ${field} ${rule}${detail ? ` (${detail})` : ""}`,
+      options,
+    );
+  }
+}
+
+/** `marshalEvent` was given an ephemeral event: only enduring events enter the journal. */
+export class EventNotPersistableError extends JetloopError {
+  constructor(readonly eventType: string) {
+    super("EVENT_NOT_PERSISTABLE", `${eventType} is ephemeral and cannot be written to the journal`);
+  }
+}
+
+/**
+ * An event that cannot be encoded: the typed request codec rejected the request of a
+ * PermissionRequested (`request_rejected`), or the encoding exceeds the byte cap.
+ */
+export class EventEncodeError extends JetloopError {
+  constructor(
+    readonly eventType: string,
+    readonly reason: "request_rejected" | "too_large",
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super("EVENT_ENCODE", `${eventType}: ${message}`, options);
+  }
+}
+
+export type DecodeFailure =
+  | "too_large"
+  | "not_utf8"
+  | "malformed_json"
+  | "duplicate_key"
+  | "too_deep"
+  | "not_an_object"
+  | "missing_type";
+
+/** Bytes from the wire that are not an event envelope at all. */
+export class EventDecodeError extends JetloopError {
+  constructor(
+    readonly reason: DecodeFailure,
+    message: string,
+    /** Byte offset in the input, where one applies. */
+    readonly offset?: number,
+  ) {
+    super("EVENT_DECODE", message);
+  }
+}
+
+/** The strict permission request decoder refused its input. */
+export class RequestDecodeError extends JetloopError {
+  constructor(
+    readonly field: string,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super("REQUEST_INVALID", `permission request: ${field ? `${field} ` : ""}${message}`, options);
+  }
+}
+
+/** An event type registration that would break the catalogue. */
+export class RegistryError extends JetloopError {
+  constructor(message: string) {
+    super("REGISTRY", message);
+  }
+}
+
+/** Options that were checked eagerly and refused. */
+export class OptionsError extends JetloopError {
+  constructor(
+    readonly option: string,
+    message: string,
+  ) {
+    super("OPTIONS_INVALID", `${option}: ${message}`);
+  }
+}
+
+export function isJetloopError(e: unknown): e is JetloopError {
+  return e instanceof JetloopError;
+}
+export function isEventValidationError(e: unknown): e is EventValidationError {
+  return e instanceof EventValidationError;
+}
+export function isEventDecodeError(e: unknown): e is EventDecodeError {
+  return e instanceof EventDecodeError;
+}
+export function isEventEncodeError(e: unknown): e is EventEncodeError {
+  return e instanceof EventEncodeError;
+}
+export function isRequestDecodeError(e: unknown): e is RequestDecodeError {
+  return e instanceof RequestDecodeError;
+}

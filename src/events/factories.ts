@@ -1,0 +1,39 @@
+import { type BuiltInDefinition, defaultRegistry, type EventType } from "./catalogue.js";
+import { newId } from "./ids.js";
+import type { EventInputOf, EventOf, EventTypeDefinition } from "./registry.js";
+import { capText, limits } from "./text.js";
+import { validateWith } from "./validate.js";
+import { EventValidationError } from "../errors.js";
+
+/** Presentation fields capped at construction, so a preview never fails validation. */
+const CAPPED: Readonly<Record<string, Readonly<Record<string, number>>>> = {
+  ToolCallStarted: { summary: limits.summary },
+  ToolCallCompleted: { resultPreview: limits.resultPreview },
+};
+
+type Stamped = "type" | "eventId" | "createdAt";
+type Fields<I> = Omit<I, Stamped> & Partial<Pick<I, Extract<keyof I, "eventId" | "createdAt">>>;
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type AnyDef = EventTypeDefinition<any, any>;
+
+/**
+ * Builds and validates an event: stamps a time-ordered event id and the creation time
+ * (unless given), caps display text on a code-point boundary, drops empty optional
+ * strings. Throws EventValidationError like `validateEvent`.
+ *
+ * `createEvent("ToolCallStarted", { sessionId, loopId, turnId, stepId, toolExecutionId, toolName, summary })`
+ */
+export function createEvent<T extends EventType>(type: T, fields: Fields<EventInputOf<BuiltInDefinition<T>>>): EventOf<BuiltInDefinition<T>>;
+/** The same for an application's own type: `createEvent(MyEventType, fields)`. */
+export function createEvent<D extends AnyDef>(definition: D, fields: Fields<EventInputOf<D>>): EventOf<D>;
+export function createEvent(typeOrDef: string | AnyDef, fields: Record<string, unknown>): unknown {
+  const def = typeof typeOrDef === "string" ? defaultRegistry.get(typeOrDef) : typeOrDef;
+  if (!def) throw new EventValidationError(String(typeOrDef), "type", "is not a known event type");
+  const event: Record<string, unknown> = { eventId: newId(), createdAt: new Date().toISOString(), ...fields, type: def.type };
+  for (const [field, max] of Object.entries(CAPPED[def.type] ?? {})) {
+    const value = event[field];
+    if (value === "") delete event[field];
+    else if (typeof value === "string") event[field] = capText(value, max);
+  }
+  return validateWith(def, event);
+}

@@ -1,0 +1,68 @@
+import { z } from "zod";
+import { withValueCodec } from "../codec/wire.js";
+import { uuidSchema } from "./ids.js";
+import { limits, text } from "./text.js";
+
+/**
+ * Enum fields the Go runtime writes as numbers. Unknown numbers pass through
+ * unchanged so validation names them ("visibility is invalid") instead of guessing.
+ */
+function numberedEnum<const T extends readonly [string, ...string[]]>(values: T) {
+  return withValueCodec(z.enum(values).default(values[0] as T[0] & z.util.EnumValue), {
+    toWire: (v) => {
+      const i = values.indexOf(v as string);
+      return i >= 0 ? i : v;
+    },
+    fromWire: (v) => (typeof v === "number" && Number.isInteger(v) && values[v] !== undefined ? values[v] : v),
+  });
+}
+
+/** `public` events reach product streams; `internal` ones only trusted subscribers. */
+export const visibilitySchema = numberedEnum(["public", "internal"] as const);
+export type Visibility = z.output<typeof visibilitySchema>;
+
+/** Who caused an event: the machine (default) or a user. */
+export const agencySchema = numberedEnum(["machine", "user"] as const);
+export type Agency = z.output<typeof agencySchema>;
+
+export const causeSchema = z
+  .object({
+    commandId: uuidSchema.optional(),
+    eventId: uuidSchema.optional(),
+    toolExecutionId: uuidSchema.optional(),
+    agency: agencySchema,
+    sessionId: uuidSchema.optional(),
+    loopId: uuidSchema.optional(),
+    turnId: uuidSchema.optional(),
+    stepId: uuidSchema.optional(),
+  })
+  // A cause with nothing set is no cause: the wire omits it, so the model does too.
+  .transform((c) => (Object.values(c).some((v) => v !== undefined && v !== "machine") ? c : undefined));
+export type Cause = z.input<typeof causeSchema>;
+
+/** RFC 3339 in UTC with up to nanosecond fractions, as both runtimes write it. */
+export const timestampSchema = z
+  .string()
+  .regex(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z$/, "must be an RFC 3339 UTC timestamp")
+  .refine((v) => !Number.isNaN(Date.parse(v)), "must be a real date");
+
+export const COORDINATES = ["loopId", "turnId", "stepId"] as const;
+export type Coordinate = (typeof COORDINATES)[number];
+
+/** The header fields every event carries, flattened beside its body. */
+export const headerShape = {
+  sessionId: uuidSchema,
+  loopId: uuidSchema.optional(),
+  turnId: uuidSchema.optional(),
+  stepId: uuidSchema.optional(),
+  agentName: text(limits.name).optional(),
+  eventId: uuidSchema,
+  createdAt: timestampSchema,
+  cause: causeSchema.optional(),
+  visibility: visibilitySchema,
+};
+
+/** Keys a body may not use: they belong to the header or the envelope. */
+export const RESERVED_KEYS: ReadonlySet<string> = new Set([...Object.keys(headerShape), "type", "v"]);
+
+export type EventHeader = z.output<z.ZodObject<typeof headerShape>>;

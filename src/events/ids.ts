@@ -1,0 +1,22 @@
+import { v7 as uuidv7 } from "uuid";
+import { z } from "zod";
+
+/** The zero UUID: the wire's way of saying "no id". */
+export const NIL_UUID = "00000000-0000-0000-0000-000000000000";
+
+const CANONICAL_UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/** A canonical lowercase, non-nil UUID: safe as a NATS subject token. */
+export function isCanonicalUuid(value: unknown): value is string {
+  return typeof value === "string" && CANONICAL_UUID.test(value) && value !== NIL_UUID;
+}
+
+/** A new time-ordered (v7) id: event ids sort by creation time. */
+export function newId(): string {
+  return uuidv7();
+}
+
+export const uuidSchema = z
+  .string()
+  .regex(CANONICAL_UUID, "must be a canonical lowercase UUID")
+  .refine((v) => v !== NIL_UUID, "must not be the nil UUID");

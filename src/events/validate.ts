@@ -1,0 +1,90 @@
+import type { z } from "zod";
+import { EventValidationError } from "../errors.js";
+import { defaultRegistry, type JetloopEvent } from "./catalogue.js";
+import { COORDINATES } from "./header.js";
+import { NIL_UUID } from "./ids.js";
+import type { EventRegistry, EventTypeDefinition } from "./registry.js";
+
+export type SafeResult<T, E> = { success: true; data: T } | { success: false; error: E };
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+const absent = (v: unknown) => v === undefined || v === NIL_UUID;
+
+function issueToError(type: string, issue: z.core.$ZodIssue): EventValidationError {
+  const field = issue.path.map(String).join(".") || "event";
+  const missing = issue.code === "invalid_type" && (issue as { input?: unknown }).input === undefined;
+  return new EventValidationError(type, field, missing ? "must be set" : "is invalid", issue.message);
+}
+
+/**
+ * Finds the definition of `input.type` and checks the identity profile. Exposed to the
+ * codec so decode and validate share one path.
+ */
+export function definitionFor(input: unknown, registry: EventRegistry<unknown>): EventTypeDefinition {
+  if (!isPlainObject(input)) throw new EventValidationError("", "event", "is invalid", "an event is an object");
+  const type = input.type;
+  if (type === undefined || type === "") throw new EventValidationError("", "type", "must be set");
+  if (typeof type !== "string") throw new EventValidationError("", "type", "is invalid", "must be a string");
+  const def = registry.get(type);
+  if (!def) throw new EventValidationError(type, "type", "is not a known event type");
+  return def;
+}
+
+function checkIdentity(def: EventTypeDefinition, input: Record<string, unknown>): void {
+  if (absent(input.sessionId)) throw new EventValidationError(def.type, "sessionId", "must be set");
+  for (const c of COORDINATES) {
+    const presence = def.identity[c];
+    if (presence === "required" && absent(input[c])) throw new EventValidationError(def.type, c, "must be set");
+    if (presence === "forbidden" && !absent(input[c])) throw new EventValidationError(def.type, c, "must be zero");
+  }
+  if (!absent(input.stepId) && absent(input.turnId)) {
+    throw new EventValidationError(def.type, "turnId", "must be set", "a step belongs to a turn");
+  }
+}
+
+/** Validates with a known definition; returns a normalized copy (defaults filled in). */
+export function validateWith<E>(def: EventTypeDefinition, input: Record<string, unknown>): E {
+  checkIdentity(def, input);
+  let candidate = input;
+  for (const c of COORDINATES) {
+    if (input[c] === NIL_UUID) {
+      candidate = { ...input };
+      for (const k of COORDINATES) if (candidate[k] === NIL_UUID) delete candidate[k];
+      break;
+    }
+  }
+  const result = def.schema.safeParse(candidate, { reportInput: true });
+  if (!result.success) throw issueToError(def.type, result.error.issues[0]!);
+  const violation = def.check(result.data);
+  if (violation) throw new EventValidationError(def.type, violation.field, violation.rule, violation.detail);
+  return result.data as E;
+}
+
+/**
+ * Checks an event's identity profile, visibility and body, and returns it normalized
+ * (defaults such as `visibility: "public"` filled in). Throws EventValidationError naming
+ * the event type, the field and the rule.
+ */
+export function validateEvent<E = JetloopEvent>(
+  input: unknown,
+  registry: EventRegistry<E> = defaultRegistry as unknown as EventRegistry<E>,
+): E {
+  const def = definitionFor(input, registry);
+  return validateWith<E>(def, input as Record<string, unknown>);
+}
+
+/** `validateEvent` as a result value, in the manner of zod's `safeParse`. */
+export function safeValidateEvent<E = JetloopEvent>(
+  input: unknown,
+  registry?: EventRegistry<E>,
+): SafeResult<E, EventValidationError> {
+  try {
+    return { success: true, data: validateEvent(input, registry) };
+  } catch (e) {
+    if (e instanceof EventValidationError) return { success: false, error: e };
+    throw e;
+  }
+}

@@ -1,0 +1,42 @@
+// The public surface of jetloop. Everything a user imports comes from here.
+export * from "./errors.js";
+export { NIL_UUID, isCanonicalUuid, newId, uuidSchema } from "./events/ids.js";
+export { limits, capText } from "./events/text.js";
+export type { Agency, Cause, EventHeader, Visibility } from "./events/header.js";
+export {
+  defineEventType,
+  EventRegistry,
+  type EventClass,
+  type EventInputOf,
+  type EventOf,
+  type EventScope,
+  type EventTypeDefinition,
+  type EventTypeSpec,
+  type IdentityProfile,
+  type Presence,
+  type Violation,
+} from "./events/registry.js";
+export * from "./events/catalogue.js";
+export {
+  COMMAND_EXECUTE,
+  COMMAND_START_GRANT,
+  decodePermissionRequest,
+  encodePermissionRequest,
+  permissionRequestSchema,
+  validatePermissionRequest,
+  type PermissionCandidate,
+  type PermissionRequest,
+  type PermissionRequirement,
+} from "./events/request.js";
+export { safeValidateEvent, validateEvent, type SafeResult } from "./events/validate.js";
+export { createEvent } from "./events/factories.js";
+export {
+  DEFAULT_MAX_EVENT_BYTES,
+  encodeEvent,
+  marshalEvent,
+  safeUnmarshalEvent,
+  unmarshalEvent,
+  WIRE_VERSION,
+  type CodecOptions,
+  type DecodeError,
+} from "./codec/codec.js";
