@@ -23,6 +23,7 @@ export type JetloopErrorCode =
   | "SERVER_UNSUPPORTED"
   | "PROVISION_DRIFT"
   | "SUBSCRIPTION_FAILED"
+  | "DELIVERY_INVALID"
   | "CONNECTION_CLOSED"
   | "COMMAND_FAILED";
 
@@ -142,4 +143,119 @@ export function isEventEncodeError(e: unknown): e is EventEncodeError {
 }
 export function isRequestDecodeError(e: unknown): e is RequestDecodeError {
   return e instanceof RequestDecodeError;
+}
+
+// --- NATS-facing errors ------------------------------------------------------------
+
+/** The server refused an append for a reason that retrying will not fix. */
+export class PublishError extends JetloopError {
+  constructor(
+    readonly subject: string,
+    message: string,
+    /** The JetStream API error code (`err_code`), when the server sent one. */
+    readonly serverCode?: number,
+    options?: { cause?: unknown },
+  ) {
+    super("PUBLISH_FAILED", message, options);
+  }
+}
+
+/** No ack arrived before the deadline, after retrying with the same message id. */
+export class PublishTimeoutError extends JetloopError {
+  constructor(
+    readonly subject: string,
+    readonly eventId: string,
+    readonly attempts: number,
+    readonly deadlineMs: number,
+  ) {
+    super(
+      "PUBLISH_TIMEOUT",
+      `no ack for event ${eventId} within ${deadlineMs} ms after ${attempts} attempts; it may or may not be stored — publishing it again is safe (same message id)`,
+    );
+  }
+}
+
+/** The session's journal moved past `expectedLastSeq`: another writer appended first. */
+export class PublishConflictError extends JetloopError {
+  constructor(
+    readonly sessionId: string,
+    readonly expectedLastSeq: number,
+    /** The session's actual last journal sequence, when the server said it. */
+    readonly actualLastSeq: number | undefined,
+  ) {
+    super(
+      "PUBLISH_CONFLICT",
+      `session ${sessionId}: expected last journal sequence ${expectedLastSeq}${actualLastSeq === undefined ? "" : `, found ${actualLastSeq}`}`,
+    );
+  }
+}
+
+/** No stream captures the journal subjects: run `provision` first. */
+export class NotProvisionedError extends JetloopError {
+  constructor(
+    readonly stream: string,
+    message?: string,
+  ) {
+    super("NOT_PROVISIONED", message ?? `stream ${stream} does not exist; run \`jetloop provision\``);
+  }
+}
+
+/** The server's permissions refused a publish or a subscription. */
+export class PermissionDeniedError extends JetloopError {
+  constructor(
+    readonly operation: "publish" | "subscribe" | "api",
+    readonly subject: string,
+    options?: { cause?: unknown },
+  ) {
+    super("PERMISSION_DENIED", `permission denied: ${operation} on ${subject}`, options);
+  }
+}
+
+/** An encoded event larger than the server or the stream accepts. */
+export class MessageTooLargeError extends JetloopError {
+  constructor(
+    readonly size: number,
+    readonly max: number,
+    readonly limit: "max_payload" | "max_msg_size",
+  ) {
+    super("MESSAGE_TOO_LARGE", `message of ${size} bytes exceeds the ${limit} of ${max}`);
+  }
+}
+
+/** A feature needs a newer nats-server than the one connected. */
+export class ServerUnsupportedError extends JetloopError {
+  constructor(
+    readonly feature: string,
+    readonly required: string,
+    readonly actual: string,
+  ) {
+    super("SERVER_UNSUPPORTED", `${feature} needs nats-server ${required} or newer; connected to ${actual}`);
+  }
+}
+
+/** The bus or its connection was closed while an operation was under way. */
+export class ConnectionClosedError extends JetloopError {
+  constructor(message = "the connection is closed", options?: { cause?: unknown }) {
+    super("CONNECTION_CLOSED", message, options);
+  }
+}
+
+/** The live stream differs from the declared one in ways `provision` must not overwrite. */
+export class ProvisionDriftError extends JetloopError {
+  constructor(
+    readonly stream: string,
+    readonly drift: readonly { field: string; live: unknown; desired: unknown }[],
+  ) {
+    super(
+      "PROVISION_DRIFT",
+      `stream ${stream} cannot take the declared configuration: ${drift.map((d) => `${d.field} is ${JSON.stringify(d.live)}, declared ${JSON.stringify(d.desired)}`).join("; ")}`,
+    );
+  }
+}
+
+export function isPublishConflictError(e: unknown): e is PublishConflictError {
+  return e instanceof PublishConflictError;
+}
+export function isPermissionDeniedError(e: unknown): e is PermissionDeniedError {
+  return e instanceof PermissionDeniedError;
 }

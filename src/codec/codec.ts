@@ -34,11 +34,13 @@ export interface CodecOptions<E = JetloopEvent> {
   maxBytes?: number;
 }
 
-const utf8Decoder = new TextDecoder("utf-8", { fatal: true });
+// ignoreBOM keeps a leading BOM in the text, so JSON.parse refuses it as Go does (and as
+// a string input with a BOM is refused); the default would strip it silently.
+const utf8Decoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 const utf8Encoder = new TextEncoder();
 
 function registryOf<E>(options?: CodecOptions<E>): EventRegistry<E> {
-  return options?.registry ?? (defaultRegistry as unknown as EventRegistry<E>);
+  return options?.registry ?? (defaultRegistry);
 }
 
 /**
@@ -90,6 +92,11 @@ export function unmarshalEvent<E = JetloopEvent>(input: Uint8Array | string, opt
   if (input.length > max) throw new EventDecodeError("too_large", `event of ${input.length} bytes exceeds the cap of ${max}`);
   let text: string;
   if (typeof input === "string") {
+    // Up to 3 UTF-8 bytes per code unit: count exactly only when the bound is not enough.
+    if (input.length * 3 > max) {
+      const bytes = utf8Encoder.encode(input).length;
+      if (bytes > max) throw new EventDecodeError("too_large", `event of ${bytes} bytes exceeds the cap of ${max}`);
+    }
     text = input;
   } else {
     try {

@@ -9,7 +9,6 @@
  * what they do not know) and refuses them in strict objects with an UnknownWireKeyError.
  */
 import type { z } from "zod";
-import { NIL_UUID } from "../events/ids.js";
 
 export interface ValueCodec {
   toWire(value: unknown): unknown;
@@ -138,7 +137,6 @@ function isZero(v: unknown): boolean {
     v === "" ||
     v === false ||
     v === 0 ||
-    v === NIL_UUID ||
     (Array.isArray(v) && v.length === 0) ||
     (isPlainObject(v) && Object.keys(v).length === 0)
   );
@@ -182,7 +180,9 @@ function decode(value: unknown, node: WireNode, path: string): unknown {
         const v = value[key];
         const field = node.byWire.get(key);
         if (field) {
-          if (v !== NIL_UUID) out[field.camel] = decode(v, field.node, path ? `${path}.${key}` : key);
+          // A value codec may decode a wire zero (the nil UUID) as absent.
+          const decoded = decode(v, field.node, path ? `${path}.${key}` : key);
+          if (decoded !== undefined) out[field.camel] = decoded;
         } else if (node.strict) {
           throw new UnknownWireKeyError(path ? `${path}.${key}` : key);
         }

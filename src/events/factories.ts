@@ -1,3 +1,4 @@
+import type { z } from "zod";
 import { type BuiltInDefinition, defaultRegistry, type EventType } from "./catalogue.js";
 import { newId } from "./ids.js";
 import type { EventInputOf, EventOf, EventTypeDefinition } from "./registry.js";
@@ -13,8 +14,7 @@ const CAPPED: Readonly<Record<string, Readonly<Record<string, number>>>> = {
 
 type Stamped = "type" | "eventId" | "createdAt";
 type Fields<I> = Omit<I, Stamped> & Partial<Pick<I, Extract<keyof I, "eventId" | "createdAt">>>;
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type AnyDef = EventTypeDefinition<any, any>;
+type AnyDef = EventTypeDefinition<string, z.ZodRawShape>;
 
 /**
  * Builds and validates an event: stamps a time-ordered event id and the creation time
@@ -28,8 +28,14 @@ export function createEvent<T extends EventType>(type: T, fields: Fields<EventIn
 export function createEvent<D extends AnyDef>(definition: D, fields: Fields<EventInputOf<D>>): EventOf<D>;
 export function createEvent(typeOrDef: string | AnyDef, fields: Record<string, unknown>): unknown {
   const def = typeof typeOrDef === "string" ? defaultRegistry.get(typeOrDef) : typeOrDef;
-  if (!def) throw new EventValidationError(String(typeOrDef), "type", "is not a known event type");
-  const event: Record<string, unknown> = { eventId: newId(), createdAt: new Date().toISOString(), ...fields, type: def.type };
+  if (!def) throw new EventValidationError(typeof typeOrDef === "string" ? typeOrDef : typeOrDef.type, "type", "is not a known event type");
+  // `??`, not a spread default: `{ eventId: undefined }` still gets a fresh id.
+  const event: Record<string, unknown> = {
+    ...fields,
+    eventId: fields.eventId ?? newId(),
+    createdAt: fields.createdAt ?? new Date().toISOString(),
+    type: def.type,
+  };
   for (const [field, max] of Object.entries(CAPPED[def.type] ?? {})) {
     const value = event[field];
     if (value === "") delete event[field];

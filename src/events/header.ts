@@ -40,11 +40,27 @@ export const causeSchema = z
   .transform((c) => (Object.values(c).some((v) => v !== undefined && v !== "machine") ? c : undefined));
 export type Cause = z.input<typeof causeSchema>;
 
+const TIMESTAMP = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?Z$/;
+
+/**
+ * A calendar date and a clock time that exist. Date.parse alone is not enough: it rolls
+ * 2024-02-30 over to March 1 and accepts 24:00:00, both of which Go's time.Parse refuses.
+ */
+function isRealTimestamp(v: string): boolean {
+  const m = TIMESTAMP.exec(v);
+  if (!m) return false;
+  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [number, number, number, number, number, number];
+  if (month < 1 || month > 12 || day < 1 || hour > 23 || minute > 59 || second > 59) return false;
+  const leap = (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0;
+  const daysInMonth = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][month - 1]!;
+  return day <= daysInMonth;
+}
+
 /** RFC 3339 in UTC with up to nanosecond fractions, as both runtimes write it. */
 export const timestampSchema = z
   .string()
-  .regex(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z$/, "must be an RFC 3339 UTC timestamp")
-  .refine((v) => !Number.isNaN(Date.parse(v)), "must be a real date");
+  .regex(TIMESTAMP, "must be an RFC 3339 UTC timestamp")
+  .refine(isRealTimestamp, "must be a real date");
 
 export const COORDINATES = ["loopId", "turnId", "stepId"] as const;
 export type Coordinate = (typeof COORDINATES)[number];

@@ -1,5 +1,6 @@
 import { v7 as uuidv7 } from "uuid";
 import { z } from "zod";
+import { withValueCodec } from "../codec/wire.js";
 
 /** The zero UUID: the wire's way of saying "no id". */
 export const NIL_UUID = "00000000-0000-0000-0000-000000000000";
@@ -16,7 +17,15 @@ export function newId(): string {
   return uuidv7();
 }
 
-export const uuidSchema = z
-  .string()
-  .regex(CANONICAL_UUID, "must be a canonical lowercase UUID")
-  .refine((v) => v !== NIL_UUID, "must not be the nil UUID");
+export const uuidSchema = withValueCodec(
+  z
+    .string()
+    .regex(CANONICAL_UUID, "must be a canonical lowercase UUID")
+    .refine((v) => v !== NIL_UUID, "must not be the nil UUID"),
+  // The nil UUID is the wire's zero for a UUID field, and only for a UUID field: a text
+  // field that happens to hold the same characters is text, kept on both sides.
+  {
+    toWire: (v) => (v === NIL_UUID ? undefined : v),
+    fromWire: (v) => (v === NIL_UUID ? undefined : v),
+  },
+);

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { toSnake } from "../codec/wire.js";
 import { RegistryError } from "../errors.js";
 import { type Coordinate, headerShape, RESERVED_KEYS } from "./header.js";
 
@@ -68,8 +69,17 @@ export function defineEventType<const T extends string, B extends z.ZodRawShape>
 ): EventTypeDefinition<T, B> {
   if (!TYPE_NAME.test(spec.type)) throw new RegistryError(`event type name ${JSON.stringify(spec.type)} must match ${TYPE_NAME}`);
   if (!FAMILY_NAME.test(spec.family)) throw new RegistryError(`${spec.type}: family ${JSON.stringify(spec.family)} must match ${FAMILY_NAME}`);
+  // Checked on wire names too: a body field `session_id` would otherwise overwrite the
+  // header's session_id on the wire, and `fooBar` beside `foo_bar` would share one key.
+  const reservedWire = new Set([...RESERVED_KEYS].map(toSnake));
+  const bodyWire = new Set<string>();
   for (const key of Object.keys(spec.body)) {
-    if (RESERVED_KEYS.has(key)) throw new RegistryError(`${spec.type}: body field ${key} is reserved for the header`);
+    const wire = toSnake(key);
+    if (RESERVED_KEYS.has(key) || reservedWire.has(wire)) {
+      throw new RegistryError(`${spec.type}: body field ${key} is reserved for the header`);
+    }
+    if (bodyWire.has(wire)) throw new RegistryError(`${spec.type}: body field ${key} shares the wire name ${wire} with another field`);
+    bodyWire.add(wire);
   }
   if (spec.endsTurn && spec.class !== "enduring") throw new RegistryError(`${spec.type}: a terminal event must be enduring`);
   const identity: IdentityProfile =

@@ -117,7 +117,7 @@ export function encodePermissionRequest(request: PermissionRequest): string {
 export function decodePermissionRequest(input: string | Uint8Array): PermissionRequest {
   let text: string;
   try {
-    text = typeof input === "string" ? input : new TextDecoder("utf-8", { fatal: true }).decode(input);
+    text = typeof input === "string" ? input : new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(input);
   } catch (e) {
     throw new RequestDecodeError("", "is not valid UTF-8", { cause: e });
   }

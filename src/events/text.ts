@@ -22,6 +22,7 @@ export const limits = {
 } as const;
 
 // C0 controls other than tab, newline and carriage return, DEL, and lone surrogates.
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
 const FORBIDDEN = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
 export function isCleanText(value: string): boolean {

@@ -70,7 +70,7 @@ export function validateWith<E>(def: EventTypeDefinition, input: Record<string, 
  */
 export function validateEvent<E = JetloopEvent>(
   input: unknown,
-  registry: EventRegistry<E> = defaultRegistry as unknown as EventRegistry<E>,
+  registry: EventRegistry<E> = defaultRegistry,
 ): E {
   const def = definitionFor(input, registry);
   return validateWith<E>(def, input as Record<string, unknown>);

@@ -1,0 +1,36 @@
+import { ServerUnsupportedError } from "../errors.js";
+
+/** Features that depend on the server version, with the first version that has them. */
+export const FEATURES = {
+  /** `Nats-Expected-Last-Subject-Sequence-Subject`: conditional append over a session's subjects. */
+  fencing: "2.11.0",
+} as const;
+export type Feature = keyof typeof FEATURES;
+
+/** The oldest nats-server jetloop supports. */
+export const MINIMUM_SERVER = "2.10.0";
+
+function parts(version: string): [number, number, number] {
+  const m = /^v?(\d+)\.(\d+)\.(\d+)/.exec(version);
+  return m ? [Number(m[1]), Number(m[2]), Number(m[3])] : [0, 0, 0];
+}
+
+export function compareVersions(a: string, b: string): number {
+  const pa = parts(a);
+  const pb = parts(b);
+  for (let i = 0; i < 3; i++) if (pa[i] !== pb[i]) return pa[i]! - pb[i]!;
+  return 0;
+}
+
+export function supports(version: string, feature: Feature): boolean {
+  return compareVersions(version, FEATURES[feature]) >= 0;
+}
+
+/** Throws ServerUnsupportedError with a clear message when `version` lacks `feature`. */
+export function requireFeature(version: string, feature: Feature): void {
+  if (!supports(version, feature)) throw new ServerUnsupportedError(feature, FEATURES[feature], version);
+}
+
+export function requireMinimum(version: string): void {
+  if (compareVersions(version, MINIMUM_SERVER) < 0) throw new ServerUnsupportedError("jetloop", MINIMUM_SERVER, version);
+}

@@ -1,0 +1,70 @@
+/**
+ * The declarative JetStream configuration in `streams/` (beside src/ in the repository,
+ * shipped in the package), rendered for one namespace. JSON so operators can read and
+ * review it without reading code.
+ */
+import { readFileSync } from "node:fs";
+import { OptionsError } from "../errors.js";
+import { checkNamespace } from "../subjects/subjects.js";
+
+const STREAMS_DIR = new URL("../../streams/", import.meta.url);
+
+function load(name: string): Record<string, unknown> {
+  return JSON.parse(readFileSync(new URL(name, STREAMS_DIR), "utf8")) as Record<string, unknown>;
+}
+
+const UNITS: Record<string, number> = { ns: 1, us: 1e3, µs: 1e3, ms: 1e6, s: 1e9, m: 60e9, h: 3600e9 };
+
+/** A Go duration ("2m", "1h30m", "250ms") in nanoseconds. */
+export function parseDuration(text: string): number {
+  if (text === "0") return 0;
+  const re = /(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)/gy;
+  let total = 0;
+  let matched = 0;
+  for (const m of text.matchAll(re)) {
+    total += Number(m[1]) * UNITS[m[2]!]!;
+    matched += m[0].length;
+  }
+  if (matched === 0 || matched !== text.length) throw new OptionsError("duration", `${JSON.stringify(text)} is not a duration like 30s or 2m`);
+  return Math.round(total);
+}
+
+const DURATION_FIELDS = new Set(["duplicate_window", "max_age", "ack_wait", "inactive_threshold"]);
+
+function render(value: unknown, vars: Record<string, string | number>, key = ""): unknown {
+  if (typeof value === "string") {
+    const whole = /^\$\{(\w+)\}$/.exec(value);
+    if (whole) return vars[whole[1]!];
+    const s = value.replace(/\$\{(\w+)\}/g, (_, v: string) => String(vars[v]));
+    return DURATION_FIELDS.has(key) ? parseDuration(s) : s;
+  }
+  if (Array.isArray(value)) return value.map((v) => (key === "backoff" ? parseDuration(String(v)) : render(v, vars)));
+  if (value && typeof value === "object") {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value)) if (!k.startsWith("$")) out[k] = render(v, vars, k);
+    return out;
+  }
+  return value;
+}
+
+/** The events stream's name for a namespace: `jetloop` → `jetloop_journal`. */
+export function defaultStreamName(namespace: string): string {
+  return `${checkNamespace(namespace).replaceAll(".", "_")}_journal`;
+}
+
+export interface StreamVars {
+  namespace: string;
+  stream: string;
+  maxEventBytes: number;
+  replicas: number;
+}
+
+/** The declared events stream configuration, in JetStream API form (durations in ns). */
+export function declaredStreamConfig(vars: StreamVars): Record<string, unknown> {
+  return render(load("events.json"), { ...vars }) as Record<string, unknown>;
+}
+
+/** The declared consumer templates (`durable`, `ordered`), in JetStream API form. */
+export function declaredConsumerTemplates(): { durable: Record<string, unknown>; ordered: Record<string, unknown> } {
+  return render(load("consumers.json"), {}) as { durable: Record<string, unknown>; ordered: Record<string, unknown> };
+}

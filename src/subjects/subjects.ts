@@ -1,0 +1,118 @@
+/**
+ * The one module that builds and parses NATS subjects. Nothing else concatenates
+ * subject strings.
+ *
+ *   enduring   {ns}.journal.{sessionId}.{loopId|_}.{family}.{Type}
+ *   ephemeral  {ns}.live.{sessionId}.{loopId|_}.{family}.{Type}
+ *   commands   {ns}.cmd.{sessionId}.{loopId}.{command}
+ *
+ * `_` stands for "no loop" (session-scoped events, session-resolved gates). Ids are
+ * canonical UUIDs, so no token can smuggle `.`, `*`, `>` or whitespace; the journal and
+ * live roots are disjoint, so the stream over `{ns}.journal.>` never captures a preview.
+ */
+import { JetloopError } from "../errors.js";
+import { isCanonicalUuid } from "../events/ids.js";
+
+export class SubjectError extends JetloopError {
+  constructor(message: string) {
+    super("SUBJECT_INVALID", message);
+  }
+}
+
+export type Channel = "journal" | "live";
+
+/** The token that stands for "no loop". */
+export const NO_LOOP = "_";
+
+const NAMESPACE = /^[A-Za-z0-9_-]{1,64}(\.[A-Za-z0-9_-]{1,64}){0,3}$/;
+const FAMILY = /^[a-z][a-z0-9_]{0,31}$/;
+const TYPE = /^[A-Z][A-Za-z0-9]{0,63}$/;
+const COMMAND = /^[a-z][a-z0-9_]{0,31}$/;
+
+/** Checks a namespace: one to four dot-separated tokens of `[A-Za-z0-9_-]`. */
+export function checkNamespace(ns: string): string {
+  if (typeof ns !== "string" || !NAMESPACE.test(ns)) {
+    throw new SubjectError(`namespace ${JSON.stringify(ns)} must be 1-4 dot-separated tokens of [A-Za-z0-9_-]`);
+  }
+  return ns;
+}
+
+function id(kind: string, value: unknown): string {
+  if (!isCanonicalUuid(value)) throw new SubjectError(`${kind} ${JSON.stringify(value)} is not a canonical lowercase UUID`);
+  return value;
+}
+
+function token(kind: string, pattern: RegExp, value: unknown): string {
+  if (typeof value !== "string" || !pattern.test(value)) throw new SubjectError(`${kind} ${JSON.stringify(value)} is not a valid subject token`);
+  return value;
+}
+
+export interface SubjectAddress {
+  readonly sessionId: string;
+  /** Absent for events with no loop. */
+  readonly loopId?: string | undefined;
+  readonly family: string;
+  readonly type: string;
+}
+
+/** The subject an event is published on. */
+export function eventSubject(ns: string, channel: Channel, a: SubjectAddress): string {
+  const loop = a.loopId === undefined ? NO_LOOP : id("loop id", a.loopId);
+  return `${checkNamespace(ns)}.${channel}.${id("session id", a.sessionId)}.${loop}.${token("family", FAMILY, a.family)}.${token("event type", TYPE, a.type)}`;
+}
+
+export interface ParsedSubject extends SubjectAddress {
+  readonly channel: Channel;
+}
+
+/** Parses an event subject of namespace `ns`; throws SubjectError for anything else. */
+export function parseEventSubject(ns: string, subject: string): ParsedSubject {
+  const prefix = `${checkNamespace(ns)}.`;
+  if (!subject.startsWith(prefix)) throw new SubjectError(`subject ${JSON.stringify(subject)} is not in namespace ${ns}`);
+  const parts = subject.slice(prefix.length).split(".");
+  if (parts.length !== 5) throw new SubjectError(`subject ${JSON.stringify(subject)} is not an event subject`);
+  const [channel, sessionId, loop, family, type] = parts as [string, string, string, string, string];
+  if (channel !== "journal" && channel !== "live") throw new SubjectError(`subject ${JSON.stringify(subject)} is not an event subject`);
+  return {
+    channel,
+    sessionId: id("session id", sessionId),
+    loopId: loop === NO_LOOP ? undefined : id("loop id", loop),
+    family: token("family", FAMILY, family),
+    type: token("event type", TYPE, type),
+  };
+}
+
+/** The subjects the events stream captures: the journal root only. */
+export function streamSubjects(ns: string): string[] {
+  return [`${checkNamespace(ns)}.journal.>`];
+}
+
+/** Every journal subject of one session: the scope of fencing (last subject sequence). */
+export function sessionJournalSubject(ns: string, sessionId: string): string {
+  return `${checkNamespace(ns)}.journal.${id("session id", sessionId)}.>`;
+}
+
+/** What a filter subject selects; an omitted part is a wildcard. */
+export interface SubjectSelector {
+  readonly sessionId?: string | undefined;
+  /** A loop id, NO_LOOP for loop-less events, or omitted for every loop. */
+  readonly loopId?: string | undefined;
+  readonly family?: string | undefined;
+  readonly type?: string | undefined;
+}
+
+/** One filter subject; wildcards where the selector leaves a part open. */
+export function filterSubject(ns: string, channel: Channel, s: SubjectSelector): string {
+  const session = s.sessionId === undefined ? "*" : id("session id", s.sessionId);
+  const loop = s.loopId === undefined ? "*" : s.loopId === NO_LOOP ? NO_LOOP : id("loop id", s.loopId);
+  const family = s.family === undefined ? "*" : token("family", FAMILY, s.family);
+  const type = s.type === undefined ? "*" : token("event type", TYPE, s.type);
+  if (s.type !== undefined && s.family === undefined) throw new SubjectError("a type filter needs its family");
+  if (family === "*" && type === "*") return `${checkNamespace(ns)}.${channel}.${session}.${loop}.>`;
+  return `${checkNamespace(ns)}.${channel}.${session}.${loop}.${family}.${type}`;
+}
+
+/** The subject a loop actor serves `command` on. */
+export function commandSubject(ns: string, sessionId: string, loopId: string, command: string): string {
+  return `${checkNamespace(ns)}.cmd.${id("session id", sessionId)}.${id("loop id", loopId)}.${token("command", COMMAND, command)}`;
+}

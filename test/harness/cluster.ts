@@ -1,0 +1,151 @@
+// Starts a JetStream cluster from deploy/nats/cluster.conf (the file docker-compose.yml
+// uses) with free loopback ports passed in through the config's environment variables.
+import { join } from "node:path";
+import {
+  CLUSTER_CONF,
+  ServerProcess,
+  findServerBinary,
+  freePort,
+  makeTempDir,
+  prepareConfig,
+  serverFacade,
+  uniqueName,
+  waitFor,
+  type NatsServer,
+  type ServerFlavor,
+} from "./server.js";
+
+export interface StartClusterOptions {
+  /** Number of nodes; default 3. */
+  size?: number;
+  flavor?: ServerFlavor;
+  bin?: string;
+  /** Default deploy/nats/cluster.conf. */
+  configFile?: string;
+  /** Extra configuration appended to the file for every node. */
+  configText?: string;
+  /** Default 30 s. */
+  readyTimeoutMs?: number;
+}
+
+export interface ClusterNode extends NatsServer {
+  readonly clusterPort: number;
+}
+
+export interface NatsCluster {
+  readonly nodes: ClusterNode[];
+  /** Client URLs of all nodes (pass them all as `servers`). */
+  readonly urls: string[];
+  readonly version: string;
+  /**
+   * Waits until every running node reports a JetStream meta leader and /healthz ok.
+   * Use after restarting nodes. Returns the meta leader's server name.
+   */
+  waitReady(timeoutMs?: number): Promise<string>;
+  /** The current meta leader's server name, as seen by the running nodes. */
+  metaLeader(): Promise<string>;
+  /** The node with that server name. */
+  node(name: string): ClusterNode;
+  /** Stops all nodes (graceful), keeping their data. */
+  stop(): Promise<void>;
+  /** Kills all nodes and removes their directories. */
+  close(): Promise<void>;
+}
+
+interface Jsz {
+  meta_cluster?: { leader?: string; cluster_size?: number };
+}
+
+async function jsz(monitorUrl: string): Promise<Jsz> {
+  const res = await fetch(`${monitorUrl}/jsz`);
+  if (!res.ok) throw new Error(`/jsz: HTTP ${res.status}`);
+  return (await res.json()) as Jsz;
+}
+
+/** Starts a JetStream cluster and waits until it has a meta leader. */
+export async function startCluster(opts: StartClusterOptions = {}): Promise<NatsCluster> {
+  const size = opts.size ?? 3;
+  const bin = opts.bin ?? findServerBinary(opts.flavor);
+  const readyTimeoutMs = opts.readyTimeoutMs ?? 30_000;
+  const base = uniqueName("c");
+  const specs: { name: string; port: number; clusterPort: number; httpPort: number }[] = [];
+  for (let i = 1; i <= size; i++) {
+    specs.push({ name: `${base}-n${i}`, port: await freePort(), clusterPort: await freePort(), httpPort: await freePort() });
+  }
+  const routes = `[${specs.map((s) => `nats://127.0.0.1:${s.clusterPort}`).join(", ")}]`;
+  const procs = specs.map((s) => {
+    const workDir = makeTempDir();
+    const storeDir = join(workDir, "store");
+    return new ServerProcess({
+      bin,
+      name: s.name,
+      configFile: prepareConfig(workDir, opts.configFile ?? CLUSTER_CONF, opts.configText),
+      env: {
+        NATS_SERVER_NAME: s.name,
+        NATS_HOST: "127.0.0.1",
+        NATS_CLIENT_PORT: String(s.port),
+        NATS_CLUSTER_PORT: String(s.clusterPort),
+        NATS_HTTP_PORT: String(s.httpPort),
+        NATS_CLUSTER_ROUTES: routes,
+        NATS_STORE_DIR: storeDir,
+      },
+      args: [],
+      port: s.port,
+      httpPort: s.httpPort,
+      storeDir,
+      workDir,
+      waitHealthy: false,
+      readyTimeoutMs,
+    });
+  });
+  const nodes: ClusterNode[] = procs.map((p, i) => {
+    const facade = serverFacade(p) as ClusterNode;
+    Object.defineProperty(facade, "clusterPort", { value: specs[i]?.clusterPort, enumerable: true });
+    return facade;
+  });
+
+  const close = async (): Promise<void> => {
+    await Promise.all(procs.map((p) => p.close()));
+  };
+
+  const metaLeader = async (): Promise<string> => {
+    const running = nodes.filter((n) => n.running);
+    const leaders = await Promise.all(running.map(async (n) => (await jsz(n.monitorUrl)).meta_cluster?.leader ?? ""));
+    const first = leaders[0];
+    if (!first || leaders.some((l) => l !== first)) {
+      throw new Error(`no agreed meta leader yet (${leaders.map((l) => l || "-").join(", ")})`);
+    }
+    return first;
+  };
+
+  const waitReady = async (timeoutMs = readyTimeoutMs): Promise<string> => {
+    const leader = await waitFor("the cluster's JetStream meta leader", metaLeader, timeoutMs, 200);
+    await Promise.all(procs.filter((p) => p.running).map((p) => p.waitHealthy(timeoutMs)));
+    return leader;
+  };
+
+  try {
+    await Promise.all(procs.map((p) => p.start()));
+    await waitReady();
+  } catch (err) {
+    await close();
+    throw err;
+  }
+
+  return {
+    nodes,
+    urls: nodes.map((n) => n.url),
+    version: procs[0]?.version ?? "",
+    waitReady,
+    metaLeader,
+    node(name: string): ClusterNode {
+      const n = nodes.find((x) => x.name === name);
+      if (!n) throw new Error(`no node named ${name}`);
+      return n;
+    },
+    stop: async () => {
+      await Promise.all(procs.map((p) => p.stop()));
+    },
+    close,
+  };
+}

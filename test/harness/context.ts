@@ -1,0 +1,61 @@
+// Helpers for integration test files: the shared server's URL, a per-file namespace,
+// and connections that are closed after the file's tests.
+import { connect, type ConnectionOptions, type NatsConnection } from "@nats-io/transport-node";
+import { afterAll, inject } from "vitest";
+
+/** Client URL of the server that the globalSetup provided (or NATS_URL). */
+export function natsUrl(): string {
+  return inject("natsUrl");
+}
+
+/** natsUrl() split into a list of server URLs. */
+export function natsServers(): string[] {
+  return natsUrl()
+    .split(",")
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0);
+}
+
+/** "oldest" | "newest" | "external". */
+export function natsServerFlavor(): string {
+  return inject("natsServerFlavor");
+}
+
+/** The shared server's version, e.g. "2.10.27" ("unknown" when external). */
+export function natsServerVersion(): string {
+  return inject("natsServerVersion");
+}
+
+/**
+ * A short unique lowercase token ("t" + base36), usable in stream names and subjects.
+ * Give each test file its own, so files never share a stream.
+ */
+export function uniqueNamespace(prefix = "t"): string {
+  const rand = Math.floor(Math.random() * 36 ** 6).toString(36).padStart(6, "0");
+  const time = (Date.now() % 36 ** 4).toString(36).padStart(4, "0");
+  return `${prefix}${time}${rand}`;
+}
+
+const open = new Set<NatsConnection>();
+
+// Registered while the importing test file is being collected, so it runs after that
+// file's tests (test files run in isolated module graphs by default).
+afterAll(closeTestConnections);
+
+/**
+ * Connects to the shared server (or to opts.servers). The connection is closed after
+ * the calling file's tests (afterAll), or earlier by the test itself.
+ */
+export async function connectTest(opts: ConnectionOptions = {}): Promise<NatsConnection> {
+  const nc = await connect({ servers: natsServers(), name: "jetloop-test", ...opts });
+  open.add(nc);
+  void nc.closed().then(() => open.delete(nc));
+  return nc;
+}
+
+/** Closes every connection connectTest opened (runs automatically after each file). */
+export async function closeTestConnections(): Promise<void> {
+  const all = [...open];
+  open.clear();
+  await Promise.all(all.map((nc) => (nc.isClosed() ? Promise.resolve() : nc.close())));
+}

@@ -1,0 +1,142 @@
+// Proves the test harness: the shared server, a private restartable server, and the
+// three-node cluster from deploy/nats/cluster.conf.
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { connect } from "@nats-io/transport-node";
+import { afterAll, describe, expect, it } from "vitest";
+import { startCluster, type NatsCluster } from "../harness/cluster.js";
+import { connectTest, natsServerFlavor, natsServerVersion, natsUrl, uniqueNamespace } from "../harness/context.js";
+import { findServerBinary, serverVersion, startServer, waitFor, type NatsServer } from "../harness/server.js";
+
+const ns = uniqueNamespace();
+
+describe("harness", () => {
+  it("gives each file a short lowercase namespace", () => {
+    expect(ns).toMatch(/^t[0-9a-z]{10}$/);
+    expect(uniqueNamespace()).not.toBe(ns);
+  });
+
+  it("provides a JetStream server of the project's flavor", async () => {
+    expect(natsUrl()).toMatch(/^nats:\/\//);
+    const flavor = natsServerFlavor();
+    if (flavor !== "external") {
+      expect(flavor).toBe(process.env.JETLOOP_NATS_SERVER);
+      expect(natsServerVersion()).toBe(serverVersion(findServerBinary()));
+      if (flavor === "oldest") expect(natsServerVersion()).toMatch(/^2\.10\./);
+    }
+    const nc = await connectTest();
+    const jsm = await jetstreamManager(nc);
+    await jsm.streams.add({ name: ns, subjects: [`${ns}.>`] });
+    const ack = await jetstream(nc).publish(`${ns}.hello`, "world");
+    expect(ack.seq).toBe(1);
+    const msg = await jsm.streams.getMessage(ns, { seq: 1 });
+    expect(msg?.string()).toBe("world");
+    await jsm.streams.delete(ns);
+  });
+});
+
+describe("a private server", () => {
+  let server: NatsServer | undefined;
+  afterAll(async () => {
+    await server?.close();
+  });
+
+  it("keeps its stream across a restart and a crash", async () => {
+    server = await startServer();
+    const stream = `${ns}_own`;
+    const subject = `${ns}.own`;
+
+    let nc = await connect({ servers: server.url });
+    const jsm = await jetstreamManager(nc);
+    await jsm.streams.add({ name: stream, subjects: [subject] });
+    await jetstream(nc).publish(subject, "one");
+    await nc.close();
+
+    await server.restart();
+    nc = await connect({ servers: server.url });
+    await jetstream(nc).publish(subject, "two");
+    expect((await (await jetstreamManager(nc)).streams.getMessage(stream, { seq: 1 }))?.string()).toBe("one");
+    await nc.close();
+
+    await server.kill(); // SIGKILL: a crash
+    expect(server.running).toBe(false);
+    await server.restart();
+    nc = await connect({ servers: server.url });
+    const info = await (await jetstreamManager(nc)).streams.info(stream);
+    expect(info.state.messages).toBe(2);
+    await nc.close();
+  });
+
+  it("can be paused and resumed", async () => {
+    server ??= await startServer();
+    const nc = await connect({ servers: server.url });
+    nc.subscribe(`${ns}.echo`, {
+      callback: (_err, m) => {
+        m.respond(m.data);
+      },
+    });
+    await nc.flush();
+    server.pause();
+    await expect(nc.request(`${ns}.echo`, "ping", { timeout: 300 })).rejects.toThrow();
+    server.resume();
+    expect((await nc.request(`${ns}.echo`, "ping", { timeout: 5_000 })).string()).toBe("ping");
+    await nc.close();
+  });
+
+  it("accepts extra configuration (users and permissions)", async () => {
+    const locked = await startServer({
+      configText: `authorization { users: [ { user: alice, password: secret, permissions: { publish: "${ns}.alice.>", subscribe: "_INBOX.>" } } ] }`,
+    });
+    try {
+      await expect(connect({ servers: locked.url, reconnect: false })).rejects.toThrow(/authorization/i);
+      const nc = await connect({ servers: locked.url, user: "alice", pass: "secret" });
+      await nc.flush();
+      await nc.close();
+    } finally {
+      await locked.close();
+    }
+  });
+});
+
+describe("the three-node cluster from deploy/nats/cluster.conf", () => {
+  let cluster: NatsCluster | undefined;
+  afterAll(async () => {
+    await cluster?.close();
+  });
+
+  it("replicates a stream to three nodes and survives losing its leader", async () => {
+    cluster = await startCluster();
+    expect(cluster.nodes).toHaveLength(3);
+    const stream = `${ns}_r3`;
+    const subject = `${ns}.r3`;
+
+    const nc = await connect({ servers: cluster.urls });
+    const jsm = await jetstreamManager(nc);
+    const created = await jsm.streams.add({ name: stream, subjects: [subject], num_replicas: 3 });
+    expect(created.config.num_replicas).toBe(3);
+    await jetstream(nc).publish(subject, "replicated");
+
+    const info = await jsm.streams.info(stream);
+    const leader = info.cluster?.leader;
+    expect(leader).toBeTruthy();
+    expect(info.cluster?.replicas ?? []).toHaveLength(2);
+
+    // Kill the stream leader; a new one is elected and the message is still there.
+    await cluster.node(leader ?? "").kill();
+    const nc2 = await connect({ servers: cluster.nodes.filter((n) => n.running).map((n) => n.url) });
+    const jsm2 = await jetstreamManager(nc2, { timeout: 2_000, checkAPI: false });
+    const newLeader = await waitFor(
+      "a new stream leader",
+      async () => {
+        const l = (await jsm2.streams.info(stream)).cluster?.leader;
+        return l && l !== leader ? l : false;
+      },
+      20_000,
+      250,
+    );
+    expect(newLeader).not.toBe(leader);
+    expect((await jsm2.streams.getMessage(stream, { seq: 1 }))?.string()).toBe("replicated");
+    await jsm2.streams.delete(stream);
+    await nc2.close();
+    await nc.close();
+  });
+});
