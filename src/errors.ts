@@ -215,10 +215,11 @@ export class PermissionDeniedError extends JetloopError {
 export class MessageTooLargeError extends JetloopError {
   constructor(
     readonly size: number,
-    readonly max: number,
+    /** The limit in bytes, when known. */
+    readonly max: number | undefined,
     readonly limit: "max_payload" | "max_msg_size",
   ) {
-    super("MESSAGE_TOO_LARGE", `message of ${size} bytes exceeds the ${limit} of ${max}`);
+    super("MESSAGE_TOO_LARGE", `message of ${size} bytes exceeds the ${limit}${max === undefined ? "" : ` of ${max}`}`);
   }
 }
 

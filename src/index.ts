@@ -40,3 +40,22 @@ export {
   type CodecOptions,
   type DecodeError,
 } from "./codec/codec.js";
+export { connect, Jetloop, type ConnectOptions, type ProvisionRequest } from "./bus.js";
+export type { ConnectionSettings } from "./connection/connect.js";
+export type { BusOptions, BusSettings } from "./connection/options.js";
+export { FEATURES, MINIMUM_SERVER, type Feature } from "./connection/server-version.js";
+export { HEADER_LAST_JOURNAL_SEQ, type PublishOptions, type PublishResult } from "./publish/publisher.js";
+export {
+  commandSubject,
+  eventSubject,
+  filterSubject,
+  NO_LOOP,
+  parseEventSubject,
+  SubjectError,
+  type Channel,
+  type ParsedSubject,
+  type SubjectAddress,
+  type SubjectSelector,
+} from "./subjects/subjects.js";
+export { declaredConsumerTemplates, declaredStreamConfig, defaultStreamName } from "./streams/declared.js";
+export { diffStreamConfig, type FieldDrift, type ProvisionReport } from "./streams/provision.js";

@@ -11,7 +11,7 @@ import {
   RequestDecodeError,
 } from "../errors.js";
 import { defaultRegistry, type JetloopEvent } from "../events/catalogue.js";
-import type { EventRegistry } from "../events/registry.js";
+import type { EventRegistry, EventTypeDefinition } from "../events/registry.js";
 import { validatePermissionRequest } from "../events/request.js";
 import { definitionFor, type SafeResult, validateWith } from "../events/validate.js";
 import { parseStrictJson, StrictJsonError } from "./strict-json.js";
@@ -43,11 +43,23 @@ function registryOf<E>(options?: CodecOptions<E>): EventRegistry<E> {
   return options?.registry ?? (defaultRegistry);
 }
 
+/** The validated event and its encoding: publishing needs both from one validation. */
+export interface Encoded<E> {
+  readonly event: E;
+  readonly bytes: Uint8Array;
+  readonly definition: EventTypeDefinition;
+}
+
 /**
- * Encodes an event of either class. The journal uses `marshalEvent`; the live channel
- * uses this directly.
+ * Validates and encodes an event of either class. The journal uses `marshalEvent`; the
+ * live channel and the publisher use this directly.
  */
 export function encodeEvent<E = JetloopEvent>(event: E, options?: CodecOptions<E>): Uint8Array {
+  return encodeValidated(event, options).bytes;
+}
+
+/** `encodeEvent`, also returning the normalized event and its type definition. */
+export function encodeValidated<E = JetloopEvent>(event: E, options?: CodecOptions<E>): Encoded<E> {
   const def = definitionFor(event, registryOf(options));
   const input = event as Record<string, unknown>;
   if (def.type === "PermissionRequested") {
@@ -60,14 +72,14 @@ export function encodeEvent<E = JetloopEvent>(event: E, options?: CodecOptions<E
       throw e;
     }
   }
-  const valid = validateWith<Record<string, unknown>>(def, input);
+  const valid = validateWith<E>(def, input);
   const wire = { type: def.type, v: WIRE_VERSION, ...(toWire(def.schema, valid) as object) };
   const bytes = utf8Encoder.encode(JSON.stringify(wire));
   const max = options?.maxBytes ?? DEFAULT_MAX_EVENT_BYTES;
   if (bytes.length > max) {
     throw new EventEncodeError(def.type, "too_large", `encodes to ${bytes.length} bytes, more than the cap of ${max}`);
   }
-  return bytes;
+  return { event: valid, bytes, definition: def };
 }
 
 /**

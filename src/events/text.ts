@@ -34,7 +34,8 @@ export function text(max: number = limits.text) {
   return z
     .string()
     .min(1, "must not be empty")
-    .max(max, `must be at most ${max} UTF-16 code units`)
+    // Not .max(): zod measures strings in code points, the caps are in code units.
+    .refine((v) => v.length <= max, `must be at most ${max} UTF-16 code units`)
     .refine(isCleanText, "must be well-formed text without control characters");
 }
 

@@ -15,7 +15,8 @@ const absent = (v: unknown) => v === undefined || v === NIL_UUID;
 
 function issueToError(type: string, issue: z.core.$ZodIssue): EventValidationError {
   const field = issue.path.map(String).join(".") || "event";
-  const missing = issue.code === "invalid_type" && (issue as { input?: unknown }).input === undefined;
+  // A missing enum or literal is an invalid_value, not an invalid_type: both are "must be set".
+  const missing = (issue.code === "invalid_type" || issue.code === "invalid_value") && (issue as { input?: unknown }).input === undefined;
   return new EventValidationError(type, field, missing ? "must be set" : "is invalid", issue.message);
 }
 

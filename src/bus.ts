@@ -1,0 +1,160 @@
+/**
+ * The bus: one NATS connection, one namespace, one events stream. It is the SDK's
+ * entry point; each job it offers lives in its own module (publish/, subscribe/,
+ * streams/), and this file only wires them together.
+ */
+import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
+import { type NatsConnection, PermissionViolationError } from "@nats-io/transport-node";
+import { pino, type Logger } from "pino";
+import { type ConnectionSettings, openConnection } from "./connection/connect.js";
+import { type BusOptions, type BusSettings, parseBusOptions } from "./connection/options.js";
+import { requireMinimum, supports, type Feature } from "./connection/server-version.js";
+import { PermissionDeniedError } from "./errors.js";
+import { defaultRegistry, type JetloopEvent } from "./events/catalogue.js";
+import type { EventRegistry } from "./events/registry.js";
+import { JournalWriter } from "./publish/journal-writer.js";
+import { type PublishOptions, type PublishResult, Publisher } from "./publish/publisher.js";
+import { provisionStream, type ProvisionReport } from "./streams/provision.js";
+
+export type ConnectOptions<E = JetloopEvent> = ConnectionSettings & BusOptions<E>;
+
+export interface ProvisionRequest {
+  /** `apply` (default) creates or updates; `verify` only reports drift. */
+  mode?: "apply" | "verify";
+  /** Stream replicas. Default: 3 when the server is part of a cluster, else 1. */
+  replicas?: number;
+}
+
+/** Listeners for permission violations the server reports asynchronously. */
+type ViolationListener = (e: PermissionViolationError) => void;
+
+export class Jetloop<E = JetloopEvent> {
+  readonly nc: NatsConnection;
+  readonly settings: BusSettings;
+  readonly registry: EventRegistry<E>;
+  readonly log: Logger;
+  /** The connected server's version, e.g. `2.10.27`. */
+  readonly serverVersion: string;
+  readonly #ownsConnection: boolean;
+  readonly #writer: JournalWriter;
+  readonly #publisher: Publisher<E>;
+  readonly #violationListeners = new Set<ViolationListener>();
+  #jsm: Promise<JetStreamManager> | undefined;
+  #closed = false;
+
+  private constructor(nc: NatsConnection, options: BusOptions<E>, ownsConnection: boolean) {
+    this.settings = parseBusOptions(options as Record<string, unknown>);
+    this.nc = nc;
+    this.#ownsConnection = ownsConnection;
+    this.registry = options.registry ?? (defaultRegistry);
+    this.log = (options.logger ?? pino({ name: "jetloop", level: "warn" }, pino.destination(2))).child({ namespace: this.settings.namespace });
+    this.serverVersion = nc.info?.version ?? "0.0.0";
+    requireMinimum(this.serverVersion);
+    this.#writer = new JournalWriter(nc, () => this.jetstreamManager(), this.settings, this.log);
+    this.#publisher = new Publisher(nc, this.#writer, { ...this.settings, serverVersion: this.serverVersion }, this.registry);
+    this.onPermissionViolation((e) => {
+      if (e.operation === "publish") this.#writer.failSubject(e.subject, new PermissionDeniedError("publish", e.subject, { cause: e }));
+    });
+    void this.#watchStatus();
+  }
+
+  /** Connects to NATS and returns a bus that owns the connection. */
+  static async connect<E = JetloopEvent>(options: ConnectOptions<E> = {}): Promise<Jetloop<E>> {
+    parseBusOptions(options as Record<string, unknown>); // fail before dialing
+    const nc = await openConnection(options);
+    try {
+      return new Jetloop<E>(nc, options, true);
+    } catch (e) {
+      await nc.close();
+      throw e;
+    }
+  }
+
+  /** A bus over a connection the caller owns; `close()` leaves the connection open. */
+  static fromConnection<E = JetloopEvent>(nc: NatsConnection, options: BusOptions<E> = {}): Jetloop<E> {
+    return new Jetloop<E>(nc, options, false);
+  }
+
+  get namespace(): string {
+    return this.settings.namespace;
+  }
+
+  get stream(): string {
+    return this.settings.stream;
+  }
+
+  supports(feature: Feature): boolean {
+    return supports(this.serverVersion, feature);
+  }
+
+  jetstreamManager(): Promise<JetStreamManager> {
+    this.#jsm ??= jetstreamManager(this.nc, { checkAPI: false });
+    return this.#jsm;
+  }
+
+  /**
+   * Validates and publishes one event. Enduring: appended to the journal, resolves with
+   * its journal sequence once acknowledged. Ephemeral: sent on its live subject, journal
+   * sequence 0. Many calls may be in flight at once (up to `maxInFlight`; more wait).
+   */
+  publish(event: E, options?: PublishOptions): Promise<PublishResult> {
+    return this.#publisher.publish(event, options);
+  }
+
+  /**
+   * Publishes many events pipelined: all in flight at once (bounded by `maxInFlight`),
+   * results in the order given. Rejects with the first failure, after all have settled.
+   */
+  async publishAll(events: Iterable<E>, options?: PublishOptions): Promise<PublishResult[]> {
+    const pending = [...events].map((e) => this.publish(e, options));
+    const settled = await Promise.allSettled(pending);
+    const failed = settled.find((s) => s.status === "rejected");
+    if (failed) throw failed.reason;
+    return settled.map((s) => (s as PromiseFulfilledResult<PublishResult>).value);
+  }
+
+  /** Creates or updates the events stream from `streams/events.json`. */
+  async provision(request: ProvisionRequest = {}): Promise<ProvisionReport> {
+    return provisionStream(await this.jetstreamManager(), {
+      namespace: this.settings.namespace,
+      stream: this.settings.stream,
+      maxEventBytes: this.settings.maxEventBytes,
+      replicas: request.replicas ?? (this.nc.info?.cluster ? 3 : 1),
+      mode: request.mode ?? "apply",
+    });
+  }
+
+  /** @internal Lets subscriptions learn of permission errors the server sends asynchronously. */
+  onPermissionViolation(listener: ViolationListener): () => void {
+    this.#violationListeners.add(listener);
+    return () => this.#violationListeners.delete(listener);
+  }
+
+  /** Fails in-flight appends, and closes the connection if the bus opened it. Idempotent. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#writer.close();
+    if (this.#ownsConnection && !this.nc.isClosed()) await this.nc.close();
+  }
+
+  async #watchStatus(): Promise<void> {
+    try {
+      for await (const s of this.nc.status()) {
+        if (s.type === "error" && s.error instanceof PermissionViolationError) {
+          this.log.warn({ operation: s.error.operation, subject: s.error.subject }, "permission violation");
+          for (const l of this.#violationListeners) l(s.error);
+        } else if (s.type === "disconnect" || s.type === "reconnect") {
+          this.log.info({ status: s.type }, "connection status");
+        }
+      }
+    } catch (e) {
+      this.log.debug({ err: e }, "status watch ended");
+    }
+  }
+}
+
+/** Connects to NATS: `const bus = await connect({ servers, namespace })`. */
+export function connect<E = JetloopEvent>(options?: ConnectOptions<E>): Promise<Jetloop<E>> {
+  return Jetloop.connect(options);
+}

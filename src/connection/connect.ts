@@ -1,0 +1,56 @@
+import { readFileSync } from "node:fs";
+import {
+  connect as natsConnect,
+  credsAuthenticator,
+  nkeyAuthenticator,
+  type ConnectionOptions,
+  type NatsConnection,
+} from "@nats-io/transport-node";
+import { OptionsError } from "../errors.js";
+
+/** How to reach NATS: servers, auth and TLS pass straight through to NATS.js. */
+export interface ConnectionSettings {
+  /** Server URLs. Default: `NATS_URL` from the environment, else `nats://127.0.0.1:4222`. */
+  servers?: string | string[];
+  /** Client name shown by the server's monitoring. Default `jetloop`. */
+  name?: string;
+  user?: string;
+  pass?: string;
+  token?: string;
+  /** An nkey seed (`SU…`), for nkey authentication. */
+  nkeySeed?: string;
+  /** A credentials file (JWT + seed), for decentralized auth. */
+  credsFile?: string;
+  tls?: { caFile?: string; certFile?: string; keyFile?: string; handshakeFirst?: boolean };
+  /** Anything else NATS.js accepts; jetloop's own settings win where both are given. */
+  natsOptions?: Partial<ConnectionOptions>;
+}
+
+/** Builds the NATS.js connection options; checks combinations eagerly. */
+export function connectionOptions(s: ConnectionSettings): ConnectionOptions {
+  const servers = s.servers ?? process.env.NATS_URL?.split(",") ?? "nats://127.0.0.1:4222";
+  if (s.nkeySeed && s.credsFile) throw new OptionsError("credsFile", "give nkeySeed or credsFile, not both");
+  if ((s.user === undefined) !== (s.pass === undefined)) throw new OptionsError("user", "user and pass go together");
+  const opts: ConnectionOptions = {
+    maxReconnectAttempts: -1,
+    ...s.natsOptions,
+    servers,
+    name: s.name ?? s.natsOptions?.name ?? "jetloop",
+  };
+  if (s.user !== undefined) {
+    opts.user = s.user;
+    opts.pass = s.pass;
+  }
+  if (s.token !== undefined) opts.token = s.token;
+  if (s.nkeySeed) opts.authenticator = nkeyAuthenticator(new TextEncoder().encode(s.nkeySeed));
+  if (s.credsFile) {
+    const file = s.credsFile;
+    opts.authenticator = credsAuthenticator(() => readFileSync(file));
+  }
+  if (s.tls) opts.tls = { ...s.tls };
+  return opts;
+}
+
+export async function openConnection(s: ConnectionSettings): Promise<NatsConnection> {
+  return natsConnect(connectionOptions(s));
+}

@@ -1,0 +1,270 @@
+/**
+ * Appends to the journal with many appends in flight over one inbox subscription.
+ *
+ * The stock `js.publish` makes a request per call; here every append publishes with a
+ * reply subject under one wildcard inbox and the acks are matched by token, which is
+ * what lets a producer keep hundreds of appends in flight. An ack that does not come
+ * (timeout, no responders during a leader election) is ambiguous: the append is resent
+ * with the same `Nats-Msg-Id`, so the stream's duplicate window makes the retry safe,
+ * until an ack arrives or the deadline passes. Nothing resolves without an ack.
+ */
+import { JetStreamApiCodes, JetStreamApiError, type JetStreamManager } from "@nats-io/jetstream";
+import { createInbox, headers as natsHeaders, type Msg, type MsgHdrs, type NatsConnection, type Subscription } from "@nats-io/transport-node";
+import type { Logger } from "pino";
+import {
+  ConnectionClosedError,
+  MessageTooLargeError,
+  NotProvisionedError,
+  PermissionDeniedError,
+  PublishConflictError,
+  PublishError,
+  PublishTimeoutError,
+} from "../errors.js";
+
+/** JetStream API error codes an ack can carry. */
+const WRONG_LAST_SEQUENCE = 10071;
+const MESSAGE_TOO_LARGE = 10054;
+const HEADER_MSG_ID = "Nats-Msg-Id";
+const HEADER_EXPECTED_LAST_SUBJECT_SEQ = "Nats-Expected-Last-Subject-Sequence";
+const HEADER_EXPECTED_LAST_SUBJECT_SEQ_SUBJECT = "Nats-Expected-Last-Subject-Sequence-Subject";
+
+export interface AppendRequest {
+  readonly subject: string;
+  readonly data: Uint8Array;
+  readonly eventId: string;
+  readonly sessionId: string;
+  /** Fencing: the append is stored only if the last sequence on `fenceSubject` is this. */
+  readonly expectedLastSeq?: number | undefined;
+  readonly fenceSubject?: string | undefined;
+}
+
+export interface AppendAck {
+  readonly stream: string;
+  readonly seq: number;
+  readonly duplicate: boolean;
+}
+
+export interface JournalWriterSettings {
+  readonly stream: string;
+  readonly ackTimeoutMs: number;
+  readonly publishDeadlineMs: number;
+  readonly maxInFlight: number;
+}
+
+interface JsAck {
+  stream?: string;
+  seq?: number;
+  duplicate?: boolean;
+  error?: { code?: number; err_code?: number; description?: string };
+}
+
+class PendingAppend {
+  readonly tokens: string[] = [];
+  attempts = 0;
+  timer: NodeJS.Timeout | undefined;
+  settled = false;
+  noResponders = 0;
+  readonly deadline: number;
+  constructor(
+    readonly request: AppendRequest,
+    readonly headers: MsgHdrs,
+    readonly resolve: (ack: AppendAck) => void,
+    readonly reject: (e: Error) => void,
+    deadlineMs: number,
+  ) {
+    this.deadline = Date.now() + deadlineMs;
+  }
+}
+
+export class JournalWriter {
+  readonly #nc: NatsConnection;
+  readonly #jsm: () => Promise<JetStreamManager>;
+  readonly #settings: JournalWriterSettings;
+  readonly #log: Logger;
+  readonly #prefix: string;
+  readonly #pending = new Map<string, PendingAppend>();
+  readonly #inFlight = new Set<PendingAppend>();
+  readonly #waiting: (() => void)[] = [];
+  #sub: Subscription | undefined;
+  #next = 0;
+  #closed = false;
+
+  constructor(nc: NatsConnection, jsm: () => Promise<JetStreamManager>, settings: JournalWriterSettings, log: Logger) {
+    this.#nc = nc;
+    this.#jsm = jsm;
+    this.#settings = settings;
+    this.#log = log;
+    this.#prefix = createInbox();
+  }
+
+  /** Appends one message; resolves with its ack, or rejects with a typed error. */
+  async append(request: AppendRequest): Promise<AppendAck> {
+    if (this.#closed || this.#nc.isClosed()) throw new ConnectionClosedError();
+    const max = this.#nc.info?.max_payload;
+    if (max !== undefined && request.data.length > max) throw new MessageTooLargeError(request.data.length, max, "max_payload");
+    while (this.#inFlight.size >= this.#settings.maxInFlight) {
+      await new Promise<void>((resolve) => this.#waiting.push(resolve));
+      if (this.#closed) throw new ConnectionClosedError();
+    }
+    this.#ensureSubscribed();
+    const h = natsHeaders();
+    h.set(HEADER_MSG_ID, request.eventId);
+    if (request.expectedLastSeq !== undefined) {
+      h.set(HEADER_EXPECTED_LAST_SUBJECT_SEQ, String(request.expectedLastSeq));
+      if (request.fenceSubject) h.set(HEADER_EXPECTED_LAST_SUBJECT_SEQ_SUBJECT, request.fenceSubject);
+    }
+    return new Promise<AppendAck>((resolve, reject) => {
+      const p = new PendingAppend(request, h, resolve, reject, this.#settings.publishDeadlineMs);
+      this.#inFlight.add(p);
+      this.#send(p);
+    });
+  }
+
+  /** Rejects every append on `subject` (the server refused to let us publish there). */
+  failSubject(subject: string, error: Error): void {
+    for (const p of [...this.#inFlight]) if (p.request.subject === subject) this.#settle(p, error);
+  }
+
+  get inFlight(): number {
+    return this.#inFlight.size;
+  }
+
+  /** Fails what is still in flight and stops listening for acks. */
+  close(): void {
+    this.#closed = true;
+    for (const p of [...this.#inFlight]) this.#settle(p, new ConnectionClosedError("the bus was closed before the append was acknowledged"));
+    this.#sub?.unsubscribe();
+    this.#sub = undefined;
+    for (const w of this.#waiting.splice(0)) w();
+  }
+
+  #ensureSubscribed(): void {
+    if (this.#sub) return;
+    this.#sub = this.#nc.subscribe(`${this.#prefix}.*`, {
+      callback: (err, msg) => {
+        if (err) {
+          this.#log.error({ err }, "ack inbox subscription failed");
+          return;
+        }
+        this.#onAck(msg);
+      },
+    });
+  }
+
+  #send(p: PendingAppend): void {
+    if (p.settled) return;
+    const token = (this.#next++).toString(36);
+    p.tokens.push(token);
+    this.#pending.set(token, p);
+    p.attempts++;
+    try {
+      this.#nc.publish(p.request.subject, p.request.data, { reply: `${this.#prefix}.${token}`, headers: p.headers });
+    } catch (e) {
+      this.#settle(p, this.#nc.isClosed() ? new ConnectionClosedError(undefined, { cause: e }) : new PublishError(p.request.subject, `publish failed: ${(e as Error).message}`, undefined, { cause: e }));
+      return;
+    }
+    const wait = Math.min(this.#settings.ackTimeoutMs, Math.max(0, p.deadline - Date.now()));
+    p.timer = setTimeout(() => this.#onTimeout(p), wait);
+  }
+
+  #onTimeout(p: PendingAppend): void {
+    if (p.settled) return;
+    if (Date.now() >= p.deadline) {
+      this.#settle(p, new PublishTimeoutError(p.request.subject, p.request.eventId, p.attempts, this.#settings.publishDeadlineMs));
+      return;
+    }
+    this.#log.debug({ eventId: p.request.eventId, attempt: p.attempts }, "ack timed out; resending with the same message id");
+    this.#send(p);
+  }
+
+  #onAck(msg: Msg): void {
+    const token = msg.subject.slice(this.#prefix.length + 1);
+    const p = this.#pending.get(token);
+    if (!p || p.settled) return;
+    clearTimeout(p.timer);
+    if (msg.headers?.code === 503) {
+      this.#onNoResponders(p);
+      return;
+    }
+    let ack: JsAck;
+    try {
+      ack = msg.json<JsAck>();
+    } catch (e) {
+      this.#settle(p, new PublishError(p.request.subject, "the server's ack is not JSON", undefined, { cause: e }));
+      return;
+    }
+    if (ack.error) {
+      this.#onAckError(p, ack.error);
+      return;
+    }
+    if (typeof ack.seq !== "number" || typeof ack.stream !== "string") {
+      this.#settle(p, new PublishError(p.request.subject, "the server's ack has no stream sequence"));
+      return;
+    }
+    this.#settle(p, undefined, { stream: ack.stream, seq: ack.seq, duplicate: ack.duplicate === true });
+  }
+
+  #onAckError(p: PendingAppend, error: NonNullable<JsAck["error"]>): void {
+    const description = error.description ?? "unknown error";
+    if (error.err_code === WRONG_LAST_SEQUENCE) {
+      const actual = /(\d+)\s*$/.exec(description);
+      this.#settle(p, new PublishConflictError(p.request.sessionId, p.request.expectedLastSeq ?? 0, actual ? Number(actual[1]) : undefined));
+    } else if (error.err_code === MESSAGE_TOO_LARGE) {
+      this.#settle(p, new MessageTooLargeError(p.request.data.length, undefined, "max_msg_size"));
+    } else if (error.code === 503) {
+      // JetStream temporarily unavailable (e.g. no stream leader yet): ambiguous, retry.
+      this.#retryLater(p);
+    } else {
+      this.#settle(p, new PublishError(p.request.subject, `the server refused the append: ${description}`, error.err_code));
+    }
+  }
+
+  #onNoResponders(p: PendingAppend): void {
+    p.noResponders++;
+    if (p.noResponders === 1) {
+      // No stream listening may mean "not provisioned" (final) or "leader election" (retry).
+      this.#streamExists().then(
+        (exists) => (exists ? this.#retryLater(p) : this.#settle(p, new NotProvisionedError(this.#settings.stream))),
+        (e: unknown) => {
+          this.#log.debug({ err: e }, "stream lookup after no responders failed");
+          this.#retryLater(p);
+        },
+      );
+      return;
+    }
+    this.#retryLater(p);
+  }
+
+  #retryLater(p: PendingAppend): void {
+    if (p.settled) return;
+    const delay = Math.min(50 * 2 ** Math.min(p.attempts, 6), 2000);
+    if (Date.now() + delay >= p.deadline) {
+      this.#settle(p, new PublishTimeoutError(p.request.subject, p.request.eventId, p.attempts, this.#settings.publishDeadlineMs));
+      return;
+    }
+    p.timer = setTimeout(() => this.#send(p), delay);
+  }
+
+  async #streamExists(): Promise<boolean> {
+    try {
+      const jsm = await this.#jsm();
+      await jsm.streams.info(this.#settings.stream);
+      return true;
+    } catch (e) {
+      if (e instanceof JetStreamApiError && e.code === JetStreamApiCodes.StreamNotFound) return false;
+      if (e instanceof PermissionDeniedError) return true;
+      throw e;
+    }
+  }
+
+  #settle(p: PendingAppend, error: Error | undefined, ack?: AppendAck): void {
+    if (p.settled) return;
+    p.settled = true;
+    clearTimeout(p.timer);
+    for (const t of p.tokens) this.#pending.delete(t);
+    this.#inFlight.delete(p);
+    this.#waiting.shift()?.();
+    if (error) p.reject(error);
+    else p.resolve(ack!);
+  }
+}

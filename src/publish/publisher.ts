@@ -1,0 +1,104 @@
+/**
+ * Routes a validated event by class: enduring → the journal (JetStream, acknowledged,
+ * deduplicated by event id); ephemeral → its live subject on core NATS (no ack, no
+ * persistence, journal sequence 0).
+ */
+import { headers as natsHeaders, type NatsConnection } from "@nats-io/transport-node";
+import { encodeValidated } from "../codec/codec.js";
+import { ConnectionClosedError, OptionsError, PublishError } from "../errors.js";
+import type { EventRegistry } from "../events/registry.js";
+import { requireFeature } from "../connection/server-version.js";
+import { eventSubject, sessionJournalSubject } from "../subjects/subjects.js";
+import type { JournalWriter } from "./journal-writer.js";
+
+/** Header on a live preview: the last journal sequence its loop had written when it was sent. */
+export const HEADER_LAST_JOURNAL_SEQ = "Jetloop-Last-Journal-Seq";
+
+export interface PublishOptions {
+  /**
+   * Fencing: append only if the session's last journal sequence is this (0: the session
+   * has no events yet). Losing the race is PublishConflictError. Needs nats-server 2.11+.
+   */
+  readonly expectedLastSeq?: number;
+}
+
+export interface PublishResult {
+  /** The stream sequence of the stored event; 0 for an ephemeral event. */
+  readonly journalSeq: number;
+  /** The journal already held this event id (a retried publish); nothing new was stored. */
+  readonly duplicate: boolean;
+  readonly subject: string;
+  readonly eventId: string;
+}
+
+interface Header {
+  sessionId: string;
+  loopId?: string | undefined;
+  eventId: string;
+}
+
+const LAST_SEQ_MEMORY = 10_000;
+
+export class Publisher<E> {
+  readonly #lastSeqByLoop = new Map<string, number>();
+
+  constructor(
+    private readonly nc: NatsConnection,
+    private readonly writer: JournalWriter,
+    private readonly settings: { namespace: string; maxEventBytes: number; serverVersion: string },
+    private readonly registry: EventRegistry<E>,
+  ) {}
+
+  async publish(event: E, options: PublishOptions = {}): Promise<PublishResult> {
+    const { event: valid, bytes, definition } = encodeValidated(event, { registry: this.registry, maxBytes: this.settings.maxEventBytes });
+    const header = valid as unknown as Header;
+    const address = { sessionId: header.sessionId, loopId: header.loopId, family: definition.family, type: definition.type };
+    if (definition.class === "ephemeral") {
+      if (options.expectedLastSeq !== undefined) throw new OptionsError("expectedLastSeq", "applies to enduring events only");
+      const subject = eventSubject(this.settings.namespace, "live", address);
+      const h = natsHeaders();
+      h.set(HEADER_LAST_JOURNAL_SEQ, String(this.#lastSeqByLoop.get(loopKey(header)) ?? 0));
+      try {
+        this.nc.publish(subject, bytes, { headers: h });
+      } catch (e) {
+        if (this.nc.isClosed()) throw new ConnectionClosedError(undefined, { cause: e });
+        throw new PublishError(subject, `live publish failed: ${(e as Error).message}`, undefined, { cause: e });
+      }
+      return { journalSeq: 0, duplicate: false, subject, eventId: header.eventId };
+    }
+    const subject = eventSubject(this.settings.namespace, "journal", address);
+    let fenceSubject: string | undefined;
+    if (options.expectedLastSeq !== undefined) {
+      if (!Number.isSafeInteger(options.expectedLastSeq) || options.expectedLastSeq < 0) {
+        throw new OptionsError("expectedLastSeq", "must be a non-negative integer");
+      }
+      requireFeature(this.settings.serverVersion, "fencing");
+      fenceSubject = sessionJournalSubject(this.settings.namespace, header.sessionId);
+    }
+    const ack = await this.writer.append({
+      subject,
+      data: bytes,
+      eventId: header.eventId,
+      sessionId: header.sessionId,
+      expectedLastSeq: options.expectedLastSeq,
+      fenceSubject,
+    });
+    this.#remember(header, ack.seq);
+    return { journalSeq: ack.seq, duplicate: ack.duplicate, subject, eventId: header.eventId };
+  }
+
+  #remember(header: Header, seq: number): void {
+    const key = loopKey(header);
+    const known = this.#lastSeqByLoop.get(key);
+    if (known !== undefined && known >= seq) return;
+    this.#lastSeqByLoop.delete(key);
+    this.#lastSeqByLoop.set(key, seq);
+    if (this.#lastSeqByLoop.size > LAST_SEQ_MEMORY) {
+      this.#lastSeqByLoop.delete(this.#lastSeqByLoop.keys().next().value!);
+    }
+  }
+}
+
+function loopKey(h: Header): string {
+  return `${h.sessionId}/${h.loopId ?? "_"}`;
+}
