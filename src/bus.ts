@@ -9,12 +9,18 @@ import { pino, type Logger } from "pino";
 import { type ConnectionSettings, openConnection } from "./connection/connect.js";
 import { type BusOptions, type BusSettings, parseBusOptions } from "./connection/options.js";
 import { requireMinimum, supports, type Feature } from "./connection/server-version.js";
-import { PermissionDeniedError } from "./errors.js";
+import { ConnectionClosedError, PermissionDeniedError } from "./errors.js";
 import { defaultRegistry, type JetloopEvent } from "./events/catalogue.js";
 import type { EventRegistry } from "./events/registry.js";
 import { JournalWriter } from "./publish/journal-writer.js";
 import { type PublishOptions, type PublishResult, Publisher } from "./publish/publisher.js";
 import { provisionStream, type ProvisionReport } from "./streams/provision.js";
+import type { Delivery } from "./subscribe/delivery.js";
+import type { EventFilter } from "./subscribe/filter.js";
+import type { SubscribeOptions } from "./subscribe/options.js";
+import { replay, type ReplayRequest } from "./subscribe/replay.js";
+import { type DurableSubscription, Subscription } from "./subscribe/subscription.js";
+import { SessionHandle } from "./session.js";
 
 export type ConnectOptions<E = JetloopEvent> = ConnectionSettings & BusOptions<E>;
 
@@ -98,6 +104,9 @@ export class Jetloop<E = JetloopEvent> {
    * sequence 0. Many calls may be in flight at once (up to `maxInFlight`; more wait).
    */
   publish(event: E, options?: PublishOptions): Promise<PublishResult> {
+    // A bus over a caller's connection leaves it open on close(): refuse here, or previews
+    // would still go out on it.
+    if (this.#closed) return Promise.reject(new ConnectionClosedError("the bus is closed"));
     return this.#publisher.publish(event, options);
   }
 
@@ -111,6 +120,27 @@ export class Jetloop<E = JetloopEvent> {
     const failed = settled.find((s) => s.status === "rejected");
     if (failed) throw failed.reason;
     return settled.map((s) => (s as PromiseFulfilledResult<PublishResult>).value);
+  }
+
+  /**
+   * Subscribes to events: an async iterable of deliveries `{ event, journalSeq }`.
+   * Without `durable`, the journal part is an ordered consumer (live/UI); with it, a
+   * named durable consumer whose deliveries are acknowledged explicitly.
+   */
+  subscribeEvents(filter: EventFilter, options: SubscribeOptions & { durable: string }): Promise<DurableSubscription<E>>;
+  subscribeEvents(filter: EventFilter, options?: SubscribeOptions): Promise<Subscription<E>>;
+  subscribeEvents(filter: EventFilter, options: SubscribeOptions = {}): Promise<Subscription<E>> {
+    return new Subscription<E>(this, filter, options).start();
+  }
+
+  /** Reads a bounded range of the journal in order, then ends. */
+  replay(request: ReplayRequest = {}): AsyncGenerator<Delivery<E>, void, undefined> {
+    return replay(this, request);
+  }
+
+  /** A handle scoped to one session, reading like the seed's `live.SubscribeEvents`. */
+  session(sessionId: string): SessionHandle<E> {
+    return new SessionHandle(this, sessionId);
   }
 
   /** Creates or updates the events stream from `streams/events.json`. */

@@ -260,3 +260,20 @@ export function isPublishConflictError(e: unknown): e is PublishConflictError {
 export function isPermissionDeniedError(e: unknown): e is PermissionDeniedError {
   return e instanceof PermissionDeniedError;
 }
+
+/** A journal or live message whose event does not belong to the subject it arrived on. */
+export class DeliveryMismatchError extends JetloopError {
+  constructor(
+    readonly subject: string,
+    readonly expected: string,
+  ) {
+    super("DELIVERY_INVALID", `event arrived on ${subject} but belongs on ${expected}`);
+  }
+}
+
+/** A subscription could not be set up or ended because its consumer failed. */
+export class SubscriptionError extends JetloopError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super("SUBSCRIPTION_FAILED", message, options);
+  }
+}

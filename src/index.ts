@@ -59,3 +59,9 @@ export {
 } from "./subjects/subjects.js";
 export { declaredConsumerTemplates, declaredStreamConfig, defaultStreamName } from "./streams/declared.js";
 export { diffStreamConfig, type FieldDrift, type ProvisionReport } from "./streams/provision.js";
+export { SessionHandle } from "./session.js";
+export type { Delivery, DurableDelivery, DeliveryFailure } from "./subscribe/delivery.js";
+export { MANY_FILTER_SUBJECTS, resolveFilter, type EventFilter, type LoopScope, type ResolvedFilter } from "./subscribe/filter.js";
+export type { StartPosition, SubscribeOptions, SubscriptionReport } from "./subscribe/options.js";
+export type { ReplayRequest } from "./subscribe/replay.js";
+export { Subscription, type DurableSubscription, type SubscriptionStats } from "./subscribe/subscription.js";

@@ -8,7 +8,7 @@
  * with the same `Nats-Msg-Id`, so the stream's duplicate window makes the retry safe,
  * until an ack arrives or the deadline passes. Nothing resolves without an ack.
  */
-import { JetStreamApiCodes, JetStreamApiError, type JetStreamManager } from "@nats-io/jetstream";
+import { JetStreamApiCodes, JetStreamApiError, type JetStreamManager, type MsgRequest } from "@nats-io/jetstream";
 import { createInbox, headers as natsHeaders, type Msg, type MsgHdrs, type NatsConnection, type Subscription } from "@nats-io/transport-node";
 import type { Logger } from "pino";
 import {
@@ -24,7 +24,9 @@ import {
 /** JetStream API error codes an ack can carry. */
 const WRONG_LAST_SEQUENCE = 10071;
 const MESSAGE_TOO_LARGE = 10054;
+const STREAM_MISMATCH = 10060;
 const HEADER_MSG_ID = "Nats-Msg-Id";
+const HEADER_EXPECTED_STREAM = "Nats-Expected-Stream";
 const HEADER_EXPECTED_LAST_SUBJECT_SEQ = "Nats-Expected-Last-Subject-Sequence";
 const HEADER_EXPECTED_LAST_SUBJECT_SEQ_SUBJECT = "Nats-Expected-Last-Subject-Sequence-Subject";
 
@@ -56,6 +58,13 @@ interface JsAck {
   seq?: number;
   duplicate?: boolean;
   error?: { code?: number; err_code?: number; description?: string };
+}
+
+/** The bytes `headers` take on the wire (NATS/1.0 status line, `Key: value` lines, blank line). */
+export function headerBytes(headers: MsgHdrs): number {
+  let n = "NATS/1.0\r\n\r\n".length;
+  for (const [k, values] of headers) for (const v of values) n += Buffer.byteLength(`\r\n${k}: ${v}`);
+  return n;
 }
 
 class PendingAppend {
@@ -100,19 +109,24 @@ export class JournalWriter {
   /** Appends one message; resolves with its ack, or rejects with a typed error. */
   async append(request: AppendRequest): Promise<AppendAck> {
     if (this.#closed || this.#nc.isClosed()) throw new ConnectionClosedError();
+    const h = natsHeaders();
+    h.set(HEADER_MSG_ID, request.eventId);
+    // Only the events stream may store a journal append: a foreign stream that happens to
+    // capture the subject refuses it instead of handing out its own sequence.
+    h.set(HEADER_EXPECTED_STREAM, this.#settings.stream);
+    if (request.expectedLastSeq !== undefined) {
+      h.set(HEADER_EXPECTED_LAST_SUBJECT_SEQ, String(request.expectedLastSeq));
+      if (request.fenceSubject) h.set(HEADER_EXPECTED_LAST_SUBJECT_SEQ_SUBJECT, request.fenceSubject);
+    }
+    // max_payload counts the headers too.
     const max = this.#nc.info?.max_payload;
-    if (max !== undefined && request.data.length > max) throw new MessageTooLargeError(request.data.length, max, "max_payload");
+    const size = request.data.length + headerBytes(h);
+    if (max !== undefined && size > max) throw new MessageTooLargeError(size, max, "max_payload");
     while (this.#inFlight.size >= this.#settings.maxInFlight) {
       await new Promise<void>((resolve) => this.#waiting.push(resolve));
       if (this.#closed) throw new ConnectionClosedError();
     }
     this.#ensureSubscribed();
-    const h = natsHeaders();
-    h.set(HEADER_MSG_ID, request.eventId);
-    if (request.expectedLastSeq !== undefined) {
-      h.set(HEADER_EXPECTED_LAST_SUBJECT_SEQ, String(request.expectedLastSeq));
-      if (request.fenceSubject) h.set(HEADER_EXPECTED_LAST_SUBJECT_SEQ_SUBJECT, request.fenceSubject);
-    }
     return new Promise<AppendAck>((resolve, reject) => {
       const p = new PendingAppend(request, h, resolve, reject, this.#settings.publishDeadlineMs);
       this.#inFlight.add(p);
@@ -208,7 +222,20 @@ export class JournalWriter {
     const description = error.description ?? "unknown error";
     if (error.err_code === WRONG_LAST_SEQUENCE) {
       const actual = /(\d+)\s*$/.exec(description);
-      this.#settle(p, new PublishConflictError(p.request.sessionId, p.request.expectedLastSeq ?? 0, actual ? Number(actual[1]) : undefined));
+      const conflict = new PublishConflictError(p.request.sessionId, p.request.expectedLastSeq ?? 0, actual ? Number(actual[1]) : undefined);
+      // The server may check the expected sequence before its duplicate window (2.15 on an
+      // R1 stream does; 2.10 R1 and 2.15 R3 dedupe first), so a resend of an append that was
+      // stored but whose ack was lost can be refused because of the append itself. It was
+      // stored iff the session's first message after expectedLastSeq carries its id.
+      this.#storedBehindFence(p).then(
+        (seq) => (seq === undefined ? this.#settle(p, conflict) : this.#settle(p, undefined, { stream: this.#settings.stream, seq, duplicate: true })),
+        (e: unknown) => {
+          this.#log.debug({ err: e }, "looking up the fenced append after a conflict failed");
+          this.#settle(p, conflict);
+        },
+      );
+    } else if (error.err_code === STREAM_MISMATCH) {
+      this.#settle(p, new NotProvisionedError(this.#settings.stream, `stream ${this.#settings.stream} does not capture ${p.request.subject} (another stream does); run \`jetloop provision\``));
     } else if (error.err_code === MESSAGE_TOO_LARGE) {
       this.#settle(p, new MessageTooLargeError(p.request.data.length, undefined, "max_msg_size"));
     } else if (error.code === 503) {
@@ -243,6 +270,16 @@ export class JournalWriter {
       return;
     }
     p.timer = setTimeout(() => this.#send(p), delay);
+  }
+
+  /** The sequence of this append if an earlier attempt stored it behind its fence. */
+  async #storedBehindFence(p: PendingAppend): Promise<number | undefined> {
+    const { expectedLastSeq, fenceSubject, eventId } = p.request;
+    if (expectedLastSeq === undefined || !fenceSubject) return undefined;
+    const jsm = await this.#jsm();
+    const query = { seq: expectedLastSeq + 1, next_by_subj: fenceSubject } as unknown as MsgRequest;
+    const m = await jsm.streams.getMessage(this.#settings.stream, query);
+    return m?.header?.get(HEADER_MSG_ID) === eventId ? m.seq : undefined;
   }
 
   async #streamExists(): Promise<boolean> {

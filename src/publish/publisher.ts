@@ -5,11 +5,11 @@
  */
 import { headers as natsHeaders, type NatsConnection } from "@nats-io/transport-node";
 import { encodeValidated } from "../codec/codec.js";
-import { ConnectionClosedError, OptionsError, PublishError } from "../errors.js";
+import { ConnectionClosedError, MessageTooLargeError, OptionsError, PublishError } from "../errors.js";
 import type { EventRegistry } from "../events/registry.js";
 import { requireFeature } from "../connection/server-version.js";
 import { eventSubject, sessionJournalSubject } from "../subjects/subjects.js";
-import type { JournalWriter } from "./journal-writer.js";
+import { headerBytes, type JournalWriter } from "./journal-writer.js";
 
 /** Header on a live preview: the last journal sequence its loop had written when it was sent. */
 export const HEADER_LAST_JOURNAL_SEQ = "Jetloop-Last-Journal-Seq";
@@ -58,6 +58,9 @@ export class Publisher<E> {
       const subject = eventSubject(this.settings.namespace, "live", address);
       const h = natsHeaders();
       h.set(HEADER_LAST_JOURNAL_SEQ, String(this.#lastSeqByLoop.get(loopKey(header)) ?? 0));
+      const max = this.nc.info?.max_payload;
+      const size = bytes.length + headerBytes(h);
+      if (max !== undefined && size > max) throw new MessageTooLargeError(size, max, "max_payload");
       try {
         this.nc.publish(subject, bytes, { headers: h });
       } catch (e) {

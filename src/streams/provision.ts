@@ -59,7 +59,13 @@ export async function provisionStream(jsm: JetStreamManager, options: ProvisionO
     if (options.mode === "verify") {
       return { stream, action: "drifted", drift: [{ field: "name", live: undefined, desired: stream, updatable: true }] };
     }
-    await jsm.streams.add({ ...desired, name: stream });
+    try {
+      await jsm.streams.add({ ...desired, name: stream });
+    } catch (e) {
+      // e.g. another stream already captures the journal subjects
+      if (e instanceof JetStreamApiError) throw new JetloopError("PROVISION_DRIFT", `stream ${stream} could not be created (${e.message})`, { cause: e });
+      throw e;
+    }
     return { stream, action: "created", drift: [] };
   }
   const drift = diffStreamConfig(live, desired);

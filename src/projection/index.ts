@@ -1,0 +1,21 @@
+/** Pure projections over deliveries: the state a reconnecting UI rebuilds. */
+export { ProjectionDeliveryError, rebuildToolActivity, ToolActivityProjection } from "./tool-activity.js";
+export type {
+  ApplyResult,
+  DecisionFact,
+  DeclaredFact,
+  GateFact,
+  GateResolutionFact,
+  InputFact,
+  JournalRef,
+  LiveCompletionFact,
+  LiveOverlay,
+  LiveStartFact,
+  RequestFact,
+  ResultFact,
+  ToolActivity,
+  ToolActivityDelivery,
+  ToolKey,
+  ToolStatus,
+  TurnOutcome,
+} from "./types.js";

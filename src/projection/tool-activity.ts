@@ -1,0 +1,368 @@
+/**
+ * Tool activity rebuilt from deliveries: the state a (reconnecting) UI renders. Pure:
+ * no NATS, no I/O, no clock; the same deliveries give the same state. See README.md in
+ * this folder for the state machine and the "never infer running" rule.
+ */
+import type {
+  GateOpened,
+  GateResolved,
+  JetloopEvent,
+  PermissionDecided,
+  PermissionRequested,
+  StepDone,
+  ToolCallCompleted,
+  ToolCallStarted,
+  UserInputRequested,
+} from "../events/catalogue.js";
+import { defaultRegistry } from "../events/catalogue.js";
+import { JetloopError } from "../errors.js";
+import { factsOf, PERMISSION_GATE_KIND, toView, type ToolFacts } from "./status.js";
+import type { ApplyResult, JournalRef, ToolActivity, ToolActivityDelivery, ToolKey, TurnOutcome } from "./types.js";
+
+/** A delivery whose journal sequence does not fit its event's class. */
+export class ProjectionDeliveryError extends JetloopError {
+  constructor(
+    readonly eventType: string,
+    readonly journalSeq: number,
+    message: string,
+  ) {
+    super("DELIVERY_INVALID", `${eventType} at journal sequence ${journalSeq}: ${message}`);
+  }
+}
+
+/** How many preview event ids are remembered for deduplication. */
+const LIVE_ID_MEMORY = 10_000;
+
+type GateSlot = "permissionGate" | "inputGate";
+type Coordinates = Pick<ToolFacts, "sessionId" | "loopId" | "toolExecutionId" | "turnId" | "stepId">;
+type Header = { sessionId: string; loopId?: string | undefined; turnId?: string | undefined; stepId?: string | undefined; eventId: string; createdAt: string };
+
+const keyOf = (loopId: string, toolExecutionId: string) => `${loopId} ${toolExecutionId}`;
+const turnKeyOf = (loopId: string, turnId: string) => `${loopId} ${turnId}`;
+const ref = (e: Header, journalSeq: number): JournalRef => ({ journalSeq, eventId: e.eventId, at: e.createdAt });
+
+/** Built-in types narrowed by name: a registry cannot replace a built-in type. */
+function isBuiltIn(event: { readonly type: string }): event is JetloopEvent {
+  return defaultRegistry.get(event.type)?.builtIn === true;
+}
+
+function checkSeq(type: string, journalSeq: number, ephemeral: boolean | undefined): void {
+  if (!Number.isSafeInteger(journalSeq) || journalSeq < 0) {
+    throw new ProjectionDeliveryError(type, journalSeq, "a journal sequence is a non-negative integer");
+  }
+  if (ephemeral === true && journalSeq !== 0) throw new ProjectionDeliveryError(type, journalSeq, "an ephemeral event has journal sequence 0");
+  if (ephemeral === false && journalSeq === 0) throw new ProjectionDeliveryError(type, journalSeq, "an enduring event has a journal sequence");
+}
+
+/**
+ * Tool activity per (loop id, tool execution id), rebuilt from enduring events and
+ * overlaid with the live previews seen on the current connection.
+ *
+ * ```ts
+ * const tools = new ToolActivityProjection();
+ * for await (const d of sub) {
+ *   const { changed } = tools.apply(d);
+ *   render(changed);
+ * }
+ * // after a reconnect: tools.resetLive(), then resume from tools.lastJournalSeq + 1
+ * ```
+ */
+export class ToolActivityProjection {
+  readonly #entries = new Map<string, ToolActivity>();
+  /** (loop, turn) → keys of the calls in that turn. */
+  readonly #byTurn = new Map<string, Set<string>>();
+  readonly #turns = new Map<string, TurnOutcome>();
+  /** (session, gate id) → the call and slot the gate guards. */
+  readonly #gates = new Map<string, { key: string; slot: GateSlot }>();
+  readonly #liveIds = new Set<string>();
+  #lastJournalSeq = 0;
+  #changed = new Map<string, ToolActivity>();
+  #removed = new Map<string, ToolKey>();
+
+  /**
+   * The highest journal sequence applied: resume a subscription after it. Enduring
+   * deliveries at or below it are duplicates.
+   */
+  get lastJournalSeq(): number {
+    return this.#lastJournalSeq;
+  }
+
+  /** How many calls the projection holds. */
+  get size(): number {
+    return this.#entries.size;
+  }
+
+  get(loopId: string, toolExecutionId: string): ToolActivity | undefined {
+    return this.#entries.get(keyOf(loopId, toolExecutionId));
+  }
+
+  /** The calls, optionally of one loop or one turn, in the order first seen. */
+  list(filter: { readonly loopId?: string; readonly turnId?: string } = {}): ToolActivity[] {
+    const out: ToolActivity[] = [];
+    for (const a of this.#entries.values()) {
+      if (filter.loopId !== undefined && a.loopId !== filter.loopId) continue;
+      if (filter.turnId !== undefined && a.turnId !== filter.turnId) continue;
+      out.push(a);
+    }
+    return out;
+  }
+
+  /** How the turn ended, once a TurnDone, TurnFailed or TurnInterrupted was applied. */
+  turnOutcome(loopId: string, turnId: string): TurnOutcome | undefined {
+    return this.#turns.get(turnKeyOf(loopId, turnId));
+  }
+
+  /**
+   * Applies one delivery. Enduring events must arrive in journal order (as an ordered
+   * consumer or a replay delivers them); one at or below `lastJournalSeq` is a duplicate
+   * and changes nothing. Previews are deduplicated by event id and never override what
+   * the journal says. Throws ProjectionDeliveryError when the journal sequence does not
+   * fit the event's class (0 for ephemeral, positive for enduring).
+   */
+  apply(delivery: ToolActivityDelivery): ApplyResult {
+    const { event, journalSeq } = delivery;
+    const ephemeral = isBuiltIn(event) ? defaultRegistry.get(event.type)!.class === "ephemeral" : undefined;
+    checkSeq(event.type, journalSeq, ephemeral);
+    if (ephemeral ?? journalSeq === 0) return this.#applyLive(event);
+    if (journalSeq <= this.#lastJournalSeq) return { status: "duplicate", changed: [], removed: [] };
+    this.#lastJournalSeq = journalSeq;
+    if (isBuiltIn(event)) this.#applyEnduring(event, journalSeq);
+    return this.#flush("applied");
+  }
+
+  /** Applies deliveries in order; returns the projection. */
+  applyAll(deliveries: Iterable<ToolActivityDelivery>): this {
+    for (const d of deliveries) this.apply(d);
+    return this;
+  }
+
+  /**
+   * Forgets everything learned from live previews: call it when the live connection is
+   * lost or replaced, since previews missed in between are gone for good. Running and
+   * completed calls fall back to what the journal says (e.g. `approved`); live-only
+   * calls are dropped. `lastJournalSeq` is kept, so the journal resumes where it was.
+   */
+  resetLive(): Omit<ApplyResult, "status"> {
+    this.#liveIds.clear();
+    for (const [key, a] of this.#entries) {
+      if (!a.live) continue;
+      const { live: _dropped, ...facts } = factsOf(a);
+      this.#put(key, facts);
+    }
+    const { changed, removed } = this.#flush("applied");
+    return { changed, removed };
+  }
+
+  // --- live previews -----------------------------------------------------------
+
+  #applyLive(event: { readonly type: string }): ApplyResult {
+    if (!isBuiltIn(event) || (event.type !== "ToolCallStarted" && event.type !== "ToolCallCompleted")) {
+      return { status: "ignored", changed: [], removed: [] };
+    }
+    if (this.#liveIds.has(event.eventId)) return { status: "duplicate", changed: [], removed: [] };
+    this.#rememberLiveId(event.eventId);
+    const coords = coordinatesOf(event, event.toolExecutionId);
+    if (!coords) return { status: "ignored", changed: [], removed: [] };
+    const key = keyOf(coords.loopId, coords.toolExecutionId);
+    const prev = this.#entries.get(key);
+    const turn = this.#turns.get(turnKeyOf(coords.loopId, prev?.turnId ?? coords.turnId));
+    if (turn || prev?.result) return { status: "ignored", changed: [], removed: [] };
+    const facts: ToolFacts = prev ? factsOf(prev) : coords;
+    const live = facts.live ?? {};
+    // The first preview of each kind wins; a later one with another id changes nothing.
+    if (event.type === "ToolCallStarted" && !live.started) {
+      this.#put(key, { ...facts, live: { ...live, started: liveStart(event) } });
+    } else if (event.type === "ToolCallCompleted" && !live.completed) {
+      this.#put(key, { ...facts, live: { ...live, completed: liveCompletion(event) } });
+    }
+    return this.#flush("applied");
+  }
+
+  #rememberLiveId(id: string): void {
+    this.#liveIds.add(id);
+    if (this.#liveIds.size > LIVE_ID_MEMORY) this.#liveIds.delete(this.#liveIds.values().next().value!);
+  }
+
+  // --- enduring events -----------------------------------------------------------
+
+  #applyEnduring(event: JetloopEvent, seq: number): void {
+    switch (event.type) {
+      case "PermissionRequested":
+        return this.#onPermissionRequested(event, seq);
+      case "PermissionDecided":
+        return this.#onPermissionDecided(event, seq);
+      case "UserInputRequested":
+        return this.#onUserInputRequested(event, seq);
+      case "GateOpened":
+        return this.#onGateOpened(event, seq);
+      case "GateResolved":
+        return this.#onGateResolved(event, seq);
+      case "StepDone":
+        return this.#onStepDone(event, seq);
+      case "TurnDone":
+      case "TurnFailed":
+      case "TurnInterrupted":
+        return this.#onTurnEnded(event, seq);
+      default:
+        return;
+    }
+  }
+
+  #onPermissionRequested(e: PermissionRequested, seq: number): void {
+    this.#update(e, e.toolExecutionId, (f) => ({ ...f, request: { ...ref(e, seq), request: e.request } }));
+  }
+
+  #onPermissionDecided(e: PermissionDecided, seq: number): void {
+    this.#update(e, e.toolExecutionId, (f) => ({
+      ...f,
+      decision: { ...ref(e, seq), effect: e.effect, reason: e.reason, subject: e.subject, audit: e.audit },
+    }));
+  }
+
+  #onUserInputRequested(e: UserInputRequested, seq: number): void {
+    this.#update(e, e.toolExecutionId, (f) => ({ ...f, input: { ...ref(e, seq), question: e.question, choices: e.choices } }));
+  }
+
+  #onGateOpened(e: GateOpened, seq: number): void {
+    const { gate } = e;
+    const toolExecutionId = gate.toolExecutionId ?? e.cause?.toolExecutionId;
+    if (toolExecutionId === undefined) return;
+    const slot: GateSlot = gate.kind === PERMISSION_GATE_KIND ? "permissionGate" : "inputGate";
+    const key = this.#update(e, toolExecutionId, (f) => ({
+      ...f,
+      [slot]: {
+        ...ref(e, seq),
+        id: gate.id,
+        kind: gate.kind,
+        resolver: gate.resolver,
+        title: gate.title,
+        prompt: gate.prompt,
+        actions: gate.actions,
+      },
+    }));
+    if (key !== undefined) this.#gates.set(`${e.sessionId} ${gate.id}`, { key, slot });
+  }
+
+  #onGateResolved(e: GateResolved, seq: number): void {
+    const target = this.#gates.get(`${e.sessionId} ${e.gateId}`);
+    const prev = target && this.#entries.get(target.key);
+    if (!target || !prev) return;
+    const gate = prev[target.slot];
+    // A newer gate in the same slot replaced this one, or it already resolved.
+    if (!gate || gate.id !== e.gateId || gate.resolution) return;
+    const resolution = { ...ref(e, seq), reason: e.reason, action: e.action, resolver: e.resolver };
+    this.#put(target.key, { ...factsOf(prev), [target.slot]: { ...gate, resolution } });
+  }
+
+  #onStepDone(e: StepDone, seq: number): void {
+    const stepId = e.stepId;
+    if (stepId === undefined) return;
+    for (const m of e.messages) {
+      if (m.role === "assistant") {
+        for (const call of m.toolCalls ?? []) {
+          this.#update(e, call.toolExecutionId, (f) =>
+            f.declared ? f : { ...f, declared: { ...ref(e, seq), toolName: call.toolName, stepId } },
+          );
+        }
+      } else {
+        this.#update(e, m.toolExecutionId, (f) =>
+          f.result
+            ? f
+            : { ...f, result: { ...ref(e, seq), isError: m.isError, content: m.content, toolName: m.toolName, stepId } },
+        );
+      }
+    }
+  }
+
+  #onTurnEnded(e: Extract<JetloopEvent, { type: "TurnDone" | "TurnFailed" | "TurnInterrupted" }>, seq: number): void {
+    const { loopId, turnId } = e;
+    if (loopId === undefined || turnId === undefined) return;
+    const turnKey = turnKeyOf(loopId, turnId);
+    if (this.#turns.has(turnKey)) return;
+    const outcome: TurnOutcome = {
+      ...ref(e, seq),
+      loopId,
+      turnId,
+      kind: e.type === "TurnDone" ? "done" : e.type === "TurnFailed" ? "failed" : "interrupted",
+      turnIndex: e.turnIndex,
+      error: e.type === "TurnFailed" ? e.err : undefined,
+      reason: e.type === "TurnInterrupted" ? e.reason : undefined,
+    };
+    this.#turns.set(turnKey, outcome);
+    for (const key of this.#byTurn.get(turnKey) ?? []) {
+      const a = this.#entries.get(key);
+      if (a) this.#put(key, factsOf(a));
+    }
+  }
+
+  // --- entries -------------------------------------------------------------------
+
+  /**
+   * Applies `change` to the call's facts, creating the entry from the event's
+   * coordinates if needed. A live-only entry takes the coordinates of the first enduring
+   * event that names it. Returns the key, or undefined when the event lacks the
+   * coordinates a new entry needs.
+   */
+  #update(e: Header, toolExecutionId: string, change: (facts: ToolFacts) => ToolFacts): string | undefined {
+    if (e.loopId === undefined) return undefined;
+    const key = keyOf(e.loopId, toolExecutionId);
+    const prev = this.#entries.get(key);
+    let facts: ToolFacts | undefined;
+    if (prev && !prev.liveOnly) facts = factsOf(prev);
+    else {
+      const coords = coordinatesOf(e, toolExecutionId);
+      facts = coords && { ...coords, live: prev?.live };
+    }
+    if (!facts) return undefined;
+    const next = change(facts);
+    // Nothing new (a fact kept from an earlier event): keep the same object.
+    if (next !== facts || !prev || prev.liveOnly) this.#put(key, next);
+    return key;
+  }
+
+  /** Stores the view of `facts` (or drops a settled live-only call) and records the change. */
+  #put(key: string, facts: ToolFacts): void {
+    const prev = this.#entries.get(key);
+    const turnKey = turnKeyOf(facts.loopId, facts.turnId);
+    const view = toView(facts, this.#turns.get(turnKey));
+    if (prev && prev.turnId !== facts.turnId) this.#byTurn.get(turnKeyOf(prev.loopId, prev.turnId))?.delete(key);
+    if (!view) {
+      this.#entries.delete(key);
+      this.#byTurn.get(turnKey)?.delete(key);
+      this.#changed.delete(key);
+      if (prev) this.#removed.set(key, { loopId: prev.loopId, toolExecutionId: prev.toolExecutionId });
+      return;
+    }
+    this.#entries.set(key, view);
+    let keys = this.#byTurn.get(turnKey);
+    if (!keys) this.#byTurn.set(turnKey, (keys = new Set()));
+    keys.add(key);
+    this.#removed.delete(key);
+    this.#changed.set(key, view);
+  }
+
+  #flush(status: ApplyResult["status"]): ApplyResult {
+    const result = { status, changed: [...this.#changed.values()], removed: [...this.#removed.values()] };
+    this.#changed = new Map();
+    this.#removed = new Map();
+    return result;
+  }
+}
+
+/** A projection of `deliveries`, applied in order: e.g. a replay of the journal. */
+export function rebuildToolActivity(deliveries: Iterable<ToolActivityDelivery>): ToolActivityProjection {
+  return new ToolActivityProjection().applyAll(deliveries);
+}
+
+function coordinatesOf(e: Header, toolExecutionId: string): Coordinates | undefined {
+  if (e.loopId === undefined || e.turnId === undefined || e.stepId === undefined) return undefined;
+  return { sessionId: e.sessionId, loopId: e.loopId, toolExecutionId, turnId: e.turnId, stepId: e.stepId };
+}
+
+function liveStart(e: ToolCallStarted) {
+  return { eventId: e.eventId, at: e.createdAt, toolName: e.toolName, summary: e.summary };
+}
+
+function liveCompletion(e: ToolCallCompleted) {
+  return { eventId: e.eventId, at: e.createdAt, isError: e.isError, resultPreview: e.resultPreview };
+}

@@ -1,0 +1,193 @@
+/**
+ * The shapes of the tool activity projection: the deliveries it reads, the facts it
+ * keeps per tool call and the status a UI renders. See README.md in this folder.
+ */
+import type { PermissionEffect } from "../events/catalogue.js";
+import type { PermissionRequest } from "../events/request.js";
+
+/**
+ * One delivery as a subscription yields it: structurally the subscription's
+ * `Delivery<E>`, so those can be passed as they are.
+ */
+export interface ToolActivityDelivery {
+  /** A validated event. Types the projection does not use are allowed (and skipped). */
+  readonly event: { readonly type: string };
+  /** The journal (stream) sequence of an enduring event; 0 for an ephemeral preview. */
+  readonly journalSeq: number;
+}
+
+/** What a UI renders for one tool call. The table in README.md says what leads where. */
+export type ToolStatus =
+  /** Permission requested (PermissionRequested or an open permission gate), not decided. */
+  | "awaiting_approval"
+  /** The user is asked (UserInputRequested or another open gate guarding the call). */
+  | "awaiting_input"
+  /** Approved, no result yet, no live start seen: the outcome is pending. Never "running". */
+  | "approved"
+  /** Known, waiting on no one, not approved by a recorded decision, no result yet. */
+  | "pending"
+  /** A live ToolCallStarted was seen on this connection, after any approval, no completion yet. */
+  | "running"
+  /** A live ToolCallCompleted preview was seen; StepDone has not recorded the result yet. */
+  | "completed"
+  /** PermissionDecided deny, or a gate guarding the call resolved with the deny action. */
+  | "denied"
+  /** StepDone holds the tool's result. */
+  | "finalized";
+
+/** The (loop id, tool execution id) pair a tool call is keyed by. */
+export interface ToolKey {
+  readonly loopId: string;
+  readonly toolExecutionId: string;
+}
+
+/** Where a fact came from in the journal. */
+export interface JournalRef {
+  /** The journal sequence of the enduring event that set the fact. */
+  readonly journalSeq: number;
+  readonly eventId: string;
+  /** The event's `createdAt`. */
+  readonly at: string;
+}
+
+/** PermissionRequested: the typed prepared request (tool name, summary, requirements). */
+export interface RequestFact extends JournalRef {
+  readonly request: PermissionRequest;
+}
+
+/** PermissionDecided. */
+export interface DecisionFact extends JournalRef {
+  readonly effect: PermissionEffect;
+  readonly reason?: string | undefined;
+  /** A summary of what was decided on. */
+  readonly subject?: string | undefined;
+  /** A summary for the audit trail. */
+  readonly audit?: string | undefined;
+}
+
+/** UserInputRequested. */
+export interface InputFact extends JournalRef {
+  readonly question?: string | undefined;
+  readonly choices?: readonly string[] | undefined;
+}
+
+/** GateResolved for a gate guarding the call. */
+export interface GateResolutionFact extends JournalRef {
+  readonly reason: "answered" | "policy_response" | "abandoned" | "owner_closed" | "restore_unavailable";
+  readonly action?: string | undefined;
+  readonly resolver: "loop" | "session";
+}
+
+/** GateOpened guarding the call, and its resolution once resolved. */
+export interface GateFact extends JournalRef {
+  readonly id: string;
+  /** `harness.permission`, `harness.ask_user`, `harness.form`, `harness.open_url`, … */
+  readonly kind: string;
+  readonly resolver: "loop" | "session";
+  readonly title?: string | undefined;
+  readonly prompt?: string | undefined;
+  readonly actions?: readonly string[] | undefined;
+  readonly resolution?: GateResolutionFact | undefined;
+}
+
+/** The call as StepDone's assistant message declares it. */
+export interface DeclaredFact extends JournalRef {
+  readonly toolName: string;
+  readonly stepId: string;
+}
+
+/** The tool message StepDone holds for the call: its authoritative result. */
+export interface ResultFact extends JournalRef {
+  readonly isError: boolean;
+  readonly content?: string | undefined;
+  readonly toolName?: string | undefined;
+  readonly stepId: string;
+}
+
+/** A live ToolCallStarted preview: presentation only, never journaled. */
+export interface LiveStartFact {
+  readonly eventId: string;
+  readonly at: string;
+  readonly toolName?: string | undefined;
+  readonly summary?: string | undefined;
+}
+
+/** A live ToolCallCompleted preview: presentation only, never journaled. */
+export interface LiveCompletionFact {
+  readonly eventId: string;
+  readonly at: string;
+  readonly isError: boolean;
+  readonly resultPreview?: string | undefined;
+}
+
+/**
+ * What this projection saw live on the current connection. Dropped when the call
+ * settles (its result is recorded or its turn ends) and by `resetLive()`.
+ */
+export interface LiveOverlay {
+  readonly started?: LiveStartFact | undefined;
+  readonly completed?: LiveCompletionFact | undefined;
+}
+
+/** How a turn ended: TurnDone, TurnFailed or TurnInterrupted. */
+export interface TurnOutcome extends JournalRef {
+  readonly loopId: string;
+  readonly turnId: string;
+  readonly kind: "done" | "failed" | "interrupted";
+  readonly turnIndex: number;
+  /** TurnFailed's error. */
+  readonly error?: { readonly kind: string; readonly message?: string | undefined } | undefined;
+  /** TurnInterrupted's reason. */
+  readonly reason?: string | undefined;
+}
+
+/**
+ * One tool call as a UI renders it. Immutable: the projection replaces the object when
+ * anything about the call changes, so reference equality tells a UI what to re-render.
+ */
+export interface ToolActivity extends ToolKey {
+  readonly sessionId: string;
+  readonly turnId: string;
+  readonly stepId: string;
+  readonly status: ToolStatus;
+  /**
+   * Known only from live previews (no enduring event names the call yet): shown for
+   * display, gone after `resetLive()` or once its turn ends without a durable fact.
+   */
+  readonly liveOnly: boolean;
+  /** The tool name from the journal (result, step, request), else from the live start. */
+  readonly toolName?: string | undefined;
+  readonly request?: RequestFact | undefined;
+  readonly decision?: DecisionFact | undefined;
+  /** The latest `harness.permission` gate guarding the call. */
+  readonly permissionGate?: GateFact | undefined;
+  readonly input?: InputFact | undefined;
+  /** The latest gate of any other kind guarding the call (ask-user, form, open-url, …). */
+  readonly inputGate?: GateFact | undefined;
+  readonly declared?: DeclaredFact | undefined;
+  readonly result?: ResultFact | undefined;
+  /** Absent once the call has settled. */
+  readonly live?: LiveOverlay | undefined;
+  /** The outcome of the call's turn, once the turn has ended. */
+  readonly turnOutcome?: TurnOutcome | undefined;
+  /**
+   * The turn ended and StepDone never recorded a result for the call: e.g. "turn failed;
+   * tool never produced a result" for a call left `approved`.
+   */
+  readonly endedWithoutResult: boolean;
+}
+
+/** What `apply` did with a delivery. */
+export interface ApplyResult {
+  /**
+   * `applied`: consumed (an enduring delivery always advances `lastJournalSeq`);
+   * `duplicate`: an enduring journal sequence at or below `lastJournalSeq`, or a preview
+   * event id already seen; `ignored`: a preview the projection does not use (an unknown
+   * type, or a call or turn that has settled).
+   */
+  readonly status: "applied" | "duplicate" | "ignored";
+  /** Entries created or replaced, in their new form. */
+  readonly changed: readonly ToolActivity[];
+  /** Live-only entries dropped. */
+  readonly removed: readonly ToolKey[];
+}

@@ -1,0 +1,100 @@
+/**
+ * The bounded buffer between a subscription's sources and its reader. Enduring
+ * deliveries are never dropped: a full enduring buffer makes the source wait, and
+ * the consumer's pull-based flow control holds the rest on the server. Ephemeral
+ * deliveries drop the oldest when full (counted), so a slow UI sees fresh previews.
+ * Arrival order is kept across both kinds.
+ */
+interface Slot<D> {
+  readonly stamp: number;
+  readonly item: D;
+}
+
+export class DeliveryQueue<D> {
+  readonly #enduring: Slot<D>[] = [];
+  readonly #ephemeral: Slot<D>[] = [];
+  readonly #enduringLimit: number;
+  readonly #ephemeralLimit: number;
+  #stamp = 0;
+  #dropped = 0;
+  #ended = false;
+  #reader: ((r: IteratorResult<D>) => void) | undefined;
+  #space: (() => void)[] = [];
+
+  constructor(enduringLimit: number, ephemeralLimit: number) {
+    this.#enduringLimit = enduringLimit;
+    this.#ephemeralLimit = ephemeralLimit;
+  }
+
+  get dropped(): number {
+    return this.#dropped;
+  }
+
+  get ended(): boolean {
+    return this.#ended;
+  }
+
+  /** Resolves once the item is buffered (waits while the enduring buffer is full). */
+  async pushEnduring(item: D): Promise<void> {
+    while (this.#enduring.length >= this.#enduringLimit && !this.#ended) {
+      await new Promise<void>((resolve) => this.#space.push(resolve));
+    }
+    if (this.#ended) return;
+    if (this.#handOver(item)) return;
+    this.#enduring.push({ stamp: this.#stamp++, item });
+  }
+
+  /** Buffers a live item; returns false when an older one had to be dropped for it. */
+  pushEphemeral(item: D): boolean {
+    if (this.#ended) return true;
+    if (this.#handOver(item)) return true;
+    let kept = true;
+    if (this.#ephemeral.length >= this.#ephemeralLimit) {
+      this.#ephemeral.shift();
+      this.#dropped++;
+      kept = false;
+    }
+    this.#ephemeral.push({ stamp: this.#stamp++, item });
+    return kept;
+  }
+
+  next(): Promise<IteratorResult<D>> {
+    const a = this.#enduring[0];
+    const b = this.#ephemeral[0];
+    if (a || b) {
+      const fromEnduring = a !== undefined && (b === undefined || a.stamp < b.stamp);
+      const slot = fromEnduring ? this.#enduring.shift()! : this.#ephemeral.shift()!;
+      if (fromEnduring) this.#space.shift()?.();
+      return Promise.resolve({ done: false, value: slot.item });
+    }
+    if (this.#ended) return Promise.resolve({ done: true, value: undefined });
+    return new Promise((resolve) => {
+      this.#reader = resolve;
+    });
+  }
+
+  /** Ends the queue: the reader drains what is buffered, then sees `done`. */
+  end(): void {
+    this.#ended = true;
+    for (const s of this.#space.splice(0)) s();
+    if (this.#reader && this.#enduring.length === 0 && this.#ephemeral.length === 0) {
+      const r = this.#reader;
+      this.#reader = undefined;
+      r({ done: true, value: undefined });
+    }
+  }
+
+  /** Drops everything buffered (an intentional close). */
+  clear(): void {
+    this.#enduring.length = 0;
+    this.#ephemeral.length = 0;
+  }
+
+  #handOver(item: D): boolean {
+    if (!this.#reader) return false;
+    const r = this.#reader;
+    this.#reader = undefined;
+    r({ done: false, value: item });
+    return true;
+  }
+}

@@ -1,0 +1,96 @@
+import type { JsMsg } from "@nats-io/jetstream";
+import { safeUnmarshalEvent, type DecodeError } from "../codec/codec.js";
+import { DeliveryMismatchError } from "../errors.js";
+import type { EventRegistry } from "../events/registry.js";
+import { type Channel, eventSubject } from "../subjects/subjects.js";
+
+/** One event as a subscriber receives it. */
+export interface Delivery<E> {
+  readonly event: E;
+  /** The stream sequence of an enduring event; 0 for an ephemeral one. */
+  readonly journalSeq: number;
+  readonly subject: string;
+  /** On a live preview: the last journal sequence its loop had written when it was sent. */
+  readonly lastJournalSeq?: number | undefined;
+}
+
+/** A delivery from a durable consumer: settle it explicitly. */
+export interface DurableDelivery<E> extends Delivery<E> {
+  /** How many times the server has delivered this message (1 on the first delivery). */
+  readonly deliveryCount: number;
+  /** Acknowledges, and waits for the server to confirm it. */
+  ack(): Promise<void>;
+  /** Asks for redelivery, after `delayMs` if given (else the consumer's backoff). */
+  nak(delayMs?: number): void;
+  /** Never redeliver; `reason` shows in the server's advisory. */
+  term(reason?: string): void;
+  /** Extends the ack wait. Done automatically while the delivery is unsettled. */
+  working(): void;
+}
+
+export type DeliveryFailure = DecodeError | DeliveryMismatchError;
+
+export interface DecodeContext<E> {
+  readonly namespace: string;
+  readonly registry: EventRegistry<E>;
+  readonly maxEventBytes: number;
+  readonly includeInternal: boolean;
+}
+
+export type Decoded<E> =
+  | { readonly ok: true; readonly event: E; readonly skip: boolean }
+  | { readonly ok: false; readonly error: DeliveryFailure };
+
+interface Routed {
+  type: string;
+  sessionId: string;
+  loopId?: string | undefined;
+  visibility: string;
+}
+
+/**
+ * Decodes and validates a message and checks it belongs to its subject: subscribers
+ * filter by subject, so an event whose payload names another loop or session is as
+ * untrustworthy as a malformed one. `skip` marks internal events for ordinary callers.
+ */
+export function decodeMessage<E>(ctx: DecodeContext<E>, channel: Channel, subject: string, data: Uint8Array): Decoded<E> {
+  const r = safeUnmarshalEvent<E>(data, { registry: ctx.registry, maxBytes: ctx.maxEventBytes });
+  if (!r.success) return { ok: false, error: r.error };
+  const e = r.data as unknown as Routed;
+  const family = ctx.registry.get(e.type)!.family;
+  const expected = eventSubject(ctx.namespace, channel, { sessionId: e.sessionId, loopId: e.loopId, family, type: e.type });
+  if (expected !== subject) return { ok: false, error: new DeliveryMismatchError(subject, expected) };
+  return { ok: true, event: r.data, skip: e.visibility === "internal" && !ctx.includeInternal };
+}
+
+/** A durable delivery over a JetStream message; settling stops the automatic ack extension. */
+export function durableDelivery<E>(msg: JsMsg, event: E, onSettle: () => void): DurableDelivery<E> {
+  let settled = false;
+  const settle = () => {
+    if (!settled) {
+      settled = true;
+      onSettle();
+    }
+  };
+  return {
+    event,
+    journalSeq: msg.seq,
+    subject: msg.subject,
+    deliveryCount: msg.info.deliveryCount,
+    async ack() {
+      settle();
+      await msg.ackAck();
+    },
+    nak(delayMs?: number) {
+      settle();
+      msg.nak(delayMs);
+    },
+    term(reason?: string) {
+      settle();
+      msg.term(reason);
+    },
+    working() {
+      if (!settled) msg.working();
+    },
+  };
+}

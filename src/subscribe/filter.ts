@@ -1,0 +1,105 @@
+/**
+ * The event filter of a subscription, after the seed's `EventFilter`: an ephemeral and
+ * an enduring loop scope, narrowed by session, type or family. Every part becomes a
+ * server-side subject filter, so a subscriber to one loop never receives another
+ * loop's messages over the wire. Visibility is the one client-side part: it is in the
+ * payload, not the subject (see README.md).
+ */
+import { OptionsError } from "../errors.js";
+import { isCanonicalUuid } from "../events/ids.js";
+import type { EventRegistry } from "../events/registry.js";
+import { type Channel, filterSubject, NO_LOOP, type SubjectSelector } from "../subjects/subjects.js";
+
+/** Which loops' events of one class to deliver. Session-scoped events always pass. */
+export type LoopScope = "all" | { readonly loops: Iterable<string> };
+
+export interface EventFilter {
+  /** Live previews (ToolCallStarted, …). Omitted: none. */
+  readonly ephemeral?: LoopScope | undefined;
+  /** Journal events. Omitted: none. */
+  readonly enduring?: LoopScope | undefined;
+  /** Sessions to follow. Default: all sessions (a session handle fixes its own). */
+  readonly sessions?: "all" | Iterable<string> | undefined;
+  /** Only these event types. */
+  readonly types?: Iterable<string> | undefined;
+  /** Only these families (tool, gate, step, turn, loop, session, or an application's). */
+  readonly families?: Iterable<string> | undefined;
+  /** Deliver `internal` events too. For trusted callers only. Default false. */
+  readonly includeInternal?: boolean | undefined;
+}
+
+/** Above this many filter subjects a consumer gets measurably slower (nats-server 4888, 7014). */
+export const MANY_FILTER_SUBJECTS = 16;
+
+export interface ResolvedFilter {
+  readonly journalSubjects: readonly string[];
+  readonly liveSubjects: readonly string[];
+  readonly includeInternal: boolean;
+}
+
+function ids(what: string, values: Iterable<string>): string[] {
+  const list = [...new Set(values)];
+  for (const v of list) if (!isCanonicalUuid(v)) throw new OptionsError(what, `${JSON.stringify(v)} is not a canonical lowercase UUID`);
+  return list;
+}
+
+function typeSelectors(filter: EventFilter, registry: EventRegistry<unknown>): { family?: string; type?: string }[] {
+  const families = filter.families === undefined ? undefined : [...new Set(filter.families)];
+  const types = filter.types === undefined ? undefined : [...new Set(filter.types)];
+  if (families === undefined && types === undefined) return [{}];
+  const known = registry.families();
+  const selectors: { family?: string; type?: string }[] = [];
+  for (const f of families ?? []) {
+    if (!known.has(f)) throw new OptionsError("families", `${JSON.stringify(f)} is not a known event family`);
+    selectors.push({ family: f });
+  }
+  for (const t of types ?? []) {
+    const def = registry.get(t);
+    if (!def) throw new OptionsError("types", `${JSON.stringify(t)} is not a known event type`);
+    // A type inside a selected family is already covered; overlapping filters are refused by the server.
+    if (!families?.includes(def.family)) selectors.push({ family: def.family, type: t });
+  }
+  if (selectors.length === 0) throw new OptionsError("types", "an empty type or family list selects nothing");
+  return selectors;
+}
+
+function subjectsFor(
+  ns: string,
+  channel: Channel,
+  scope: LoopScope | undefined,
+  sessions: (string | undefined)[],
+  selectors: { family?: string; type?: string }[],
+): string[] {
+  if (scope === undefined) return [];
+  const loops: (string | undefined)[] = scope === "all" ? [undefined] : [...ids(`${channel === "journal" ? "enduring" : "ephemeral"}.loops`, scope.loops), NO_LOOP];
+  const out: string[] = [];
+  for (const sessionId of sessions) {
+    for (const loopId of loops) {
+      for (const sel of selectors) {
+        const s: SubjectSelector = { sessionId, loopId, ...sel };
+        out.push(filterSubject(ns, channel, s));
+      }
+    }
+  }
+  return out;
+}
+
+/** Turns a filter into subject filters; throws OptionsError for an invalid filter. */
+export function resolveFilter(ns: string, filter: EventFilter, registry: EventRegistry<unknown>): ResolvedFilter {
+  if (filter.enduring === undefined && filter.ephemeral === undefined) {
+    throw new OptionsError("filter", "select at least one of enduring and ephemeral");
+  }
+  for (const [name, scope] of [["enduring", filter.enduring], ["ephemeral", filter.ephemeral]] as const) {
+    if (scope !== undefined && scope !== "all" && (typeof scope !== "object" || scope === null || !("loops" in scope))) {
+      throw new OptionsError(name, 'must be "all" or { loops: [...] }');
+    }
+  }
+  const sessions = filter.sessions === undefined || filter.sessions === "all" ? [undefined] : ids("sessions", filter.sessions);
+  if (sessions.length === 0) throw new OptionsError("sessions", "an empty session list selects nothing");
+  const selectors = typeSelectors(filter, registry);
+  return {
+    journalSubjects: subjectsFor(ns, "journal", filter.enduring, sessions, selectors),
+    liveSubjects: subjectsFor(ns, "live", filter.ephemeral, sessions, selectors),
+    includeInternal: filter.includeInternal === true,
+  };
+}

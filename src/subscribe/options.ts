@@ -1,0 +1,74 @@
+import { z } from "zod";
+import { OptionsError } from "../errors.js";
+import type { DeliveryFailure } from "./delivery.js";
+
+/** Where an enduring subscription starts. */
+export type StartPosition = "new" | "all" | { readonly seq: number } | { readonly time: Date };
+
+const start = z.union([
+  z.literal("new"),
+  z.literal("all"),
+  z.object({ seq: z.number().int().min(1) }).strict(),
+  z.object({ time: z.date() }).strict(),
+]);
+
+const subscribeShape = z.object({
+  /** Where the enduring part starts. Default `new` (ordered), `all` (a new durable). */
+  start: start.optional(),
+  /**
+   * A durable consumer name: explicit acks, redelivery, shared work, resume from the ack
+   * floor. Omitted: an ordered consumer for live/UI use.
+   */
+  durable: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]{1,64}$/, "must be 1-64 characters of [A-Za-z0-9_-]")
+    .optional(),
+  /** Durable only: ack wait in ms. Default 30000 (streams/consumers.json). */
+  ackWaitMs: z.number().int().min(100).optional(),
+  /** Durable only: deliveries before a message is given up. Default 5. */
+  maxDeliver: z.number().int().min(1).optional(),
+  /** Durable only: redelivery delays in ms. Default 1s, 5s, 30s, 2m. */
+  backoffMs: z.array(z.number().int().min(1)).min(1).optional(),
+  /** Durable only: unacknowledged deliveries outstanding at once. Default 1000. */
+  maxAckPending: z.number().int().min(1).optional(),
+  /**
+   * Messages pulled at once. Their ack-wait clock starts at delivery, so keep it small
+   * for slow durable handlers. Default 256 ordered, 16 durable.
+   */
+  batch: z.number().int().min(1).max(10_000).optional(),
+  /** Durable only: keep extending the ack of an unsettled delivery for this long. Default 15 min. */
+  autoExtendMs: z.number().int().min(0).default(15 * 60_000),
+  /** Enduring deliveries buffered before the source waits. Default 256. */
+  enduringBuffer: z.number().int().min(1).default(256),
+  /** Live deliveries buffered before the oldest is dropped. Default 1024. */
+  ephemeralBuffer: z.number().int().min(1).default(1024),
+});
+
+export type SubscribeSettings = z.output<typeof subscribeShape>;
+
+export type SubscribeOptions = z.input<typeof subscribeShape> & {
+  /** Status of the subscription: poison messages, drops, consumer recreation. */
+  onReport?: (report: SubscriptionReport) => void;
+};
+
+/** What a subscription tells its caller besides deliveries. */
+export type SubscriptionReport =
+  | { readonly kind: "poison"; readonly journalSeq: number; readonly subject: string; readonly error: DeliveryFailure }
+  | { readonly kind: "dropped"; readonly total: number }
+  | { readonly kind: "consumer_recreated"; readonly fromSeq: number; readonly reason: string }
+  | { readonly kind: "heartbeats_missed"; readonly count: number };
+
+export function parseSubscribeOptions(options: SubscribeOptions): SubscribeSettings {
+  const { onReport: _onReport, ...rest } = options;
+  const r = subscribeShape.safeParse(rest);
+  if (!r.success) {
+    const issue = r.error.issues[0]!;
+    throw new OptionsError(issue.path.join(".") || "options", issue.message);
+  }
+  if (r.data.durable === undefined) {
+    for (const k of ["ackWaitMs", "maxDeliver", "backoffMs", "maxAckPending"] as const) {
+      if (r.data[k] !== undefined) throw new OptionsError(k, "applies to durable subscriptions only");
+    }
+  }
+  return r.data;
+}

@@ -1,0 +1,112 @@
+/**
+ * The enduring part for live/UI use: an ordered consumer, which NATS.js recreates from
+ * the last stream sequence it delivered after a reconnect, a server restart or missed
+ * heartbeats — no gap, no duplicate. Changing the filter recreates it from the next
+ * sequence, so the position survives.
+ */
+import { DeliverPolicy, type ConsumerMessages, type OrderedConsumerOptions } from "@nats-io/jetstream";
+import { consumerError } from "./consumer-errors.js";
+import { decodeMessage } from "./delivery.js";
+import type { StartPosition } from "./options.js";
+import { reportPoison, type Source, type SourceContext } from "./source.js";
+
+export class OrderedSource<E> implements Source {
+  readonly #ctx: SourceContext<E>;
+  readonly #start: StartPosition;
+  #subjects: readonly string[];
+  #messages: ConsumerMessages | undefined;
+  #pump: Promise<void> | undefined;
+  /** Next stream sequence to deliver; 0 until a start position has been fixed. */
+  #nextSeq = 0;
+  #stopped = false;
+
+  constructor(ctx: SourceContext<E>, subjects: readonly string[], start: StartPosition) {
+    this.#ctx = ctx;
+    this.#subjects = subjects;
+    this.#start = start;
+  }
+
+  /** The last journal sequence delivered (0 for none). */
+  get lastSeq(): number {
+    return Math.max(0, this.#nextSeq - 1);
+  }
+
+  async start(): Promise<void> {
+    if (this.#nextSeq === 0) this.#nextSeq = await this.#firstSeq();
+    const opts: Partial<OrderedConsumerOptions> = {
+      filter_subjects: this.#subjects.length === 1 ? this.#subjects[0]! : [...this.#subjects],
+    };
+    if (this.#nextSeq > 0) {
+      opts.deliver_policy = DeliverPolicy.StartSequence;
+      opts.opt_start_seq = this.#nextSeq;
+    } else {
+      const start = this.#start as { time: Date };
+      opts.deliver_policy = DeliverPolicy.StartTime;
+      opts.opt_start_time = start.time.toISOString();
+    }
+    try {
+      const consumer = await this.#ctx.js.consumers.get(this.#ctx.stream, opts);
+      this.#messages = await consumer.consume({ max_messages: this.#ctx.settings.batch ?? 256 });
+    } catch (e) {
+      throw consumerError(e, this.#ctx.stream, "creating the ordered consumer");
+    }
+    this.#pump = this.#run(this.#messages);
+  }
+
+  async update(subjects: readonly string[]): Promise<void> {
+    await this.#halt();
+    this.#subjects = subjects;
+    this.#stopped = false;
+    await this.start();
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    await this.#halt();
+  }
+
+  async #halt(): Promise<void> {
+    const m = this.#messages;
+    this.#messages = undefined;
+    if (m) {
+      m.stop();
+      await this.#pump;
+      await m.close().catch(() => undefined);
+    }
+  }
+
+  /** Resolves the start position to a sequence, so a later filter change can resume. */
+  async #firstSeq(): Promise<number> {
+    const start = this.#start;
+    if (start === "all") return 1;
+    if (typeof start === "object" && "seq" in start) return start.seq;
+    if (typeof start === "object" && "time" in start) return 0;
+    try {
+      const info = await (await this.#ctx.jsm()).streams.info(this.#ctx.stream);
+      return info.state.last_seq + 1;
+    } catch (e) {
+      throw consumerError(e, this.#ctx.stream, "reading the stream position");
+    }
+  }
+
+  async #run(messages: ConsumerMessages): Promise<void> {
+    const ctx = this.#ctx;
+    try {
+      for await (const m of messages) {
+        if (this.#messages !== messages) break;
+        const seq = m.seq;
+        if (seq < this.#nextSeq) continue; // a replay of what was already delivered
+        this.#nextSeq = seq + 1;
+        const d = decodeMessage(ctx.decode, "journal", m.subject, m.data);
+        if (!d.ok) {
+          reportPoison(ctx, seq, m.subject, d.error);
+          continue;
+        }
+        if (d.skip) continue;
+        await ctx.queue.pushEnduring({ event: d.event, journalSeq: seq, subject: m.subject });
+      }
+    } catch (e) {
+      if (!this.#stopped && this.#messages === messages) ctx.fail(consumerError(e, ctx.stream, "the ordered consumer"));
+    }
+  }
+}

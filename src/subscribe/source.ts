@@ -1,0 +1,35 @@
+import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
+import type { Logger } from "pino";
+import type { DecodeContext, Delivery, DeliveryFailure } from "./delivery.js";
+import type { DeliveryQueue } from "./delivery-queue.js";
+import type { SubscribeSettings, SubscriptionReport } from "./options.js";
+
+/** What every source of a subscription shares: where to put deliveries and how to fail. */
+export interface SourceContext<E> {
+  readonly nc: NatsConnection;
+  readonly js: JetStreamClient;
+  readonly jsm: () => Promise<JetStreamManager>;
+  readonly stream: string;
+  readonly decode: DecodeContext<E>;
+  readonly queue: DeliveryQueue<Delivery<E>>;
+  readonly settings: SubscribeSettings;
+  readonly log: Logger;
+  report(report: SubscriptionReport): void;
+  /** Ends the subscription with a typed cause. */
+  fail(error: Error): void;
+}
+
+/** One part of a subscription: the journal consumer or the live subscriptions. */
+export interface Source {
+  start(): Promise<void>;
+  /** Switches to new subject filters without losing the position. */
+  update(subjects: readonly string[]): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export function reportPoison<E>(ctx: SourceContext<E>, journalSeq: number, subject: string, error: DeliveryFailure): void {
+  // The payload is never logged: it may be exactly what must not leak.
+  ctx.log.warn({ journalSeq, subject, code: error.code, reason: error.message }, "skipped a malformed message");
+  ctx.report({ kind: "poison", journalSeq, subject, error });
+}

@@ -1,0 +1,172 @@
+/**
+ * A subscription: an async iterable of deliveries merged from the journal consumer and
+ * the live subscriptions, with `close()` (idempotent) and `err()` (why it ended; nothing
+ * after an intentional close). It mirrors the seed's `SubscribeEvents`.
+ */
+import { jetstream } from "@nats-io/jetstream";
+import type { Jetloop } from "../bus.js";
+import { ConnectionClosedError, OptionsError, PermissionDeniedError } from "../errors.js";
+import type { Delivery, DurableDelivery } from "./delivery.js";
+import { DeliveryQueue } from "./delivery-queue.js";
+import { DurableSource } from "./durable-source.js";
+import { type EventFilter, MANY_FILTER_SUBJECTS, resolveFilter } from "./filter.js";
+import { LiveSource } from "./live-source.js";
+import { type SubscribeOptions, parseSubscribeOptions, type SubscriptionReport } from "./options.js";
+import { OrderedSource } from "./ordered-source.js";
+import type { Source, SourceContext } from "./source.js";
+
+export interface SubscriptionStats {
+  /** Deliveries handed to the reader. */
+  readonly delivered: number;
+  /** Live deliveries dropped because the reader was slow. */
+  readonly dropped: number;
+  /** Malformed messages reported and skipped. */
+  readonly poison: number;
+}
+
+export class Subscription<E, D extends Delivery<E> = Delivery<E>> implements AsyncIterable<D> {
+  readonly #bus: Jetloop<E>;
+  readonly #queue: DeliveryQueue<Delivery<E>>;
+  readonly #onReport: ((r: SubscriptionReport) => void) | undefined;
+  #filter: EventFilter;
+  #enduring: Source | undefined;
+  #live: LiveSource<E> | undefined;
+  #error: Error | undefined;
+  #closed = false;
+  #delivered = 0;
+  #poison = 0;
+  #unlisten: (() => void) | undefined;
+  readonly #ctx: SourceContext<E>;
+
+  /** @internal Use `bus.subscribeEvents` or `bus.session(id).subscribeEvents`. */
+  constructor(bus: Jetloop<E>, filter: EventFilter, options: SubscribeOptions) {
+    const settings = parseSubscribeOptions(options);
+    const resolved = resolveFilter(bus.namespace, filter, bus.registry);
+    this.#bus = bus;
+    this.#filter = filter;
+    this.#onReport = options.onReport;
+    this.#queue = new DeliveryQueue(settings.enduringBuffer, settings.ephemeralBuffer);
+    const log = bus.log.child({ component: "subscription", durable: settings.durable });
+    if (resolved.journalSubjects.length > MANY_FILTER_SUBJECTS) {
+      log.warn({ filterSubjects: resolved.journalSubjects.length }, "many filter subjects make a consumer slow; consider fewer loops per subscription");
+    }
+    this.#ctx = {
+      nc: bus.nc,
+      js: jetstream(bus.nc),
+      jsm: () => bus.jetstreamManager(),
+      stream: bus.stream,
+      decode: { namespace: bus.namespace, registry: bus.registry, maxEventBytes: bus.settings.maxEventBytes, includeInternal: resolved.includeInternal },
+      queue: this.#queue,
+      settings,
+      log,
+      report: (r) => this.#report(r),
+      fail: (e) => this.#fail(e),
+    };
+    if (resolved.journalSubjects.length > 0) {
+      this.#enduring = settings.durable
+        ? new DurableSource(this.#ctx, settings.durable, resolved.journalSubjects, settings.start ?? "all")
+        : new OrderedSource(this.#ctx, resolved.journalSubjects, settings.start ?? "new");
+    }
+    if (resolved.liveSubjects.length > 0) this.#live = new LiveSource(this.#ctx, resolved.liveSubjects);
+  }
+
+  /** @internal Starts the sources; the bus awaits this before handing the subscription out. */
+  async start(): Promise<this> {
+    this.#unlisten = this.#bus.onPermissionViolation((e) => {
+      if (e.operation === "subscription" && this.#live?.owns(e.subject)) this.#fail(new PermissionDeniedError("subscribe", e.subject, { cause: e }));
+    });
+    try {
+      await this.#live?.start();
+      await this.#bus.nc.flush();
+      await this.#enduring?.start();
+    } catch (e) {
+      await this.#shutdown();
+      throw e;
+    }
+    void this.#bus.nc.closed().then(() => this.#fail(new ConnectionClosedError("the connection closed under the subscription")));
+    return this;
+  }
+
+  [Symbol.asyncIterator](): AsyncIterator<D> {
+    return {
+      next: async () => {
+        const r = await this.#queue.next();
+        if (!r.done) this.#delivered++;
+        return r as IteratorResult<D>;
+      },
+      return: async () => {
+        await this.close();
+        return { done: true, value: undefined };
+      },
+    };
+  }
+
+  /** The seed's `sub.Events()`: the subscription is itself the iterable. */
+  events(): AsyncIterable<D> {
+    return this;
+  }
+
+  /** Why the subscription ended, or undefined (still running, or closed on purpose). */
+  err(): Error | undefined {
+    return this.#error;
+  }
+
+  get closed(): boolean {
+    return this.#closed || this.#queue.ended;
+  }
+
+  stats(): SubscriptionStats {
+    return { delivered: this.#delivered, dropped: this.#queue.dropped, poison: this.#poison };
+  }
+
+  /** The filter in force. */
+  get filter(): EventFilter {
+    return this.#filter;
+  }
+
+  /**
+   * Changes the filter (add or remove loops, sessions, types) without losing the
+   * position: the journal part resumes after the last delivered sequence.
+   */
+  async updateFilter(filter: EventFilter): Promise<void> {
+    const resolved = resolveFilter(this.#bus.namespace, filter, this.#bus.registry);
+    if ((resolved.journalSubjects.length > 0) !== (this.#enduring !== undefined) || (resolved.liveSubjects.length > 0) !== (this.#live !== undefined)) {
+      throw new OptionsError("filter", "a filter update cannot add or remove the enduring or the ephemeral part");
+    }
+    await this.#live?.update(resolved.liveSubjects);
+    await this.#enduring?.update(resolved.journalSubjects);
+    this.#filter = filter;
+  }
+
+  /** Stops delivery and releases the consumer. Idempotent; `err()` stays as it was. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#queue.clear();
+    await this.#shutdown();
+  }
+
+  async #shutdown(): Promise<void> {
+    this.#unlisten?.();
+    this.#queue.end();
+    await Promise.allSettled([this.#live?.stop(), this.#enduring?.stop()]);
+  }
+
+  #fail(error: Error): void {
+    if (this.#closed || this.#queue.ended) return;
+    this.#error = error;
+    this.#ctx.log.warn({ code: (error as { code?: string }).code, reason: error.message }, "subscription ended");
+    void this.#shutdown();
+  }
+
+  #report(r: SubscriptionReport): void {
+    if (r.kind === "poison") this.#poison++;
+    try {
+      this.#onReport?.(r);
+    } catch (e) {
+      this.#ctx.log.error({ err: e }, "onReport threw");
+    }
+  }
+}
+
+export type DurableSubscription<E> = Subscription<E, DurableDelivery<E>>;
