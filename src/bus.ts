@@ -21,6 +21,7 @@ import type { SubscribeOptions } from "./subscribe/options.js";
 import { replay, type ReplayRequest } from "./subscribe/replay.js";
 import { type DurableSubscription, Subscription } from "./subscribe/subscription.js";
 import { SessionHandle } from "./session.js";
+import { GateServer } from "./commands/gate-server.js";
 
 export type ConnectOptions<E = JetloopEvent> = ConnectionSettings & BusOptions<E>;
 
@@ -141,6 +142,14 @@ export class Jetloop<E = JetloopEvent> {
   /** A handle scoped to one session, reading like the seed's `live.SubscribeEvents`. */
   session(sessionId: string): SessionHandle<E> {
     return new SessionHandle(this, sessionId);
+  }
+
+  /**
+   * The loop actor's side of the answer path: opens gates for one loop and serves the
+   * answers to them. Built-in catalogue only (it publishes built-in events).
+   */
+  serveGates(this: Jetloop<JetloopEvent>, sessionId: string, loopId: string): Promise<GateServer> {
+    return GateServer.start(this, sessionId, loopId);
   }
 
   /** Creates or updates the events stream from `streams/events.json`. */

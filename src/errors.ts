@@ -25,7 +25,11 @@ export type JetloopErrorCode =
   | "SUBSCRIPTION_FAILED"
   | "DELIVERY_INVALID"
   | "CONNECTION_CLOSED"
-  | "COMMAND_FAILED";
+  | "COMMAND_FAILED"
+  | "COMMAND_NO_LISTENER"
+  | "COMMAND_INVALID"
+  | "GATE_UNKNOWN"
+  | "GATE_RESOLVED";
 
 export class JetloopError extends Error {
   readonly code: JetloopErrorCode;
@@ -276,4 +280,21 @@ export class SubscriptionError extends JetloopError {
   constructor(message: string, options?: { cause?: unknown }) {
     super("SUBSCRIPTION_FAILED", message, options);
   }
+}
+
+export type CommandErrorCode = "COMMAND_FAILED" | "COMMAND_NO_LISTENER" | "COMMAND_INVALID" | "GATE_UNKNOWN" | "GATE_RESOLVED";
+
+/** An answer command that did not take effect; `code` says why. */
+export class CommandError extends JetloopError {
+  constructor(
+    code: CommandErrorCode,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(code, message, options);
+  }
+}
+
+export function isCommandError(e: unknown): e is CommandError {
+  return e instanceof CommandError;
 }

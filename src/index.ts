@@ -65,3 +65,6 @@ export { MANY_FILTER_SUBJECTS, resolveFilter, type EventFilter, type LoopScope, 
 export type { StartPosition, SubscribeOptions, SubscriptionReport } from "./subscribe/options.js";
 export type { ReplayRequest } from "./subscribe/replay.js";
 export { Subscription, type DurableSubscription, type SubscriptionStats } from "./subscribe/subscription.js";
+export { GateServer, type InputAnswer, type InputGate, type PermissionAnswer, type PermissionGate, type StepCoordinates } from "./commands/gate-server.js";
+export type { AnswerOptions } from "./commands/answer.js";
+export type { Answer, AnswerInput, AnswerOutcome } from "./commands/protocol.js";

@@ -1,4 +1,6 @@
 import type { Jetloop } from "./bus.js";
+import { answerGate, type AnswerOptions } from "./commands/answer.js";
+import type { AnswerInput, AnswerOutcome } from "./commands/protocol.js";
 import { OptionsError } from "./errors.js";
 import { isCanonicalUuid } from "./events/ids.js";
 import type { Delivery } from "./subscribe/delivery.js";
@@ -20,6 +22,11 @@ export class SessionHandle<E> {
   subscribeEvents(filter: Omit<EventFilter, "sessions">, options?: SubscribeOptions): Promise<Subscription<E>>;
   subscribeEvents(filter: Omit<EventFilter, "sessions">, options: SubscribeOptions = {}): Promise<Subscription<E>> {
     return this.bus.subscribeEvents({ ...filter, sessions: [this.sessionId] }, options);
+  }
+
+  /** Answers a gate of one of this session's loops (the seed's "App → Loop: answer"). */
+  answer(loopId: string, answer: AnswerInput, options?: AnswerOptions): Promise<AnswerOutcome> {
+    return answerGate(this.bus, this.sessionId, loopId, answer, options);
   }
 
   replay(request: Omit<ReplayRequest, "sessionId" | "sessions"> = {}): AsyncGenerator<Delivery<E>, void, undefined> {

@@ -1,0 +1,85 @@
+/**
+ * The answer path's wire protocol: a subscriber answers a gate over request/reply on
+ * `{ns}.cmd.{sessionId}.{loopId}.answer`, and the loop actor replies with the outcome.
+ * Both directions are strict JSON (snake_case), decoded like the journal's request:
+ * unknown fields, duplicate keys and trailing data fail closed.
+ */
+import { z } from "zod";
+import { parseStrictJson, StrictJsonError } from "../codec/strict-json.js";
+import { fromWire, toWire, UnknownWireKeyError } from "../codec/wire.js";
+import { CommandError, type CommandErrorCode } from "../errors.js";
+import { permissionEffectSchema } from "../events/catalogue.js";
+import { uuidSchema } from "../events/ids.js";
+import { limits, text } from "../events/text.js";
+
+export const ANSWER_COMMAND = "answer";
+
+const target = {
+  /** A command id makes the answer idempotent: the same id always gets the first outcome. */
+  commandId: uuidSchema,
+  /** Which gate: by its id, or by the tool execution it guards. */
+  gateId: uuidSchema.optional(),
+  toolExecutionId: uuidSchema.optional(),
+};
+
+export const answerSchema = z
+  .discriminatedUnion("kind", [
+    z.strictObject({ kind: z.literal("permission"), ...target, effect: permissionEffectSchema, reason: text().optional() }),
+    z.strictObject({ kind: z.literal("input"), ...target, answer: text() }),
+  ])
+  .refine((a) => a.gateId !== undefined || a.toolExecutionId !== undefined, "name the gate by gateId or toolExecutionId");
+export type Answer = z.output<typeof answerSchema>;
+/** What a caller passes to `answer`; the command id is generated when omitted. */
+export type AnswerInput = Omit<Answer, "commandId"> & { commandId?: string };
+
+// `status`, not a boolean: the wire omits `false` like every zero value.
+export const outcomeSchema = z.strictObject({
+  status: z.literal("ok"),
+  gateId: uuidSchema,
+  toolExecutionId: uuidSchema.optional(),
+  /** `approve`/`deny` for a permission, the answer's action for user input. */
+  action: text(limits.name),
+  /** Journal sequence of the GateResolved the answer produced. */
+  journalSeq: z.number().int().min(1),
+  /** The command id was answered before; this is that first outcome. */
+  duplicate: z.boolean().default(false),
+});
+export type AnswerOutcome = z.output<typeof outcomeSchema>;
+
+const refusalSchema = z.strictObject({
+  status: z.literal("refused"),
+  code: z.enum(["COMMAND_INVALID", "GATE_UNKNOWN", "GATE_RESOLVED", "COMMAND_FAILED"]),
+  message: text(),
+});
+const replySchema = z.discriminatedUnion("status", [outcomeSchema, refusalSchema]);
+export type Reply = z.output<typeof replySchema>;
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder("utf-8", { fatal: true });
+
+export function encodeMessage(schema: z.ZodType, value: unknown): Uint8Array {
+  return encoder.encode(JSON.stringify(toWire(schema, value)));
+}
+
+/** Strictly decodes a command or reply; any defect is a CommandError with `code`. */
+export function decodeMessage<T>(schema: z.ZodType<T>, data: Uint8Array, code: CommandErrorCode): T {
+  let json: unknown;
+  try {
+    json = parseStrictJson(decoder.decode(data));
+    const r = schema.safeParse(fromWire(schema, json));
+    if (r.success) return r.data;
+    const issue = r.error.issues[0]!;
+    throw new CommandError(code, `${issue.path.join(".") || "message"}: ${issue.message}`);
+  } catch (e) {
+    if (e instanceof CommandError) throw e;
+    if (e instanceof StrictJsonError || e instanceof UnknownWireKeyError || e instanceof TypeError) {
+      throw new CommandError(code, `malformed message: ${e.message}`, { cause: e });
+    }
+    throw e;
+  }
+}
+
+export const decodeAnswer = (data: Uint8Array): Answer => decodeMessage(answerSchema, data, "COMMAND_INVALID");
+export const decodeReply = (data: Uint8Array): Reply => decodeMessage(replySchema, data, "COMMAND_FAILED");
+export const encodeAnswer = (a: Answer): Uint8Array => encodeMessage(answerSchema, a);
+export const encodeReply = (r: Reply): Uint8Array => encodeMessage(replySchema, r);

@@ -1,0 +1,93 @@
+// The seed's approval sequence end to end: PermissionRequested → the answer over NATS →
+// PermissionDecided → ToolCallStarted → ToolCallCompleted → StepDone, both branches.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { connect, createEvent, isCommandError, type Jetloop, newId } from "../../src/index.js";
+import { natsServers, uniqueNamespace } from "../harness/context.js";
+
+let bus: Jetloop;
+beforeAll(async () => {
+  bus = await connect({ servers: natsServers(), namespace: uniqueNamespace() });
+  await bus.provision();
+});
+afterAll(() => bus.close());
+
+const request = { toolName: "bash", summary: "list files", requirements: [{ kind: "fs.read", match: "/tmp/*", description: "read /tmp" }] };
+
+async function codeOf(p: Promise<unknown>): Promise<string> {
+  try {
+    await p;
+    return "resolved";
+  } catch (e) {
+    return isCommandError(e) ? e.code : String(e);
+  }
+}
+
+describe("answer path", () => {
+  for (const effect of ["approve", "deny"] as const) {
+    it(`runs the ${effect} branch`, async () => {
+      const sessionId = newId();
+      const loopId = newId();
+      const coords = { turnId: newId(), stepId: newId(), toolExecutionId: newId() };
+      const watcher = await bus.session(sessionId).subscribeEvents({ enduring: { loops: [loopId] }, ephemeral: { loops: [loopId] } }, { start: "all" });
+      const gates = await bus.serveGates(sessionId, loopId);
+      const decision = gates.requestPermission({ ...coords, request });
+      const seen: string[] = [];
+      for await (const d of watcher) {
+        seen.push(d.event.type);
+        if (d.event.type === "GateOpened") {
+          const outcome = await bus.session(sessionId).answer(loopId, { kind: "permission", toolExecutionId: coords.toolExecutionId, effect, reason: "test" });
+          expect(outcome).toMatchObject({ status: "ok", action: effect, gateId: d.event.gate.id, duplicate: false });
+          const { effect: decided } = await decision;
+          expect(decided).toBe(effect);
+          const ids = { sessionId, loopId, turnId: coords.turnId, stepId: coords.stepId, toolExecutionId: coords.toolExecutionId };
+          if (effect === "approve") {
+            await bus.publish(createEvent("ToolCallStarted", { ...ids, toolName: "bash" }));
+            await bus.publish(createEvent("ToolCallCompleted", { ...ids, resultPreview: "a b c" }));
+          }
+          await bus.publish(
+            createEvent("StepDone", {
+              sessionId,
+              loopId,
+              turnId: coords.turnId,
+              stepId: coords.stepId,
+              messages: [
+                { role: "assistant", toolCalls: [{ toolExecutionId: coords.toolExecutionId, toolName: "bash" }] },
+                { role: "tool", toolExecutionId: coords.toolExecutionId, content: effect === "approve" ? "a b c" : "denied", isError: effect === "deny" },
+              ],
+            }),
+          );
+        }
+        if (d.event.type === "StepDone") break;
+      }
+      const tail = effect === "approve" ? ["ToolCallStarted", "ToolCallCompleted", "StepDone"] : ["StepDone"];
+      expect(seen).toEqual(["PermissionRequested", "GateOpened", "GateResolved", "PermissionDecided", ...tail]);
+      await gates.close();
+    });
+  }
+
+  it("refuses with typed errors and publishes nothing twice", async () => {
+    const sessionId = newId();
+    const loopId = newId();
+    const session = bus.session(sessionId);
+    const toolExecutionId = newId();
+    expect(await codeOf(session.answer(loopId, { kind: "permission", toolExecutionId, effect: "approve" }))).toBe("COMMAND_NO_LISTENER");
+    const gates = await bus.serveGates(sessionId, loopId);
+    expect(await codeOf(session.answer(loopId, { kind: "permission", toolExecutionId, effect: "approve" }))).toBe("GATE_UNKNOWN");
+    const decision = gates.requestPermission({ turnId: newId(), stepId: newId(), toolExecutionId, request });
+    await new Promise((r) => setTimeout(r, 100));
+    expect(await codeOf(session.answer(loopId, { kind: "input", toolExecutionId, answer: "yes" }))).toBe("COMMAND_INVALID");
+    const commandId = newId();
+    const first = await session.answer(loopId, { kind: "permission", toolExecutionId, effect: "deny", commandId });
+    const again = await session.answer(loopId, { kind: "permission", toolExecutionId, effect: "deny", commandId });
+    expect(again).toEqual({ ...first, duplicate: true });
+    expect(await codeOf(session.answer(loopId, { kind: "permission", toolExecutionId, effect: "approve" }))).toBe("GATE_RESOLVED");
+    expect((await decision).effect).toBe("deny");
+    // malformed on the wire: a raw request with an unknown field
+    const raw = await bus.nc.request(`${bus.namespace}.cmd.${sessionId}.${loopId}.answer`, new TextEncoder().encode('{"kind":"permission","command_id":"' + newId() + '","tool_execution_id":"' + toolExecutionId + '","effect":"approve","grant_token":"x"}'));
+    expect(new TextDecoder().decode(raw.data)).toContain("COMMAND_INVALID");
+    const decided = [];
+    for await (const d of session.replay({ types: ["PermissionDecided", "GateResolved"] })) decided.push(d.event.type);
+    expect(decided).toEqual(["GateResolved", "PermissionDecided"]);
+    await gates.close();
+  });
+});
