@@ -30,7 +30,7 @@ export const answerSchema = z
   .refine((a) => a.gateId !== undefined || a.toolExecutionId !== undefined, "name the gate by gateId or toolExecutionId");
 export type Answer = z.output<typeof answerSchema>;
 /** What a caller passes to `answer`; the command id is generated when omitted. */
-export type AnswerInput = Omit<Answer, "commandId"> & { commandId?: string };
+export type AnswerInput = Answer extends infer A ? (A extends Answer ? Omit<A, "commandId"> & { commandId?: string } : never) : never;
 
 // `status`, not a boolean: the wire omits `false` like every zero value.
 export const outcomeSchema = z.strictObject({

@@ -117,7 +117,7 @@ export class DurableSource<E> implements Source {
     const jsm = await this.#ctx.jsm();
     try {
       const info = await jsm.consumers.info(this.#ctx.stream, this.#name);
-      this.#ackWaitMs = info.config.ack_wait / 1e6;
+      this.#ackWaitMs = (info.config.ack_wait ?? 30e9) / 1e6;
       const filters = this.#filters();
       const same = JSON.stringify(info.config.filter_subjects ?? [info.config.filter_subject]) === JSON.stringify(filters.filter_subjects ?? [filters.filter_subject]);
       if (!same) await jsm.consumers.update(this.#ctx.stream, this.#name, filters);
@@ -129,7 +129,7 @@ export class DurableSource<E> implements Source {
     }
     try {
       const info = await jsm.consumers.add(this.#ctx.stream, this.#config(fromSeq));
-      this.#ackWaitMs = info.config.ack_wait / 1e6;
+      this.#ackWaitMs = (info.config.ack_wait ?? 30e9) / 1e6;
     } catch (e) {
       throw consumerError(e, this.#ctx.stream, `creating durable ${this.#name}`);
     }

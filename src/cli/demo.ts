@@ -1,0 +1,154 @@
+/**
+ * `jetloop demo`: a simulated loop runs the seed's approval sequence twice — one call
+ * approved, one denied — while a second process answers the gates over NATS and this
+ * one watches as a UI would, then rebuilds the same state from the journal alone.
+ */
+import { fork } from "node:child_process";
+import { connect, type Jetloop } from "../bus.js";
+import { createEvent } from "../events/factories.js";
+import { newId } from "../events/ids.js";
+import { ToolActivityProjection } from "../projection/index.js";
+import { connectionHelp, connectOptions, parse, UsageError } from "./args.js";
+import { formatLine } from "./format.js";
+import { findNatsServer, startLocalServer, type LocalServer } from "./local-server.js";
+
+export const demoHelp = `jetloop demo [--server URL]
+
+Runs the seed's approval sequence end to end: a loop asks permission for two tool
+calls, a second process answers (approve, then deny), the loop records each
+decision, runs the approved tool and finalizes the step. Prints what a UI
+subscriber sees, then the tool states rebuilt from the journal alone.
+
+With no --server and no NATS_URL, starts a throwaway local nats-server (from
+npm run setup, NATS_SERVER_BIN or PATH) and stops it at the end.
+
+${connectionHelp}`;
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export async function demoCommand(argv: string[], out: (s: string) => void, err: (s: string) => void): Promise<number> {
+  const { values } = parse(argv, {});
+  if (values.help) {
+    out(demoHelp);
+    return 0;
+  }
+  let local: LocalServer | undefined;
+  if (!values.server && !process.env.NATS_URL) {
+    const bin = findNatsServer();
+    if (!bin) throw new UsageError("no NATS_URL and no nats-server found: run `npm run setup`, set NATS_SERVER_BIN, or pass --server");
+    local = await startLocalServer(bin);
+    err(`started a throwaway nats-server at ${local.url}`);
+  }
+  const options = connectOptions(values);
+  if (local) options.servers = local.url;
+  options.namespace ??= `demo${Date.now().toString(36)}`;
+  const bus = await connect(options);
+  try {
+    await bus.provision();
+    return await runDemo(bus, options.servers, out, err);
+  } finally {
+    await bus.close();
+    await local?.stop();
+  }
+}
+
+async function runDemo(bus: Jetloop, servers: string | string[] | undefined, out: (s: string) => void, err: (s: string) => void): Promise<number> {
+  const sessionId = newId();
+  const loopId = newId();
+  const turnId = newId();
+  out(`session ${sessionId}\nloop    ${loopId}\n`);
+
+  const ui = new ToolActivityProjection();
+  const watcher = await bus.session(sessionId).subscribeEvents({ enduring: { loops: [loopId] }, ephemeral: { loops: [loopId] } }, { start: "all" });
+  const watching = (async () => {
+    for await (const d of watcher) {
+      out(formatLine(d));
+      ui.apply(d);
+      if (d.event.type === "TurnDone") break;
+    }
+  })();
+
+  // The answering side runs in its own process, as a UI or policy service would.
+  const answerer = fork(process.argv[1]!, ["demo-answerer", "--session", sessionId, "--loop", loopId, "--namespace", bus.namespace, ...(servers ? ["--server", [servers].flat().join(",")] : [])], {
+    stdio: ["ignore", "inherit", "inherit", "ipc"],
+  });
+  const answererDone = new Promise<number>((resolve) => answerer.once("exit", (code) => resolve(code ?? 1)));
+
+  const gates = await bus.serveGates(sessionId, loopId);
+  await bus.publish(createEvent("TurnStarted", { sessionId, loopId, turnId }));
+  const calls = [
+    { toolName: "bash", summary: "ls -la /tmp", match: "/tmp/**" },
+    { toolName: "bash", summary: "rm -rf /var/cache/app", match: "/var/cache/app/**" },
+  ];
+  for (const call of calls) {
+    const stepId = newId();
+    const toolExecutionId = newId();
+    const coords = { sessionId, loopId, turnId, stepId };
+    const request = { toolName: call.toolName, summary: call.summary, requirements: [{ kind: "fs.write", match: call.match, description: `write under ${call.match}` }] };
+    const decision = await gates.requestPermission({ turnId, stepId, toolExecutionId, request, timeoutMs: 30_000 });
+    let result: { content: string; isError: boolean };
+    if (decision.effect === "approve") {
+      await bus.publish(createEvent("ToolCallStarted", { ...coords, toolExecutionId, toolName: call.toolName, summary: call.summary }));
+      await sleep(200);
+      result = { content: "total 0\ndrwxrwxrwt 2 root root 40 .", isError: false };
+      await bus.publish(createEvent("ToolCallCompleted", { ...coords, toolExecutionId, resultPreview: result.content.split("\n")[0]! }));
+    } else {
+      result = { content: `denied: ${decision.reason ?? "no reason"}`, isError: true };
+    }
+    await bus.publish(
+      createEvent("StepDone", {
+        ...coords,
+        messages: [
+          { role: "assistant", toolCalls: [{ toolExecutionId, toolName: call.toolName }] },
+          { role: "tool", toolExecutionId, toolName: call.toolName, content: result.content, isError: result.isError },
+        ],
+      }),
+    );
+  }
+  await bus.publish(createEvent("TurnDone", { sessionId, loopId, turnId }));
+  await watching;
+  await gates.close();
+  const answererCode = await answererDone;
+
+  // A UI that reconnects rebuilds the same state from the journal alone.
+  const rebuilt = new ToolActivityProjection();
+  for await (const d of bus.session(sessionId).replay({ loops: [loopId] })) rebuilt.apply(d);
+  out("\ntool activity (live UI | rebuilt from the journal):");
+  for (const a of ui.list({ loopId })) {
+    const again = rebuilt.get(loopId, a.toolExecutionId);
+    out(`  ${a.toolExecutionId.slice(-8)} ${(a.toolName ?? "?").padEnd(6)} ${a.status.padEnd(10)} | ${again?.status ?? "missing"}`);
+  }
+  const same = ui.list({ loopId }).every((a) => rebuilt.get(loopId, a.toolExecutionId)?.status === a.status);
+  if (!same || answererCode !== 0) {
+    err(`demo failed: ${same ? `answerer exited with ${answererCode}` : "rebuilt state differs"}`);
+    return 1;
+  }
+  out("\ndemo complete: approve and deny branches recorded; rebuilt state matches.");
+  return 0;
+}
+
+/** The second process of the demo: answers the loop's gates, approve first, then deny. */
+export async function demoAnswererCommand(argv: string[], out: (s: string) => void): Promise<number> {
+  const { values } = parse(argv, { session: { type: "string" }, loop: { type: "string" } });
+  if (!values.session || !values.loop) throw new UsageError("demo-answerer needs --session and --loop");
+  const bus = await connect(connectOptions(values));
+  try {
+    const session = bus.session(values.session);
+    const sub = await session.subscribeEvents({ enduring: { loops: [values.loop] }, types: ["GateOpened"] }, { start: "all" });
+    const effects = ["approve", "deny"] as const;
+    let answered = 0;
+    const timer = setTimeout(() => void sub.close(), 30_000);
+    for await (const d of sub) {
+      if (d.event.type !== "GateOpened") continue;
+      const effect = effects[answered]!;
+      const outcome = await session.answer(values.loop, { kind: "permission", gateId: d.event.gate.id, effect, reason: effect === "deny" ? "outside the allowed paths" : "looks safe" });
+      out(`        [answerer] ${effect} gate ${outcome.gateId.slice(-8)} → journal #${outcome.journalSeq}`);
+      if (++answered === effects.length) break;
+    }
+    clearTimeout(timer);
+    await sub.close();
+    return answered === effects.length ? 0 : 1;
+  } finally {
+    await bus.close();
+  }
+}

@@ -1,0 +1,75 @@
+/**
+ * A throwaway nats-server for `jetloop demo` when no NATS_URL is given: loopback only,
+ * a temporary store, stopped (and its store removed) when the demo ends, even on Ctrl-C.
+ */
+import { spawn, spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+export interface LocalServer {
+  readonly url: string;
+  stop(): Promise<void>;
+}
+
+/** NATS_SERVER_BIN, the project's installed binary (npm run setup), or nats-server on PATH. */
+export function findNatsServer(): string | undefined {
+  const candidates = [process.env.NATS_SERVER_BIN, fileURLToPath(new URL("../../.nats/bin/nats-server", import.meta.url))];
+  for (const c of candidates) if (c && existsSync(c)) return c;
+  const which = spawnSync("sh", ["-c", "command -v nats-server"], { encoding: "utf8" });
+  return which.status === 0 ? which.stdout.trim() : undefined;
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer().listen(0, "127.0.0.1", () => {
+      const addr = srv.address();
+      srv.close(() => (typeof addr === "object" && addr ? resolve(addr.port) : reject(new Error("no free port"))));
+    });
+    srv.on("error", reject);
+  });
+}
+
+export async function startLocalServer(bin: string): Promise<LocalServer> {
+  const port = await freePort();
+  const store = mkdtempSync(join(tmpdir(), "jetloop-demo-"));
+  const child = spawn(bin, ["-a", "127.0.0.1", "-p", String(port), "-js", "-sd", store], { stdio: ["ignore", "ignore", "pipe"] });
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  const cleanup = () => {
+    child.kill("SIGKILL");
+    rmSync(store, { recursive: true, force: true });
+  };
+  process.once("exit", cleanup);
+  await new Promise<void>((resolve, reject) => {
+    let log = "";
+    let ready = false;
+    const timer = setTimeout(() => reject(new Error(`nats-server did not start: ${log.slice(-500)}`)), 10_000);
+    // Keep draining stderr after start-up, or a full pipe would block the server.
+    child.stderr.on("data", (chunk: Buffer) => {
+      if (ready) return;
+      log += chunk.toString();
+      if (log.includes("Server is ready")) {
+        ready = true;
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+    child.once("exit", (code) => {
+      clearTimeout(timer);
+      reject(new Error(`nats-server exited (${code}): ${log.slice(-500)}`));
+    });
+  });
+  return {
+    url: `nats://127.0.0.1:${port}`,
+    async stop() {
+      child.kill("SIGTERM");
+      const t = setTimeout(() => child.kill("SIGKILL"), 3000);
+      await exited;
+      clearTimeout(t);
+      process.off("exit", cleanup);
+      rmSync(store, { recursive: true, force: true });
+    },
+  };
+}

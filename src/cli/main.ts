@@ -1,0 +1,62 @@
+#!/usr/bin/env node
+/** The `jetloop` command line: provision, tail, replay, demo. */
+import { isJetloopError } from "../errors.js";
+import { UsageError } from "./args.js";
+import { demoAnswererCommand, demoCommand } from "./demo.js";
+import { provisionCommand } from "./provision.js";
+import { replayCommand } from "./replay.js";
+import { tailCommand } from "./tail.js";
+
+const usage = `jetloop — the event journal for agent runtimes on NATS JetStream
+
+Usage: jetloop <command> [options]
+
+Commands:
+  provision   create or update the events stream; print drift
+  tail        follow events live, decoded and filterable
+  replay      print a bounded range of a session's journal
+  demo        run the seed's approval sequence end to end
+
+Run jetloop <command> --help for a command's options.`;
+
+const out = (s: string) => void process.stdout.write(`${s}\n`);
+const err = (s: string) => void process.stderr.write(`${s}\n`);
+
+async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  switch (command) {
+    case "provision":
+      return provisionCommand(rest, out);
+    case "tail":
+      return tailCommand(rest, out, err);
+    case "replay":
+      return replayCommand(rest, out, err);
+    case "demo":
+      return demoCommand(rest, out, err);
+    case "demo-answerer":
+      return demoAnswererCommand(rest, out);
+    case undefined:
+    case "help":
+    case "--help":
+    case "-h":
+      out(usage);
+      return command === undefined ? 2 : 0;
+    default:
+      throw new UsageError(`unknown command ${JSON.stringify(command)}`);
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (e: unknown) => {
+    if (e instanceof UsageError) {
+      err(`jetloop: ${e.message}\n\n${usage}`);
+      process.exitCode = 2;
+    } else {
+      err(`jetloop: ${isJetloopError(e) ? `${e.code}: ${e.message}` : e instanceof Error ? e.message : String(e)}`);
+      process.exitCode = 1;
+    }
+  },
+);

@@ -1,0 +1,73 @@
+import { connect } from "../bus.js";
+import { formatJson, formatLine } from "./format.js";
+import { connectionHelp, connectOptions, list, parse, positiveInt } from "./args.js";
+
+export const tailHelp = `jetloop tail [--session ID …] [--loop ID …] [--type T …] [--from-seq N] [--no-live] [--json]
+
+Follows events as they happen: journal events with their sequence, live previews
+marked "live". Runs until interrupted (Ctrl-C).
+
+  --session ID     only these sessions (repeat or comma-separate; default all)
+  --loop ID        only these loops (session-scoped events always pass)
+  --type T         only these event types
+  --family F       only these families (tool, gate, step, turn, loop, session)
+  --from-seq N     start at journal sequence N (default: new events only)
+  --all            start at the beginning of the journal
+  --no-live        journal events only, no live previews
+  --json           one JSON object per line
+  --count N        stop after N deliveries
+
+${connectionHelp}`;
+
+export async function tailCommand(argv: string[], out: (s: string) => void, err: (s: string) => void): Promise<number> {
+  const { values } = parse(argv, {
+    session: { type: "string", multiple: true },
+    loop: { type: "string", multiple: true },
+    type: { type: "string", multiple: true },
+    family: { type: "string", multiple: true },
+    "from-seq": { type: "string" },
+    all: { type: "boolean" },
+    "no-live": { type: "boolean" },
+    json: { type: "boolean" },
+    count: { type: "string" },
+  });
+  if (values.help) {
+    out(tailHelp);
+    return 0;
+  }
+  const fromSeq = positiveInt("from-seq", values["from-seq"]);
+  const count = positiveInt("count", values.count);
+  const loops = list(values.loop);
+  const scope = loops ? { loops } : ("all" as const);
+  const bus = await connect(connectOptions(values));
+  try {
+    const sub = await bus.subscribeEvents(
+      { enduring: scope, ephemeral: values["no-live"] ? undefined : scope, sessions: list(values.session), types: list(values.type), families: list(values.family) },
+      {
+        start: fromSeq ? { seq: fromSeq } : values.all ? "all" : "new",
+        onReport: (r) => {
+          if (r.kind === "poison") err(`#${r.journalSeq} ${r.subject}: skipped malformed message (${r.error.code}: ${r.error.message})`);
+        },
+      },
+    );
+    const stop = () => void sub.close();
+    process.once("SIGINT", stop);
+    process.once("SIGTERM", stop);
+    err(`following ${bus.stream} on nats-server ${bus.serverVersion}…`);
+    let n = 0;
+    for await (const d of sub) {
+      out(values.json ? formatJson(d) : formatLine(d));
+      if (count !== undefined && ++n >= count) break;
+    }
+    process.off("SIGINT", stop);
+    process.off("SIGTERM", stop);
+    const e = sub.err();
+    if (e) {
+      err(`tail ended: ${e.message}`);
+      return 1;
+    }
+    return 0;
+  } finally {
+    await bus.close();
+  }
+}
