@@ -1,4 +1,4 @@
-import { parseArgs, type ParseArgsConfig } from "node:util";
+import type { ParseArgsConfig } from "node:util";
 import type { ConnectOptions } from "../bus.js";
 
 /** Flags every command that talks to NATS accepts. */
@@ -32,9 +32,10 @@ export class UsageError extends Error {
   }
 }
 
-export function parse<const O extends ParseArgsConfig["options"]>(argv: string[], options: O) {
+/** Runs node's parseArgs (given the command's flags plus connectionFlags); bad flags are a UsageError. */
+export function parse<T>(run: () => T): T {
   try {
-    return parseArgs({ args: argv, options: { ...connectionFlags, ...options }, allowPositionals: false, strict: true });
+    return run();
   } catch (e) {
     throw new UsageError((e as Error).message);
   }

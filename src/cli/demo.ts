@@ -8,7 +8,8 @@ import { connect, type Jetloop } from "../bus.js";
 import { createEvent } from "../events/factories.js";
 import { newId } from "../events/ids.js";
 import { ToolActivityProjection } from "../projection/index.js";
-import { connectionHelp, connectOptions, parse, UsageError } from "./args.js";
+import { parseArgs } from "node:util";
+import { connectionFlags, connectionHelp, connectOptions, parse, UsageError } from "./args.js";
 import { formatLine } from "./format.js";
 import { findNatsServer, startLocalServer, type LocalServer } from "./local-server.js";
 
@@ -27,7 +28,7 @@ ${connectionHelp}`;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export async function demoCommand(argv: string[], out: (s: string) => void, err: (s: string) => void): Promise<number> {
-  const { values } = parse(argv, {});
+  const { values } = parse(() => parseArgs({ args: argv, options: connectionFlags, strict: true }));
   if (values.help) {
     out(demoHelp);
     return 0;
@@ -129,7 +130,7 @@ async function runDemo(bus: Jetloop, servers: string | string[] | undefined, out
 
 /** The second process of the demo: answers the loop's gates, approve first, then deny. */
 export async function demoAnswererCommand(argv: string[], out: (s: string) => void): Promise<number> {
-  const { values } = parse(argv, { session: { type: "string" }, loop: { type: "string" } });
+  const { values } = parse(() => parseArgs({ args: argv, options: { ...connectionFlags, session: { type: "string" }, loop: { type: "string" } }, strict: true }));
   if (!values.session || !values.loop) throw new UsageError("demo-answerer needs --session and --loop");
   const bus = await connect(connectOptions(values));
   try {

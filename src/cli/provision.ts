@@ -1,5 +1,6 @@
 import { connect } from "../bus.js";
-import { connectionHelp, connectOptions, parse, positiveInt } from "./args.js";
+import { parseArgs } from "node:util";
+import { connectionFlags, connectionHelp, connectOptions, parse, positiveInt } from "./args.js";
 
 export const provisionHelp = `jetloop provision [--verify] [--replicas N] [--max-event-bytes N]
 
@@ -14,7 +15,7 @@ configuration (another storage or retention) is refused, never overwritten.
 ${connectionHelp}`;
 
 export async function provisionCommand(argv: string[], out: (s: string) => void): Promise<number> {
-  const { values } = parse(argv, { verify: { type: "boolean" }, replicas: { type: "string" }, "max-event-bytes": { type: "string" } });
+  const { values } = parse(() => parseArgs({ args: argv, options: { ...connectionFlags, verify: { type: "boolean" }, replicas: { type: "string" }, "max-event-bytes": { type: "string" } }, strict: true }));
   if (values.help) {
     out(provisionHelp);
     return 0;

@@ -1,6 +1,7 @@
 import { connect } from "../bus.js";
+import { parseArgs } from "node:util";
 import { formatJson, formatLine } from "./format.js";
-import { connectionHelp, connectOptions, list, parse, positiveInt, UsageError } from "./args.js";
+import { connectionFlags, connectionHelp, connectOptions, list, parse, positiveInt, UsageError } from "./args.js";
 
 export const replayHelp = `jetloop replay --session ID [--loop ID …] [--from-seq N] [--to-seq N] [--json]
 
@@ -18,14 +19,14 @@ stderr, never printed as events.
 ${connectionHelp}`;
 
 export async function replayCommand(argv: string[], out: (s: string) => void, err: (s: string) => void): Promise<number> {
-  const { values } = parse(argv, {
+  const { values } = parse(() => parseArgs({ args: argv, options: { ...connectionFlags,
     session: { type: "string" },
     loop: { type: "string", multiple: true },
     type: { type: "string", multiple: true },
     "from-seq": { type: "string" },
     "to-seq": { type: "string" },
     json: { type: "boolean" },
-  });
+  }, strict: true }));
   if (values.help) {
     out(replayHelp);
     return 0;

@@ -1,6 +1,7 @@
 import { connect } from "../bus.js";
+import { parseArgs } from "node:util";
 import { formatJson, formatLine } from "./format.js";
-import { connectionHelp, connectOptions, list, parse, positiveInt } from "./args.js";
+import { connectionFlags, connectionHelp, connectOptions, list, parse, positiveInt } from "./args.js";
 
 export const tailHelp = `jetloop tail [--session ID …] [--loop ID …] [--type T …] [--from-seq N] [--no-live] [--json]
 
@@ -20,7 +21,7 @@ marked "live". Runs until interrupted (Ctrl-C).
 ${connectionHelp}`;
 
 export async function tailCommand(argv: string[], out: (s: string) => void, err: (s: string) => void): Promise<number> {
-  const { values } = parse(argv, {
+  const { values } = parse(() => parseArgs({ args: argv, options: { ...connectionFlags,
     session: { type: "string", multiple: true },
     loop: { type: "string", multiple: true },
     type: { type: "string", multiple: true },
@@ -30,7 +31,7 @@ export async function tailCommand(argv: string[], out: (s: string) => void, err:
     "no-live": { type: "boolean" },
     json: { type: "boolean" },
     count: { type: "string" },
-  });
+  }, strict: true }));
   if (values.help) {
     out(tailHelp);
     return 0;
