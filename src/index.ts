@@ -68,3 +68,4 @@ export { Subscription, type DurableSubscription, type SubscriptionStats } from "
 export { GateServer, type InputAnswer, type InputGate, type PermissionAnswer, type PermissionGate, type StepCoordinates } from "./commands/gate-server.js";
 export type { AnswerOptions } from "./commands/answer.js";
 export type { Answer, AnswerInput, AnswerOutcome } from "./commands/protocol.js";
+export * from "./projection/index.js";
