@@ -103,7 +103,8 @@ export class JournalWriter {
     this.#jsm = jsm;
     this.#settings = settings;
     this.#log = log;
-    this.#prefix = createInbox();
+    // Honour a connection's inbox prefix: restricted users are often allowed only their own.
+    this.#prefix = createInbox((nc as { options?: { inboxPrefix?: string } }).options?.inboxPrefix);
   }
 
   /** Appends one message; resolves with its ack, or rejects with a typed error. */
