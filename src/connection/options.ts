@@ -18,7 +18,7 @@ const busShape = z.object({
       } catch {
         return false;
       }
-    }, "must be 1-4 dot-separated tokens of [A-Za-z0-9_-]"),
+    }, "must be 1-4 dot-separated tokens of [A-Za-z0-9-]"),
   /** The events stream. Default `{namespace with . → _}_journal`. */
   stream: z
     .string()

@@ -6,7 +6,8 @@
  * what lets a producer keep hundreds of appends in flight. An ack that does not come
  * (timeout, no responders during a leader election) is ambiguous: the append is resent
  * with the same `Nats-Msg-Id`, so the stream's duplicate window makes the retry safe,
- * until an ack arrives or the deadline passes. Nothing resolves without an ack.
+ * until an ack arrives or the deadline passes. Nothing resolves without an ack, or, for a
+ * fenced append refused as a conflict, without finding the append itself stored.
  */
 import { JetStreamApiCodes, JetStreamApiError, type JetStreamManager, type MsgRequest } from "@nats-io/jetstream";
 import { createInbox, headers as natsHeaders, type Msg, type MsgHdrs, type NatsConnection, type Subscription } from "@nats-io/transport-node";

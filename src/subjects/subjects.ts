@@ -24,15 +24,16 @@ export type Channel = "journal" | "live";
 /** The token that stands for "no loop". */
 export const NO_LOOP = "_";
 
-const NAMESPACE = /^[A-Za-z0-9_-]{1,64}(\.[A-Za-z0-9_-]{1,64}){0,3}$/;
+// No `_` inside tokens: the stream name joins tokens with `_`, and must not collide.
+const NAMESPACE = /^[A-Za-z0-9-]{1,64}(\.[A-Za-z0-9-]{1,64}){0,3}$/;
 const FAMILY = /^[a-z][a-z0-9_]{0,31}$/;
 const TYPE = /^[A-Z][A-Za-z0-9]{0,63}$/;
 const COMMAND = /^[a-z][a-z0-9_]{0,31}$/;
 
-/** Checks a namespace: one to four dot-separated tokens of `[A-Za-z0-9_-]`. */
+/** Checks a namespace: one to four dot-separated tokens of `[A-Za-z0-9-]`. */
 export function checkNamespace(ns: string): string {
   if (typeof ns !== "string" || !NAMESPACE.test(ns)) {
-    throw new SubjectError(`namespace ${JSON.stringify(ns)} must be 1-4 dot-separated tokens of [A-Za-z0-9_-]`);
+    throw new SubjectError(`namespace ${JSON.stringify(ns)} must be 1-4 dot-separated tokens of [A-Za-z0-9-]`);
   }
   return ns;
 }
@@ -47,6 +48,11 @@ function token(kind: string, pattern: RegExp, value: unknown): string {
   return value;
 }
 
+function channelToken(channel: unknown): Channel {
+  if (channel !== "journal" && channel !== "live") throw new SubjectError(`channel ${JSON.stringify(channel)} is not journal or live`);
+  return channel;
+}
+
 export interface SubjectAddress {
   readonly sessionId: string;
   /** Absent for events with no loop. */
@@ -58,7 +64,7 @@ export interface SubjectAddress {
 /** The subject an event is published on. */
 export function eventSubject(ns: string, channel: Channel, a: SubjectAddress): string {
   const loop = a.loopId === undefined ? NO_LOOP : id("loop id", a.loopId);
-  return `${checkNamespace(ns)}.${channel}.${id("session id", a.sessionId)}.${loop}.${token("family", FAMILY, a.family)}.${token("event type", TYPE, a.type)}`;
+  return `${checkNamespace(ns)}.${channelToken(channel)}.${id("session id", a.sessionId)}.${loop}.${token("family", FAMILY, a.family)}.${token("event type", TYPE, a.type)}`;
 }
 
 export interface ParsedSubject extends SubjectAddress {
@@ -108,8 +114,8 @@ export function filterSubject(ns: string, channel: Channel, s: SubjectSelector):
   const family = s.family === undefined ? "*" : token("family", FAMILY, s.family);
   const type = s.type === undefined ? "*" : token("event type", TYPE, s.type);
   if (s.type !== undefined && s.family === undefined) throw new SubjectError("a type filter needs its family");
-  if (family === "*" && type === "*") return `${checkNamespace(ns)}.${channel}.${session}.${loop}.>`;
-  return `${checkNamespace(ns)}.${channel}.${session}.${loop}.${family}.${type}`;
+  if (family === "*" && type === "*") return `${checkNamespace(ns)}.${channelToken(channel)}.${session}.${loop}.>`;
+  return `${checkNamespace(ns)}.${channelToken(channel)}.${session}.${loop}.${family}.${type}`;
 }
 
 /** The subject a loop actor serves `command` on. */

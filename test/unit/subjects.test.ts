@@ -1,0 +1,263 @@
+// The subject module: every subject jetloop uses is built and parsed here, and no token
+// can smuggle a NATS metacharacter, whitespace or a non-canonical id into a subject.
+import { describe, expect, it } from "vitest";
+import {
+  commandSubject,
+  eventSubject,
+  filterSubject,
+  NIL_UUID,
+  NO_LOOP,
+  parseEventSubject,
+  SubjectError,
+  type Channel,
+  type SubjectAddress,
+} from "../../src/index.js";
+import { checkNamespace, sessionJournalSubject, streamSubjects } from "../../src/subjects/subjects.js";
+
+const S = "0190f2a1-5b3c-7d4e-8f60-000000000001";
+const L = "0190f2a1-5b3c-7d4e-8f60-000000000002";
+
+/** Ids and tokens that must never reach a subject. */
+const BAD_IDS: unknown[] = [
+  "a.b",
+  "*",
+  ">",
+  `${S}.>`,
+  `${S}.*`,
+  `${S}.x`,
+  "",
+  " ",
+  ` ${S}`,
+  `${S} `,
+  `${S}\t`,
+  `${S}\n`,
+  `${S}\r`,
+  S.toUpperCase(),
+  S.slice(0, 8).toUpperCase() + S.slice(8),
+  S.replaceAll("-", ""),
+  `{${S}}`,
+  `urn:uuid:${S}`,
+  S.slice(0, -1),
+  `${S}0`,
+  NIL_UUID,
+  NO_LOOP,
+  undefined,
+  null,
+  42,
+  {},
+];
+
+function subjectError(fn: () => unknown): SubjectError {
+  let thrown: unknown;
+  try {
+    fn();
+  } catch (e) {
+    thrown = e;
+  }
+  expect(thrown).toBeInstanceOf(SubjectError);
+  expect((thrown as SubjectError).code).toBe("SUBJECT_INVALID");
+  return thrown as SubjectError;
+}
+
+describe("namespaces", () => {
+  it.each(["jetloop", "a", "acme.prod", "A-b-c", "a.b.c.d", "x".repeat(64), "0"])("accepts %j", (ns) => {
+    expect(checkNamespace(ns)).toBe(ns);
+    expect(eventSubject(ns, "journal", { sessionId: S, family: "session", type: "SessionStarted" })).toBe(`${ns}.journal.${S}._.session.SessionStarted`);
+  });
+
+  it.each([
+    "",
+    ".",
+    "a.",
+    ".a",
+    "a..b",
+    "a.*",
+    "*",
+    ">",
+    "a.>",
+    "a b",
+    " a",
+    "a\t",
+    "a\n",
+    "a.b.c.d.e",
+    "x".repeat(65),
+    "ä",
+    "a/b",
+    "$JS",
+    // `_` would let "a.b" and "a_b" share the stream name a_b_journal
+    "a_b",
+    "_INBOX",
+  ])("refuses %j", (ns) => {
+    subjectError(() => checkNamespace(ns));
+    subjectError(() => eventSubject(ns, "journal", { sessionId: S, loopId: L, family: "tool", type: "PermissionDecided" }));
+    subjectError(() => filterSubject(ns, "journal", {}));
+    subjectError(() => commandSubject(ns, S, L, "answer"));
+    subjectError(() => streamSubjects(ns));
+  });
+
+  it("refuses non-strings", () => {
+    for (const ns of [undefined, null, 1, {}, ["a"]]) subjectError(() => checkNamespace(ns as string));
+  });
+
+  it("keeps the dotted namespace as leading tokens", () => {
+    expect(streamSubjects("acme.prod")).toEqual(["acme.prod.journal.>"]);
+    expect(sessionJournalSubject("acme.prod", S)).toBe(`acme.prod.journal.${S}.>`);
+  });
+});
+
+describe("eventSubject", () => {
+  it("builds {ns}.{journal|live}.{sessionId}.{loopId|_}.{family}.{Type}", () => {
+    expect(eventSubject("jl", "journal", { sessionId: S, loopId: L, family: "tool", type: "PermissionRequested" })).toBe(
+      `jl.journal.${S}.${L}.tool.PermissionRequested`,
+    );
+    expect(eventSubject("jl", "live", { sessionId: S, loopId: L, family: "tool", type: "ToolCallStarted" })).toBe(`jl.live.${S}.${L}.tool.ToolCallStarted`);
+    expect(eventSubject("jl", "journal", { sessionId: S, family: "session", type: "SessionStarted" })).toBe(`jl.journal.${S}._.session.SessionStarted`);
+    expect(eventSubject("jl", "journal", { sessionId: S, loopId: undefined, family: "gate", type: "GateOpened" })).toBe(`jl.journal.${S}._.gate.GateOpened`);
+  });
+
+  it("refuses a session or loop id that is not a canonical, non-nil, lowercase UUID", () => {
+    for (const bad of BAD_IDS) {
+      subjectError(() => eventSubject("jl", "journal", { sessionId: bad as string, loopId: L, family: "tool", type: "PermissionDecided" }));
+      if (bad !== undefined) subjectError(() => eventSubject("jl", "journal", { sessionId: S, loopId: bad as string, family: "tool", type: "PermissionDecided" }));
+    }
+  });
+
+  it("refuses a family or type token that is not lowercase / PascalCase without metacharacters", () => {
+    const families = ["", "Tool", "to.ol", "tool*", ">", "to ol", "1tool", "tool-x", "t".repeat(33)];
+    for (const family of families) subjectError(() => eventSubject("jl", "journal", { sessionId: S, loopId: L, family, type: "PermissionDecided" }));
+    const types = ["", "permissionDecided", "Permission.Decided", "Permission*", ">", "Permission Decided", "Permission_Decided", "P".repeat(65)];
+    for (const type of types) subjectError(() => eventSubject("jl", "journal", { sessionId: S, loopId: L, family: "tool", type }));
+  });
+
+  it("refuses a channel other than journal and live (a caller bypassing the type)", () => {
+    for (const channel of ["cmd", "journal.x", "*", ">", "", "Journal"]) {
+      subjectError(() => eventSubject("jl", channel as Channel, { sessionId: S, loopId: L, family: "tool", type: "PermissionDecided" }));
+      subjectError(() => filterSubject("jl", channel as Channel, {}));
+    }
+  });
+});
+
+describe("parseEventSubject", () => {
+  const addresses: SubjectAddress[] = [
+    { sessionId: S, loopId: L, family: "tool", type: "PermissionRequested" },
+    { sessionId: S, loopId: undefined, family: "session", type: "SessionStopped" },
+    { sessionId: L, loopId: S, family: "my_family2", type: "MyEvent42" },
+  ];
+
+  it("round-trips every address on both channels and in dotted namespaces", () => {
+    for (const ns of ["jl", "acme.prod", "a.b.c.d"]) {
+      for (const channel of ["journal", "live"] as const) {
+        for (const a of addresses) {
+          const subject = eventSubject(ns, channel, a);
+          expect(parseEventSubject(ns, subject)).toEqual({ channel, ...a });
+          expect(eventSubject(ns, channel, parseEventSubject(ns, subject))).toBe(subject);
+        }
+      }
+    }
+  });
+
+  it("refuses subjects that are not event subjects of the namespace", () => {
+    const ok = `jl.journal.${S}.${L}.tool.PermissionDecided`;
+    expect(parseEventSubject("jl", ok).loopId).toBe(L);
+    const bad = [
+      `other.journal.${S}.${L}.tool.PermissionDecided`, // another namespace
+      `jlx.journal.${S}.${L}.tool.PermissionDecided`, // a namespace that merely starts alike
+      `jl.prod.journal.${S}.${L}.tool.PermissionDecided`, // a longer namespace
+      `jl.cmd.${S}.${L}.tool.PermissionDecided`,
+      `jl.journal.${S}.${L}.tool`,
+      `jl.journal.${S}.${L}.tool.PermissionDecided.extra`,
+      `jl.journal.${S}.${L}.>`,
+      `jl.journal.*.${L}.tool.PermissionDecided`,
+      `jl.journal.${S}.*.tool.PermissionDecided`,
+      `jl.journal.${S}.${L}.*.PermissionDecided`,
+      `jl.journal.${S}.${L}.tool.*`,
+      `jl.journal.${S.toUpperCase()}.${L}.tool.PermissionDecided`,
+      `jl.journal.${NIL_UUID}.${L}.tool.PermissionDecided`,
+      `jl.journal.${S}.${NIL_UUID}.tool.PermissionDecided`,
+      `jl.journal._.${L}.tool.PermissionDecided`,
+      `jl.journal.${S}.${L}.Tool.PermissionDecided`,
+      `jl.journal.${S}.${L}.tool.permissionDecided`,
+      `jl.journal.${S}..tool.PermissionDecided`,
+      "",
+      "jl",
+      "jl.",
+    ];
+    for (const subject of bad) expect(() => parseEventSubject("jl", subject), subject).toThrow(SubjectError);
+  });
+});
+
+describe("filterSubject", () => {
+  it("leaves unselected parts as wildcards, and ends in > when family and type are open", () => {
+    expect(filterSubject("jl", "journal", {})).toBe("jl.journal.*.*.>");
+    expect(filterSubject("jl", "live", {})).toBe("jl.live.*.*.>");
+    expect(filterSubject("jl", "journal", { sessionId: S })).toBe(`jl.journal.${S}.*.>`);
+    expect(filterSubject("jl", "journal", { sessionId: S, loopId: L })).toBe(`jl.journal.${S}.${L}.>`);
+    expect(filterSubject("jl", "journal", { loopId: L })).toBe(`jl.journal.*.${L}.>`);
+    expect(filterSubject("jl", "journal", { sessionId: S, loopId: NO_LOOP })).toBe(`jl.journal.${S}._.>`);
+    expect(filterSubject("jl", "journal", { family: "tool" })).toBe("jl.journal.*.*.tool.*");
+    expect(filterSubject("jl", "journal", { family: "tool", type: "PermissionDecided" })).toBe("jl.journal.*.*.tool.PermissionDecided");
+    expect(filterSubject("acme.prod", "live", { sessionId: S, loopId: L, family: "tool", type: "ToolCallStarted" })).toBe(
+      `acme.prod.live.${S}.${L}.tool.ToolCallStarted`,
+    );
+  });
+
+  it("selects exactly the subjects of what it names (NATS wildcard semantics)", () => {
+    const matches = (filter: string, subject: string) => {
+      const f = filter.split(".");
+      const s = subject.split(".");
+      for (let i = 0; i < f.length; i++) {
+        if (f[i] === ">") return s.length > i;
+        if (i >= s.length || (f[i] !== "*" && f[i] !== s[i])) return false;
+      }
+      return f.length === s.length;
+    };
+    const loopEvent = eventSubject("jl", "journal", { sessionId: S, loopId: L, family: "tool", type: "PermissionDecided" });
+    const sessionEvent = eventSubject("jl", "journal", { sessionId: S, family: "session", type: "SessionStarted" });
+    const preview = eventSubject("jl", "live", { sessionId: S, loopId: L, family: "tool", type: "ToolCallStarted" });
+    expect(matches(filterSubject("jl", "journal", { sessionId: S, loopId: L }), loopEvent)).toBe(true);
+    expect(matches(filterSubject("jl", "journal", { sessionId: S, loopId: L }), sessionEvent)).toBe(false);
+    expect(matches(filterSubject("jl", "journal", { sessionId: S, loopId: NO_LOOP }), sessionEvent)).toBe(true);
+    expect(matches(filterSubject("jl", "journal", { sessionId: S }), preview)).toBe(false);
+    expect(matches(filterSubject("jl", "live", { sessionId: S }), preview)).toBe(true);
+    // The journal stream's subjects never capture the live root, and vice versa.
+    for (const s of streamSubjects("jl")) {
+      expect(matches(s, loopEvent)).toBe(true);
+      expect(matches(s, sessionEvent)).toBe(true);
+      expect(matches(s, preview)).toBe(false);
+    }
+    expect(matches(sessionJournalSubject("jl", S), loopEvent)).toBe(true);
+    expect(matches(sessionJournalSubject("jl", S), sessionEvent)).toBe(true);
+    expect(matches(sessionJournalSubject("jl", L), loopEvent)).toBe(false);
+  });
+
+  it("refuses bad tokens and a type without its family", () => {
+    for (const bad of BAD_IDS.filter((b) => b !== undefined && b !== NO_LOOP)) {
+      subjectError(() => filterSubject("jl", "journal", { sessionId: bad as string }));
+      subjectError(() => filterSubject("jl", "journal", { loopId: bad as string }));
+    }
+    subjectError(() => filterSubject("jl", "journal", { sessionId: NO_LOOP }));
+    subjectError(() => filterSubject("jl", "journal", { family: "*" }));
+    subjectError(() => filterSubject("jl", "journal", { family: ">" }));
+    subjectError(() => filterSubject("jl", "journal", { family: "tool", type: "*" }));
+    subjectError(() => filterSubject("jl", "journal", { family: "tool", type: "Permission.Decided" }));
+    const e = subjectError(() => filterSubject("jl", "journal", { type: "PermissionDecided" }));
+    expect(e.message).toMatch(/family/);
+  });
+});
+
+describe("commandSubject", () => {
+  it("builds {ns}.cmd.{sessionId}.{loopId}.{command}", () => {
+    expect(commandSubject("jl", S, L, "answer")).toBe(`jl.cmd.${S}.${L}.answer`);
+    expect(commandSubject("acme.prod", S, L, "answer_gate2")).toBe(`acme.prod.cmd.${S}.${L}.answer_gate2`);
+  });
+
+  it("needs a real loop and a lowercase command token", () => {
+    for (const bad of BAD_IDS) {
+      subjectError(() => commandSubject("jl", bad as string, L, "answer"));
+      subjectError(() => commandSubject("jl", S, bad as string, "answer"));
+    }
+    for (const command of ["", "Answer", "an.swer", "answer*", ">", "an swer", "1answer", "answer-x", "a".repeat(33)]) {
+      subjectError(() => commandSubject("jl", S, L, command));
+    }
+  });
+});
