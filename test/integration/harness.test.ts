@@ -135,7 +135,8 @@ describe("the three-node cluster from deploy/nats/cluster.conf", () => {
     );
     expect(newLeader).not.toBe(leader);
     expect((await jsm2.streams.getMessage(stream, { seq: 1 }))?.string()).toBe("replicated");
-    await jsm2.streams.delete(stream);
+    // No stream delete here: with the killed node possibly the meta leader, it can time
+    // out while a new one is elected; the cluster and its store are removed anyway.
     await nc2.close();
     await nc.close();
   });
