@@ -4,8 +4,8 @@ import { uuidSchema } from "./ids.js";
 import { limits, text } from "./text.js";
 
 /**
- * Enum fields the Go runtime writes as numbers. Unknown numbers pass through
- * unchanged so validation names them ("visibility is invalid") instead of guessing.
+ * Enum fields the Go runtime writes as numbers. Anything else on the wire decodes to a
+ * value the enum refuses, so validation names the field ("visibility is invalid").
  */
 function numberedEnum<const T extends readonly [string, ...string[]]>(values: T) {
   return withValueCodec(z.enum(values).default(values[0] as T[0] & z.util.EnumValue), {
@@ -13,7 +13,8 @@ function numberedEnum<const T extends readonly [string, ...string[]]>(values: T)
       const i = values.indexOf(v as string);
       return i >= 0 ? i : v;
     },
-    fromWire: (v) => (typeof v === "number" && Number.isInteger(v) && values[v] !== undefined ? values[v] : v),
+    // The wire carries numbers only: a name ("internal") is as invalid there as 7 is.
+    fromWire: (v) => (typeof v === "number" && Number.isInteger(v) && values[v] !== undefined ? values[v] : `wire value ${JSON.stringify(v)}`),
   });
 }
 

@@ -1,0 +1,110 @@
+/**
+ * Decode micro-benchmark: what `unmarshalEvent` (UTF-8 decode, strict JSON, wire mapping,
+ * validation) costs per event, next to `JSON.parse` of the same bytes as the baseline.
+ *
+ *   npx tsx bench/decode.ts
+ *
+ * Each figure is the median of 5 timed runs of about 250 ms, after a warm-up.
+ */
+import { createEvent, marshalEvent, unmarshalEvent, type PermissionRequest } from "../src/index.js";
+
+const RUNS = 5;
+const RUN_MS = 250;
+
+const coords = {
+  sessionId: "0190f2a1-5b3c-7d4e-8f60-000000000001",
+  loopId: "0190f2a1-5b3c-7d4e-8f60-000000000002",
+  turnId: "0190f2a1-5b3c-7d4e-8f60-000000000003",
+  stepId: "0190f2a1-5b3c-7d4e-8f60-000000000004",
+};
+const tool = "0190f2a1-5b3c-7d4e-8f60-000000000006";
+const tool2 = "0190f2a1-5b3c-7d4e-8f60-000000000007";
+
+const request: PermissionRequest = {
+  toolName: "bash",
+  summary: "run the test suite",
+  executionId: "0190f2a1-5b3c-7d4e-8f60-00000000000a",
+  command: "npm test",
+  workingDirectory: "/work/app",
+  expiresAtUnixMilli: 1748781296789,
+  requirements: [
+    { kind: "command.execute", match: "npm test", description: "run npm test", grantClass: "command.start.v1", grantTarget: "npm test" },
+    {
+      kind: "fs.write",
+      scope: "workspace",
+      match: "/work/app/coverage",
+      description: "write coverage reports",
+      candidates: [
+        { kind: "fs.write", match: "/work/app/coverage/**", description: "any coverage file" },
+        { kind: "fs.write", match: "/work/app/**", description: "anywhere in the app", grantClass: "fs.write.v1", grantTarget: "/work/app" },
+      ],
+    },
+  ],
+};
+
+const events = {
+  PermissionRequested: marshalEvent(createEvent("PermissionRequested", { ...coords, toolExecutionId: tool, request })),
+  StepDone: marshalEvent(
+    createEvent("StepDone", {
+      ...coords,
+      messages: [
+        {
+          role: "assistant",
+          content: "I will run the tests and read the coverage summary.",
+          toolCalls: [
+            { toolExecutionId: tool, toolName: "bash" },
+            { toolExecutionId: tool2, toolName: "read_file" },
+          ],
+        },
+        { role: "tool", toolExecutionId: tool, toolName: "bash", content: "Test Files  12 passed (12)\n     Tests  318 passed (318)" },
+        { role: "tool", toolExecutionId: tool2, toolName: "read_file", content: "All files | 91.2 | 84.0 | 93.5 | 91.2", isError: false },
+      ],
+    }),
+  ),
+  // Ephemeral: encodeEvent, the live channel's encoding; unmarshalEvent decodes both classes.
+  ToolCallCompleted: new TextEncoder().encode(
+    JSON.stringify({ type: "ToolCallCompleted", v: 1, session_id: coords.sessionId, loop_id: coords.loopId, turn_id: coords.turnId, step_id: coords.stepId, event_id: tool2, created_at: "2025-06-01T12:34:56.789Z", tool_execution_id: tool, result_preview: "318 passed" }),
+  ),
+};
+
+const decoder = new TextDecoder();
+let sink: unknown;
+
+/** ns per call of `fn`: the median of RUNS runs. */
+function measure(fn: () => unknown): number {
+  // Warm up and size one run to about RUN_MS.
+  let n = 1;
+  for (;;) {
+    const t = process.hrtime.bigint();
+    for (let i = 0; i < n; i++) sink = fn();
+    const ms = Number(process.hrtime.bigint() - t) / 1e6;
+    if (ms > 50) {
+      n = Math.max(1, Math.round((n * RUN_MS) / ms));
+      break;
+    }
+    n *= 2;
+  }
+  const perOp: number[] = [];
+  for (let r = 0; r < RUNS; r++) {
+    const t = process.hrtime.bigint();
+    for (let i = 0; i < n; i++) sink = fn();
+    perOp.push(Number(process.hrtime.bigint() - t) / n);
+  }
+  perOp.sort((a, b) => a - b);
+  return perOp[Math.floor(RUNS / 2)]!;
+}
+
+const rows: string[][] = [["event", "bytes", "op", "ns/op", "ops/s", "× JSON.parse"]];
+for (const [name, bytes] of Object.entries(events)) {
+  unmarshalEvent(bytes); // valid before timing
+  const base = measure(() => JSON.parse(decoder.decode(bytes)));
+  const full = measure(() => unmarshalEvent(bytes));
+  const fmt = (ns: number) => [ns.toFixed(0), Math.round(1e9 / ns).toLocaleString("en-US")];
+  rows.push([name, String(bytes.length), "JSON.parse (baseline)", ...fmt(base), "1.0"]);
+  rows.push([name, String(bytes.length), "unmarshalEvent", ...fmt(full), (full / base).toFixed(1)]);
+}
+void sink;
+
+const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
+console.log(`node ${process.version}, ${RUNS} runs of ~${RUN_MS} ms each, median shown`);
+for (const r of rows) console.log(r.map((c, i) => (i >= 3 || i === 1 ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join("  "));
