@@ -130,7 +130,7 @@ export class Jetloop<E = JetloopEvent> {
    */
   subscribeEvents(filter: EventFilter, options: SubscribeOptions & { durable: string }): Promise<DurableSubscription<E>>;
   subscribeEvents(filter: EventFilter, options?: SubscribeOptions): Promise<Subscription<E>>;
-  subscribeEvents(filter: EventFilter, options: SubscribeOptions = {}): Promise<Subscription<E>> {
+  async subscribeEvents(filter: EventFilter, options: SubscribeOptions = {}): Promise<Subscription<E>> {
     return new Subscription<E>(this, filter, options).start();
   }
 

@@ -25,7 +25,10 @@ export function parseStrictJson(text: string, maxDepth = DEFAULT_MAX_DEPTH): unk
   try {
     value = JSON.parse(text);
   } catch (e) {
-    throw new StrictJsonError("malformed_json", `malformed JSON: ${(e as Error).message}`);
+    // JSON.parse quotes the text around the error; that text may be a secret, so only
+    // the position is kept.
+    const position = /position (\d+)/.exec((e as Error).message)?.[1];
+    throw new StrictJsonError("malformed_json", `malformed JSON${position ? ` at position ${position}` : ""}`, position ? Number(position) : undefined);
   }
   scanKeys(text, maxDepth);
   return value;

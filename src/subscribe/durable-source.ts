@@ -93,6 +93,10 @@ export class DurableSource<E> implements Source {
     if (s.backoffMs !== undefined) {
       config.backoff = s.backoffMs.map((ms) => nanos(ms));
       config.ack_wait = config.backoff[0];
+    } else if (s.ackWaitMs !== undefined) {
+      // The server makes ack_wait the first backoff step: the template's backoff would
+      // silently replace an explicit ack wait. Without backoffMs it is a fixed clock.
+      delete config.backoff;
     }
     if (s.maxAckPending !== undefined) config.max_ack_pending = s.maxAckPending;
     // A server refuses max_deliver not above the number of backoff steps.

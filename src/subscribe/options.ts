@@ -23,11 +23,11 @@ const subscribeShape = z.object({
     .string()
     .regex(/^[A-Za-z0-9_-]{1,64}$/, "must be 1-64 characters of [A-Za-z0-9_-]")
     .optional(),
-  /** Durable only: ack wait in ms. Default 30000 (streams/consumers.json). */
+  /** Durable only: a fixed ack wait in ms, instead of the backoff. Default 30000 (streams/consumers.json). */
   ackWaitMs: z.number().int().min(100).optional(),
   /** Durable only: deliveries before a message is given up. Default 5. */
   maxDeliver: z.number().int().min(1).optional(),
-  /** Durable only: redelivery delays in ms. Default 1s, 5s, 30s, 2m. */
+  /** Durable only: redelivery delays in ms (the first is the ack wait). Default 30s, 1m, 5m, 15m. */
   backoffMs: z.array(z.number().int().min(1)).min(1).optional(),
   /** Durable only: unacknowledged deliveries outstanding at once. Default 1000. */
   maxAckPending: z.number().int().min(1).optional(),

@@ -10,6 +10,14 @@ import { decodeMessage } from "./delivery.js";
 import type { StartPosition } from "./options.js";
 import { reportPoison, type Source, type SourceContext } from "./source.js";
 
+/**
+ * Pull expiry (heartbeats at half of it). NATS.js recreates an ordered consumer that a
+ * server restart lost, but its first pull after that can ask for nothing (stale pending
+ * counts), so delivery resumes only after two missed heartbeats: 30 s with the default
+ * 30 s expiry. 5 s bounds that stall.
+ */
+const PULL_EXPIRES_MS = 5_000;
+
 export class OrderedSource<E> implements Source {
   readonly #ctx: SourceContext<E>;
   readonly #start: StartPosition;
@@ -46,7 +54,7 @@ export class OrderedSource<E> implements Source {
     }
     try {
       const consumer = await this.#ctx.js.consumers.get(this.#ctx.stream, opts);
-      this.#messages = await consumer.consume({ max_messages: this.#ctx.settings.batch ?? 256 });
+      this.#messages = await consumer.consume({ max_messages: this.#ctx.settings.batch ?? 256, expires: PULL_EXPIRES_MS });
     } catch (e) {
       throw consumerError(e, this.#ctx.stream, "creating the ordered consumer");
     }

@@ -122,7 +122,7 @@ describe("declaredConsumerTemplates", () => {
       ack_policy: "explicit",
       ack_wait: 30 * SECOND,
       max_deliver: 5,
-      backoff: [SECOND, 5 * SECOND, 30 * SECOND, 2 * MINUTE],
+      backoff: [30 * SECOND, MINUTE, 5 * MINUTE, 15 * MINUTE],
       max_ack_pending: 1000,
       replay_policy: "instant",
       inactive_threshold: 0,

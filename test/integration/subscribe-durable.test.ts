@@ -1,0 +1,386 @@
+// Durable subscriptions (microservices): explicit settlement, redelivery, max-deliver,
+// ack extension, crash recovery, shared work and resuming from the ack floor.
+import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  ConnectionClosedError,
+  connect,
+  createEvent,
+  newId,
+  type DurableDelivery,
+  type DurableSubscription,
+  type Jetloop,
+  type JetloopEvent,
+  type SubscribeOptions,
+} from "../../src/index.js";
+import { natsServers, uniqueNamespace } from "../harness/context.js";
+import { sleep } from "../harness/server.js";
+
+const TIMEOUT = Symbol("timeout");
+
+/** Reads a subscription with timeouts, never losing a delivery to an abandoned read. */
+class Reader<D> {
+  readonly #it: AsyncIterator<D>;
+  #pending: Promise<IteratorResult<D>> | undefined;
+
+  constructor(sub: AsyncIterable<D>) {
+    this.#it = sub[Symbol.asyncIterator]();
+  }
+
+  async next(ms: number): Promise<IteratorResult<D> | typeof TIMEOUT> {
+    this.#pending ??= this.#it.next();
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<typeof TIMEOUT>((r) => (timer = setTimeout(() => r(TIMEOUT), ms)));
+    const r = await Promise.race([this.#pending, timeout]);
+    clearTimeout(timer);
+    if (r !== TIMEOUT) this.#pending = undefined;
+    return r;
+  }
+
+  async take(n: number, ms = 10_000): Promise<D[]> {
+    const deadline = Date.now() + ms;
+    const out: D[] = [];
+    while (out.length < n) {
+      const r = await this.next(Math.max(1, deadline - Date.now()));
+      if (r === TIMEOUT) throw new Error(`timed out after ${out.length} of ${n} deliveries`);
+      if (r.done) throw new Error(`the subscription ended after ${out.length} of ${n} deliveries`);
+      out.push(r.value);
+    }
+    return out;
+  }
+
+  async one(ms = 10_000): Promise<D> {
+    return (await this.take(1, ms))[0]!;
+  }
+
+  /** An unexpected extra delivery, or undefined when none came within `ms`. */
+  async extra(ms: number): Promise<D | undefined> {
+    const r = await this.next(ms);
+    return r === TIMEOUT || r.done ? undefined : r.value;
+  }
+}
+
+type D = DurableDelivery<JetloopEvent>;
+
+function step(sessionId: string): JetloopEvent {
+  return createEvent("StepDone", { sessionId, loopId: newId(), turnId: newId(), stepId: newId(), messages: [{ role: "assistant", content: "x" }] });
+}
+
+let bus: Jetloop;
+let jsm: JetStreamManager;
+const cleanup: (() => Promise<unknown>)[] = [];
+
+beforeAll(async () => {
+  bus = await connect({ servers: natsServers(), namespace: uniqueNamespace() });
+  await bus.provision();
+  jsm = await jetstreamManager(bus.nc);
+});
+
+afterAll(async () => {
+  for (const c of cleanup.reverse()) await c().catch(() => undefined);
+  await jsm?.streams.delete(bus.stream).catch(() => undefined);
+  await bus?.close();
+});
+
+/** A fresh session and durable name per test, so tests never share a consumer. */
+function fixture() {
+  const session = newId();
+  const durable = `d-${newId().slice(-12)}`;
+  const publish = async (n: number) => {
+    const seqs: number[] = [];
+    for (let i = 0; i < n; i++) seqs.push((await bus.publish(step(session))).journalSeq);
+    return seqs;
+  };
+  const subscribe = async (options: Omit<SubscribeOptions, "durable"> = {}, on: Jetloop = bus): Promise<DurableSubscription<JetloopEvent>> => {
+    const sub = await on.subscribeEvents({ sessions: [session], enduring: "all" }, { ...options, durable });
+    cleanup.push(() => sub.close());
+    return sub;
+  };
+  const info = () => jsm.consumers.info(bus.stream, durable);
+  cleanup.push(() => jsm.consumers.delete(bus.stream, durable));
+  return { session, durable, publish, subscribe, info };
+}
+
+const seqsOf = (ds: readonly D[]) => ds.map((d) => d.journalSeq);
+
+// Each test has its own session and durable, so they run side by side.
+describe.concurrent("durable subscriptions", () => {
+  it("ack: an acknowledged event is settled on the server and never delivered again", async () => {
+    const f = fixture();
+    const seqs = await f.publish(3);
+    const sub = await f.subscribe();
+    const r = new Reader(sub);
+    const got = await r.take(3);
+    expect(seqsOf(got)).toEqual(seqs);
+    expect(got.map((d) => d.deliveryCount)).toEqual([1, 1, 1]);
+    for (const d of got) await d.ack();
+    const ci = await f.info();
+    expect(ci.config.durable_name).toBe(f.durable);
+    expect(ci.num_ack_pending).toBe(0);
+    expect(ci.num_pending).toBe(0);
+    expect(ci.ack_floor.stream_seq).toBeGreaterThanOrEqual(seqs[2]!);
+    expect(await r.extra(300)).toBeUndefined();
+    await sub.close();
+
+    const again = new Reader(await f.subscribe());
+    expect(await again.extra(500)).toBeUndefined();
+  });
+
+  it("nak(delay): redelivered after the delay, with the delivery count incremented", async () => {
+    const f = fixture();
+    const [seq] = await f.publish(1);
+    // A fixed ack wait (no backoff): the server then honours the nak delay as given. (With a
+    // backoff, nats-server adds the step's excess over the first one to the delay.)
+    const r = new Reader(await f.subscribe({ ackWaitMs: 5000 }));
+    const first = await r.one();
+    expect([first.journalSeq, first.deliveryCount]).toEqual([seq, 1]);
+    const nakAt = Date.now();
+    first.nak(600);
+    expect(await r.extra(300), "not before the delay").toBeUndefined();
+    const second = await r.one(5000);
+    expect(Date.now() - nakAt).toBeGreaterThanOrEqual(550);
+    expect([second.journalSeq, second.deliveryCount]).toEqual([seq, 2]);
+    expect(second.event).toEqual(first.event);
+    const nak2At = Date.now();
+    second.nak(50);
+    const third = await r.one(5000);
+    expect(Date.now() - nak2At).toBeLessThan(2000);
+    expect([third.journalSeq, third.deliveryCount]).toEqual([seq, 3]);
+    await third.ack();
+    expect(await r.extra(300)).toBeUndefined();
+    expect((await f.info()).num_ack_pending).toBe(0);
+  });
+
+  it("term: a terminated event is never redelivered, and the next one still arrives", async () => {
+    const f = fixture();
+    const seqs = await f.publish(2);
+    // A short redelivery clock: without term, the event would come back within a second.
+    const r = new Reader(await f.subscribe({ backoffMs: [300], autoExtendMs: 0 }));
+    const [a, b] = await r.take(2);
+    a!.term("not for this service");
+    await b!.ack();
+    expect(seqsOf([a!, b!])).toEqual(seqs);
+    expect(await r.extra(1000), "the terminated event does not come back").toBeUndefined();
+    const ci = await f.info();
+    expect(ci.num_ack_pending).toBe(0);
+    expect(ci.num_redelivered).toBe(0);
+    expect(ci.ack_floor.stream_seq).toBeGreaterThanOrEqual(seqs[1]!);
+  });
+
+  it("maxDeliver: after N deliveries the event is given up, and later events still flow", async () => {
+    const f = fixture();
+    const [seq] = await f.publish(1);
+    const r = new Reader(await f.subscribe({ maxDeliver: 3, backoffMs: [100] }));
+    const counts: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const d = await r.one(5000);
+      expect(d.journalSeq).toBe(seq);
+      counts.push(d.deliveryCount);
+      d.nak();
+    }
+    expect(counts).toEqual([1, 2, 3]);
+    expect(await r.extra(700), "no fourth delivery").toBeUndefined();
+    const ci = await f.info();
+    expect(ci.config.max_deliver).toBe(3);
+    expect(ci.num_ack_pending).toBe(0);
+    const [next] = await f.publish(1);
+    const d = await r.one(5000);
+    expect([d.journalSeq, d.deliveryCount]).toEqual([next, 1]);
+    await d.ack();
+  });
+
+  it("maxDeliver also ends redelivery of an event that is never settled (ack wait expiry)", async () => {
+    const f = fixture();
+    const [seq] = await f.publish(1);
+    const r = new Reader(await f.subscribe({ maxDeliver: 2, backoffMs: [300], autoExtendMs: 0 }));
+    const first = await r.one();
+    const second = await r.one(5000);
+    expect([first.deliveryCount, second.deliveryCount]).toEqual([1, 2]);
+    expect(seqsOf([first, second])).toEqual([seq, seq]);
+    expect(await r.extra(900)).toBeUndefined();
+  });
+
+  it("working() extends the ack wait; an event left alone is redelivered", async () => {
+    const f = fixture();
+    const seqs = await f.publish(2);
+    // Ack wait 1 s, no automatic extension: only working() keeps a delivery alive.
+    const r = new Reader(await f.subscribe({ backoffMs: [1000], autoExtendMs: 0 }));
+    const [held, idle] = await r.take(2);
+    expect(seqsOf([held!, idle!])).toEqual(seqs);
+    const start = Date.now();
+    const redelivered: D[] = [];
+    while (Date.now() - start < 2300) {
+      held!.working();
+      const d = await r.extra(150);
+      if (d) redelivered.push(d);
+    }
+    // The idle one came back each time its ack wait elapsed; the held one never did.
+    expect(redelivered.length).toBeGreaterThanOrEqual(1);
+    expect(redelivered.map((d) => d.journalSeq)).toEqual(redelivered.map(() => seqs[1]));
+    for (const [i, d] of redelivered.entries()) expect(d.deliveryCount).toBeGreaterThan(i === 0 ? 1 : redelivered[i - 1]!.deliveryCount);
+    await held!.ack();
+    expect(held!.deliveryCount).toBe(1);
+    await redelivered.at(-1)!.ack();
+    expect(await r.extra(900)).toBeUndefined();
+    const ci = await f.info();
+    expect(ci.num_ack_pending).toBe(0);
+    expect(ci.ack_floor.stream_seq).toBeGreaterThanOrEqual(seqs[1]!);
+  });
+
+  it("an unsettled delivery's ack wait is extended automatically while the handler runs", async () => {
+    const f = fixture();
+    const [seq] = await f.publish(1);
+    const r = new Reader(await f.subscribe({ backoffMs: [600] }));
+    const d = await r.one();
+    // Three ack waits pass while the "handler" works on it.
+    expect(await r.extra(1800)).toBeUndefined();
+    await d.ack();
+    expect(d.journalSeq).toBe(seq);
+    expect(await r.extra(800)).toBeUndefined();
+    expect((await f.info()).num_redelivered).toBe(0);
+  });
+
+  it("ackWaitMs is the redelivery clock of an unsettled event", async () => {
+    const f = fixture();
+    const [seq] = await f.publish(1);
+    // Longer than the template's first backoff step (1 s), which must not replace it.
+    const r = new Reader(await f.subscribe({ ackWaitMs: 1800, autoExtendMs: 0 }));
+    const first = await r.one();
+    const at = Date.now();
+    expect(first.journalSeq).toBe(seq);
+    expect(await r.extra(1300), "not redelivered before the ack wait").toBeUndefined();
+    const again = await r.one(5000);
+    expect(Date.now() - at).toBeGreaterThanOrEqual(1500);
+    expect([again.journalSeq, again.deliveryCount]).toEqual([seq, 2]);
+    expect((await f.info()).config.ack_wait).toBe(1800 * 1e6);
+    await again.ack();
+  });
+
+  it("a consumer killed mid-stream and restarted under the same name processes every event, losing none", async () => {
+    const f = fixture();
+    const seqs = await f.publish(20);
+    const processed = new Map<number, number>(); // seq → times handed to a handler
+
+    // Process 1 acknowledges 8, is handed 4 more it never settles, then its connection dies.
+    const crashBus = await connect({ servers: natsServers(), namespace: bus.namespace });
+    cleanup.push(() => crashBus.close());
+    const sub1 = await f.subscribe({ backoffMs: [500], batch: 4 }, crashBus);
+    const r1 = new Reader(sub1);
+    const acked1 = new Set<number>();
+    const handed1 = new Set<number>();
+    for (const d of await r1.take(12)) {
+      handed1.add(d.journalSeq);
+      processed.set(d.journalSeq, (processed.get(d.journalSeq) ?? 0) + 1);
+      if (acked1.size < 8) {
+        await d.ack();
+        acked1.add(d.journalSeq);
+      }
+    }
+    await crashBus.nc.close();
+    // What was already buffered is still handed out (it can no longer be acknowledged), then it ends.
+    for (;;) {
+      const d = await r1.next(5000);
+      if (d === TIMEOUT) throw new Error("process 1 did not end");
+      if (d.done) break;
+      handed1.add(d.value.journalSeq);
+      processed.set(d.value.journalSeq, (processed.get(d.value.journalSeq) ?? 0) + 1);
+    }
+    expect(sub1.err()).toBeInstanceOf(ConnectionClosedError);
+    expect(acked1).toEqual(new Set(seqs.slice(0, 8)));
+
+    // Process 2, same durable: gets the unsettled ones again (after their ack wait) and the rest.
+    const more = await f.publish(5);
+    const all = [...seqs, ...more];
+    const r2 = new Reader(await f.subscribe({ backoffMs: [500], batch: 4 }));
+    const seen2: D[] = [];
+    while (seen2.length < all.length - acked1.size) {
+      const d = await r2.one(10_000);
+      seen2.push(d);
+      processed.set(d.journalSeq, (processed.get(d.journalSeq) ?? 0) + 1);
+      await d.ack();
+    }
+    expect(await r2.extra(1000)).toBeUndefined();
+    // Every event processed at least once; none lost.
+    expect([...processed.keys()].sort((a, b) => a - b)).toEqual(all);
+    // The 8 acknowledged before the crash were not delivered again; the rest exactly once more.
+    expect(seqsOf(seen2).sort((a, b) => a - b)).toEqual(all.filter((s) => !acked1.has(s)));
+    // Those handed to process 1 but never settled came back, marked as redeliveries.
+    const unsettled = [...handed1].filter((s) => !acked1.has(s));
+    expect(unsettled.length).toBeGreaterThanOrEqual(4);
+    for (const d of seen2.filter((x) => unsettled.includes(x.journalSeq))) expect(d.deliveryCount).toBeGreaterThanOrEqual(2);
+    const ci = await f.info();
+    expect(ci.num_ack_pending).toBe(0);
+    expect(ci.num_pending).toBe(0);
+    expect(ci.ack_floor.stream_seq).toBeGreaterThanOrEqual(all.at(-1)!);
+  });
+
+  it("two subscriptions on one durable split the events: none lost, none duplicated", async () => {
+    const f = fixture();
+    const otherBus = await connect({ servers: natsServers(), namespace: bus.namespace });
+    cleanup.push(() => otherBus.close());
+    const subs = [await f.subscribe({ batch: 4 }), await f.subscribe({ batch: 4 }, otherBus)];
+    const seqs = await f.publish(80);
+    const got: number[][] = [[], []];
+    let total = 0;
+    await Promise.all(
+      subs.map(async (sub, i) => {
+        const r = new Reader(sub);
+        while (total < seqs.length) {
+          const d = await r.next(200);
+          if (d === TIMEOUT) continue;
+          if (d.done) throw new Error("ended");
+          got[i]!.push(d.value.journalSeq);
+          total++;
+          await sleep(1); // a little work, so both get a share
+          await d.value.ack();
+        }
+      }),
+    );
+    expect(got[0]!.length).toBeGreaterThan(0);
+    expect(got[1]!.length).toBeGreaterThan(0);
+    const union = [...got[0]!, ...got[1]!].sort((a, b) => a - b);
+    expect(union).toEqual(seqs);
+    // Each worker sees its share in journal order.
+    for (const g of got) expect(g).toEqual([...g].sort((a, b) => a - b));
+    const ci = await f.info();
+    expect(ci.num_ack_pending).toBe(0);
+    expect(ci.num_redelivered).toBe(0);
+    expect(ci.ack_floor.stream_seq).toBeGreaterThanOrEqual(seqs.at(-1)!);
+  });
+
+  it("a restarted subscriber resumes from its ack floor", async () => {
+    const f = fixture();
+    const first = await f.publish(6);
+    const sub = await f.subscribe();
+    const r = new Reader(sub);
+    for (const d of await r.take(6)) await d.ack();
+    await sub.close();
+    // At or past the last acknowledged event (2.10 moves the floor over other sessions' messages).
+    expect((await f.info()).ack_floor.stream_seq).toBeGreaterThanOrEqual(first.at(-1)!);
+
+    const later = await f.publish(4);
+    const r2 = new Reader(await f.subscribe());
+    const got = await r2.take(4);
+    expect(seqsOf(got)).toEqual(later);
+    expect(got.map((d) => d.deliveryCount)).toEqual([1, 1, 1, 1]);
+    for (const d of got) await d.ack();
+    expect(await r2.extra(300)).toBeUndefined();
+  });
+
+  it('start "new" and { seq } apply when the durable is created', async () => {
+    const f = fixture();
+    const old = await f.publish(3);
+    const r = new Reader(await f.subscribe({ start: "new" }));
+    expect(await r.extra(300)).toBeUndefined();
+    const fresh = await f.publish(1);
+    const d = await r.one();
+    expect(d.journalSeq).toBe(fresh[0]);
+    await d.ack();
+
+    const g = fixture();
+    const seqs = await g.publish(3);
+    const r2 = new Reader(await g.subscribe({ start: { seq: seqs[1]! } }));
+    expect(seqsOf(await r2.take(2))).toEqual(seqs.slice(1));
+    expect(old).toHaveLength(3);
+  });
+});
