@@ -4,7 +4,7 @@
  * heartbeats — no gap, no duplicate. Changing the filter recreates it from the next
  * sequence, so the position survives.
  */
-import { DeliverPolicy, type ConsumerMessages, type OrderedConsumerOptions } from "@nats-io/jetstream";
+import { type Consumer, DeliverPolicy, type ConsumerMessages, type OrderedConsumerOptions } from "@nats-io/jetstream";
 import { consumerError } from "./consumer-errors.js";
 import { decodeMessage } from "./delivery.js";
 import type { StartPosition } from "./options.js";
@@ -22,6 +22,7 @@ export class OrderedSource<E> implements Source {
   readonly #ctx: SourceContext<E>;
   readonly #start: StartPosition;
   #subjects: readonly string[];
+  #consumer: Consumer | undefined;
   #messages: ConsumerMessages | undefined;
   #pump: Promise<void> | undefined;
   /** Next stream sequence to deliver; 0 until a start position has been fixed. */
@@ -54,11 +55,13 @@ export class OrderedSource<E> implements Source {
     }
     try {
       const consumer = await this.#ctx.js.consumers.get(this.#ctx.stream, opts);
+      this.#consumer = consumer;
       this.#messages = await consumer.consume({ max_messages: this.#ctx.settings.batch ?? 256, expires: PULL_EXPIRES_MS });
     } catch (e) {
       throw consumerError(e, this.#ctx.stream, "creating the ordered consumer");
     }
     this.#pump = this.#run(this.#messages);
+    void this.#watch(this.#messages);
   }
 
   async update(subjects: readonly string[]): Promise<void> {
@@ -75,11 +78,30 @@ export class OrderedSource<E> implements Source {
 
   async #halt(): Promise<void> {
     const m = this.#messages;
+    const consumer = this.#consumer;
     this.#messages = undefined;
+    this.#consumer = undefined;
     if (m) {
       m.stop();
       await this.#pump;
       await m.close().catch(() => undefined);
+    }
+    // Release the server-side consumer now rather than at its inactivity timeout.
+    if (consumer && !this.#ctx.nc.isClosed()) await consumer.delete().catch(() => undefined);
+  }
+
+  /** Tells the caller when the consumer was lost and recreated, or heartbeats stopped. */
+  async #watch(messages: ConsumerMessages): Promise<void> {
+    try {
+      for await (const s of messages.status()) {
+        if (s.type === "ordered_consumer_recreated") {
+          this.#ctx.report({ kind: "consumer_recreated", fromSeq: this.#nextSeq, reason: s.type });
+        } else if (s.type === "heartbeats_missed") {
+          this.#ctx.report({ kind: "heartbeats_missed", count: s.count });
+        }
+      }
+    } catch {
+      // the status feed ends with the messages
     }
   }
 
