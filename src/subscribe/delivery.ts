@@ -57,9 +57,13 @@ export function decodeMessage<E>(ctx: DecodeContext<E>, channel: Channel, subjec
   const r = safeUnmarshalEvent<E>(data, { registry: ctx.registry, maxBytes: ctx.maxEventBytes });
   if (!r.success) return { ok: false, error: r.error };
   const e = r.data as unknown as Routed;
-  const family = ctx.registry.get(e.type)!.family;
-  const expected = eventSubject(ctx.namespace, channel, { sessionId: e.sessionId, loopId: e.loopId, family, type: e.type });
-  if (expected !== subject) return { ok: false, error: new DeliveryMismatchError(subject, expected) };
+  const def = ctx.registry.get(e.type)!;
+  // The class fixes the channel: an ephemeral event written raw into the journal, or an
+  // enduring one sent on a live subject (bypassing the journal), is as foreign as one
+  // on another loop's subject.
+  const home: Channel = def.class === "enduring" ? "journal" : "live";
+  const expected = eventSubject(ctx.namespace, home, { sessionId: e.sessionId, loopId: e.loopId, family: def.family, type: e.type });
+  if (home !== channel || expected !== subject) return { ok: false, error: new DeliveryMismatchError(subject, expected) };
   return { ok: true, event: r.data, skip: e.visibility === "internal" && !ctx.includeInternal };
 }
 

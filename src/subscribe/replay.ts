@@ -3,7 +3,7 @@
  * of the journal as it stood when the replay began), then it ends.
  */
 import { AckPolicy, DeliverPolicy, jetstream } from "@nats-io/jetstream";
-import { nanos } from "@nats-io/transport-node";
+import { nanos, nuid } from "@nats-io/transport-node";
 import type { Jetloop } from "../bus.js";
 import { OptionsError } from "../errors.js";
 import { consumerError } from "./consumer-errors.js";
@@ -61,6 +61,10 @@ export async function* replay<E>(bus: Jetloop<E>, request: ReplayRequest): Async
     // A probe tells whether anything matches, so an empty range ends at once instead of waiting.
     const probe = await jsm.consumers.add(bus.stream, {
       ...filters,
+      // A name makes NATS.js use the create subject that carries the filter
+      // ($JS.API.CONSUMER.CREATE.<stream>.<name>.<filter>), which per-session permissions
+      // can allow; an unnamed consumer is created on a subject without it.
+      name: `replay_${nuid.next()}`,
       ack_policy: AckPolicy.None,
       deliver_policy: DeliverPolicy.StartSequence,
       opt_start_seq: fromSeq,

@@ -1,0 +1,333 @@
+// Renders RELIABILITY.md from the figures the reliability scenarios wrote to
+// .bench-out/reliability/<run>/<scenario>.json (test/integration/reliability/ in the
+// suite, scripts/reliability-soak.ts for longer runs).
+//
+//   npx tsx scripts/reliability-report.ts            # write RELIABILITY.md
+//   npx tsx scripts/reliability-report.ts --stdout   # print it instead
+//
+// The suite calls renderReliabilityReport() itself after each scenario, so a test run
+// leaves RELIABILITY.md up to date with the latest figures of every run it holds.
+import { renameSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { FIGURES_DIR, readScenarioRecords, type FigureRow, type ScenarioRecord } from "../test/harness/reliability/figures.js";
+import { REPO_ROOT } from "../test/harness/server.js";
+
+export const REPORT_FILE = join(REPO_ROOT, "RELIABILITY.md");
+
+interface ScenarioText {
+  readonly title: string;
+  /** Markdown: what the scenario does and what it asserts. */
+  readonly method: string;
+  /** Markdown: limits of the proof, settings, advice. */
+  readonly notes?: string;
+}
+
+const SCENARIOS: Record<string, ScenarioText> = {
+  "1-server-restart": {
+    title: "1. Single server restarted under load",
+    method: `A private nats-server (deploy/nats/single.conf) is stopped gracefully (SIGTERM) and
+started again on the same ports and store directory while a producer appends at a fixed
+pace (8 appends in flight, ack timeout 500 ms, publish deadline 30 s) and two subscribers
+consume from the start of the journal: an ordered consumer (live/UI mode) and a durable
+consumer that acknowledges each delivery. Appends that fail with a typed error (none is
+expected within the deadline) are published again, which the error says is safe.
+Afterwards the stream is read directly (not through jetloop) and compared with the event
+ids the producer handed in.
+
+Asserted: every append settles, none with an untyped error; the stream holds each event
+exactly once; the ordered subscriber receives each exactly once; the durable subscriber
+receives each at least once, and deduplicating its deliveries by event id leaves exactly
+the published set; neither subscription ends with an error.`,
+  },
+  "2-leader-kill": {
+    title: "2. Cluster stream leader killed under load (replicas 3)",
+    method: `A three-node cluster from deploy/nats/cluster.conf (the file docker-compose.yml runs);
+the events stream is provisioned with replicas 3. While a producer appends (16 in
+flight, ack timeout 1 s, deadline 30 s), the stream leader (from
+\`jsm.streams.info(stream).cluster.leader\`) is killed with SIGKILL; the test waits for
+another node to take the leadership, brings the killed node back and waits until every
+replica is current. An ordered subscriber follows throughout. Sends are counted per
+\`Nats-Msg-Id\` on the publisher's connection, which shows how many appends were resent
+during the election: every resend carries the same message id, so the stream's duplicate
+window turns an append whose first copy was stored into a duplicate ack, not a second
+message.
+
+Asserted: zero acknowledged events lost; the stream's message count equals the number of
+published events and no event id occurs twice; the ordered subscriber sees each exactly
+once; the leadership moved; the replicas are current afterwards.`,
+    notes: `Runs only in the \`integration-newest\` project: a cluster start, a leader election and a
+catch-up take 15–30 s on the 2-core CI machine, twice that with 2.10. Run it against the
+oldest server with \`JETLOOP_NATS_SERVER=oldest npx tsx scripts/reliability-soak.ts --only leader-kill\`.`,
+  },
+  "3-client-cutoff": {
+    title: "3. Client cut off (server frozen with SIGSTOP), then resumed",
+    method: `The client connects with a short ping interval and two outstanding pings (through
+\`natsOptions\`), so a silent server is declared stale within about a second. Mid-load
+the server is frozen with SIGSTOP for longer than that and longer than the bus's publish
+deadline, then resumed with SIGCONT. Appends keep starting during the freeze (up to 512
+in flight). Each append must settle by its deadline: acknowledged (once), or failed with
+a typed error (\`PublishTimeoutError\`, whose message says the event may or may not be
+stored). Before the failed ones are published again, the stream is read to count how many
+of them were stored anyway — the ambiguity the error describes. An ordered subscriber
+must resume and receive what was appended after the resume.
+
+Asserted: no append left unsettled past its deadline, none failed untyped; every
+acknowledged event is in the stream exactly once; after republishing the failed ones the
+stream holds the published set exactly once; the subscriber got everything, including
+every event appended after the resume, without duplicates.`,
+  },
+  "4-consumer-crash": {
+    title: "4. Durable consumer process killed (SIGKILL) mid-batch, restarted",
+    method: `A separate Node process (test/harness/reliability/durable-consumer-child.ts) consumes a
+durable consumer (batch 16, ack wait 2 s): per delivery it works a few milliseconds,
+appends \`seq id deliveryCount\` to a file with a synchronous write, then acknowledges —
+at-least-once processing. The journal already holds all events. Once the process has
+recorded a third or so, it is killed with SIGKILL; the consumer's ack floor is read from
+the server; a second process with the same durable name runs until the consumer has
+nothing pending and nothing unacknowledged.
+
+Asserted: the two files together hold every published event (nothing lost); the second
+process never receives a sequence at or below the ack floor at the kill (it resumes from
+the floor, not from the start); events recorded but not acknowledged before the kill come
+again (counted as duplicates), which is what at-least-once means.`,
+    notes: `The "delivered but unacked at the kill" figure is the client's read-ahead: the pull batch
+plus the subscription's enduring buffer (256). Their ack-wait clocks run while they wait
+(DESIGN.md §9), and jetloop extends them automatically while they are held; after the
+kill the server redelivers them once the ack wait passes.`,
+  },
+  "5-slow-consumer": {
+    title: "5. Slow consumer under a burst",
+    method: `A subscriber follows previews (ephemeral) and the journal (enduring) with an ephemeral
+buffer of 256 and does not read at all while a producer sends a burst of previews
+interleaved with journal appends; only then does it read everything. The heap is measured
+after a full garbage collection before the burst and again with the burst delivered and
+the reader still stalled; it is also sampled (garbage included) throughout.
+
+Asserted: every journal event is delivered (pull-based flow control keeps the rest on
+the server) with no duplicates; every preview is either delivered or counted in
+\`stats().dropped\` — none unaccounted for; the server reports no slow consumer; the
+retained heap stays within a few MiB, far below the burst.`,
+  },
+  "6-bad-input": {
+    title: "6. Bad input at every boundary",
+    method: `Malformed messages, invalid by construction, are injected raw — into the stream with a
+plain JetStream publish and onto live subjects with a core publish — between valid
+events: random bytes, truncated JSON, invalid UTF-8, a BOM, empty payloads, non-objects,
+duplicate keys, unknown types, a missing type, a wrong schema version, a grant token or
+raw arguments smuggled into the strict permission request, nesting past the depth cap,
+invalid UUIDs, an event of another session or loop on a subject, an ephemeral event in
+the journal and an enduring one on a live subject, and messages over the reader's byte
+cap (the stream itself accepts them). Two further kinds are valid events with an extra
+envelope key (\`arguments\`, \`extra_N\`): the decoder ignores unknown envelope keys by
+design (as the Go runtime does), so they are delivered — without the key. Each kind is
+sent several times from a seeded generator. An ordered, a durable and a live subscriber
+and a replay read it all. Then bad calls at the API boundaries: ids carrying subject
+tokens (\`.\`, \`*\`, \`>\`, whitespace, upper case, look-alike digits) into
+createEvent, publish, bus.session, subscription filters, replay and the subject
+builders; namespaces with wildcards; invalid filters and subscription options; oversize
+appends.
+
+Asserted: each subscriber yields exactly the valid events; every malformed message is
+reported with a typed error (the durable one terminates it: nothing is redelivered);
+no yielded event carries an unknown key or a secret; every bad call gets a typed error
+(none accepted, none untyped) and no refused subscription leaves a consumer behind; no
+uncaught exception or unhandled rejection. The decoders themselves are fuzzed in the unit
+suite (test/unit/fuzz.test.ts) with the fixed budget quoted in the facts.`,
+  },
+  "7-security": {
+    title: "7. Per-session permissions; no secrets in payloads or logs",
+    method: `The server runs deploy/nats/permissions.example.conf verbatim: \`alice\` and \`bob\` may each
+follow only their own session (publish: stream info, the consumer-create subject that
+carries a filter on their session's journal, pulls, consumer delete, their session's
+answer subjects; subscribe: their session's live subjects and their own inbox prefix),
+\`runtime\` writes the journal and previews, \`ops\` provisions. Each follower connects with
+\`natsOptions.inboxPrefix\` set to its own prefix and follows its session
+(\`bus.session(id).subscribeEvents({ enduring: "all", ephemeral: "all" })\`) while the
+runtime writes to both sessions. Then, through jetloop: alice follows bob's session, every
+session, both sessions, bob's previews, replays bob's session, bob follows alice's;
+alice and bob append (they have no publish rights on the journal). Through the raw API as
+alice: consumer creates whose configured filter differs from the one in the subject
+(bob's, a wider one, \`filter_subjects\`, none), the filterless and durable creates,
+get-by-sequence, direct get, consumer listing, purge, and subscriptions to the journal,
+bob's previews, every inbox and bob's inbox.
+
+Secrets: the runtime tries to append permission requests carrying a grant token or raw
+arguments (in the request, in a requirement, as a string), and a decision and a preview
+with a \`grantToken\`/\`arguments\` key beside the envelope; an operator injects poison
+carrying other secret markers into alice's journal and live subjects. All jetloop loggers
+(pino at debug level, passed as \`logger\`) are captured; the stream is read back.
+
+Asserted: each follower gets exactly its session's events and none of the other's; every
+refusal through jetloop is a \`PermissionDeniedError\`, promptly (not a hang); every raw
+attempt is refused by the permissions or by the JetStream API; every request carrying a
+grant token or raw arguments is refused with a typed error, and the two extra envelope
+keys are dropped (stored without them); the poison is reported, never delivered; no
+secret marker appears in any log line, in any delivered event or — for the rejected
+appends — anywhere in the stream.`,
+    notes: `What stays open, by the nature of NATS permissions: consumer names cannot be matched by
+prefix, so the \`MSG.NEXT\` and \`DELETE\` grants name any consumer of the stream. Ordered
+consumer names are random (nuid) and listing is not granted, so a follower cannot find
+another's consumer; one that learned a name some other way could pull from it or delete
+it. Where that matters, give tenants separate accounts. A follower gets ordered
+consumers only: durable consumers need \`CONSUMER.INFO\` and \`$JS.ACK\` grants, which the
+example leaves out. A subscription with several filter subjects (a set of loops, or
+types) uses the create subject without a filter and is refused for a restricted user:
+restricted followers subscribe per session with all loops, or per single filter.`,
+  },
+  "8-durability": {
+    title: "8. Server crash right after acks: sync and storage settings",
+    method: `A single server is killed with SIGKILL while appends are in flight (up to 256), right
+after a given number of acknowledgements ("kill after acks"), then restarted on the same
+store directory; the stream is read back and compared with what was acknowledged (in the
+table, "delivered" is what the stream holds after the restart). Once with the default
+fsync policy and once with \`jetstream { sync_interval: always }\` (the setting is read
+back from /varz). For contrast, a memory-storage stream is acknowledged, the server
+killed and restarted.
+
+Asserted: with file storage, every acknowledged event survives the process crash, with
+either setting; appends that were in flight may or may not have been stored (counted); a
+memory-storage stream loses everything, which is why streams/events.json declares
+\`"storage": "file"\`.`,
+    notes: `**What the defaults risk.** nats-server writes every message to its file store before it
+acknowledges it, but it calls fsync only every \`sync_interval\` (default 2 minutes).
+Written data sits in the operating system's page cache, which survives the crash of the
+nats-server process — the figures show zero loss with either setting under SIGKILL — but
+not an operating-system crash or a power loss: those can lose up to \`sync_interval\` of
+acknowledged appends on a single server. \`sync_interval: always\` fsyncs before every ack
+and closes that window, at the throughput cost shown above. In a cluster with replicas 3
+an ack means a quorum of nodes has the message, so losing one machine loses nothing; only
+a correlated outage of a majority (a rack or a data-centre power cut) within the sync
+interval can. Quote a duration: \`sync_interval: "2m"\`. Unquoted, \`2m\` is read as the
+number 2,000,000 and the interval becomes 2,000,000 seconds (checked against both servers
+through /varz).
+
+**Not proven here:** an operating-system crash or power loss cannot be simulated on this
+machine (no root, no fault-injecting block device), so the difference the setting makes
+for them is stated, not measured.
+
+Settings that make an acknowledged event survive a server crash: \`storage: file\`
+(streams/events.json), replicas 3 in a cluster (\`jetloop provision\` on a clustered server),
+and, for a single server or against power loss, \`sync_interval: always\` in the server's
+\`jetstream\` block (or a short interval, accepting that window).`,
+  },
+};
+
+function cell(v: string | number | boolean | null | undefined): string {
+  if (v === null || v === undefined) return "—";
+  return String(v).replaceAll("|", "\\|").replaceAll("\n", " ");
+}
+
+function notesOf(r: FigureRow): string {
+  return Object.entries(r.notes ?? {})
+    .map(([k, v]) => `${k}: ${cell(v)}`)
+    .join("; ");
+}
+
+const RUN_ORDER = ["newest", "oldest", "external"];
+
+function runRank(run: string): number {
+  const i = RUN_ORDER.indexOf(run);
+  return i === -1 ? RUN_ORDER.length + (run.startsWith("soak") ? 0 : 1) : i;
+}
+
+function sortRecords(records: ScenarioRecord[]): ScenarioRecord[] {
+  return [...records].sort((a, b) => runRank(a.run) - runRank(b.run) || a.run.localeCompare(b.run));
+}
+
+/** The figures table of some runs of one scenario (Markdown). */
+export function figuresTable(records: readonly ScenarioRecord[]): string {
+  const out = ["| run | server | counted | published | delivered | lost | duplicated | further counts |", "|---|---|---|---:|---:|---:|---:|---|"];
+  for (const rec of records) {
+    for (const r of rec.rows) {
+      const lost = r.expectedLoss ? `${cell(r.lost)} (expected)` : cell(r.lost);
+      out.push(`| ${cell(rec.run)} | ${cell(rec.serverVersion)} | ${cell(r.what)} | ${r.published} | ${r.delivered} | ${lost} | ${r.duplicated} | ${notesOf(r)} |`);
+    }
+  }
+  return out.join("\n");
+}
+
+/** The facts of some runs of one scenario, one column per run (Markdown). */
+export function factsTable(records: readonly ScenarioRecord[]): string {
+  const keys = [...new Set(records.flatMap((r) => Object.keys(r.facts ?? {})))];
+  const out = [`| fact | ${records.map((r) => cell(r.run)).join(" | ")} |`, `|---|${records.map(() => "---").join("|")}|`];
+  for (const k of keys) out.push(`| ${cell(k)} | ${records.map((r) => cell(r.facts?.[k])).join(" | ")} |`);
+  out.push(`| duration (s) | ${records.map((r) => (r.durationMs / 1000).toFixed(1)).join(" | ")} |`);
+  out.push(`| recorded | ${records.map((r) => r.finishedAt.slice(0, 16).replace("T", " ")).join(" | ")} |`);
+  return out.join("\n");
+}
+
+function scenarioSection(id: string, text: ScenarioText | undefined, records: ScenarioRecord[]): string {
+  const title = text?.title ?? records[0]?.title ?? id;
+  const out: string[] = [`## ${title}`, ""];
+  if (text) out.push(text.method, "");
+  if (records.length === 0) out.push("_No figures recorded yet: run the suite._", "");
+  else out.push(figuresTable(records), "", factsTable(records), "");
+  if (text?.notes) out.push(text.notes, "");
+  return out.join("\n");
+}
+
+function summary(byId: Map<string, ScenarioRecord[]>): string {
+  const out = ["| scenario | run | server | events published | lost | duplicated in the journal |", "|---|---|---|---:|---:|---:|"];
+  for (const [id, records] of byId) {
+    for (const rec of records) {
+      const lost = rec.rows.filter((r) => !r.expectedLoss).reduce((n, r) => n + (r.lost ?? 0), 0);
+      const journal = rec.rows.find((r) => r.what.startsWith("journal")) ?? rec.rows[rec.rows.length - 1];
+      const published = Math.max(0, ...rec.rows.map((r) => r.published));
+      out.push(`| ${cell(SCENARIOS[id]?.title ?? rec.title)} | ${cell(rec.run)} | ${cell(rec.serverVersion)} | ${published} | ${lost} | ${journal?.what.startsWith("journal") ? journal.duplicated : "—"} |`);
+    }
+  }
+  return out.join("\n");
+}
+
+/** The report as Markdown, from the records under `dir`. */
+export function renderReliabilityMarkdown(dir: string = FIGURES_DIR): string {
+  const records = readScenarioRecords(dir);
+  const ids = [...new Set([...Object.keys(SCENARIOS), ...records.map((r) => r.id)])].sort((a, b) => parseInt(a) - parseInt(b) || a.localeCompare(b));
+  const byId = new Map<string, ScenarioRecord[]>();
+  for (const id of ids) byId.set(id, sortRecords(records.filter((r) => r.id === id)));
+  const runs = [...new Set(records.map((r) => r.run))].sort((a, b) => runRank(a) - runRank(b));
+  const latest = records.reduce((m, r) => (r.finishedAt > m ? r.finishedAt : m), "");
+  return [
+    "# Reliability and security: the figures",
+    "",
+    "<!-- Generated by scripts/reliability-report.ts from .bench-out/reliability/; do not edit by hand. -->",
+    "",
+    "Each scenario below runs against real nats-server processes (never a mock), counts what",
+    "was published, delivered, lost and duplicated, and asserts the promise it names. The",
+    "figures are those of the latest run of each scenario in each run label: `newest` and",
+    "`oldest` are the two integration projects (nats-server 2.15 and 2.10), `soak-*` the",
+    "longer runs of `scripts/reliability-soak.ts`. \"Lost\" counts published events that",
+    "never arrived where the scenario promises they must; \"—\" where a row makes no such",
+    "promise (one of two consumer processes, say). \"Duplicated\" counts deliveries beyond",
+    "the first of an event id.",
+    "",
+    "```sh",
+    'npx vitest run --project "integration-*" test/integration/reliability/   # the scenarios, both servers',
+    "npx tsx scripts/reliability-soak.ts                                          # heavier load, same figures",
+    "npx tsx scripts/reliability-report.ts                                        # re-render this file",
+    "```",
+    "",
+    `Runs recorded: ${runs.length > 0 ? runs.map((r) => `\`${r}\``).join(", ") : "none yet"}${latest ? `; latest figures from ${latest.slice(0, 16).replace("T", " ")} UTC` : ""}.`,
+    "",
+    "## Summary",
+    "",
+    summary(byId),
+    "",
+    ...ids.map((id) => scenarioSection(id, SCENARIOS[id], byId.get(id) ?? [])),
+  ].join("\n");
+}
+
+/** Writes RELIABILITY.md (atomically). */
+export function writeReliabilityReport(dir: string = FIGURES_DIR, file: string = REPORT_FILE): string {
+  const md = renderReliabilityMarkdown(dir);
+  const tmp = `${file}.${process.pid}.tmp`;
+  writeFileSync(tmp, md);
+  renameSync(tmp, file);
+  return file;
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  if (process.argv.includes("--stdout")) process.stdout.write(renderReliabilityMarkdown());
+  else console.log(`wrote ${writeReliabilityReport()}`);
+}

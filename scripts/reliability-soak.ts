@@ -1,0 +1,152 @@
+// The reliability scenarios of RELIABILITY.md under more load than CI should carry.
+// Same code as test/integration/reliability/ (test/harness/reliability/scenarios/), larger
+// parameters, and the same figures: printed here, written to
+// .bench-out/reliability/soak-<flavor>/, and rendered into RELIABILITY.md.
+//
+//   npx tsx scripts/reliability-soak.ts                          # every scenario, newest server
+//   JETLOOP_NATS_SERVER=oldest npx tsx scripts/reliability-soak.ts
+//   npx tsx scripts/reliability-soak.ts --only leader-kill,client-cutoff --scale 2
+//   npx tsx scripts/reliability-soak.ts --no-report              # do not touch RELIABILITY.md
+//
+// Exits 1 when a scenario breaks its promise (a lost or duplicated journal event, an
+// unsettled or untyped failure, an invalid event yielded, a leaked secret ...).
+import { figuresTable, factsTable, writeReliabilityReport } from "./reliability-report.js";
+import { writeScenarioRecord, type ScenarioRecord } from "../test/harness/reliability/figures.js";
+import { badInputScenario } from "../test/harness/reliability/scenarios/bad-input.js";
+import { clientCutoffScenario } from "../test/harness/reliability/scenarios/client-cutoff.js";
+import type { ScenarioContext } from "../test/harness/reliability/scenarios/common.js";
+import { consumerCrashScenario } from "../test/harness/reliability/scenarios/consumer-crash.js";
+import { durabilityScenario } from "../test/harness/reliability/scenarios/durability.js";
+import { leaderKillScenario } from "../test/harness/reliability/scenarios/leader-kill.js";
+import { securityScenario } from "../test/harness/reliability/scenarios/security.js";
+import { serverRestartScenario } from "../test/harness/reliability/scenarios/server-restart.js";
+import { slowConsumerScenario } from "../test/harness/reliability/scenarios/slow-consumer.js";
+import { serverFlavor, startServer } from "../test/harness/server.js";
+
+function arg(name: string): string | undefined {
+  const i = process.argv.indexOf(`--${name}`);
+  return i === -1 ? undefined : process.argv[i + 1];
+}
+
+const scale = Number(arg("scale") ?? 1);
+if (!(scale > 0)) throw new Error("--scale must be a positive number");
+const n = (x: number): number => Math.max(1, Math.round(x * scale));
+const only = arg("only")?.split(",").map((s) => s.trim());
+const ctx: ScenarioContext = { run: `soak-${serverFlavor()}`, log: (line) => console.log(line) };
+
+/** A scenario: runs, returns its record and the promises it broke (empty: kept). */
+type Soak = () => Promise<{ record: ScenarioRecord; broken: string[] }>;
+
+const check = (broken: string[], ok: boolean, what: string): void => {
+  if (!ok) broken.push(what);
+};
+
+const SOAKS: Record<string, Soak> = {
+  "server-restart": async () => {
+    const events = n(6000);
+    const r = await serverRestartScenario(ctx, { events, ratePerSec: 300, restartAfter: Math.floor(events / 3), downMs: 3000 });
+    const b: string[] = [];
+    check(b, r.outcomes.every((o) => o.status === "acked" || o.typed), "an append failed untyped");
+    check(b, r.journal.lost === 0 && r.journal.duplicated === 0 && r.journal.messages === events, "the journal lost or duplicated an event");
+    check(b, r.ordered.lost === 0 && r.ordered.duplicated === 0, "the ordered subscriber lost or duplicated an event");
+    check(b, r.durable.lost === 0 && r.durable.unexpected === 0, "the durable subscriber lost an event");
+    return { record: r.record, broken: b };
+  },
+  "leader-kill": async () => {
+    const events = n(6000);
+    const r = await leaderKillScenario(ctx, { events, ratePerSec: 300, killAfter: Math.floor(events / 3), downMs: 3000 });
+    const b: string[] = [];
+    check(b, r.newLeader !== "" && r.newLeader !== r.oldLeader, "the leadership did not move");
+    check(b, r.outcomes.every((o) => o.status === "acked" || o.typed), "an append failed untyped");
+    check(b, r.journal.lost === 0 && r.journal.duplicated === 0 && r.journal.messages === events, "the journal lost or duplicated an event");
+    check(b, r.ordered.lost === 0 && r.ordered.duplicated === 0, "the ordered subscriber lost or duplicated an event");
+    check(b, r.replicasCurrent, "the replicas did not catch up");
+    return { record: r.record, broken: b };
+  },
+  "client-cutoff": async () => {
+    const events = n(3000);
+    const r = await clientCutoffScenario(ctx, { events, ratePerSec: 150, pauseAfter: Math.floor(events / 4), pauseMs: 8000, pingIntervalMs: 500, maxPingOut: 2, publishDeadlineMs: 5000 });
+    const b: string[] = [];
+    check(b, r.unsettledAtDeadline === 0, "an append never settled");
+    check(b, r.outcomes.every((o) => o.status === "acked" || o.typed), "an append failed untyped");
+    check(b, r.journal.lost === 0 && r.journal.duplicated === 0 && r.journal.messages === events, "the journal lost or duplicated an event");
+    check(b, r.ordered.lost === 0 && r.ordered.duplicated === 0 && r.orderedAfterResume === r.appendedAfterResume, "the subscriber did not resume cleanly");
+    return { record: r.record, broken: b };
+  },
+  "consumer-crash": async () => {
+    const server = await startServer();
+    try {
+      const events = n(5000);
+      const r = await consumerCrashScenario(ctx, { servers: [server.url], serverVersion: server.version, events, killAfter: Math.floor(events / 3), delayMs: 1, ackWaitMs: 2000 });
+      const b: string[] = [];
+      check(b, r.all.lost === 0 && r.all.unexpected === 0, "an event was lost");
+      check(b, r.belowFloor === 0, "the restarted consumer got events at or below the ack floor");
+      return { record: r.record, broken: b };
+    } finally {
+      await server.close();
+    }
+  },
+  "slow-consumer": async () => {
+    const r = await slowConsumerScenario(ctx, { previews: n(200_000), previewBytes: 400, journalEvents: n(20_000), ephemeralBuffer: 256, readDelayMs: 0 });
+    const b: string[] = [];
+    check(b, r.journal.lost === 0 && r.journal.duplicated === 0, "a journal event was lost or duplicated");
+    check(b, r.previews.unaccounted === 0, "a preview vanished without being counted");
+    check(b, r.retainedDeltaBytes < r.burstBytes / 4, "the retained heap grew with the burst");
+    return { record: r.record, broken: b };
+  },
+  "bad-input": async () => {
+    const server = await startServer();
+    try {
+      const r = await badInputScenario(ctx, { servers: [server.url], serverVersion: server.version, repeat: n(150), validEvents: n(2000), seed: Date.now() % 1_000_000, capBytes: 8192 });
+      const b: string[] = [];
+      for (const s of [r.ordered, r.durable, r.replay, r.live]) check(b, s.t.lost === 0 && s.t.duplicated === 0 && s.t.unexpected === 0, "a subscriber yielded something invalid or lost something valid");
+      check(b, r.ordered.poison.length === r.injectedJournal && r.live.poison.length === r.injectedLive, "a malformed message was not reported");
+      check(b, r.leakyDeliveries === 0 && r.logSecretHits === 0, "a secret leaked");
+      check(b, r.boundaries.every((x) => x.outcome !== "accepted" && !x.outcome.startsWith("untyped")), "a bad call was accepted or failed untyped");
+      check(b, r.crashes.uncaught === 0 && r.crashes.unhandled === 0, "an uncaught exception or unhandled rejection");
+      return { record: r.record, broken: b };
+    } finally {
+      await server.close();
+    }
+  },
+  security: async () => {
+    const r = await securityScenario(ctx, { events: n(1000) });
+    const b: string[] = [];
+    check(b, r.alice.lost === 0 && r.alice.foreign === 0 && r.bob.lost === 0 && r.bob.foreign === 0, "a follower lost its events or got another's");
+    check(b, r.refusals.every((x) => x.typed && x.ms < 2000), "a refusal was untyped or slow");
+    check(b, r.attacks.every((a) => a.refused), "a raw API attempt was not refused");
+    check(b, r.logHits.length === 0 && r.streamHits === 0 && r.deliveredHits === 0, "a secret leaked");
+    return { record: r.record, broken: b };
+  },
+  durability: async () => {
+    const events = n(30_000);
+    const r = await durabilityScenario(ctx, { events, killAfter: Math.floor((events * 2) / 3), concurrency: 512 });
+    const b: string[] = [];
+    for (const run of r.runs) check(b, run.lostAcked === 0 && run.duplicates === 0, `${run.setting}: an acknowledged event was lost`);
+    return { record: r.record, broken: b };
+  },
+};
+
+const names = only ?? Object.keys(SOAKS);
+for (const name of names) if (!SOAKS[name]) throw new Error(`unknown scenario ${name}; known: ${Object.keys(SOAKS).join(", ")}`);
+
+let failed = 0;
+for (const name of names) {
+  console.log(`\n=== ${name} (${ctx.run}, scale ${scale})`);
+  try {
+    const { record, broken } = await SOAKS[name]!();
+    writeScenarioRecord(record);
+    console.log(`\n${record.title}\n\n${figuresTable([record])}\n\n${factsTable([record])}\n`);
+    if (broken.length > 0) {
+      failed++;
+      console.log(`BROKEN: ${broken.join("; ")}`);
+    } else {
+      console.log("kept its promise");
+    }
+  } catch (e) {
+    failed++;
+    console.log(`FAILED: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
+  }
+}
+if (!process.argv.includes("--no-report")) console.log(`\nwrote ${writeReliabilityReport()}`);
+process.exit(failed > 0 ? 1 : 0);

@@ -1,0 +1,38 @@
+// What every scenario shares: its run label, a namespace, an admin connection and the
+// ScenarioRecord it returns beside the raw material the tests assert on.
+import { connect as natsConnect, type NatsConnection } from "@nats-io/transport-node";
+import type { FigureRow, ScenarioRecord } from "../figures.js";
+import { serverFlavor } from "../../server.js";
+
+export interface ScenarioContext {
+  /** "newest" | "oldest" in the suite, "soak-newest" … from the soak script. */
+  readonly run: string;
+  /** Progress lines (the soak script prints them; tests stay quiet). */
+  readonly log?: (line: string) => void;
+}
+
+export function defaultContext(): ScenarioContext {
+  return { run: serverFlavor() };
+}
+
+/** A short unique namespace (stream name and subject prefix). */
+export function scenarioNamespace(prefix = "r"): string {
+  return `${prefix}${Date.now().toString(36).slice(-5)}${Math.random().toString(36).slice(2, 8)}`;
+}
+
+export function record(
+  ctx: ScenarioContext,
+  id: string,
+  title: string,
+  serverVersion: string,
+  startedAt: number,
+  rows: FigureRow[],
+  facts: Record<string, number | string | boolean>,
+): ScenarioRecord {
+  return { id, title, run: ctx.run, serverVersion, finishedAt: new Date().toISOString(), durationMs: Date.now() - startedAt, rows, facts };
+}
+
+/** A plain NATS connection for setup and audits (no jetloop in the way). */
+export function adminConnection(servers: string | string[], extra: Record<string, unknown> = {}): Promise<NatsConnection> {
+  return natsConnect({ servers, name: "reliability-admin", maxReconnectAttempts: -1, reconnectTimeWait: 250, ...extra });
+}

@@ -1,0 +1,38 @@
+// Scenario 7 (RELIABILITY.md): deploy/nats/permissions.example.conf, run verbatim. A user
+// follows its own session and is refused another's with a typed PermissionDeniedError, not
+// a hang; a user without publish rights on the journal cannot append; grant tokens and raw
+// tool arguments reach neither the stream nor the logs.
+import { describe, expect, it } from "vitest";
+import { defaultContext } from "../../harness/reliability/scenarios/common.js";
+import { securityScenario } from "../../harness/reliability/scenarios/security.js";
+import { saveRecord } from "../../harness/reliability/save.js";
+
+describe("reliability: per-session permissions and secrets", () => {
+  it("confines each user to its session, refuses the rest typed and promptly, and leaks no secret", async () => {
+    const r = await securityScenario(defaultContext(), { events: 40 });
+    saveRecord(r.record);
+
+    // Each follows its own session, and nothing of the other's.
+    expect(r.alice).toMatchObject({ published: 40, delivered: 40, lost: 0, duplicated: 0, unexpected: 0, foreign: 0 });
+    expect(r.bob).toMatchObject({ published: 40, delivered: 40, lost: 0, duplicated: 0, unexpected: 0, foreign: 0 });
+    // Every other read or append through jetloop: PermissionDeniedError, promptly.
+    expect(r.refusals.map((x) => [x.what, x.outcome])).toEqual(r.refusals.map((x) => [x.what, "PermissionDeniedError"]));
+    for (const x of r.refusals) expect(x.ms, x.what).toBeLessThan(2000);
+    // ... naming the subject the server refused.
+    for (const x of r.refusals) expect(x.subject, x.what).toMatch(/^(\$JS\.API\.CONSUMER\.CREATE\.acme_journal(\.|$)|acme\.(journal|live)\.)/);
+    // Her own session replays (the replay's consumers carry their filter in the create subject).
+    expect(r.ownReplay).toBe(r.ownEnduring);
+    // The raw API: every attempt refused, by the permissions or by the JetStream API.
+    expect(r.attacks.filter((a) => !a.refused)).toEqual([]);
+    // Secrets: requests carrying them refused typed; extra envelope keys dropped, not stored.
+    for (const s of r.secretAppends) {
+      if (s.what.startsWith("request") || s.what.startsWith("requirement")) expect(s, s.what).toMatchObject({ outcome: "EVENT_ENCODE", typed: true });
+      expect(s.leaksInMessage, s.what).toBe(false);
+    }
+    expect(r.poisonReported).toBe(r.poisonInjected);
+    expect(r.streamHits).toBe(0);
+    expect(r.deliveredHits).toBe(0);
+    expect(r.logLines).toBeGreaterThan(0);
+    expect(r.logHits).toEqual([]);
+  }, 60_000);
+});
