@@ -38,8 +38,11 @@ const subscribeShape = z.object({
   batch: z.number().int().min(1).max(10_000).optional(),
   /** Durable only: keep extending the ack of an unsettled delivery for this long. Default 15 min. */
   autoExtendMs: z.number().int().min(0).default(15 * 60_000),
-  /** Enduring deliveries buffered before the source waits. Default 256. */
-  enduringBuffer: z.number().int().min(1).default(256),
+  /**
+   * Enduring deliveries buffered before the source waits. Default 256 ordered, 16 durable
+   * (buffered durable deliveries wait out their ack wait if the process dies).
+   */
+  enduringBuffer: z.number().int().min(1).optional(),
   /** Live deliveries buffered before the oldest is dropped. Default 1024. */
   ephemeralBuffer: z.number().int().min(1).default(1024),
 });

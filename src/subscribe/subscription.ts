@@ -45,7 +45,7 @@ export class Subscription<E, D extends Delivery<E> = Delivery<E>> implements Asy
     this.#bus = bus;
     this.#filter = filter;
     this.#onReport = options.onReport;
-    this.#queue = new DeliveryQueue(settings.enduringBuffer, settings.ephemeralBuffer);
+    this.#queue = new DeliveryQueue(settings.enduringBuffer ?? (settings.durable ? 16 : 256), settings.ephemeralBuffer);
     const log = bus.log.child({ component: "subscription", durable: settings.durable });
     if (resolved.journalSubjects.length > MANY_FILTER_SUBJECTS) {
       log.warn({ filterSubjects: resolved.journalSubjects.length }, "many filter subjects make a consumer slow; consider fewer loops per subscription");
