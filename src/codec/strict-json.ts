@@ -30,8 +30,64 @@ export function parseStrictJson(text: string, maxDepth = DEFAULT_MAX_DEPTH): unk
     const position = /position (\d+)/.exec((e as Error).message)?.[1];
     throw new StrictJsonError("malformed_json", `malformed JSON${position ? ` at position ${position}` : ""}`, position ? Number(position) : undefined);
   }
-  scanKeys(text, maxDepth);
+  // The cheap proof first: JSON.parse keeps one property per distinct key, so the parsed
+  // value has as many properties as the text has keys exactly when no object repeats a
+  // key. Only when that fails (or the nesting is too deep) does the full scan run, to
+  // name the duplicate key and its offset.
+  const props = countProperties(value, 1, maxDepth);
+  if (props < 0 || props !== countKeys(text)) scanKeys(text, maxDepth);
   return value;
+}
+
+/** Own properties of every object in a parsed value; -1 when it nests deeper than maxDepth. */
+function countProperties(v: unknown, depth: number, maxDepth: number): number {
+  if (v === null || typeof v !== "object") return 0;
+  if (depth > maxDepth) return -1;
+  let n = 0;
+  if (Array.isArray(v)) {
+    for (const item of v) {
+      const c = countProperties(item, depth + 1, maxDepth);
+      if (c < 0) return -1;
+      n += c;
+    }
+    return n;
+  }
+  const keys = Object.keys(v);
+  n = keys.length;
+  for (const k of keys) {
+    const c = countProperties((v as Record<string, unknown>)[k], depth + 1, maxDepth);
+    if (c < 0) return -1;
+    n += c;
+  }
+  return n;
+}
+
+/**
+ * The keys in text that JSON.parse has already accepted: the colons outside strings (in
+ * JSON a colon outside a string only ever follows a key). Jumps from quote to quote with
+ * indexOf; a quote preceded by an odd run of backslashes is escaped.
+ */
+function countKeys(text: string): number {
+  const n = text.length;
+  let keys = 0;
+  let i = 0;
+  while (i < n) {
+    const open = text.indexOf('"', i);
+    const end = open === -1 ? n : open;
+    for (let c = text.indexOf(":", i); c !== -1 && c < end; c = text.indexOf(":", c + 1)) keys++;
+    if (open === -1) break;
+    let close = open + 1;
+    for (;;) {
+      close = text.indexOf('"', close);
+      if (close === -1) return keys; // unreachable for parsed text
+      let backslashes = 0;
+      while (text.charCodeAt(close - 1 - backslashes) === BACKSLASH) backslashes++;
+      if (backslashes % 2 === 0) break;
+      close++;
+    }
+    i = close + 1;
+  }
+  return keys;
 }
 
 const QUOTE = 0x22;

@@ -142,12 +142,12 @@ function isZero(v: unknown): boolean {
   );
 }
 
-function encode(value: unknown, node: WireNode): unknown {
+function encode(value: unknown, node: WireNode, into?: Record<string, unknown>): unknown {
   switch (node.kind) {
     case "object": {
       if (!isPlainObject(value)) return value;
       // Schema order, not the caller's key order: the bytes are pinned by golden vectors.
-      const out: Record<string, unknown> = {};
+      const out: Record<string, unknown> = into ?? {};
       for (const field of node.byCamel.values()) {
         const v = encode(value[field.camel], field.node);
         if (!isZero(v)) out[field.wire] = v;
@@ -201,6 +201,17 @@ function decode(value: unknown, node: WireNode, path: string): unknown {
 /** camelCase object → snake_case wire object with zero values omitted. */
 export function toWire(schema: z.ZodType, value: unknown): unknown {
   return encode(value, compile(schema));
+}
+
+/**
+ * `toWire` for an object schema, writing the fields into `target` after what it already
+ * holds (the envelope's `type` and `v`): one object per event instead of two and a spread.
+ */
+export function toWireInto(schema: z.ZodType, value: Record<string, unknown>, target: Record<string, unknown>): Record<string, unknown> {
+  const node = compile(schema);
+  if (node.kind !== "object") return Object.assign(target, encode(value, node) as object);
+  encode(value, node, target);
+  return target;
 }
 
 /**

@@ -10,6 +10,7 @@
  * fenced append refused as a conflict, without finding the append itself stored.
  */
 import { JetStreamApiCodes, JetStreamApiError, type JetStreamManager, type MsgRequest } from "@nats-io/jetstream";
+import { type Match, MsgHdrsImpl } from "@nats-io/nats-core";
 import { createInbox, headers as natsHeaders, type Msg, type MsgHdrs, type NatsConnection, type Subscription } from "@nats-io/transport-node";
 import type { Logger } from "pino";
 import {
@@ -68,6 +69,49 @@ export function headerBytes(headers: MsgHdrs): number {
   return n;
 }
 
+const headerEncoder = new TextEncoder();
+
+/**
+ * Headers whose keys are constants and whose values are already validated (a UUID, a
+ * stream name, a number): built without MsgHdrsImpl's per-call key canonicalization and
+ * value checks, and encoded once however often the message is resent. Any change through
+ * the MsgHdrs API drops the cached encoding, so it stays a faithful MsgHdrs.
+ */
+export class FixedHeaders extends MsgHdrsImpl {
+  #wire: Uint8Array | undefined;
+
+  /** `entries`: canonical keys, values without CR, LF or surrounding spaces. */
+  constructor(entries: readonly (readonly [string, string])[]) {
+    super();
+    for (const [k, v] of entries) this.headers.set(k, [v]);
+  }
+
+  override encode(): Uint8Array {
+    if (this.#wire === undefined) {
+      if (this._code !== 0) return super.encode();
+      let text = "NATS/1.0";
+      for (const [k, values] of this.headers) for (const v of values) text += `\r\n${k}: ${v}`;
+      this.#wire = headerEncoder.encode(`${text}\r\n\r\n`);
+    }
+    return this.#wire;
+  }
+
+  override set(k: string, v: string, match?: Match): void {
+    this.#wire = undefined;
+    super.set(k, v, match);
+  }
+
+  override append(k: string, v: string, match?: Match): void {
+    this.#wire = undefined;
+    super.append(k, v, match);
+  }
+
+  override delete(k: string, match?: Match): void {
+    this.#wire = undefined;
+    super.delete(k, match);
+  }
+}
+
 class PendingAppend {
   readonly tokens: string[] = [];
   attempts = 0;
@@ -92,6 +136,8 @@ export class JournalWriter {
   readonly #settings: JournalWriterSettings;
   readonly #log: Logger;
   readonly #prefix: string;
+  /** The header bytes of an unfenced append, but for the message id's value. */
+  readonly #fixedHeaderBytes: number;
   readonly #pending = new Map<string, PendingAppend>();
   readonly #inFlight = new Set<PendingAppend>();
   readonly #waiting: (() => void)[] = [];
@@ -106,28 +152,48 @@ export class JournalWriter {
     this.#log = log;
     // Honour a connection's inbox prefix: restricted users are often allowed only their own.
     this.#prefix = createInbox((nc as { options?: { inboxPrefix?: string } }).options?.inboxPrefix);
+    this.#fixedHeaderBytes = headerBytes(natsHeaders()) + `\r\n${HEADER_MSG_ID}: `.length + Buffer.byteLength(`\r\n${HEADER_EXPECTED_STREAM}: ${settings.stream}`);
   }
 
   /** Appends one message; resolves with its ack, or rejects with a typed error. */
-  async append(request: AppendRequest): Promise<AppendAck> {
-    if (this.#closed || this.#nc.isClosed()) throw new ConnectionClosedError();
-    const h = natsHeaders();
-    h.set(HEADER_MSG_ID, request.eventId);
+  append(request: AppendRequest): Promise<AppendAck> {
+    // Not an async function: the common case (a free slot) costs one promise, not three.
+    if (this.#closed || this.#nc.isClosed()) return Promise.reject(new ConnectionClosedError());
     // Only the events stream may store a journal append: a foreign stream that happens to
     // capture the subject refuses it instead of handing out its own sequence.
-    h.set(HEADER_EXPECTED_STREAM, this.#settings.stream);
+    let h: MsgHdrs;
+    let size: number;
     if (request.expectedLastSeq !== undefined) {
-      h.set(HEADER_EXPECTED_LAST_SUBJECT_SEQ, String(request.expectedLastSeq));
-      if (request.fenceSubject) h.set(HEADER_EXPECTED_LAST_SUBJECT_SEQ_SUBJECT, request.fenceSubject);
+      h = natsHeaders();
+      h.append(HEADER_MSG_ID, request.eventId);
+      h.append(HEADER_EXPECTED_STREAM, this.#settings.stream);
+      h.append(HEADER_EXPECTED_LAST_SUBJECT_SEQ, String(request.expectedLastSeq));
+      if (request.fenceSubject) h.append(HEADER_EXPECTED_LAST_SUBJECT_SEQ_SUBJECT, request.fenceSubject);
+      size = request.data.length + headerBytes(h);
+    } else {
+      h = new FixedHeaders([
+        [HEADER_MSG_ID, request.eventId],
+        [HEADER_EXPECTED_STREAM, this.#settings.stream],
+      ]);
+      // What headerBytes(h) counts, without walking the headers on every append.
+      size = request.data.length + this.#fixedHeaderBytes + Buffer.byteLength(request.eventId);
     }
     // max_payload counts the headers too.
     const max = this.#nc.info?.max_payload;
-    const size = request.data.length + headerBytes(h);
-    if (max !== undefined && size > max) throw new MessageTooLargeError(size, max, "max_payload");
+    if (max !== undefined && size > max) return Promise.reject(new MessageTooLargeError(size, max, "max_payload"));
+    if (this.#inFlight.size >= this.#settings.maxInFlight) return this.#appendWhenFree(request, h);
+    return this.#start(request, h);
+  }
+
+  async #appendWhenFree(request: AppendRequest, h: MsgHdrs): Promise<AppendAck> {
     while (this.#inFlight.size >= this.#settings.maxInFlight) {
       await new Promise<void>((resolve) => this.#waiting.push(resolve));
       if (this.#closed) throw new ConnectionClosedError();
     }
+    return this.#start(request, h);
+  }
+
+  #start(request: AppendRequest, h: MsgHdrs): Promise<AppendAck> {
     this.#ensureSubscribed();
     return new Promise<AppendAck>((resolve, reject) => {
       const p = new PendingAppend(request, h, resolve, reject, this.#settings.publishDeadlineMs);

@@ -9,7 +9,7 @@ import { ConnectionClosedError, MessageTooLargeError, OptionsError, PublishError
 import type { EventRegistry } from "../events/registry.js";
 import { requireFeature } from "../connection/server-version.js";
 import { eventSubject, sessionJournalSubject } from "../subjects/subjects.js";
-import { headerBytes, type JournalWriter } from "./journal-writer.js";
+import { FixedHeaders, headerBytes, type JournalWriter } from "./journal-writer.js";
 
 /** Header on a live preview: the last journal sequence its loop had written when it was sent. */
 export const HEADER_LAST_JOURNAL_SEQ = "Jetloop-Last-Journal-Seq";
@@ -38,9 +38,10 @@ interface Header {
 }
 
 const LAST_SEQ_MEMORY = 10_000;
+const LIVE_HEADER_BYTES = headerBytes(natsHeaders()) + `\r\n${HEADER_LAST_JOURNAL_SEQ}: `.length;
 
 export class Publisher<E> {
-  readonly #lastSeqByLoop = new Map<string, number>();
+  readonly #lastSeq = new LastSeqMemory(LAST_SEQ_MEMORY);
 
   constructor(
     private readonly nc: NatsConnection,
@@ -50,16 +51,17 @@ export class Publisher<E> {
   ) {}
 
   async publish(event: E, options: PublishOptions = {}): Promise<PublishResult> {
-    const { event: valid, bytes, definition } = encodeValidated(event, { registry: this.registry, maxBytes: this.settings.maxEventBytes });
+    const { event: valid, bytes, definition } = encodeValidated(event, { registry: this.registry, maxBytes: this.settings.maxEventBytes, pooled: true });
     const header = valid as unknown as Header;
     const address = { sessionId: header.sessionId, loopId: header.loopId, family: definition.family, type: definition.type };
     if (definition.class === "ephemeral") {
       if (options.expectedLastSeq !== undefined) throw new OptionsError("expectedLastSeq", "applies to enduring events only");
       const subject = eventSubject(this.settings.namespace, "live", address);
-      const h = natsHeaders();
-      h.set(HEADER_LAST_JOURNAL_SEQ, String(this.#lastSeqByLoop.get(loopKey(header)) ?? 0));
+      const last = String(this.#lastSeq.get(loopKey(header)) ?? 0);
+      const h = new FixedHeaders([[HEADER_LAST_JOURNAL_SEQ, last]]);
       const max = this.nc.info?.max_payload;
-      const size = bytes.length + headerBytes(h);
+      // headerBytes(h), counted without walking the headers: the value is ASCII digits.
+      const size = bytes.length + LIVE_HEADER_BYTES + last.length;
       if (max !== undefined && size > max) throw new MessageTooLargeError(size, max, "max_payload");
       try {
         this.nc.publish(subject, bytes, { headers: h });
@@ -91,13 +93,40 @@ export class Publisher<E> {
   }
 
   #remember(header: Header, seq: number): void {
-    const key = loopKey(header);
-    const known = this.#lastSeqByLoop.get(key);
-    if (known !== undefined && known >= seq) return;
-    this.#lastSeqByLoop.delete(key);
-    this.#lastSeqByLoop.set(key, seq);
-    if (this.#lastSeqByLoop.size > LAST_SEQ_MEMORY) {
-      this.#lastSeqByLoop.delete(this.#lastSeqByLoop.keys().next().value!);
+    this.#lastSeq.remember(loopKey(header), seq);
+  }
+}
+
+/**
+ * The last journal sequence each loop wrote, bounded: two generations of at most half the
+ * budget each. A loop's entry is updated in place (no delete and re-insert per append);
+ * when the young generation is full it becomes the old one and the previous old one is
+ * dropped, so a loop not heard of for a whole generation is forgotten.
+ */
+class LastSeqMemory {
+  #young = new Map<string, number>();
+  #old = new Map<string, number>();
+  readonly #generation: number;
+
+  constructor(budget: number) {
+    this.#generation = Math.max(1, Math.floor(budget / 2));
+  }
+
+  get(key: string): number | undefined {
+    return this.#young.get(key) ?? this.#old.get(key);
+  }
+
+  remember(key: string, seq: number): void {
+    const young = this.#young.get(key);
+    if (young !== undefined) {
+      if (seq > young) this.#young.set(key, seq);
+      return;
+    }
+    const old = this.#old.get(key);
+    this.#young.set(key, old !== undefined && old > seq ? old : seq);
+    if (this.#young.size >= this.#generation) {
+      this.#old = this.#young;
+      this.#young = new Map();
     }
   }
 }

@@ -1,0 +1,80 @@
+/**
+ * 1. Enduring append throughput, the same durability on both sides: every append is
+ * acknowledged by the stream and carries a message id. Three contenders, the same
+ * number of appends in flight (jetloop's default maxInFlight):
+ *   - jetloop: `bus.publish(event)` — validation, encoding, subject, headers, ack matching;
+ *   - stock:   `js.publish(subject, bytes, { msgID })` from @nats-io/jetstream;
+ *   - lean:    the lean raw loop (lib/lean.ts) with pre-encoded payloads.
+ */
+import { type BenchContext, type Row, targetMet } from "./lib/context.js";
+import { enduringBatch, toWire } from "./lib/events.js";
+import { LeanAppender } from "./lib/lean.js";
+import { median, nowMs, windowed } from "./lib/stats.js";
+
+export const IN_FLIGHT = 1024;
+
+export async function runAppend(ctx: BenchContext): Promise<Row[]> {
+  const n = ctx.options.quick ? 5_000 : 20_000;
+  const s = await ctx.setup("append", { maxInFlight: IN_FLIGHT });
+  const lean = new LeanAppender(s.nc);
+  const samples = { jetloop: [] as number[], stock: [] as number[], lean: [] as number[] };
+  try {
+    const contenders: Record<keyof typeof samples, () => Promise<number>> = {
+      jetloop: async () => {
+        const events = enduringBatch(n);
+        const t0 = nowMs();
+        await windowed(n, IN_FLIGHT, (i) => s.bus.publish(events[i]!));
+        return (n / (nowMs() - t0)) * 1000;
+      },
+      stock: async () => {
+        const wire = enduringBatch(n).map((e) => toWire(s.ns, e));
+        const t0 = nowMs();
+        await windowed(n, IN_FLIGHT, (i) => s.js.publish(wire[i]!.subject, wire[i]!.data, { msgID: wire[i]!.eventId }));
+        return (n / (nowMs() - t0)) * 1000;
+      },
+      lean: async () => {
+        const wire = enduringBatch(n).map((e) => toWire(s.ns, e));
+        const t0 = nowMs();
+        await windowed(n, IN_FLIGHT, (i) => lean.append(wire[i]!.subject, wire[i]!.data, wire[i]!.eventId));
+        return (n / (nowMs() - t0)) * 1000;
+      },
+    };
+    // A warm-up round of each (JIT, server file blocks), then the repetitions, the order
+    // rotated each time so drift on a noisy machine does not favour one contender.
+    const names = Object.keys(contenders) as (keyof typeof samples)[];
+    for (const name of names) await contenders[name]();
+    for (let r = 0; r < ctx.options.reps; r++) {
+      const order = names.map((_, i) => names[(i + r) % names.length]!);
+      for (const name of order) {
+        await s.jsm.streams.purge(s.stream);
+        samples[name].push(await contenders[name]());
+      }
+      ctx.log(`append rep ${r + 1}: ${names.map((k) => `${k} ${Math.round(samples[k].at(-1)!)}/s`).join(", ")}`);
+    }
+  } finally {
+    lean.close();
+    await s.close();
+  }
+  const j = median(samples.jetloop);
+  const rows: Row[] = [];
+  for (const [raw, target] of [
+    ["stock", ">= 3"],
+    ["lean", ">= 0.7"],
+  ] as const) {
+    const m = median(samples[raw]);
+    rows.push({
+      bench: "1 enduring append",
+      metric: "throughput",
+      unit: "events/s",
+      raw: raw === "stock" ? `js.publish, ${IN_FLIGHT} in flight` : "lean raw loop",
+      jetloopMedian: j,
+      rawMedian: m,
+      ratio: j / m,
+      target,
+      met: targetMet(j / m, target),
+      jetloopSamples: samples.jetloop,
+      rawSamples: samples[raw],
+    });
+  }
+  return rows;
+}

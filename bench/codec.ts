@@ -1,0 +1,64 @@
+/**
+ * 0. The codec alone, in this process, no server: what validation and encoding cost per
+ * event, against the floor of doing only the JSON work. These figures explain the ratios
+ * of the network benchmarks (a target of 80-90% of a raw client is a budget of a few
+ * microseconds per event for everything jetloop adds).
+ *   encode: encodeEvent (validate, map to the wire, JSON, UTF-8) vs JSON.stringify + UTF-8
+ *           of the already-mapped wire object;
+ *   decode: unmarshalEvent (UTF-8, strict JSON, map from the wire, validate) vs UTF-8 +
+ *           JSON.parse;
+ *   validate: validateEvent vs the parse jetloop ran before its hot path was changed
+ *           (`schema.safeParse(event, { reportInput: true })`; the rules are the same).
+ */
+import { defaultRegistry, encodeEvent, unmarshalEvent, validateEvent, type JetloopEvent } from "../src/index.js";
+import { type BenchContext, type Row } from "./lib/context.js";
+import { enduringBatch } from "./lib/events.js";
+import { median } from "./lib/stats.js";
+
+const N = 20_000;
+
+function perEvent(n: number, f: (i: number) => unknown): number {
+  const t0 = process.hrtime.bigint();
+  for (let i = 0; i < n; i++) f(i);
+  return Number(process.hrtime.bigint() - t0) / 1e3 / n;
+}
+
+export function runCodec(ctx: BenchContext): Promise<Row[]> {
+  const events: JetloopEvent[] = enduringBatch(N);
+  const encoder = new TextEncoder();
+  const decoder = new TextDecoder();
+  const bytes = events.map((e) => encodeEvent(e));
+  const wire = bytes.map((b) => JSON.parse(decoder.decode(b)) as unknown);
+  const schema = defaultRegistry.get("PermissionDecided")!.schema;
+  const pairs: [string, (i: number) => unknown, string, (i: number) => unknown][] = [
+    ["encode", (i) => encodeEvent(events[i]!), "JSON.stringify + UTF-8", (i) => encoder.encode(JSON.stringify(wire[i]))],
+    ["decode", (i) => unmarshalEvent(bytes[i]!), "UTF-8 + JSON.parse", (i): unknown => JSON.parse(decoder.decode(bytes[i]))],
+    ["validate", (i) => validateEvent(events[i]!), "safeParse(e, { reportInput }), as before", (i) => schema.safeParse(events[i]!, { reportInput: true })],
+  ];
+  const rows: Row[] = [];
+  for (const [metric, jetloop, rawLabel, raw] of pairs) {
+    const j: number[] = [];
+    const r: number[] = [];
+    perEvent(N, jetloop);
+    perEvent(N, raw);
+    for (let k = 0; k < ctx.options.reps; k++) {
+      j.push(perEvent(N, jetloop));
+      r.push(perEvent(N, raw));
+    }
+    ctx.log(`codec ${metric}: jetloop ${median(j).toFixed(2)} µs, ${rawLabel} ${median(r).toFixed(2)} µs`);
+    rows.push({
+      bench: "0 codec, no network",
+      metric: `${metric} PermissionDecided (${bytes[0]!.length} B)`,
+      unit: "µs/event",
+      raw: rawLabel,
+      jetloopMedian: median(j),
+      rawMedian: median(r),
+      ratio: median(j) / median(r),
+      target: "",
+      met: undefined,
+      jetloopSamples: j,
+      rawSamples: r,
+    });
+  }
+  return Promise.resolve(rows);
+}

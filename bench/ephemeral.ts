@@ -1,0 +1,80 @@
+/**
+ * 3. Ephemeral publish throughput: jetloop `bus.publish(preview)` (validation, encoding,
+ * live subject, the last-journal-sequence header) against raw `nc.publish` of the same
+ * bytes with the same header, timed until `flush()` returns (the server has them all).
+ * Both sides hand control back to the event loop every BATCH messages, so NATS.js
+ * writes to the socket at the same cadence. No subscriber: a subscriber in this process
+ * would add the same decoding work to both sides and measure the reader, not the writer.
+ */
+import { headers } from "@nats-io/transport-node";
+import { HEADER_LAST_JOURNAL_SEQ } from "../src/index.js";
+import { type BenchContext, type Row, targetMet } from "./lib/context.js";
+import { coordinates, ephemeralEvent, toWire } from "./lib/events.js";
+import { median, nowMs } from "./lib/stats.js";
+
+const BATCH = 1000;
+
+export async function runEphemeral(ctx: BenchContext): Promise<Row[]> {
+  const n = ctx.options.quick ? 20_000 : 100_000;
+  const s = await ctx.setup("ephemeral");
+  const samples = { jetloop: [] as number[], raw: [] as number[] };
+  const makeEvents = (count: number) => {
+    const c = Array.from({ length: 16 }, () => coordinates());
+    return Array.from({ length: count }, (_, i) => ephemeralEvent(c[i % c.length]!));
+  };
+  const contenders = {
+    jetloop: async (): Promise<number> => {
+      const events = makeEvents(n);
+      const t0 = nowMs();
+      for (let i = 0; i < n; i += BATCH) {
+        const end = Math.min(n, i + BATCH);
+        const pending = [];
+        for (let k = i; k < end; k++) pending.push(s.bus.publish(events[k]!));
+        await Promise.all(pending);
+      }
+      await s.bus.nc.flush();
+      return (n / (nowMs() - t0)) * 1000;
+    },
+    raw: async (): Promise<number> => {
+      const wire = makeEvents(n).map((e) => toWire(s.ns, e));
+      const h = headers();
+      h.set(HEADER_LAST_JOURNAL_SEQ, "0");
+      const t0 = nowMs();
+      for (let i = 0; i < n; i += BATCH) {
+        const end = Math.min(n, i + BATCH);
+        for (let k = i; k < end; k++) s.nc.publish(wire[k]!.subject, wire[k]!.data, { headers: h });
+        await Promise.resolve();
+      }
+      await s.nc.flush();
+      return (n / (nowMs() - t0)) * 1000;
+    },
+  };
+  try {
+    await contenders.jetloop();
+    await contenders.raw();
+    for (let r = 0; r < ctx.options.reps; r++) {
+      const order = r % 2 === 0 ? (["jetloop", "raw"] as const) : (["raw", "jetloop"] as const);
+      for (const name of order) samples[name].push(await contenders[name]());
+      ctx.log(`ephemeral rep ${r + 1}: jetloop ${Math.round(samples.jetloop.at(-1)!)}/s raw ${Math.round(samples.raw.at(-1)!)}/s`);
+    }
+  } finally {
+    await s.close();
+  }
+  const j = median(samples.jetloop);
+  const raw = median(samples.raw);
+  return [
+    {
+      bench: "3 ephemeral publish",
+      metric: "throughput",
+      unit: "events/s",
+      raw: "nc.publish, same bytes",
+      jetloopMedian: j,
+      rawMedian: raw,
+      ratio: j / raw,
+      target: ">= 0.8",
+      met: targetMet(j / raw, ">= 0.8"),
+      jetloopSamples: samples.jetloop,
+      rawSamples: samples.raw,
+    },
+  ];
+}

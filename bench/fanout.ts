@@ -1,0 +1,292 @@
+/**
+ * 7. Fan-out: 1,000 loop-filtered live subscriptions in one process while events for all
+ * loops flow. Each subscription must receive exactly its own loop's events. Reported:
+ * the time to open the subscriptions, client heap per subscription, the delivery rate
+ * (deliveries per second, first publish to last delivery) and the append rate of the
+ * publisher meanwhile (the server's work per stored message grows with its consumers).
+ * Server memory is not reported: the server's RSS does not shrink between trials, so
+ * its deltas were noise.
+ *
+ *   jetloop: bus.subscribeEvents({ enduring: { loops: [loop] } }) per loop — one ordered
+ *            JetStream consumer per subscription (filters: the loop, and `_` for
+ *            session-scoped events);
+ *   raw:     one raw ordered consumer per loop with the same two filter subjects;
+ *   republish (informative): the stream republishes every stored message to
+ *            {ns}.feed.>, and each loop is a core subscription on its feed subject —
+ *            the fan-out DESIGN.md §9 recommends, sketched with the raw client.
+ */
+import { DeliverPolicy, type ConsumerMessages } from "@nats-io/jetstream";
+import { jetstream } from "@nats-io/jetstream";
+import { connect as natsConnect, type NatsConnection, type Subscription as NatsSub } from "@nats-io/transport-node";
+import { connect, type Jetloop, type Subscription } from "../src/index.js";
+import { type BenchContext, type Row, type Setup, targetMet } from "./lib/context.js";
+import { coordinates, enduringEvent, type Coordinates } from "./lib/events.js";
+import { gc, median, nowMs, sleep } from "./lib/stats.js";
+
+const SESSIONS = 50;
+const LOOPS_PER_SESSION = 20;
+const EVENTS_PER_LOOP = 5;
+const OPEN_CONCURRENCY = 32;
+
+interface Trial {
+  openMs: number;
+  heapPerSubKiB: number;
+  deliveriesPerSec: number;
+  appendsPerSec: number;
+  closeMs: number;
+}
+
+/**
+ * Makes sure the stream has no consumers before a trial. Returns how many were still there
+ * a second after the previous trial closed everything: NATS.js ordered consumers are not
+ * deleted on close, they expire after their inactive threshold (5 minutes), and
+ * nats-server 2.15 allows 1,000 consumers per stream by default. Leftovers are deleted.
+ */
+async function drain(s: Setup): Promise<number> {
+  await sleep(1000);
+  const names: string[] = [];
+  for await (const c of s.jsm.consumers.list(s.stream)) names.push(c.name);
+  await openAll(names.length, (i) => s.jsm.consumers.delete(s.stream, names[i]!).catch(() => false));
+  return names.length;
+}
+
+async function settle(): Promise<void> {
+  await sleep(200);
+  gc();
+  await sleep(50);
+  gc();
+}
+
+/** Opens `count` things `OPEN_CONCURRENCY` at a time. */
+async function openAll<T>(count: number, open: (i: number) => Promise<T>): Promise<T[]> {
+  const out = new Array<T>(count);
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: OPEN_CONCURRENCY }, async () => {
+      while (next < count) {
+        const i = next++;
+        out[i] = await open(i);
+      }
+    }),
+  );
+  return out;
+}
+
+/** Per loop: deliveries seen and deliveries of a foreign loop (must stay 0). */
+class Tally {
+  readonly got: Int32Array;
+  foreign = 0;
+  total = 0;
+  constructor(loops: number) {
+    this.got = new Int32Array(loops);
+  }
+  hit(loop: number, ok: boolean): void {
+    if (ok) this.got[loop]! += 1;
+    else this.foreign++;
+    this.total++;
+  }
+  verify(expected: number): void {
+    if (this.foreign !== 0) throw new Error(`fan-out: ${this.foreign} deliveries reached the wrong loop`);
+    for (let i = 0; i < this.got.length; i++) {
+      if (this.got[i] !== expected) throw new Error(`fan-out: loop ${i} received ${this.got[i]} of ${expected}`);
+    }
+  }
+}
+
+async function publishAllLoops(s: Setup, loops: Coordinates[]): Promise<number> {
+  const events = [];
+  for (let k = 0; k < EVENTS_PER_LOOP; k++) for (const c of loops) events.push(enduringEvent(c));
+  const t0 = nowMs();
+  for (let i = 0; i < events.length; i += 1000) await s.bus.publishAll(events.slice(i, i + 1000));
+  return t0;
+}
+
+async function waitTotal(t: Tally, expected: number, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (t.total < expected) {
+    if (Date.now() > deadline) throw new Error(`fan-out: ${t.total} of ${expected} deliveries`);
+    await sleep(2);
+  }
+}
+
+async function jetloopTrial(ctx: BenchContext, s: Setup, loops: Coordinates[]): Promise<Trial> {
+  const reader: Jetloop = await connect({ servers: ctx.server.url, namespace: s.ns, name: "jetloop-fanout" });
+  const tally = new Tally(loops.length);
+  await settle();
+  const heap0 = process.memoryUsage().heapUsed;
+  const t0 = nowMs();
+  const subs: Subscription<unknown>[] = (await openAll(loops.length, (i) =>
+    reader.subscribeEvents({ enduring: { loops: [loops[i]!.loopId] } }, { start: "new" }),
+  )) as Subscription<unknown>[];
+  const openMs = nowMs() - t0;
+  await settle();
+  const heap1 = process.memoryUsage().heapUsed;
+  const readers = subs.map(async (sub, i) => {
+    for await (const d of sub) tally.hit(i, (d.event as { loopId?: string }).loopId === loops[i]!.loopId);
+  });
+  const expected = loops.length * EVENTS_PER_LOOP;
+  const p0 = await publishAllLoops(s, loops);
+  const published = nowMs() - p0;
+  await waitTotal(tally, expected);
+  const rate = (expected / (nowMs() - p0)) * 1000;
+  const appendsPerSec = (expected / published) * 1000;
+  await sleep(100); // anything extra would show up now
+  tally.verify(EVENTS_PER_LOOP);
+  const c0 = nowMs();
+  await Promise.all(subs.map((sub) => sub.close()));
+  const closeMs = nowMs() - c0;
+  await Promise.all(readers);
+  await reader.close();
+  return {
+    openMs,
+    heapPerSubKiB: (heap1 - heap0) / loops.length / 1024,
+    deliveriesPerSec: rate,
+    appendsPerSec,
+    closeMs,
+  };
+}
+
+async function rawTrial(ctx: BenchContext, s: Setup, loops: Coordinates[]): Promise<Trial> {
+  const nc: NatsConnection = await natsConnect({ servers: ctx.server.url, name: "raw-fanout" });
+  const js = jetstream(nc);
+  const tally = new Tally(loops.length);
+  const decoder = new TextDecoder();
+  await settle();
+  const heap0 = process.memoryUsage().heapUsed;
+  const t0 = nowMs();
+  const streams: ConsumerMessages[] = await openAll(loops.length, async (i) => {
+    const loop = loops[i]!.loopId;
+    const consumer = await js.consumers.get(s.stream, {
+      filter_subjects: [`${s.ns}.journal.*.${loop}.>`, `${s.ns}.journal.*._.>`],
+      deliver_policy: DeliverPolicy.New,
+    });
+    return consumer.consume({ max_messages: 256 });
+  });
+  const openMs = nowMs() - t0;
+  await settle();
+  const heap1 = process.memoryUsage().heapUsed;
+  const readers = streams.map(async (messages, i) => {
+    const needle = `"loop_id":"${loops[i]!.loopId}"`;
+    for await (const m of messages) tally.hit(i, decoder.decode(m.data).includes(needle));
+  });
+  const expected = loops.length * EVENTS_PER_LOOP;
+  const p0 = await publishAllLoops(s, loops);
+  const published = nowMs() - p0;
+  await waitTotal(tally, expected);
+  const rate = (expected / (nowMs() - p0)) * 1000;
+  const appendsPerSec = (expected / published) * 1000;
+  await sleep(100);
+  tally.verify(EVENTS_PER_LOOP);
+  const c0 = nowMs();
+  for (const m of streams) m.stop();
+  await Promise.all(streams.map((m) => m.close().catch(() => undefined)));
+  const closeMs = nowMs() - c0;
+  await Promise.all(readers);
+  await nc.close();
+  return {
+    openMs,
+    heapPerSubKiB: (heap1 - heap0) / loops.length / 1024,
+    deliveriesPerSec: rate,
+    appendsPerSec,
+    closeMs,
+  };
+}
+
+/** The proposal: the stream republishes to {ns}.feed.>, one core subscription per loop. */
+async function republishTrial(ctx: BenchContext, s: Setup, loops: Coordinates[]): Promise<Trial> {
+  const nc: NatsConnection = await natsConnect({ servers: ctx.server.url, name: "raw-republish" });
+  const tally = new Tally(loops.length);
+  const decoder = new TextDecoder();
+  await settle();
+  const heap0 = process.memoryUsage().heapUsed;
+  const t0 = nowMs();
+  const subs: NatsSub[] = loops.map((c, i) => {
+    const needle = `"loop_id":"${c.loopId}"`;
+    return nc.subscribe(`${s.ns}.feed.*.${c.loopId}.>`, {
+      callback: (_err, m) => tally.hit(i, m.headers?.get("Nats-Sequence") !== "" && decoder.decode(m.data).includes(needle)),
+    });
+  });
+  await nc.flush();
+  const openMs = nowMs() - t0;
+  await settle();
+  const heap1 = process.memoryUsage().heapUsed;
+  const expected = loops.length * EVENTS_PER_LOOP;
+  const p0 = await publishAllLoops(s, loops);
+  const published = nowMs() - p0;
+  await waitTotal(tally, expected);
+  const rate = (expected / (nowMs() - p0)) * 1000;
+  const appendsPerSec = (expected / published) * 1000;
+  await sleep(100);
+  tally.verify(EVENTS_PER_LOOP);
+  const c0 = nowMs();
+  for (const sub of subs) sub.unsubscribe();
+  await nc.flush();
+  const closeMs = nowMs() - c0;
+  await nc.close();
+  return {
+    openMs,
+    heapPerSubKiB: (heap1 - heap0) / loops.length / 1024,
+    deliveriesPerSec: rate,
+    appendsPerSec,
+    closeMs,
+  };
+}
+
+export async function runFanout(ctx: BenchContext): Promise<Row[]> {
+  const s = await ctx.setup("fanout");
+  const loops: Coordinates[] = [];
+  for (let i = 0; i < SESSIONS; i++) {
+    const sessionId = coordinates().sessionId;
+    for (let l = 0; l < LOOPS_PER_SESSION; l++) loops.push(coordinates(sessionId));
+  }
+  // Fewer repetitions: one trial opens a thousand consumers.
+  const reps = Math.max(1, Math.min(ctx.options.reps, ctx.options.quick ? 1 : 3));
+  const trials = { jetloop: [] as Trial[], raw: [] as Trial[], republish: [] as Trial[] };
+  const leftovers = { jetloop: [] as number[], raw: [] as number[], republish: [] as number[] };
+  try {
+    const info = await s.jsm.streams.info(s.stream);
+    await s.jsm.streams.update(s.stream, { ...info.config, republish: { src: `${s.ns}.journal.>`, dest: `${s.ns}.feed.>` } });
+    for (let r = 0; r < reps; r++) {
+      const order = r % 2 === 0 ? (["jetloop", "raw", "republish"] as const) : (["raw", "jetloop", "republish"] as const);
+      for (const name of order) {
+        const t = await { jetloop: jetloopTrial, raw: rawTrial, republish: republishTrial }[name](ctx, s, loops);
+        trials[name].push(t);
+        leftovers[name].push(await drain(s));
+        ctx.log(
+          `fanout ${name} rep ${r + 1}: ${leftovers[name].at(-1)} consumers left 1 s after close; open ${t.openMs.toFixed(0)} ms, heap ${t.heapPerSubKiB.toFixed(1)} KiB/sub, ${Math.round(t.deliveriesPerSec)} deliveries/s, appends ${Math.round(t.appendsPerSec)}/s, close ${t.closeMs.toFixed(0)} ms`,
+        );
+      }
+    }
+  } finally {
+    await s.close();
+  }
+  const n = loops.length;
+  const metrics: [keyof Trial, string, string, string][] = [
+    ["deliveriesPerSec", `delivery rate, ${n} subs`, "deliveries/s", ""],
+    ["appendsPerSec", "append rate meanwhile", "events/s", ""],
+    ["openMs", `open ${n} subs`, "ms", ""],
+    ["heapPerSubKiB", "client heap per sub", "KiB", ""],
+    ["closeMs", `close ${n} subs`, "ms", ""],
+  ];
+  const rows: Row[] = [];
+  for (const [key, metric, unit, target] of metrics) {
+    const j = trials.jetloop.map((t) => t[key]);
+    for (const other of ["raw", "republish"] as const) {
+      const o = trials[other].map((t) => t[key]);
+      rows.push({
+        bench: "7 fan-out",
+        metric,
+        unit,
+        raw: other === "raw" ? `${n} raw ordered consumers` : "republish + core subs",
+        jetloopMedian: median(j),
+        rawMedian: median(o),
+        ratio: median(j) / median(o),
+        target,
+        met: targetMet(median(j) / median(o), target),
+        jetloopSamples: j,
+        rawSamples: o,
+      });
+    }
+  }
+  return rows;
+}

@@ -1,0 +1,56 @@
+/** Small statistics helpers for the benchmarks: medians, percentiles, ratios. */
+
+export function median(xs: readonly number[]): number {
+  if (xs.length === 0) return Number.NaN;
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = s.length >> 1;
+  return s.length % 2 === 1 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
+}
+
+/** Nearest-rank percentile (p in 0..100) of an unsorted sample. */
+export function percentile(xs: readonly number[], p: number): number {
+  if (xs.length === 0) return Number.NaN;
+  const s = Float64Array.from(xs).sort();
+  const rank = Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1));
+  return s[rank]!;
+}
+
+/** High-resolution clock in milliseconds. */
+export function nowMs(): number {
+  return Number(process.hrtime.bigint()) / 1e6;
+}
+
+/** High-resolution clock in microseconds (for latency samples). */
+export function nowUs(): number {
+  return Number(process.hrtime.bigint()) / 1e3;
+}
+
+export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** Runs `n` tasks keeping at most `window` in flight; resolves when all have settled. */
+export async function windowed(n: number, window: number, task: (i: number) => Promise<unknown>): Promise<void> {
+  let next = 0;
+  let failed: unknown;
+  const lane = async (): Promise<void> => {
+    while (next < n && failed === undefined) {
+      const i = next++;
+      try {
+        await task(i);
+      } catch (e) {
+        failed ??= e;
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(window, n) }, lane));
+  if (failed !== undefined) throw asError(failed);
+}
+
+/** Forces a full garbage collection (the flag is set at start-up by run.ts). */
+export function gc(): void {
+  (globalThis as { gc?: () => void }).gc?.();
+}
+
+/** A thrown value as an Error. */
+export function asError(e: unknown): Error {
+  return e instanceof Error ? e : new Error(typeof e === "string" ? e : JSON.stringify(e));
+}
