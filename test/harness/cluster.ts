@@ -149,3 +149,21 @@ export async function startCluster(opts: StartClusterOptions = {}): Promise<Nats
     close,
   };
 }
+
+/**
+ * Provisions once every peer can take a replica: right after the meta leader is elected,
+ * a fresh cluster may still answer "no suitable peers for placement", or not answer in
+ * time, for a moment. Provisioning is idempotent, so trying again is safe.
+ */
+export async function provisionOnCluster(provision: () => Promise<unknown>, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      await provision();
+      return;
+    } catch (e) {
+      if (Date.now() > deadline || !/suitable peers|peer offline|insufficient resources|timeout/i.test(String((e as Error).message) + String((e as { cause?: Error }).cause?.message))) throw e;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }
+}

@@ -2,7 +2,7 @@
 // (SIGKILL) mid-load and brought back.
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect, type JetloopEvent } from "../../../../src/index.js";
-import { startCluster } from "../../cluster.js";
+import { provisionOnCluster, startCluster } from "../../cluster.js";
 import { sleep, waitFor } from "../../server.js";
 import { row, tally, type ScenarioRecord } from "../figures.js";
 import { auditStream, captureLogger, collect, countAttempts, enduring, resumedAfter, eventIdOf, newCoords, produce, summarize, within, type AppendOutcome } from "../workload.js";
@@ -50,7 +50,7 @@ export async function leaderKillScenario(ctx: ScenarioContext, o: LeaderKillOpti
     natsOptions: { reconnectTimeWait: 200, name: "reliability-leader" },
   });
   try {
-    await bus.provision({ replicas: 3 });
+    await provisionOnCluster(() => bus.provision({ replicas: 3 }));
     const sends = countAttempts(bus);
     const jsm = await jetstreamManager(admin, { checkAPI: false, timeout: 1000 });
     const leaderOf = async (): Promise<string> => (await jsm.streams.info(bus.stream)).cluster?.leader ?? "";
