@@ -153,9 +153,10 @@ export async function startCluster(opts: StartClusterOptions = {}): Promise<Nats
 /**
  * Provisions once every peer can take a replica: right after the meta leader is elected,
  * a fresh cluster may still answer "no suitable peers for placement", or not answer in
- * time, for a moment. Provisioning is idempotent, so trying again is safe.
+ * time, for a while (2.10 under load: over 20 s). Provisioning is idempotent, so trying
+ * again is safe.
  */
-export async function provisionOnCluster(provision: () => Promise<unknown>, timeoutMs = 20_000): Promise<void> {
+export async function provisionOnCluster(provision: () => Promise<unknown>, timeoutMs = 60_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     try {

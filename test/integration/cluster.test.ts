@@ -39,5 +39,5 @@ describe("on a three-node cluster", () => {
     }
     // A resent append (an ack lost under load) may be stored after a later one: compare sets.
     expect(seqs).toEqual(published.map((p) => p.journalSeq).sort((a, b) => a - b));
-  });
+  }, 120_000);
 });

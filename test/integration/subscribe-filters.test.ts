@@ -16,47 +16,10 @@ import {
   type Subscription,
 } from "../../src/index.js";
 import { natsServers, uniqueNamespace } from "../harness/context.js";
+import { Reader } from "../harness/reader.js";
 
 // --- reading a subscription without losing a delivery to a timed-out read ------------
 
-const TIMEOUT = Symbol("timeout");
-
-class Reader<D> {
-  readonly #it: AsyncIterator<D>;
-  #pending: Promise<IteratorResult<D>> | undefined;
-
-  constructor(sub: AsyncIterable<D>) {
-    this.#it = sub[Symbol.asyncIterator]();
-  }
-
-  async next(ms: number): Promise<IteratorResult<D> | typeof TIMEOUT> {
-    this.#pending ??= this.#it.next();
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<typeof TIMEOUT>((r) => (timer = setTimeout(() => r(TIMEOUT), ms)));
-    const r = await Promise.race([this.#pending, timeout]);
-    clearTimeout(timer);
-    if (r !== TIMEOUT) this.#pending = undefined;
-    return r;
-  }
-
-  async take(n: number, ms = 10_000): Promise<D[]> {
-    const deadline = Date.now() + ms;
-    const out: D[] = [];
-    while (out.length < n) {
-      const r = await this.next(Math.max(1, deadline - Date.now()));
-      if (r === TIMEOUT) throw new Error(`timed out after ${out.length} of ${n} deliveries`);
-      if (r.done) throw new Error(`the subscription ended after ${out.length} of ${n} deliveries`);
-      out.push(r.value);
-    }
-    return out;
-  }
-
-  /** Resolves with an unexpected extra delivery, or undefined when none came within `ms`. */
-  async extra(ms: number): Promise<D | undefined> {
-    const r = await this.next(ms);
-    return r === TIMEOUT || r.done ? undefined : r.value;
-  }
-}
 
 // --- the traffic -----------------------------------------------------------------------
 

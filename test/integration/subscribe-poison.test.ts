@@ -22,45 +22,8 @@ import {
 } from "../../src/index.js";
 import { natsServers, uniqueNamespace } from "../harness/context.js";
 import { sleep } from "../harness/server.js";
+import { Reader } from "../harness/reader.js";
 
-const TIMEOUT = Symbol("timeout");
-
-/** Reads a subscription with timeouts, never losing a delivery to an abandoned read. */
-class Reader<D> {
-  readonly #it: AsyncIterator<D>;
-  #pending: Promise<IteratorResult<D>> | undefined;
-
-  constructor(sub: AsyncIterable<D>) {
-    this.#it = sub[Symbol.asyncIterator]();
-  }
-
-  async next(ms: number): Promise<IteratorResult<D> | typeof TIMEOUT> {
-    this.#pending ??= this.#it.next();
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<typeof TIMEOUT>((r) => (timer = setTimeout(() => r(TIMEOUT), ms)));
-    const r = await Promise.race([this.#pending, timeout]);
-    clearTimeout(timer);
-    if (r !== TIMEOUT) this.#pending = undefined;
-    return r;
-  }
-
-  async take(n: number, ms = 10_000): Promise<D[]> {
-    const deadline = Date.now() + ms;
-    const out: D[] = [];
-    while (out.length < n) {
-      const r = await this.next(Math.max(1, deadline - Date.now()));
-      if (r === TIMEOUT) throw new Error(`timed out after ${out.length} of ${n} deliveries`);
-      if (r.done) throw new Error(`the subscription ended after ${out.length} of ${n} deliveries`);
-      out.push(r.value);
-    }
-    return out;
-  }
-
-  async extra(ms: number): Promise<D | undefined> {
-    const r = await this.next(ms);
-    return r === TIMEOUT || r.done ? undefined : r.value;
-  }
-}
 
 type Poison = Extract<SubscriptionReport, { kind: "poison" }>;
 
