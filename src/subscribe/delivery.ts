@@ -1,6 +1,6 @@
 import type { JsMsg } from "@nats-io/jetstream";
 import { safeUnmarshalEvent, type DecodeError } from "../codec/codec.js";
-import { DeliveryMismatchError } from "../errors.js";
+import { DeliveryMismatchError, SubscriptionError } from "../errors.js";
 import type { EventRegistry } from "../events/registry.js";
 import { type Channel, eventSubject } from "../subjects/subjects.js";
 
@@ -83,7 +83,12 @@ export function durableDelivery<E>(msg: JsMsg, event: E, onSettle: () => void): 
     deliveryCount: msg.info.deliveryCount,
     async ack() {
       settle();
-      await msg.ackAck();
+      try {
+        await msg.ackAck();
+      } catch (e) {
+        // The server did not confirm (connection lost, timeout): the delivery may come again.
+        throw new SubscriptionError(`ack of journal sequence ${msg.seq} was not confirmed; it may be redelivered`, { cause: e });
+      }
     },
     nak(delayMs?: number) {
       settle();

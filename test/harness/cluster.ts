@@ -62,8 +62,21 @@ async function jsz(monitorUrl: string): Promise<Jsz> {
   return (await res.json()) as Jsz;
 }
 
-/** Starts a JetStream cluster and waits until it has a meta leader. */
+/**
+ * Starts a JetStream cluster and waits until it has a meta leader. A free port can be
+ * taken by another process before a node binds it; such a start is tried again.
+ */
 export async function startCluster(opts: StartClusterOptions = {}): Promise<NatsCluster> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startClusterOnce(opts);
+    } catch (e) {
+      if (attempt >= 3 || !/address already in use/.test(String((e as Error).message))) throw e;
+    }
+  }
+}
+
+async function startClusterOnce(opts: StartClusterOptions): Promise<NatsCluster> {
   const size = opts.size ?? 3;
   const bin = opts.bin ?? findServerBinary(opts.flavor);
   const readyTimeoutMs = opts.readyTimeoutMs ?? 30_000;
