@@ -2,10 +2,10 @@
 // client's ping interval × max outstanding pings, so the client declares the connection
 // stale and reconnects; then the server is resumed (SIGCONT).
 import { connect, type JetloopEvent } from "../../../../src/index.js";
-import { row, tally, type ScenarioRecord } from "../figures.js";
+import { row, tally } from "../figures.js";
 import { sleep, startServer } from "../../server.js";
-import { auditStream, collect, countAttempts, enduring, eventIdOf, newCoords, produce, resumedAfter, summarize, within, type AppendOutcome } from "../workload.js";
-import { adminConnection, record, scenarioNamespace, type ScenarioContext } from "./common.js";
+import { auditStream, collect, countAttempts, enduring, eventIdOf, newCoords, produce, resumedAfter, summarize, within } from "../workload.js";
+import { adminConnection, record, scenarioNamespace, type AppendScenarioResult, type ScenarioContext } from "./common.js";
 
 export interface ClientCutoffOptions {
   readonly events: number;
@@ -21,17 +21,11 @@ export interface ClientCutoffOptions {
   readonly publishDeadlineMs: number;
 }
 
-export interface ClientCutoffResult {
-  readonly record: ScenarioRecord;
-  readonly outcomes: AppendOutcome[];
-  readonly republished: AppendOutcome[];
-  readonly published: string[];
+export interface ClientCutoffResult extends AppendScenarioResult {
   /** Appends that had not settled by their deadline plus slack (must be none). */
   readonly unsettledAtDeadline: number;
   /** Appends that failed typed but whose event the stream holds anyway (the ambiguity). */
   readonly failedButStored: number;
-  readonly journal: ReturnType<typeof tally> & { messages: number };
-  readonly ordered: ReturnType<typeof tally>;
   /** Events appended after the resume, and how many of them the ordered subscriber got. */
   readonly appendedAfterResume: number;
   readonly orderedAfterResume: number;

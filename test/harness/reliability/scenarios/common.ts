@@ -1,7 +1,8 @@
 // What every scenario shares: its run label, a namespace, an admin connection and the
 // ScenarioRecord it returns beside the raw material the tests assert on.
 import { connect as natsConnect, type NatsConnection } from "@nats-io/transport-node";
-import type { FigureRow, ScenarioRecord } from "../figures.js";
+import type { FigureRow, ScenarioRecord, tally } from "../figures.js";
+import type { AppendOutcome } from "../workload.js";
 import { serverFlavor } from "../../server.js";
 
 export interface ScenarioContext {
@@ -35,4 +36,14 @@ export function record(
 /** A plain NATS connection for setup and audits (no jetloop in the way). */
 export function adminConnection(servers: string | string[], extra: Record<string, unknown> = {}): Promise<NatsConnection> {
   return natsConnect({ servers, name: "reliability-admin", maxReconnectAttempts: -1, reconnectTimeWait: 250, ...extra });
+}
+
+/** What every scenario that appends under a fault returns for its tests to assert on. */
+export interface AppendScenarioResult {
+  readonly record: ScenarioRecord;
+  readonly outcomes: AppendOutcome[];
+  readonly republished: AppendOutcome[];
+  readonly published: string[];
+  readonly journal: ReturnType<typeof tally> & { messages: number };
+  readonly ordered: ReturnType<typeof tally>;
 }

@@ -4,9 +4,9 @@ import { jetstreamManager } from "@nats-io/jetstream";
 import { connect, type JetloopEvent } from "../../../../src/index.js";
 import { provisionOnCluster, startCluster } from "../../cluster.js";
 import { sleep, waitFor } from "../../server.js";
-import { row, tally, type ScenarioRecord } from "../figures.js";
-import { auditStream, captureLogger, collect, countAttempts, enduring, resumedAfter, eventIdOf, newCoords, produce, summarize, within, type AppendOutcome } from "../workload.js";
-import { adminConnection, record, scenarioNamespace, type ScenarioContext } from "./common.js";
+import { row, tally } from "../figures.js";
+import { auditStream, captureLogger, collect, countAttempts, enduring, resumedAfter, eventIdOf, newCoords, produce, summarize, within } from "../workload.js";
+import { adminConnection, record, scenarioNamespace, type AppendScenarioResult, type ScenarioContext } from "./common.js";
 
 export interface LeaderKillOptions {
   readonly events: number;
@@ -17,15 +17,9 @@ export interface LeaderKillOptions {
   readonly downMs: number;
 }
 
-export interface LeaderKillResult {
-  readonly record: ScenarioRecord;
-  readonly outcomes: AppendOutcome[];
-  readonly republished: AppendOutcome[];
-  readonly published: string[];
+export interface LeaderKillResult extends AppendScenarioResult {
   readonly oldLeader: string;
   readonly newLeader: string;
-  readonly journal: ReturnType<typeof tally> & { messages: number };
-  readonly ordered: ReturnType<typeof tally>;
   /** Every replica current and holding the same last sequence after the node came back. */
   readonly replicasCurrent: boolean;
 }
