@@ -14,8 +14,9 @@ import { defaultRegistry, type JetloopEvent } from "../events/catalogue.js";
 import type { EventRegistry, EventTypeDefinition } from "../events/registry.js";
 import { validatePermissionRequest } from "../events/request.js";
 import { definitionFor, type SafeResult, validateWith } from "../events/validate.js";
+import { encodePooled } from "./pooled-utf8.js";
 import { parseStrictJson, StrictJsonError } from "./strict-json.js";
-import { fromWire, toWireInto, UnknownWireKeyError } from "./wire.js";
+import { fromWire, toWireJson, UnknownWireKeyError, type WireOpening } from "./wire.js";
 
 /** The wire schema version this codec writes and reads. */
 export const WIRE_VERSION = 1;
@@ -58,29 +59,17 @@ export function encodeEvent<E = JetloopEvent>(event: E, options?: CodecOptions<E
   return encodeValidated(event, options).bytes;
 }
 
-/**
- * Encodes into views of a shared slab instead of a fresh ArrayBuffer per event, which is
- * what TextEncoder.encode costs most of its time on. The views never overlap and a slab is
- * never written twice, so a view stays valid for as long as it is held; but `bytes.buffer`
- * is the whole slab, so only the publisher (which hands the bytes to NATS.js, which copies
- * them) uses it, never the public encoders.
- */
-const SLAB_BYTES = 64 * 1024;
-let slab = new Uint8Array(SLAB_BYTES);
-let slabUsed = 0;
+const ENVELOPE_KEYS: ReadonlySet<string> = new Set(["type", "v"]);
+const envelopes = new WeakMap<EventTypeDefinition, WireOpening>();
 
-function encodePooled(text: string): Uint8Array {
-  // UTF-8 takes at most 3 bytes per UTF-16 code unit.
-  const worst = text.length * 3;
-  if (worst > SLAB_BYTES / 4) return utf8Encoder.encode(text);
-  if (SLAB_BYTES - slabUsed < worst) {
-    slab = new Uint8Array(SLAB_BYTES);
-    slabUsed = 0;
+/** The envelope's own fields, which open every event of a type: `{"type":"X","v":1`. */
+function envelopeOf(def: EventTypeDefinition): WireOpening {
+  let envelope = envelopes.get(def);
+  if (envelope === undefined) {
+    envelope = { text: `{"type":${JSON.stringify(def.type)},"v":${WIRE_VERSION}`, keys: ENVELOPE_KEYS };
+    envelopes.set(def, envelope);
   }
-  const { written } = utf8Encoder.encodeInto(text, slab.subarray(slabUsed));
-  const out = slab.subarray(slabUsed, slabUsed + written);
-  slabUsed += written;
-  return out;
+  return envelope;
 }
 
 /** `encodeEvent`, also returning the normalized event and its type definition. */
@@ -98,8 +87,7 @@ export function encodeValidated<E = JetloopEvent>(event: E, options?: CodecOptio
     }
   }
   const valid = validateWith<E>(def, input);
-  const wire = toWireInto(def.schema, valid as Record<string, unknown>, { type: def.type, v: WIRE_VERSION });
-  const json = JSON.stringify(wire);
+  const json = toWireJson(def.schema, valid, envelopeOf(def));
   const bytes = options?.pooled ? encodePooled(json) : utf8Encoder.encode(json);
   const max = options?.maxBytes ?? DEFAULT_MAX_EVENT_BYTES;
   if (bytes.length > max) {

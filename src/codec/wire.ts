@@ -26,11 +26,20 @@ export function withValueCodec<S extends z.ZodType>(schema: S, codec: ValueCodec
 interface Field {
   readonly camel: string;
   readonly wire: string;
+  /** `"wire":`, as it is written. */
+  readonly key: string;
   readonly node: WireNode;
 }
 
+interface ObjectNode {
+  readonly kind: "object";
+  readonly byCamel: Map<string, Field>;
+  readonly byWire: Map<string, Field>;
+  readonly strict: boolean;
+}
+
 type WireNode =
-  | { readonly kind: "object"; readonly byCamel: Map<string, Field>; readonly byWire: Map<string, Field>; readonly strict: boolean }
+  | ObjectNode
   | { readonly kind: "array"; readonly element: WireNode }
   | { readonly kind: "value"; readonly codec?: ValueCodec }
   | { readonly kind: "opaque" };
@@ -74,7 +83,8 @@ function compile(schema: z.ZodType): WireNode {
       node = { kind: "object", byCamel, byWire, strict };
       compiled.set(schema, node); // before the fields, so recursion terminates
       for (const [camel, child] of Object.entries(def.shape ?? {})) {
-        const field = { camel, wire: toSnake(camel), node: compile(child) };
+        const wire = toSnake(camel);
+        const field = { camel, wire, key: `${JSON.stringify(wire)}:`, node: compile(child) };
         byCamel.set(camel, field);
         byWire.set(field.wire, field);
       }
@@ -142,25 +152,79 @@ function isZero(v: unknown): boolean {
   );
 }
 
-function encode(value: unknown, node: WireNode, into?: Record<string, unknown>): unknown {
+// JSON.stringify's own output for a string of printable ASCII without `"` or `\\`: the
+// common case (ids, timestamps, names) written without a call into the runtime.
+const PLAIN_STRING = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
+
+/** What JSON.stringify writes for `v` (undefined for undefined). */
+function writeAny(v: unknown): string | undefined {
+  if (typeof v === "string") return PLAIN_STRING.test(v) ? `"${v}"` : JSON.stringify(v);
+  if (typeof v === "number" && Number.isFinite(v)) return String(v);
+  return JSON.stringify(v);
+}
+
+/** Fields written before an object's own: an envelope's `{"type":…,"v":1`. */
+export interface WireOpening {
+  /** The text so far, without a trailing comma. */
+  readonly text: string;
+  /** The wire keys it holds, which the object's fields must not write again. */
+  readonly keys: ReadonlySet<string>;
+}
+
+const NO_OPENING: WireOpening = { text: "{", keys: new Set() };
+
+/** The fields of an object node, in schema order (golden vectors pin the bytes), zero values omitted. */
+function writeObject(value: Record<string, unknown>, node: ObjectNode, opening: WireOpening = NO_OPENING): string {
+  let out = opening.text;
+  let sep = out.length > 1 ? "," : "";
+  for (const field of node.byCamel.values()) {
+    if (opening.keys.size !== 0 && opening.keys.has(field.wire)) continue;
+    const text = writeField(value[field.camel], field.node);
+    if (text === undefined) continue;
+    out += `${sep}${field.key}${text}`;
+    sep = ",";
+  }
+  return `${out}}`;
+}
+
+/** A field's JSON text, or undefined when its wire value is a zero the Go encoder omits. */
+function writeField(v: unknown, node: WireNode): string | undefined {
   switch (node.kind) {
     case "object": {
-      if (!isPlainObject(value)) return value;
-      // Schema order, not the caller's key order: the bytes are pinned by golden vectors.
-      const out: Record<string, unknown> = into ?? {};
-      for (const field of node.byCamel.values()) {
-        const v = encode(value[field.camel], field.node);
-        if (!isZero(v)) out[field.wire] = v;
-      }
-      return out;
+      if (!isPlainObject(v)) return isZero(v) ? undefined : writeAny(v);
+      const text = writeObject(v, node);
+      return text === "{}" ? undefined : text;
     }
     case "array":
-      return Array.isArray(value) ? value.map((v) => encode(v, node.element)) : value;
-    case "value":
-      return node.codec ? node.codec.toWire(value) : value;
+      if (!Array.isArray(v)) return isZero(v) ? undefined : writeAny(v);
+      return v.length === 0 ? undefined : writeArray(v, node.element);
+    case "value": {
+      const wire = node.codec ? node.codec.toWire(v) : v;
+      return isZero(wire) ? undefined : writeAny(wire);
+    }
     case "opaque":
-      return value;
+      return isZero(v) ? undefined : writeAny(v);
   }
+}
+
+/** A value's JSON text where nothing is omitted: an array element, or the top level. */
+function writeValue(v: unknown, node: WireNode): string {
+  switch (node.kind) {
+    case "object":
+      return isPlainObject(v) ? writeObject(v, node) : (writeAny(v) ?? "null");
+    case "array":
+      return Array.isArray(v) ? writeArray(v, node.element) : (writeAny(v) ?? "null");
+    case "value":
+      return writeAny(node.codec ? node.codec.toWire(v) : v) ?? "null";
+    case "opaque":
+      return writeAny(v) ?? "null";
+  }
+}
+
+function writeArray(values: readonly unknown[], element: WireNode): string {
+  let out = "[";
+  for (let i = 0; i < values.length; i++) out += `${i === 0 ? "" : ","}${writeValue(values[i], element)}`;
+  return `${out}]`;
 }
 
 /** A key a strict object does not define, found at `path` (wire names, dotted). */
@@ -198,20 +262,16 @@ function decode(value: unknown, node: WireNode, path: string): unknown {
   }
 }
 
-/** camelCase object → snake_case wire object with zero values omitted. */
-export function toWire(schema: z.ZodType, value: unknown): unknown {
-  return encode(value, compile(schema));
-}
-
 /**
- * `toWire` for an object schema, writing the fields into `target` after what it already
- * holds (the envelope's `type` and `v`): one object per event instead of two and a spread.
+ * camelCase value → the JSON text of its snake_case wire form, zero values omitted,
+ * written directly rather than built as an object for JSON.stringify. `opening` starts
+ * the top-level object with fields of its own (an event's envelope).
  */
-export function toWireInto(schema: z.ZodType, value: Record<string, unknown>, target: Record<string, unknown>): Record<string, unknown> {
+export function toWireJson(schema: z.ZodType, value: unknown, opening?: WireOpening): string {
   const node = compile(schema);
-  if (node.kind !== "object") return Object.assign(target, encode(value, node) as object);
-  encode(value, node, target);
-  return target;
+  if (node.kind === "object" && isPlainObject(value)) return writeObject(value, node, opening);
+  if (opening) throw new TypeError("only an object can be written after an envelope");
+  return writeValue(value, node);
 }
 
 /**

@@ -6,7 +6,7 @@
  */
 import { z } from "zod";
 import { parseStrictJson, StrictJsonError } from "../codec/strict-json.js";
-import { fromWire, toWire, UnknownWireKeyError } from "../codec/wire.js";
+import { fromWire, toWireJson, UnknownWireKeyError } from "../codec/wire.js";
 import { CommandError, type CommandErrorCode } from "../errors.js";
 import { permissionEffectSchema } from "../events/catalogue.js";
 import { uuidSchema } from "../events/ids.js";
@@ -58,7 +58,7 @@ const encoder = new TextEncoder();
 const decoder = new TextDecoder("utf-8", { fatal: true });
 
 export function encodeMessage(schema: z.ZodType, value: unknown): Uint8Array {
-  return encoder.encode(JSON.stringify(toWire(schema, value)));
+  return encoder.encode(toWireJson(schema, value));
 }
 
 /** Strictly decodes a command or reply; any defect is a CommandError with `code`. */

@@ -8,7 +8,7 @@
 import { z } from "zod";
 import { RequestDecodeError } from "../errors.js";
 import { parseStrictJson, StrictJsonError } from "../codec/strict-json.js";
-import { fromWire, toWire, UnknownWireKeyError } from "../codec/wire.js";
+import { fromWire, toWireJson, UnknownWireKeyError } from "../codec/wire.js";
 import { uuidSchema } from "./ids.js";
 import { limits, text } from "./text.js";
 
@@ -110,7 +110,7 @@ export function validatePermissionRequest(request: unknown): PermissionRequest {
 
 /** The request as the wire carries it (snake_case, zero values omitted). */
 export function encodePermissionRequest(request: PermissionRequest): string {
-  return JSON.stringify(toWire(permissionRequestSchema, validatePermissionRequest(request)));
+  return toWireJson(permissionRequestSchema, validatePermissionRequest(request));
 }
 
 /** The strict decoder: wire JSON in, a valid request out, or a RequestDecodeError. */

@@ -22,6 +22,7 @@ import {
   PublishError,
   PublishTimeoutError,
 } from "../errors.js";
+import { encodePooled } from "../codec/pooled-utf8.js";
 
 /** JetStream API error codes an ack can carry. */
 const WRONG_LAST_SEQUENCE = 10071;
@@ -69,8 +70,6 @@ export function headerBytes(headers: MsgHdrs): number {
   return n;
 }
 
-const headerEncoder = new TextEncoder();
-
 /**
  * Headers whose keys are constants and whose values are already validated (a UUID, a
  * stream name, a number): built without MsgHdrsImpl's per-call key canonicalization and
@@ -91,7 +90,7 @@ export class FixedHeaders extends MsgHdrsImpl {
       if (this._code !== 0) return super.encode();
       let text = "NATS/1.0";
       for (const [k, values] of this.headers) for (const v of values) text += `\r\n${k}: ${v}`;
-      this.#wire = headerEncoder.encode(`${text}\r\n\r\n`);
+      this.#wire = encodePooled(`${text}\r\n\r\n`);
     }
     return this.#wire;
   }
