@@ -34,58 +34,57 @@ export function parseStrictJson(text: string, maxDepth = DEFAULT_MAX_DEPTH): unk
   // value has as many properties as the text has keys exactly when no object repeats a
   // key. Only when that fails (or the nesting is too deep) does the full scan run, to
   // name the duplicate key and its offset.
-  const props = countProperties(value, 1, maxDepth);
+  const props = value !== null && typeof value === "object" ? countProperties(value, 1, maxDepth) : 0;
   if (props < 0 || props !== countKeys(text)) scanKeys(text, maxDepth);
   return value;
 }
 
 /** Own properties of every object in a parsed value; -1 when it nests deeper than maxDepth. */
-function countProperties(v: unknown, depth: number, maxDepth: number): number {
-  if (v === null || typeof v !== "object") return 0;
+function countProperties(v: object, depth: number, maxDepth: number): number {
   if (depth > maxDepth) return -1;
   let n = 0;
   if (Array.isArray(v)) {
-    for (const item of v) {
+    for (let i = 0; i < v.length; i++) {
+      const item: unknown = v[i];
+      if (item === null || typeof item !== "object") continue;
       const c = countProperties(item, depth + 1, maxDepth);
       if (c < 0) return -1;
       n += c;
     }
     return n;
   }
-  const keys = Object.keys(v);
-  n = keys.length;
-  for (const k of keys) {
-    const c = countProperties((v as Record<string, unknown>)[k], depth + 1, maxDepth);
+  // for-in rather than Object.keys: no array per object. JSON.parse's objects inherit
+  // nothing enumerable; if Object.prototype were polluted, the counts differ and the scan
+  // decides.
+  for (const k in v) {
+    n++;
+    const item: unknown = (v as Record<string, unknown>)[k];
+    if (item === null || typeof item !== "object") continue;
+    const c = countProperties(item, depth + 1, maxDepth);
     if (c < 0) return -1;
     n += c;
   }
   return n;
 }
 
+// JSON whitespace between a string and a colon, which only ever follows a key.
+const SPACED_KEY = /"[ \t\n\r]+:/;
+
 /**
- * The keys in text that JSON.parse has already accepted: the colons outside strings (in
- * JSON a colon outside a string only ever follows a key). Jumps from quote to quote with
- * indexOf; a quote preceded by an odd run of backslashes is escaped.
+ * Counts the keys of text that JSON.parse has already accepted, if every key is followed
+ * directly by its colon (as compact JSON writes it): the `":` whose quote is not escaped.
+ * Such a quote either closes a key or opens a string value starting with a colon, so the
+ * count is never below the number of keys, while the parsed value's property count is
+ * below it by the duplicates: the two are equal only when no object repeats a key (and no
+ * value starts with a colon). -1 when a key is spaced from its colon; the scan decides.
  */
 function countKeys(text: string): number {
-  const n = text.length;
+  if (SPACED_KEY.test(text)) return -1;
   let keys = 0;
-  let i = 0;
-  while (i < n) {
-    const open = text.indexOf('"', i);
-    const end = open === -1 ? n : open;
-    for (let c = text.indexOf(":", i); c !== -1 && c < end; c = text.indexOf(":", c + 1)) keys++;
-    if (open === -1) break;
-    let close = open + 1;
-    for (;;) {
-      close = text.indexOf('"', close);
-      if (close === -1) return keys; // unreachable for parsed text
-      let backslashes = 0;
-      while (text.charCodeAt(close - 1 - backslashes) === BACKSLASH) backslashes++;
-      if (backslashes % 2 === 0) break;
-      close++;
-    }
-    i = close + 1;
+  for (let i = text.indexOf('":'); i !== -1; i = text.indexOf('":', i + 2)) {
+    let backslashes = 0;
+    while (text.charCodeAt(i - 1 - backslashes) === BACKSLASH) backslashes++;
+    if (backslashes % 2 === 0) keys++;
   }
   return keys;
 }

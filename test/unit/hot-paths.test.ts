@@ -96,4 +96,18 @@ describe("strict JSON: the counting shortcut", () => {
       { numRuns: 500 },
     );
   });
+
+  it("refuses a duplicate key spaced from its colon, or hidden behind values that start with a colon", () => {
+    const ws = fc.constantFrom(" ", "\t", "\n", "\r", " \r\n ");
+    fc.assert(
+      fc.property(json, key, ws, fc.nat(3), (v, k, space, colons) => {
+        const name = JSON.stringify(k);
+        const values = Array.from({ length: colons }, (_, i) => `"c${i}":":${i}"`).join(",");
+        const text = `{${values}${values ? "," : ""}${name}:${v},${name}${space}:${v}}`;
+        expect(reason(text)).toBe("duplicate_key");
+        expect(reason(`{${values}${values ? "," : ""}${name}${space}:${v}}`)).toBe("ok");
+      }),
+      { numRuns: 500 },
+    );
+  });
 });
