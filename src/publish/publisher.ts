@@ -131,6 +131,7 @@ class LastSeqMemory {
   }
 }
 
+/** A loop's own id; a session's id stands for its loop-less events (ids are unique UUIDs). */
 function loopKey(h: Header): string {
-  return `${h.sessionId}/${h.loopId ?? "_"}`;
+  return h.loopId ?? h.sessionId;
 }
