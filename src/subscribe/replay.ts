@@ -2,8 +2,7 @@
  * A bounded, ordered read of the journal: from a sequence to a sequence (or to the end
  * of the journal as it stood when the replay began), then it ends.
  */
-import { AckPolicy, DeliverPolicy, jetstream } from "@nats-io/jetstream";
-import { nanos, nuid } from "@nats-io/transport-node";
+import { type Consumer, type ConsumerMessages, DeliverPolicy, jetstream } from "@nats-io/jetstream";
 import type { Jetloop } from "../bus.js";
 import { OptionsError } from "../errors.js";
 import { consumerError } from "./consumer-errors.js";
@@ -21,7 +20,7 @@ export interface ReplayRequest {
   readonly families?: Iterable<string> | undefined;
   /** First journal sequence. Default 1. */
   readonly fromSeq?: number | undefined;
-  /** Last journal sequence, inclusive. Default: the journal's last sequence now. */
+  /** Last journal sequence, inclusive. Default: the journal's last sequence when the replay begins. */
   readonly toSeq?: number | undefined;
   readonly includeInternal?: boolean | undefined;
   /** Malformed messages in the range are reported here and skipped. */
@@ -51,41 +50,27 @@ export async function* replay<E>(bus: Jetloop<E>, request: ReplayRequest): Async
     bus.registry,
   );
   const fromSeq = request.fromSeq ?? 1;
-  const jsm = await bus.jetstreamManager();
-  const filters = resolved.journalSubjects.length === 1 ? { filter_subject: resolved.journalSubjects[0]! } : { filter_subjects: [...resolved.journalSubjects] };
-  let end: number;
-  let pending: number;
-  try {
-    end = Math.min(request.toSeq ?? Number.MAX_SAFE_INTEGER, (await jsm.streams.info(bus.stream)).state.last_seq);
-    if (fromSeq > end) return;
-    // A probe tells whether anything matches, so an empty range ends at once instead of waiting.
-    const probe = await jsm.consumers.add(bus.stream, {
-      ...filters,
-      // A name makes NATS.js use the create subject that carries the filter
-      // ($JS.API.CONSUMER.CREATE.<stream>.<name>.<filter>), which per-session permissions
-      // can allow; an unnamed consumer is created on a subject without it.
-      name: `replay_${nuid.next()}`,
-      ack_policy: AckPolicy.None,
-      deliver_policy: DeliverPolicy.StartSequence,
-      opt_start_seq: fromSeq,
-      mem_storage: true,
-      num_replicas: 1,
-      inactive_threshold: nanos(10_000),
-    });
-    pending = probe.num_pending;
-    void jsm.consumers.delete(bus.stream, probe.name).catch(() => undefined);
-  } catch (e) {
-    throw consumerError(e, bus.stream, "starting a replay");
-  }
-  if (pending === 0) return;
+  const toSeq = request.toSeq ?? Number.MAX_SAFE_INTEGER;
+  if (fromSeq > toSeq) return;
   const decode = { namespace: bus.namespace, registry: bus.registry, maxEventBytes: bus.settings.maxEventBytes, includeInternal: resolved.includeInternal };
-  let messages;
+  let consumer: Consumer;
+  let pending: number;
+  let messages: ConsumerMessages;
   try {
-    const consumer = await jetstream(bus.nc).consumers.get(bus.stream, {
+    // NATS.js creates the ordered consumer here (named, so on the create subject that
+    // carries the filter, which per-session permissions can allow), and its creation
+    // reply counts what matches from fromSeq: the end of the replay as the journal stood
+    // when it began, and an empty range ends at once instead of waiting.
+    consumer = await jetstream(bus.nc).consumers.get(bus.stream, {
       filter_subjects: resolved.journalSubjects.length === 1 ? resolved.journalSubjects[0]! : [...resolved.journalSubjects],
       deliver_policy: DeliverPolicy.StartSequence,
       opt_start_seq: fromSeq,
     });
+    pending = (await consumer.info(true)).num_pending;
+    if (pending === 0) {
+      void consumer.delete().catch(() => undefined);
+      return;
+    }
     messages = await consumer.consume({ max_messages: request.batch ?? 512 });
   } catch (e) {
     throw consumerError(e, bus.stream, "starting a replay");
@@ -93,7 +78,8 @@ export async function* replay<E>(bus: Jetloop<E>, request: ReplayRequest): Async
   try {
     for await (const m of messages) {
       const seq = m.seq;
-      if (seq > end) break;
+      if (seq > toSeq) break;
+      pending--;
       const d = decodeMessage(decode, "journal", m.subject, m.data);
       if (!d.ok) {
         bus.log.warn({ journalSeq: seq, subject: m.subject, code: d.error.code }, "replay skipped a malformed message");
@@ -101,10 +87,12 @@ export async function* replay<E>(bus: Jetloop<E>, request: ReplayRequest): Async
       } else if (!d.skip) {
         yield { event: d.event, journalSeq: seq, subject: m.subject };
       }
-      if (seq >= end || m.info.pending === 0) break;
+      if (pending <= 0 || seq >= toSeq || m.info.pending === 0) break;
     }
   } finally {
     messages.stop();
     await messages.close().catch(() => undefined);
+    // Released now rather than at its inactivity timeout: the server limits consumers per stream.
+    void consumer.delete().catch(() => undefined);
   }
 }

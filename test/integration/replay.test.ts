@@ -11,6 +11,7 @@ import {
   type ReplayRequest,
 } from "../../src/index.js";
 import { natsServers, uniqueNamespace } from "../harness/context.js";
+import { waitFor } from "../harness/server.js";
 
 interface Stored {
   readonly seq: number;
@@ -210,6 +211,15 @@ describe("replay", () => {
       if (got.length === 3) break;
     }
     expect(got).toEqual(seqs(journal.filter((s) => inS1(s) && visible(s))).slice(0, 3));
+  });
+
+  it("leaves no consumer on the stream, however it ended", async () => {
+    await collect({ sessionId: S1 });
+    await collect({ sessionId: S3 }); // empty
+    for await (const _d of bus.replay({ sessionId: S1, batch: 2 })) break;
+    const jsm = await bus.jetstreamManager();
+    // Deleted as each replay ends, not after the server's inactivity timeout (minutes).
+    await waitFor("the replay consumers to be deleted", async () => (await jsm.streams.info(bus.stream)).state.consumer_count === 0, 5_000);
   });
 
   it("refuses invalid requests", async () => {
