@@ -14,6 +14,7 @@ import { defaultRegistry, type JetloopEvent } from "./events/catalogue.js";
 import type { EventRegistry } from "./events/registry.js";
 import { JournalWriter } from "./publish/journal-writer.js";
 import { type PublishOptions, type PublishResult, Publisher } from "./publish/publisher.js";
+import { JournalPosition } from "./streams/position.js";
 import { provisionStream, type ProvisionReport } from "./streams/provision.js";
 import type { Delivery } from "./subscribe/delivery.js";
 import type { EventFilter } from "./subscribe/filter.js";
@@ -47,6 +48,8 @@ export class Jetloop<E = JetloopEvent> {
   readonly #publisher: Publisher<E>;
   readonly #violationListeners = new Set<ViolationListener>();
   #jsm: Promise<JetStreamManager> | undefined;
+  /** @internal Where subscriptions that start at "new" begin. */
+  readonly journalPosition: JournalPosition;
   #closed = false;
 
   private constructor(nc: NatsConnection, options: BusOptions<E>, ownsConnection: boolean) {
@@ -57,6 +60,7 @@ export class Jetloop<E = JetloopEvent> {
     this.log = (options.logger ?? pino({ name: "jetloop", level: "warn" }, pino.destination(2))).child({ namespace: this.settings.namespace });
     this.serverVersion = nc.info?.version ?? "0.0.0";
     requireMinimum(this.serverVersion);
+    this.journalPosition = new JournalPosition(() => this.jetstreamManager(), this.settings.stream);
     this.#writer = new JournalWriter(nc, () => this.jetstreamManager(), this.settings, this.log);
     this.#publisher = new Publisher(nc, this.#writer, { ...this.settings, serverVersion: this.serverVersion }, this.registry);
     this.onPermissionViolation((e) => {

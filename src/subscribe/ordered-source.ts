@@ -112,8 +112,7 @@ export class OrderedSource<E> implements Source {
     if (typeof start === "object" && "seq" in start) return start.seq;
     if (typeof start === "object" && "time" in start) return 0;
     try {
-      const info = await (await this.#ctx.jsm()).streams.info(this.#ctx.stream);
-      return info.state.last_seq + 1;
+      return (await this.#ctx.lastSeq()) + 1;
     } catch (e) {
       throw consumerError(e, this.#ctx.stream, "reading the stream position");
     }

@@ -11,6 +11,8 @@ export interface SourceContext<E> {
   readonly js: JetStreamClient;
   readonly jsm: () => Promise<JetStreamManager>;
   readonly stream: string;
+  /** The journal's last sequence now (shared by subscriptions that start together). */
+  lastSeq(): Promise<number>;
   readonly decode: DecodeContext<E>;
   readonly queue: DeliveryQueue<Delivery<E>>;
   readonly settings: SubscribeSettings;

@@ -55,6 +55,7 @@ export class Subscription<E, D extends Delivery<E> = Delivery<E>> implements Asy
       js: jetstream(bus.nc),
       jsm: () => bus.jetstreamManager(),
       stream: bus.stream,
+      lastSeq: () => bus.journalPosition.lastSeq(),
       decode: { namespace: bus.namespace, registry: bus.registry, maxEventBytes: bus.settings.maxEventBytes, includeInternal: resolved.includeInternal },
       queue: this.#queue,
       settings,
@@ -76,8 +77,11 @@ export class Subscription<E, D extends Delivery<E> = Delivery<E>> implements Asy
       if (e.operation === "subscription" && this.#live?.owns(e.subject)) this.#fail(new PermissionDeniedError("subscribe", e.subject, { cause: e }));
     });
     try {
-      await this.#live?.start();
-      await this.#bus.nc.flush();
+      if (this.#live) {
+        await this.#live.start();
+        // The live subscriptions are registered on the server before the journal is read.
+        await this.#bus.nc.flush();
+      }
       await this.#enduring?.start();
     } catch (e) {
       await this.#shutdown();

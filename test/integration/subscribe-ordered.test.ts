@@ -117,6 +117,27 @@ describe("ordered subscriptions on the shared server", () => {
     });
   });
 
+  it('subscriptions opened together at "new" share one read of the journal position, and each starts after its open', async () => {
+    const session = newId();
+    const loop = newId();
+    await publishSteps(bus, session, loop, 2);
+    // The bus's own connection sees its JetStream API requests (same account, echo on).
+    const infos: string[] = [];
+    const watch = bus.nc.subscribe(`$JS.API.STREAM.INFO.${bus.stream}`, { callback: (_e, m) => void infos.push(m.subject) });
+    await bus.nc.flush();
+    const opened = await Promise.all(Array.from({ length: 10 }, () => open({ sessions: [session], enduring: "all" }, { start: "new" })));
+    await bus.nc.flush();
+    watch.unsubscribe();
+    // NATS.js reads the stream once per ordered consumer it creates; jetloop once for all ten.
+    expect(infos).toHaveLength(11);
+    const after = await publishSteps(bus, session, loop, 2);
+    for (const sub of opened) {
+      const r = new Reader(sub);
+      expect(seqsOf(await r.take(2))).toEqual(after);
+      expect(await r.extra(50)).toBeUndefined();
+    }
+  });
+
   describe("updateFilter", () => {
     it("adding and removing a loop keeps the position: nothing earlier again, the new loop's later events arrive", async () => {
       const session = newId();
