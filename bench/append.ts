@@ -4,10 +4,13 @@
  * number of appends in flight (jetloop's default maxInFlight):
  *   - jetloop: `bus.publish(event)` — validation, encoding, subject, headers, ack matching;
  *   - stock:   `js.publish(subject, bytes, { msgID })` from @nats-io/jetstream;
- *   - lean:    the lean raw loop (lib/lean.ts) with pre-encoded payloads.
+ *   - lean:    the lean raw loop (lib/lean.ts) with pre-encoded payloads;
+ *   - lean+JSON: the lean loop serializing each event's wire object (JSON.stringify and
+ *              UTF-8) as it appends it: the floor for any client that sends JSON, since
+ *              the target asks jetloop to include its encoding.
  */
 import { type BenchContext, type Row, targetMet } from "./lib/context.js";
-import { enduringBatch, toWire } from "./lib/events.js";
+import { enduringBatch, toWire, wireObject } from "./lib/events.js";
 import { LeanAppender } from "./lib/lean.js";
 import { median, nowMs, windowed } from "./lib/stats.js";
 
@@ -17,7 +20,8 @@ export async function runAppend(ctx: BenchContext): Promise<Row[]> {
   const n = ctx.options.quick ? 5_000 : 20_000;
   const s = await ctx.setup("append", { maxInFlight: IN_FLIGHT });
   const lean = new LeanAppender(s.nc);
-  const samples = { jetloop: [] as number[], stock: [] as number[], lean: [] as number[] };
+  const samples = { jetloop: [] as number[], stock: [] as number[], lean: [] as number[], leanJson: [] as number[] };
+  const utf8 = new TextEncoder();
   try {
     const contenders: Record<keyof typeof samples, () => Promise<number>> = {
       jetloop: async () => {
@@ -36,6 +40,12 @@ export async function runAppend(ctx: BenchContext): Promise<Row[]> {
         const wire = enduringBatch(n).map((e) => toWire(s.ns, e));
         const t0 = nowMs();
         await windowed(n, IN_FLIGHT, (i) => lean.append(wire[i]!.subject, wire[i]!.data, wire[i]!.eventId));
+        return (n / (nowMs() - t0)) * 1000;
+      },
+      leanJson: async () => {
+        const wire = enduringBatch(n).map((e) => ({ ...toWire(s.ns, e), object: wireObject(e) }));
+        const t0 = nowMs();
+        await windowed(n, IN_FLIGHT, (i) => lean.append(wire[i]!.subject, utf8.encode(JSON.stringify(wire[i]!.object)), wire[i]!.eventId));
         return (n / (nowMs() - t0)) * 1000;
       },
     };
@@ -57,16 +67,18 @@ export async function runAppend(ctx: BenchContext): Promise<Row[]> {
   }
   const j = median(samples.jetloop);
   const rows: Row[] = [];
+  const labels = { stock: `js.publish, ${IN_FLIGHT} in flight`, lean: "lean raw loop", leanJson: "lean raw loop + JSON.stringify" };
   for (const [raw, target] of [
     ["stock", ">= 3"],
     ["lean", ">= 0.7"],
+    ["leanJson", ""],
   ] as const) {
     const m = median(samples[raw]);
     rows.push({
       bench: "1 enduring append",
       metric: "throughput",
       unit: "events/s",
-      raw: raw === "stock" ? `js.publish, ${IN_FLIGHT} in flight` : "lean raw loop",
+      raw: labels[raw],
       jetloopMedian: j,
       rawMedian: m,
       ratio: j / m,

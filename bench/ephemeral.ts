@@ -9,7 +9,7 @@
 import { headers } from "@nats-io/transport-node";
 import { HEADER_LAST_JOURNAL_SEQ } from "../src/index.js";
 import { type BenchContext, type Row, targetMet } from "./lib/context.js";
-import { coordinates, ephemeralEvent, toWire } from "./lib/events.js";
+import { coordinates, ephemeralEvent, toWire, wireObject } from "./lib/events.js";
 import { median, nowMs } from "./lib/stats.js";
 
 const BATCH = 1000;
@@ -17,7 +17,8 @@ const BATCH = 1000;
 export async function runEphemeral(ctx: BenchContext): Promise<Row[]> {
   const n = ctx.options.quick ? 20_000 : 100_000;
   const s = await ctx.setup("ephemeral");
-  const samples = { jetloop: [] as number[], raw: [] as number[] };
+  const samples = { jetloop: [] as number[], raw: [] as number[], rawJson: [] as number[] };
+  const utf8 = new TextEncoder();
   const makeEvents = (count: number) => {
     const c = Array.from({ length: 16 }, () => coordinates());
     return Array.from({ length: count }, (_, i) => ephemeralEvent(c[i % c.length]!));
@@ -48,14 +49,27 @@ export async function runEphemeral(ctx: BenchContext): Promise<Row[]> {
       await s.nc.flush();
       return (n / (nowMs() - t0)) * 1000;
     },
+    rawJson: async (): Promise<number> => {
+      const wire = makeEvents(n).map((e) => ({ ...toWire(s.ns, e), object: wireObject(e) }));
+      const h = headers();
+      h.set(HEADER_LAST_JOURNAL_SEQ, "0");
+      const t0 = nowMs();
+      for (let i = 0; i < n; i += BATCH) {
+        const end = Math.min(n, i + BATCH);
+        for (let k = i; k < end; k++) s.nc.publish(wire[k]!.subject, utf8.encode(JSON.stringify(wire[k]!.object)), { headers: h });
+        await Promise.resolve();
+      }
+      await s.nc.flush();
+      return (n / (nowMs() - t0)) * 1000;
+    },
   };
   try {
-    await contenders.jetloop();
-    await contenders.raw();
+    const names = ["jetloop", "raw", "rawJson"] as const;
+    for (const name of names) await contenders[name]();
     for (let r = 0; r < ctx.options.reps; r++) {
-      const order = r % 2 === 0 ? (["jetloop", "raw"] as const) : (["raw", "jetloop"] as const);
+      const order = names.map((_, i) => names[(i + r) % names.length]!);
       for (const name of order) samples[name].push(await contenders[name]());
-      ctx.log(`ephemeral rep ${r + 1}: jetloop ${Math.round(samples.jetloop.at(-1)!)}/s raw ${Math.round(samples.raw.at(-1)!)}/s`);
+      ctx.log(`ephemeral rep ${r + 1}: ${names.map((k) => `${k} ${Math.round(samples[k].at(-1)!)}/s`).join(", ")}`);
     }
   } finally {
     await s.close();
@@ -75,6 +89,19 @@ export async function runEphemeral(ctx: BenchContext): Promise<Row[]> {
       met: targetMet(j / raw, ">= 0.8"),
       jetloopSamples: samples.jetloop,
       rawSamples: samples.raw,
+    },
+    {
+      bench: "3 ephemeral publish",
+      metric: "throughput",
+      unit: "events/s",
+      raw: "nc.publish + JSON.stringify",
+      jetloopMedian: j,
+      rawMedian: median(samples.rawJson),
+      ratio: j / median(samples.rawJson),
+      target: "",
+      met: undefined,
+      jetloopSamples: samples.jetloop,
+      rawSamples: samples.rawJson,
     },
   ];
 }

@@ -90,3 +90,8 @@ export function enduringBatch(n: number, sessions = 1, loops = 4): JetloopEvent[
   for (let i = 0; i < n; i++) out[i] = enduringEvent(coords[i % coords.length]!);
   return out;
 }
+
+/** An event's wire object (snake_case, as jetloop's codec writes it), for a raw JSON.stringify. */
+export function wireObject(e: JetloopEvent): unknown {
+  return JSON.parse(new TextDecoder().decode(encodeEvent(e))) as unknown;
+}
