@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { toSnake } from "../codec/wire.js";
 import { RegistryError } from "../errors.js";
+import { FAMILY, TYPE } from "../subjects/subjects.js";
 import { type Coordinate, headerShape, RESERVED_KEYS } from "./header.js";
 
 /** Enduring events are journaled and authoritative; ephemeral ones are live previews. */
@@ -58,8 +59,6 @@ export type EventOf<D> = D extends EventTypeDefinition<infer T, infer B> ? z.out
 /** What a caller passes to build that event (defaults may be left out). */
 export type EventInputOf<D> = D extends EventTypeDefinition<infer T, infer B> ? z.input<EventSchema<T, B>> : never;
 
-const TYPE_NAME = /^[A-Z][A-Za-z0-9]{0,63}$/;
-const FAMILY_NAME = /^[a-z][a-z0-9_]{0,31}$/;
 
 const SESSION_PROFILE: IdentityProfile = { loopId: "forbidden", turnId: "forbidden", stepId: "forbidden" };
 
@@ -67,8 +66,8 @@ export function defineEventType<const T extends string, B extends z.ZodRawShape>
   spec: EventTypeSpec<T, B>,
   builtIn = false,
 ): EventTypeDefinition<T, B> {
-  if (!TYPE_NAME.test(spec.type)) throw new RegistryError(`event type name ${JSON.stringify(spec.type)} must match ${TYPE_NAME}`);
-  if (!FAMILY_NAME.test(spec.family)) throw new RegistryError(`${spec.type}: family ${JSON.stringify(spec.family)} must match ${FAMILY_NAME}`);
+  if (!TYPE.test(spec.type)) throw new RegistryError(`event type name ${JSON.stringify(spec.type)} must match ${TYPE}`);
+  if (!FAMILY.test(spec.family)) throw new RegistryError(`${spec.type}: family ${JSON.stringify(spec.family)} must match ${FAMILY}`);
   // Checked on wire names too: a body field `session_id` would otherwise overwrite the
   // header's session_id on the wire, and `fooBar` beside `foo_bar` would share one key.
   const reservedWire = new Set([...RESERVED_KEYS].map(toSnake));

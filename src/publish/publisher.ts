@@ -8,7 +8,7 @@ import { encodeValidated } from "../codec/codec.js";
 import { ConnectionClosedError, MessageTooLargeError, OptionsError, PublishError } from "../errors.js";
 import type { EventRegistry } from "../events/registry.js";
 import { requireFeature } from "../connection/server-version.js";
-import { eventSubject, sessionJournalSubject } from "../subjects/subjects.js";
+import { sessionJournalSubject, validEventSubject } from "../subjects/subjects.js";
 import { FixedHeaders, headerBytes, type JournalWriter } from "./journal-writer.js";
 
 /** Header on a live preview: the last journal sequence its loop had written when it was sent. */
@@ -56,7 +56,7 @@ export class Publisher<E> {
     const address = { sessionId: header.sessionId, loopId: header.loopId, family: definition.family, type: definition.type };
     if (definition.class === "ephemeral") {
       if (options.expectedLastSeq !== undefined) throw new OptionsError("expectedLastSeq", "applies to enduring events only");
-      const subject = eventSubject(this.settings.namespace, "live", address);
+      const subject = validEventSubject(this.settings.namespace, "live", address);
       const last = String(this.#lastSeq.get(loopKey(header)) ?? 0);
       const h = new FixedHeaders([[HEADER_LAST_JOURNAL_SEQ, last]]);
       const max = this.nc.info?.max_payload;
@@ -71,7 +71,7 @@ export class Publisher<E> {
       }
       return { journalSeq: 0, duplicate: false, subject, eventId: header.eventId };
     }
-    const subject = eventSubject(this.settings.namespace, "journal", address);
+    const subject = validEventSubject(this.settings.namespace, "journal", address);
     let fenceSubject: string | undefined;
     if (options.expectedLastSeq !== undefined) {
       if (!Number.isSafeInteger(options.expectedLastSeq) || options.expectedLastSeq < 0) {

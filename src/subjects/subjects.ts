@@ -26,8 +26,10 @@ export const NO_LOOP = "_";
 
 // No `_` inside tokens: the stream name joins tokens with `_`, and must not collide.
 const NAMESPACE = /^[A-Za-z0-9-]{1,64}(\.[A-Za-z0-9-]{1,64}){0,3}$/;
-const FAMILY = /^[a-z][a-z0-9_]{0,31}$/;
-const TYPE = /^[A-Z][A-Za-z0-9]{0,63}$/;
+/** An event family token: lowercase. The registry holds every family to it. */
+export const FAMILY = /^[a-z][a-z0-9_]{0,31}$/;
+/** An event type token: PascalCase. The registry holds every type name to it. */
+export const TYPE = /^[A-Z][A-Za-z0-9]{0,63}$/;
 const COMMAND = /^[a-z][a-z0-9_]{0,31}$/;
 
 /** Checks a namespace: one to four dot-separated tokens of `[A-Za-z0-9-]`. */
@@ -63,8 +65,22 @@ export interface SubjectAddress {
 
 /** The subject an event is published on. */
 export function eventSubject(ns: string, channel: Channel, a: SubjectAddress): string {
-  const loop = a.loopId === undefined ? NO_LOOP : id("loop id", a.loopId);
-  return `${checkNamespace(ns)}.${channelToken(channel)}.${id("session id", a.sessionId)}.${loop}.${token("family", FAMILY, a.family)}.${token("event type", TYPE, a.type)}`;
+  checkNamespace(ns);
+  channelToken(channel);
+  id("session id", a.sessionId);
+  if (a.loopId !== undefined) id("loop id", a.loopId);
+  token("family", FAMILY, a.family);
+  token("event type", TYPE, a.type);
+  return validEventSubject(ns, channel, a);
+}
+
+/**
+ * `eventSubject` without its checks, for the publish and delivery hot paths, where every
+ * part is known good already: the bus checked its namespace, the event's schema its ids,
+ * the registry its family and type.
+ */
+export function validEventSubject(ns: string, channel: Channel, a: SubjectAddress): string {
+  return `${ns}.${channel}.${a.sessionId}.${a.loopId ?? NO_LOOP}.${a.family}.${a.type}`;
 }
 
 export interface ParsedSubject extends SubjectAddress {

@@ -2,7 +2,7 @@ import type { JsMsg } from "@nats-io/jetstream";
 import { safeUnmarshalEvent, type DecodeError } from "../codec/codec.js";
 import { DeliveryMismatchError, SubscriptionError } from "../errors.js";
 import type { EventRegistry } from "../events/registry.js";
-import { type Channel, eventSubject } from "../subjects/subjects.js";
+import { type Channel, validEventSubject } from "../subjects/subjects.js";
 
 /** One event as a subscriber receives it. */
 export interface Delivery<E> {
@@ -62,7 +62,7 @@ export function decodeMessage<E>(ctx: DecodeContext<E>, channel: Channel, subjec
   // enduring one sent on a live subject (bypassing the journal), is as foreign as one
   // on another loop's subject.
   const home: Channel = def.class === "enduring" ? "journal" : "live";
-  const expected = eventSubject(ctx.namespace, home, { sessionId: e.sessionId, loopId: e.loopId, family: def.family, type: e.type });
+  const expected = validEventSubject(ctx.namespace, home, { sessionId: e.sessionId, loopId: e.loopId, family: def.family, type: e.type });
   if (home !== channel || expected !== subject) return { ok: false, error: new DeliveryMismatchError(subject, expected) };
   return { ok: true, event: r.data, skip: e.visibility === "internal" && !ctx.includeInternal };
 }

@@ -12,7 +12,7 @@ import {
   type Channel,
   type SubjectAddress,
 } from "../../src/index.js";
-import { checkNamespace, sessionJournalSubject, streamSubjects } from "../../src/subjects/subjects.js";
+import { checkNamespace, sessionJournalSubject, streamSubjects, validEventSubject } from "../../src/subjects/subjects.js";
 
 const S = "0190f2a1-5b3c-7d4e-8f60-000000000001";
 const L = "0190f2a1-5b3c-7d4e-8f60-000000000002";
@@ -151,6 +151,8 @@ describe("parseEventSubject", () => {
           const subject = eventSubject(ns, channel, a);
           expect(parseEventSubject(ns, subject)).toEqual({ channel, ...a });
           expect(eventSubject(ns, channel, parseEventSubject(ns, subject))).toBe(subject);
+          // The hot paths' unchecked builder writes the same subject for good parts.
+          expect(validEventSubject(ns, channel, a)).toBe(subject);
         }
       }
     }
