@@ -315,18 +315,20 @@ export class JournalWriter {
 
   #onNoResponders(p: PendingAppend): void {
     p.noResponders++;
-    if (p.noResponders === 1) {
-      // No stream listening may mean "not provisioned" (final) or "leader election" (retry).
-      this.#streamExists().then(
-        (exists) => (exists ? this.#retryLater(p) : this.#settle(p, new NotProvisionedError(this.#settings.stream))),
-        (e: unknown) => {
-          this.#log.debug({ err: e }, "stream lookup after no responders failed");
-          this.#retryLater(p);
-        },
-      );
-      return;
-    }
+    // No stream listening may mean "leader election" or a restarting server (retry) or
+    // "not provisioned" (final). The append retries either way; the first time, a lookup
+    // runs beside it and ends it if the stream does not exist. The append never waits on
+    // the lookup: right after a restart that request can go unanswered for its whole
+    // timeout (5 s), while the retries get through.
     this.#retryLater(p);
+    if (p.noResponders === 1) {
+      this.#streamExists().then(
+        (exists) => {
+          if (!exists) this.#settle(p, new NotProvisionedError(this.#settings.stream));
+        },
+        (e: unknown) => this.#log.debug({ err: e }, "stream lookup after no responders failed"),
+      );
+    }
   }
 
   #retryLater(p: PendingAppend): void {
