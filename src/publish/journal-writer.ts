@@ -11,7 +11,7 @@
  */
 import { JetStreamApiCodes, JetStreamApiError, type JetStreamManager, type MsgRequest } from "@nats-io/jetstream";
 import { type Match, MsgHdrsImpl } from "@nats-io/nats-core";
-import { createInbox, headers as natsHeaders, type Msg, type MsgHdrs, type NatsConnection, type Subscription } from "@nats-io/transport-node";
+import { createInbox, type Msg, type MsgHdrs, type NatsConnection, type Subscription } from "@nats-io/transport-node";
 import type { Logger } from "pino";
 import {
   ConnectionClosedError,
@@ -63,18 +63,12 @@ interface JsAck {
   error?: { code?: number; err_code?: number; description?: string };
 }
 
-/** The bytes `headers` take on the wire (NATS/1.0 status line, `Key: value` lines, blank line). */
-export function headerBytes(headers: MsgHdrs): number {
-  let n = "NATS/1.0\r\n\r\n".length;
-  for (const [k, values] of headers) for (const v of values) n += Buffer.byteLength(`\r\n${k}: ${v}`);
-  return n;
-}
-
 /**
  * Headers whose keys are constants and whose values are already validated (a UUID, a
- * stream name, a number): built without MsgHdrsImpl's per-call key canonicalization and
- * value checks, and encoded once however often the message is resent. Any change through
- * the MsgHdrs API drops the cached encoding, so it stays a faithful MsgHdrs.
+ * stream name, a number, a subject the subject module built): built without
+ * MsgHdrsImpl's per-call key canonicalization and value checks, and encoded once however
+ * often the message is resent (the size check and NATS.js share that encoding). Any
+ * change through the MsgHdrs API drops it, so it stays a faithful MsgHdrs.
  */
 export class FixedHeaders extends MsgHdrsImpl {
   #wire: Uint8Array | undefined;
@@ -135,8 +129,6 @@ export class JournalWriter {
   readonly #settings: JournalWriterSettings;
   readonly #log: Logger;
   readonly #prefix: string;
-  /** The header bytes of an unfenced append, but for the message id's value. */
-  readonly #fixedHeaderBytes: number;
   readonly #pending = new Map<string, PendingAppend>();
   readonly #inFlight = new Set<PendingAppend>();
   readonly #waiting: (() => void)[] = [];
@@ -151,7 +143,6 @@ export class JournalWriter {
     this.#log = log;
     // Honour a connection's inbox prefix: restricted users are often allowed only their own.
     this.#prefix = createInbox((nc as { options?: { inboxPrefix?: string } }).options?.inboxPrefix);
-    this.#fixedHeaderBytes = headerBytes(natsHeaders()) + `\r\n${HEADER_MSG_ID}: `.length + Buffer.byteLength(`\r\n${HEADER_EXPECTED_STREAM}: ${settings.stream}`);
   }
 
   /** Appends one message; resolves with its ack, or rejects with a typed error. */
@@ -160,24 +151,17 @@ export class JournalWriter {
     if (this.#closed || this.#nc.isClosed()) return Promise.reject(new ConnectionClosedError());
     // Only the events stream may store a journal append: a foreign stream that happens to
     // capture the subject refuses it instead of handing out its own sequence.
-    let h: MsgHdrs;
-    let size: number;
+    const entries: [string, string][] = [
+      [HEADER_MSG_ID, request.eventId],
+      [HEADER_EXPECTED_STREAM, this.#settings.stream],
+    ];
     if (request.expectedLastSeq !== undefined) {
-      h = natsHeaders();
-      h.append(HEADER_MSG_ID, request.eventId);
-      h.append(HEADER_EXPECTED_STREAM, this.#settings.stream);
-      h.append(HEADER_EXPECTED_LAST_SUBJECT_SEQ, String(request.expectedLastSeq));
-      if (request.fenceSubject) h.append(HEADER_EXPECTED_LAST_SUBJECT_SEQ_SUBJECT, request.fenceSubject);
-      size = request.data.length + headerBytes(h);
-    } else {
-      h = new FixedHeaders([
-        [HEADER_MSG_ID, request.eventId],
-        [HEADER_EXPECTED_STREAM, this.#settings.stream],
-      ]);
-      // What headerBytes(h) counts, without walking the headers on every append.
-      size = request.data.length + this.#fixedHeaderBytes + Buffer.byteLength(request.eventId);
+      entries.push([HEADER_EXPECTED_LAST_SUBJECT_SEQ, String(request.expectedLastSeq)]);
+      if (request.fenceSubject) entries.push([HEADER_EXPECTED_LAST_SUBJECT_SEQ_SUBJECT, request.fenceSubject]);
     }
-    // max_payload counts the headers too.
+    const h = new FixedHeaders(entries);
+    // max_payload counts the headers too; their encoding is kept for the publish.
+    const size = request.data.length + h.encode().length;
     const max = this.#nc.info?.max_payload;
     if (max !== undefined && size > max) return Promise.reject(new MessageTooLargeError(size, max, "max_payload"));
     if (this.#inFlight.size >= this.#settings.maxInFlight) return this.#appendWhenFree(request, h);

@@ -3,13 +3,13 @@
  * deduplicated by event id); ephemeral → its live subject on core NATS (no ack, no
  * persistence, journal sequence 0).
  */
-import { headers as natsHeaders, type NatsConnection } from "@nats-io/transport-node";
+import type { NatsConnection } from "@nats-io/transport-node";
 import { encodeValidated } from "../codec/codec.js";
 import { ConnectionClosedError, MessageTooLargeError, OptionsError, PublishError } from "../errors.js";
 import type { EventRegistry } from "../events/registry.js";
 import { requireFeature } from "../connection/server-version.js";
 import { sessionJournalSubject, validEventSubject } from "../subjects/subjects.js";
-import { FixedHeaders, headerBytes, type JournalWriter } from "./journal-writer.js";
+import { FixedHeaders, type JournalWriter } from "./journal-writer.js";
 
 /** Header on a live preview: the last journal sequence its loop had written when it was sent. */
 export const HEADER_LAST_JOURNAL_SEQ = "Jetloop-Last-Journal-Seq";
@@ -38,7 +38,6 @@ interface Header {
 }
 
 const LAST_SEQ_MEMORY = 10_000;
-const LIVE_HEADER_BYTES = headerBytes(natsHeaders()) + `\r\n${HEADER_LAST_JOURNAL_SEQ}: `.length;
 
 export class Publisher<E> {
   readonly #lastSeq = new LastSeqMemory(LAST_SEQ_MEMORY);
@@ -60,8 +59,7 @@ export class Publisher<E> {
       const last = String(this.#lastSeq.get(loopKey(header)) ?? 0);
       const h = new FixedHeaders([[HEADER_LAST_JOURNAL_SEQ, last]]);
       const max = this.nc.info?.max_payload;
-      // headerBytes(h), counted without walking the headers: the value is ASCII digits.
-      const size = bytes.length + LIVE_HEADER_BYTES + last.length;
+      const size = bytes.length + h.encode().length;
       if (max !== undefined && size > max) throw new MessageTooLargeError(size, max, "max_payload");
       try {
         this.nc.publish(subject, bytes, { headers: h });

@@ -144,7 +144,7 @@ export class DurableSource<E> implements Source {
     try {
       for await (const m of messages) {
         this.#lastSeq = Math.max(this.#lastSeq, m.seq);
-        const d = decodeMessage(ctx.decode, "journal", m.subject, m.data);
+        const d = decodeMessage(ctx.decode, m.subject, m.data);
         if (!d.ok) {
           reportPoison(ctx, m.seq, m.subject, d.error);
           m.term(`jetloop: ${d.error.code}`);

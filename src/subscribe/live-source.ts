@@ -64,7 +64,7 @@ export class LiveSource<E> implements Source {
   }
 
   #onMessage(msg: Msg): void {
-    const d = decodeMessage(this.#ctx.decode, "live", msg.subject, msg.data);
+    const d = decodeMessage(this.#ctx.decode, msg.subject, msg.data);
     if (!d.ok) {
       reportPoison(this.#ctx, 0, msg.subject, d.error);
       return;

@@ -126,7 +126,7 @@ export class OrderedSource<E> implements Source {
         const seq = m.seq;
         if (seq < this.#nextSeq) continue; // a replay of what was already delivered
         this.#nextSeq = seq + 1;
-        const d = decodeMessage(ctx.decode, "journal", m.subject, m.data);
+        const d = decodeMessage(ctx.decode, m.subject, m.data);
         if (!d.ok) {
           reportPoison(ctx, seq, m.subject, d.error);
           continue;

@@ -80,7 +80,7 @@ export async function* replay<E>(bus: Jetloop<E>, request: ReplayRequest): Async
       const seq = m.seq;
       if (seq > toSeq) break;
       pending--;
-      const d = decodeMessage(decode, "journal", m.subject, m.data);
+      const d = decodeMessage(decode, m.subject, m.data);
       if (!d.ok) {
         bus.log.warn({ journalSeq: seq, subject: m.subject, code: d.error.code }, "replay skipped a malformed message");
         request.onReport?.({ kind: "poison", journalSeq: seq, subject: m.subject, error: d.error });
