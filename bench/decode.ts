@@ -6,41 +6,17 @@
  *
  * Each figure is the median of 5 timed runs of about 250 ms, after a warm-up.
  */
-import { createEvent, marshalEvent, unmarshalEvent, type PermissionRequest } from "../src/index.js";
+import { createEvent, marshalEvent, unmarshalEvent } from "../src/index.js";
+import { grantRequest, ID, STEP_COORDS } from "../test/unit/fixtures.js";
 
 const RUNS = 5;
 const RUN_MS = 250;
 
-const coords = {
-  sessionId: "0190f2a1-5b3c-7d4e-8f60-000000000001",
-  loopId: "0190f2a1-5b3c-7d4e-8f60-000000000002",
-  turnId: "0190f2a1-5b3c-7d4e-8f60-000000000003",
-  stepId: "0190f2a1-5b3c-7d4e-8f60-000000000004",
-};
-const tool = "0190f2a1-5b3c-7d4e-8f60-000000000006";
-const tool2 = "0190f2a1-5b3c-7d4e-8f60-000000000007";
-
-const request: PermissionRequest = {
-  toolName: "bash",
-  summary: "run the test suite",
-  executionId: "0190f2a1-5b3c-7d4e-8f60-00000000000a",
-  command: "npm test",
-  workingDirectory: "/work/app",
-  expiresAtUnixMilli: 1748781296789,
-  requirements: [
-    { kind: "command.execute", match: "npm test", description: "run npm test", grantClass: "command.start.v1", grantTarget: "npm test" },
-    {
-      kind: "fs.write",
-      scope: "workspace",
-      match: "/work/app/coverage",
-      description: "write coverage reports",
-      candidates: [
-        { kind: "fs.write", match: "/work/app/coverage/**", description: "any coverage file" },
-        { kind: "fs.write", match: "/work/app/**", description: "anywhere in the app", grantClass: "fs.write.v1", grantTarget: "/work/app" },
-      ],
-    },
-  ],
-};
+// The unit tests' fixtures: a request with a grant and a requirement with candidates.
+const coords = STEP_COORDS;
+const tool = ID.tool;
+const tool2 = ID.tool2;
+const request = grantRequest();
 
 const events = {
   PermissionRequested: marshalEvent(createEvent("PermissionRequested", { ...coords, toolExecutionId: tool, request })),

@@ -109,34 +109,40 @@ async function waitTotal(t: Tally, expected: number, timeoutMs = 60_000): Promis
   }
 }
 
-async function jetloopTrial(ctx: BenchContext, s: Setup, loops: Coordinates[]): Promise<Trial> {
-  const reader: Jetloop = await connect({ servers: ctx.server.url, namespace: s.ns, name: "jetloop-fanout" });
-  const tally = new Tally(loops.length);
+/**
+ * One contender's subscriptions, one per loop, counting into `tally`. A trial times
+ * `open` and `close`; `read` starts the readers after the heap is measured, and `release`
+ * (untimed) waits for them and closes the contender's connection.
+ */
+interface Contender {
+  readonly tally: Tally;
+  open(): Promise<void>;
+  read(): void;
+  close(): Promise<void>;
+  release(): Promise<void>;
+}
+
+async function trial(s: Setup, loops: Coordinates[], c: Contender): Promise<Trial> {
   await settle();
   const heap0 = process.memoryUsage().heapUsed;
   const t0 = nowMs();
-  const subs: Subscription<unknown>[] = (await openAll(loops.length, (i) =>
-    reader.subscribeEvents({ enduring: { loops: [loops[i]!.loopId] } }, { start: "new" }),
-  )) as Subscription<unknown>[];
+  await c.open();
   const openMs = nowMs() - t0;
   await settle();
   const heap1 = process.memoryUsage().heapUsed;
-  const readers = subs.map(async (sub, i) => {
-    for await (const d of sub) tally.hit(i, (d.event as { loopId?: string }).loopId === loops[i]!.loopId);
-  });
+  c.read();
   const expected = loops.length * EVENTS_PER_LOOP;
   const p0 = await publishAllLoops(s, loops);
   const published = nowMs() - p0;
-  await waitTotal(tally, expected);
+  await waitTotal(c.tally, expected);
   const rate = (expected / (nowMs() - p0)) * 1000;
   const appendsPerSec = (expected / published) * 1000;
   await sleep(100); // anything extra would show up now
-  tally.verify(EVENTS_PER_LOOP);
+  c.tally.verify(EVENTS_PER_LOOP);
   const c0 = nowMs();
-  await Promise.all(subs.map((sub) => sub.close()));
+  await c.close();
   const closeMs = nowMs() - c0;
-  await Promise.all(readers);
-  await reader.close();
+  await c.release();
   return {
     openMs,
     heapPerSubKiB: (heap1 - heap0) / loops.length / 1024,
@@ -144,6 +150,33 @@ async function jetloopTrial(ctx: BenchContext, s: Setup, loops: Coordinates[]): 
     appendsPerSec,
     closeMs,
   };
+}
+
+async function jetloopTrial(ctx: BenchContext, s: Setup, loops: Coordinates[]): Promise<Trial> {
+  const reader: Jetloop = await connect({ servers: ctx.server.url, namespace: s.ns, name: "jetloop-fanout" });
+  const tally = new Tally(loops.length);
+  let subs: Subscription<unknown>[] = [];
+  let readers: Promise<void>[] = [];
+  return trial(s, loops, {
+    tally,
+    async open() {
+      subs = (await openAll(loops.length, (i) =>
+        reader.subscribeEvents({ enduring: { loops: [loops[i]!.loopId] } }, { start: "new" }),
+      )) as Subscription<unknown>[];
+    },
+    read() {
+      readers = subs.map(async (sub, i) => {
+        for await (const d of sub) tally.hit(i, (d.event as { loopId?: string }).loopId === loops[i]!.loopId);
+      });
+    },
+    async close() {
+      await Promise.all(subs.map((sub) => sub.close()));
+    },
+    async release() {
+      await Promise.all(readers);
+      await reader.close();
+    },
+  });
 }
 
 async function rawTrial(ctx: BenchContext, s: Setup, loops: Coordinates[]): Promise<Trial> {
@@ -151,45 +184,35 @@ async function rawTrial(ctx: BenchContext, s: Setup, loops: Coordinates[]): Prom
   const js = jetstream(nc);
   const tally = new Tally(loops.length);
   const decoder = new TextDecoder();
-  await settle();
-  const heap0 = process.memoryUsage().heapUsed;
-  const t0 = nowMs();
-  const streams: ConsumerMessages[] = await openAll(loops.length, async (i) => {
-    const loop = loops[i]!.loopId;
-    const consumer = await js.consumers.get(s.stream, {
-      filter_subjects: [`${s.ns}.journal.*.${loop}.>`, `${s.ns}.journal.*._.>`],
-      deliver_policy: DeliverPolicy.New,
-    });
-    return consumer.consume({ max_messages: 256 });
+  let streams: ConsumerMessages[] = [];
+  let readers: Promise<void>[] = [];
+  return trial(s, loops, {
+    tally,
+    async open() {
+      streams = await openAll(loops.length, async (i) => {
+        const loop = loops[i]!.loopId;
+        const consumer = await js.consumers.get(s.stream, {
+          filter_subjects: [`${s.ns}.journal.*.${loop}.>`, `${s.ns}.journal.*._.>`],
+          deliver_policy: DeliverPolicy.New,
+        });
+        return consumer.consume({ max_messages: 256 });
+      });
+    },
+    read() {
+      readers = streams.map(async (messages, i) => {
+        const needle = `"loop_id":"${loops[i]!.loopId}"`;
+        for await (const m of messages) tally.hit(i, decoder.decode(m.data).includes(needle));
+      });
+    },
+    async close() {
+      for (const m of streams) m.stop();
+      await Promise.all(streams.map((m) => m.close().catch(() => undefined)));
+    },
+    async release() {
+      await Promise.all(readers);
+      await nc.close();
+    },
   });
-  const openMs = nowMs() - t0;
-  await settle();
-  const heap1 = process.memoryUsage().heapUsed;
-  const readers = streams.map(async (messages, i) => {
-    const needle = `"loop_id":"${loops[i]!.loopId}"`;
-    for await (const m of messages) tally.hit(i, decoder.decode(m.data).includes(needle));
-  });
-  const expected = loops.length * EVENTS_PER_LOOP;
-  const p0 = await publishAllLoops(s, loops);
-  const published = nowMs() - p0;
-  await waitTotal(tally, expected);
-  const rate = (expected / (nowMs() - p0)) * 1000;
-  const appendsPerSec = (expected / published) * 1000;
-  await sleep(100);
-  tally.verify(EVENTS_PER_LOOP);
-  const c0 = nowMs();
-  for (const m of streams) m.stop();
-  await Promise.all(streams.map((m) => m.close().catch(() => undefined)));
-  const closeMs = nowMs() - c0;
-  await Promise.all(readers);
-  await nc.close();
-  return {
-    openMs,
-    heapPerSubKiB: (heap1 - heap0) / loops.length / 1024,
-    deliveriesPerSec: rate,
-    appendsPerSec,
-    closeMs,
-  };
 }
 
 /** The proposal: the stream republishes to {ns}.feed.>, one core subscription per loop. */
@@ -197,39 +220,26 @@ async function republishTrial(ctx: BenchContext, s: Setup, loops: Coordinates[])
   const nc: NatsConnection = await natsConnect({ servers: ctx.server.url, name: "raw-republish" });
   const tally = new Tally(loops.length);
   const decoder = new TextDecoder();
-  await settle();
-  const heap0 = process.memoryUsage().heapUsed;
-  const t0 = nowMs();
-  const subs: NatsSub[] = loops.map((c, i) => {
-    const needle = `"loop_id":"${c.loopId}"`;
-    return nc.subscribe(`${s.ns}.feed.*.${c.loopId}.>`, {
-      callback: (_err, m) => tally.hit(i, m.headers?.get("Nats-Sequence") !== "" && decoder.decode(m.data).includes(needle)),
-    });
+  let subs: NatsSub[] = [];
+  return trial(s, loops, {
+    tally,
+    async open() {
+      // Core subscriptions read in their callbacks, from the moment they exist.
+      subs = loops.map((c, i) => {
+        const needle = `"loop_id":"${c.loopId}"`;
+        return nc.subscribe(`${s.ns}.feed.*.${c.loopId}.>`, {
+          callback: (_err, m) => tally.hit(i, m.headers?.get("Nats-Sequence") !== "" && decoder.decode(m.data).includes(needle)),
+        });
+      });
+      await nc.flush();
+    },
+    read() {},
+    async close() {
+      for (const sub of subs) sub.unsubscribe();
+      await nc.flush();
+    },
+    release: () => nc.close(),
   });
-  await nc.flush();
-  const openMs = nowMs() - t0;
-  await settle();
-  const heap1 = process.memoryUsage().heapUsed;
-  const expected = loops.length * EVENTS_PER_LOOP;
-  const p0 = await publishAllLoops(s, loops);
-  const published = nowMs() - p0;
-  await waitTotal(tally, expected);
-  const rate = (expected / (nowMs() - p0)) * 1000;
-  const appendsPerSec = (expected / published) * 1000;
-  await sleep(100);
-  tally.verify(EVENTS_PER_LOOP);
-  const c0 = nowMs();
-  for (const sub of subs) sub.unsubscribe();
-  await nc.flush();
-  const closeMs = nowMs() - c0;
-  await nc.close();
-  return {
-    openMs,
-    heapPerSubKiB: (heap1 - heap0) / loops.length / 1024,
-    deliveriesPerSec: rate,
-    appendsPerSec,
-    closeMs,
-  };
 }
 
 export async function runFanout(ctx: BenchContext): Promise<Row[]> {
