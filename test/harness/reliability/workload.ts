@@ -61,6 +61,21 @@ export interface Producer {
   readonly settled: () => number;
 }
 
+/**
+ * A fault injected mid-run: `run` starts once `after` appends have settled (pass
+ * `onSettled` to the producer); `done` resolves when it has finished (at once if it never
+ * started).
+ */
+export function faultAfter(after: number, run: () => Promise<void>): { readonly onSettled: (settled: number) => void; done(): Promise<void> } {
+  let started: Promise<void> | undefined;
+  return {
+    onSettled: (settled) => {
+      if (settled === after && !started) started = run();
+    },
+    done: () => started ?? Promise.resolve(),
+  };
+}
+
 /** Publishes the events through `bus.publish`, recording how each append ended. */
 export function produce(opts: ProduceOptions): Producer {
   const concurrency = opts.concurrency ?? 16;

@@ -4,7 +4,7 @@
 import { connect, type JetloopEvent } from "../../../../src/index.js";
 import { row, tally } from "../figures.js";
 import { sleep, startServer } from "../../server.js";
-import { auditStream, collect, countAttempts, enduring, eventIdOf, newCoords, produce, resumedAfter, summarize, within } from "../workload.js";
+import { auditStream, collect, countAttempts, enduring, eventIdOf, faultAfter, newCoords, produce, resumedAfter, summarize, within } from "../workload.js";
 import { adminConnection, record, scenarioNamespace, type AppendScenarioResult, type ScenarioContext } from "./common.js";
 
 export interface ClientCutoffOptions {
@@ -64,9 +64,17 @@ export async function clientCutoffScenario(ctx: ScenarioContext, o: ClientCutoff
     const orderedSub = await bus.subscribeEvents({ enduring: "all" }, { start: "all" });
     const ordered = collect(orderedSub);
 
-    let fault: Promise<void> | undefined;
     let resumedAt = Number.POSITIVE_INFINITY;
     let pausedAt = Number.POSITIVE_INFINITY;
+    const fault = faultAfter(o.pauseAfter, async () => {
+      server.pause();
+      pausedAt = Date.now();
+      ctx.log?.(`  server frozen after ${o.pauseAfter} appends`);
+      await sleep(o.pauseMs);
+      server.resume();
+      resumedAt = Date.now();
+      ctx.log?.("  server resumed");
+    });
     const producer = produce({
       bus,
       events,
@@ -74,19 +82,7 @@ export async function clientCutoffScenario(ctx: ScenarioContext, o: ClientCutoff
       // early in the freeze outlive their deadline, the later ones are acked after it.
       concurrency: 512,
       ratePerSec: o.ratePerSec,
-      onSettled: (n) => {
-        if (n === o.pauseAfter && !fault) {
-          fault = (async () => {
-            server.pause();
-            pausedAt = Date.now();
-            ctx.log?.(`  server frozen after ${n} appends`);
-            await sleep(o.pauseMs);
-            server.resume();
-            resumedAt = Date.now();
-            ctx.log?.("  server resumed");
-          })();
-        }
-      },
+      onSettled: fault.onSettled,
     });
     // Every append settles (ack or typed error) by its deadline, plus slack for timers
     // and the paced start of the later ones.
@@ -94,7 +90,7 @@ export async function clientCutoffScenario(ctx: ScenarioContext, o: ClientCutoff
     const outcomesOrTimeout = await within("the producer", producer.done, pacing + o.pauseMs + o.publishDeadlineMs + 10_000).catch(() => undefined);
     const unsettledAtDeadline = outcomesOrTimeout === undefined ? producer.inFlight() : 0;
     const outcomes = outcomesOrTimeout ?? (await producer.done);
-    await fault;
+    await fault.done();
 
     // Which failed appends were stored anyway? Look before republishing them.
     const admin = await adminConnection(server.url);

@@ -5,7 +5,7 @@ import { connect, type JetloopEvent } from "../../../../src/index.js";
 import { provisionOnCluster, startCluster } from "../../cluster.js";
 import { sleep, waitFor } from "../../server.js";
 import { row, tally } from "../figures.js";
-import { auditStream, captureLogger, collect, countAttempts, enduring, resumedAfter, eventIdOf, newCoords, produce, summarize, within } from "../workload.js";
+import { auditStream, captureLogger, collect, countAttempts, enduring, resumedAfter, eventIdOf, faultAfter, newCoords, produce, summarize, within } from "../workload.js";
 import { adminConnection, record, scenarioNamespace, type AppendScenarioResult, type ScenarioContext } from "./common.js";
 
 export interface LeaderKillOptions {
@@ -56,43 +56,33 @@ export async function leaderKillScenario(ctx: ScenarioContext, o: LeaderKillOpti
     const orderedSub = await bus.subscribeEvents({ enduring: "all" }, { start: "all" });
     const ordered = collect(orderedSub);
 
-    let fault: Promise<void> | undefined;
     let killedAt = 0;
     let electedMs = -1;
     let newLeader = "";
-    const producer = produce({
-      bus,
-      events,
-      concurrency: 16,
-      ratePerSec: o.ratePerSec,
-      onSettled: (n) => {
-        if (n === o.killAfter && !fault) {
-          fault = (async () => {
-            ctx.log?.(`  killing stream leader ${oldLeader} after ${n} appends`);
-            const node = cluster.node(oldLeader);
-            await node.kill();
-            killedAt = Date.now();
-            newLeader = await waitFor(
-              "a new stream leader",
-              async () => {
-                const l = await leaderOf();
-                return l && l !== oldLeader ? l : false;
-              },
-              30_000,
-              100,
-            );
-            electedMs = Date.now() - killedAt;
-            ctx.log?.(`  new leader ${newLeader} after ${electedMs} ms`);
-            await sleep(Math.max(0, o.downMs - electedMs));
-            await node.restart();
-            await cluster.waitReady();
-            ctx.log?.(`  ${oldLeader} back after ${Date.now() - killedAt} ms`);
-          })();
-        }
-      },
+    const fault = faultAfter(o.killAfter, async () => {
+      ctx.log?.(`  killing stream leader ${oldLeader} after ${o.killAfter} appends`);
+      const node = cluster.node(oldLeader);
+      await node.kill();
+      killedAt = Date.now();
+      newLeader = await waitFor(
+        "a new stream leader",
+        async () => {
+          const l = await leaderOf();
+          return l && l !== oldLeader ? l : false;
+        },
+        30_000,
+        100,
+      );
+      electedMs = Date.now() - killedAt;
+      ctx.log?.(`  new leader ${newLeader} after ${electedMs} ms`);
+      await sleep(Math.max(0, o.downMs - electedMs));
+      await node.restart();
+      await cluster.waitReady();
+      ctx.log?.(`  ${oldLeader} back after ${Date.now() - killedAt} ms`);
     });
+    const producer = produce({ bus, events, concurrency: 16, ratePerSec: o.ratePerSec, onSettled: fault.onSettled });
     const outcomes = await within("the producer", producer.done, 120_000);
-    await fault;
+    await fault.done();
 
     const failed = events.filter((_, i) => outcomes[i]!.status === "failed");
     const republished = failed.length > 0 ? await produce({ bus, events: failed, concurrency: 16 }).done : [];

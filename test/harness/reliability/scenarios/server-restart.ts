@@ -1,10 +1,10 @@
 // Scenario 1: a single server stopped and started again on the same store directory
 // while a producer appends and an ordered and a durable subscriber consume.
 import { connect, type JetloopEvent } from "../../../../src/index.js";
-import { row, tally, type ScenarioRecord } from "../figures.js";
+import { row, tally } from "../figures.js";
 import { sleep, startServer } from "../../server.js";
-import { auditStream, collect, enduring, eventIdOf, newCoords, produce, resumedAfter, summarize, within, type AppendOutcome } from "../workload.js";
-import { adminConnection, record, scenarioNamespace, type ScenarioContext } from "./common.js";
+import { auditStream, collect, enduring, eventIdOf, faultAfter, newCoords, produce, resumedAfter, summarize, within } from "../workload.js";
+import { adminConnection, type AppendScenarioResult, record, scenarioNamespace, type ScenarioContext } from "./common.js";
 
 export interface ServerRestartOptions {
   readonly events: number;
@@ -15,13 +15,7 @@ export interface ServerRestartOptions {
   readonly downMs: number;
 }
 
-export interface ServerRestartResult {
-  readonly record: ScenarioRecord;
-  readonly outcomes: AppendOutcome[];
-  readonly republished: AppendOutcome[];
-  readonly published: string[];
-  readonly journal: ReturnType<typeof tally> & { messages: number };
-  readonly ordered: ReturnType<typeof tally>;
+export interface ServerRestartResult extends AppendScenarioResult {
   readonly durable: ReturnType<typeof tally>;
   readonly orderedErr: Error | undefined;
   readonly durableErr: Error | undefined;
@@ -52,30 +46,20 @@ export async function serverRestartScenario(ctx: ScenarioContext, o: ServerResta
     const ordered = collect(orderedSub);
     const durable = collect(durableSub);
 
-    let restart: Promise<void> | undefined;
     let downAt = 0;
     let upAt = 0;
-    const producer = produce({
-      bus,
-      events,
-      concurrency: 8,
-      ratePerSec: o.ratePerSec,
-      onSettled: (n) => {
-        if (n === o.restartAfter && !restart) {
-          restart = (async () => {
-            ctx.log?.(`  stopping the server after ${n} appends`);
-            await server.stop();
-            downAt = Date.now();
-            await sleep(o.downMs);
-            await server.restart();
-            upAt = Date.now();
-            ctx.log?.(`  server back after ${upAt - downAt} ms`);
-          })();
-        }
-      },
+    const restart = faultAfter(o.restartAfter, async () => {
+      ctx.log?.(`  stopping the server after ${o.restartAfter} appends`);
+      await server.stop();
+      downAt = Date.now();
+      await sleep(o.downMs);
+      await server.restart();
+      upAt = Date.now();
+      ctx.log?.(`  server back after ${upAt - downAt} ms`);
     });
+    const producer = produce({ bus, events, concurrency: 8, ratePerSec: o.ratePerSec, onSettled: restart.onSettled });
     const outcomes = await within("the producer", producer.done, 120_000);
-    await restart;
+    await restart.done();
 
     // A typed failure says "publishing again is safe": do so, then every event is acked.
     const failed = events.filter((_, i) => outcomes[i]!.status === "failed");
