@@ -9,10 +9,10 @@
  *              UTF-8) as it appends it: the floor for any client that sends JSON, since
  *              the target asks jetloop to include its encoding.
  */
-import { type BenchContext, type Row, targetMet } from "./lib/context.js";
+import { type BenchContext, type Row, compareRow } from "./lib/context.js";
 import { enduringBatch, toWire, wireObject } from "./lib/events.js";
 import { LeanAppender } from "./lib/lean.js";
-import { median, nowMs, windowed } from "./lib/stats.js";
+import { nowMs, windowed } from "./lib/stats.js";
 
 export const IN_FLIGHT = 1024;
 
@@ -65,28 +65,11 @@ export async function runAppend(ctx: BenchContext): Promise<Row[]> {
     lean.close();
     await s.close();
   }
-  const j = median(samples.jetloop);
-  const rows: Row[] = [];
-  const labels = { stock: `js.publish, ${IN_FLIGHT} in flight`, lean: "lean raw loop", leanJson: "lean raw loop + JSON.stringify" };
-  for (const [raw, target] of [
-    ["stock", ">= 3"],
-    ["lean", ">= 0.7"],
-    ["leanJson", ""],
-  ] as const) {
-    const m = median(samples[raw]);
-    rows.push({
-      bench: "1 enduring append",
-      metric: "throughput",
-      unit: "events/s",
-      raw: labels[raw],
-      jetloopMedian: j,
-      rawMedian: m,
-      ratio: j / m,
-      target,
-      met: targetMet(j / m, target),
-      jetloopSamples: samples.jetloop,
-      rawSamples: samples[raw],
-    });
-  }
-  return rows;
+  const row = (raw: keyof typeof samples, label: string, target?: string) =>
+    compareRow({ bench: "1 enduring append", metric: "throughput", unit: "events/s", raw: label, target }, samples.jetloop, samples[raw]);
+  return [
+    row("stock", `js.publish, ${IN_FLIGHT} in flight`, ">= 3"),
+    row("lean", "lean raw loop", ">= 0.7"),
+    row("leanJson", "lean raw loop + JSON.stringify"),
+  ];
 }

@@ -11,7 +11,7 @@
  *           (`schema.safeParse(event, { reportInput: true })`; the rules are the same).
  */
 import { defaultRegistry, encodeEvent, unmarshalEvent, validateEvent, type JetloopEvent } from "../src/index.js";
-import { type BenchContext, type Row } from "./lib/context.js";
+import { type BenchContext, type Row, compareRow } from "./lib/context.js";
 import { enduringBatch } from "./lib/events.js";
 import { median } from "./lib/stats.js";
 
@@ -46,19 +46,7 @@ export function runCodec(ctx: BenchContext): Promise<Row[]> {
       r.push(perEvent(N, raw));
     }
     ctx.log(`codec ${metric}: jetloop ${median(j).toFixed(2)} µs, ${rawLabel} ${median(r).toFixed(2)} µs`);
-    rows.push({
-      bench: "0 codec, no network",
-      metric: `${metric} PermissionDecided (${bytes[0]!.length} B)`,
-      unit: "µs/event",
-      raw: rawLabel,
-      jetloopMedian: median(j),
-      rawMedian: median(r),
-      ratio: median(j) / median(r),
-      target: "",
-      met: undefined,
-      jetloopSamples: j,
-      rawSamples: r,
-    });
+    rows.push(compareRow({ bench: "0 codec, no network", metric: `${metric} PermissionDecided (${bytes[0]!.length} B)`, unit: "µs/event", raw: rawLabel }, j, r));
   }
   return Promise.resolve(rows);
 }

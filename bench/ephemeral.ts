@@ -8,9 +8,9 @@
  */
 import { headers } from "@nats-io/transport-node";
 import { HEADER_LAST_JOURNAL_SEQ } from "../src/index.js";
-import { type BenchContext, type Row, targetMet } from "./lib/context.js";
+import { type BenchContext, type Row, compareRow } from "./lib/context.js";
 import { coordinates, ephemeralEvent, toWire, wireObject } from "./lib/events.js";
-import { median, nowMs } from "./lib/stats.js";
+import { nowMs } from "./lib/stats.js";
 
 const BATCH = 1000;
 
@@ -74,34 +74,9 @@ export async function runEphemeral(ctx: BenchContext): Promise<Row[]> {
   } finally {
     await s.close();
   }
-  const j = median(samples.jetloop);
-  const raw = median(samples.raw);
+  const label = { bench: "3 ephemeral publish", metric: "throughput", unit: "events/s" };
   return [
-    {
-      bench: "3 ephemeral publish",
-      metric: "throughput",
-      unit: "events/s",
-      raw: "nc.publish, same bytes",
-      jetloopMedian: j,
-      rawMedian: raw,
-      ratio: j / raw,
-      target: ">= 0.8",
-      met: targetMet(j / raw, ">= 0.8"),
-      jetloopSamples: samples.jetloop,
-      rawSamples: samples.raw,
-    },
-    {
-      bench: "3 ephemeral publish",
-      metric: "throughput",
-      unit: "events/s",
-      raw: "nc.publish + JSON.stringify",
-      jetloopMedian: j,
-      rawMedian: median(samples.rawJson),
-      ratio: j / median(samples.rawJson),
-      target: "",
-      met: undefined,
-      jetloopSamples: samples.jetloop,
-      rawSamples: samples.rawJson,
-    },
+    compareRow({ ...label, raw: "nc.publish, same bytes", target: ">= 0.8" }, samples.jetloop, samples.raw),
+    compareRow({ ...label, raw: "nc.publish + JSON.stringify" }, samples.jetloop, samples.rawJson),
   ];
 }

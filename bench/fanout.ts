@@ -19,9 +19,9 @@ import { DeliverPolicy, type ConsumerMessages } from "@nats-io/jetstream";
 import { jetstream } from "@nats-io/jetstream";
 import { connect as natsConnect, type NatsConnection, type Subscription as NatsSub } from "@nats-io/transport-node";
 import { connect, type Jetloop, type Subscription } from "../src/index.js";
-import { type BenchContext, type Row, type Setup, targetMet } from "./lib/context.js";
+import { type BenchContext, type Row, type Setup, compareRow } from "./lib/context.js";
 import { coordinates, enduringEvent, type Coordinates } from "./lib/events.js";
-import { gc, median, nowMs, sleep } from "./lib/stats.js";
+import { gc, nowMs, sleep } from "./lib/stats.js";
 
 const SESSIONS = 50;
 const LOOPS_PER_SESSION = 20;
@@ -283,19 +283,8 @@ export async function runFanout(ctx: BenchContext): Promise<Row[]> {
     const j = trials.jetloop.map((t) => t[key]);
     for (const other of ["raw", "republish"] as const) {
       const o = trials[other].map((t) => t[key]);
-      rows.push({
-        bench: "7 fan-out",
-        metric,
-        unit,
-        raw: other === "raw" ? `${n} raw ordered consumers` : "republish + core subs",
-        jetloopMedian: median(j),
-        rawMedian: median(o),
-        ratio: median(j) / median(o),
-        target,
-        met: targetMet(median(j) / median(o), target),
-        jetloopSamples: j,
-        rawSamples: o,
-      });
+      const raw = other === "raw" ? `${n} raw ordered consumers` : "republish + core subs";
+      rows.push(compareRow({ bench: "7 fan-out", metric, unit, raw, target }, j, o));
     }
   }
   return rows;

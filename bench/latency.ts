@@ -2,9 +2,9 @@
  * 2. Sequential append latency: one append at a time, each awaited before the next.
  * jetloop `await bus.publish(event)` against raw `await js.publish(subject, bytes, { msgID })`.
  */
-import { type BenchContext, type Row, targetMet } from "./lib/context.js";
+import { type BenchContext, type Row, compareRow } from "./lib/context.js";
 import { enduringBatch, toWire } from "./lib/events.js";
-import { gc, median, nowUs, percentile } from "./lib/stats.js";
+import { gc, nowUs, percentile } from "./lib/stats.js";
 
 export async function runLatency(ctx: BenchContext): Promise<Row[]> {
   const n = ctx.options.quick ? 300 : 2_000;
@@ -53,20 +53,6 @@ export async function runLatency(ctx: BenchContext): Promise<Row[]> {
   }
   return (["p50", "p99"] as const).map((metric) => {
     const samples = metric === "p50" ? p50 : p99;
-    const j = median(samples.jetloop);
-    const raw = median(samples.raw);
-    return {
-      bench: "2 sequential append",
-      metric: `latency ${metric}`,
-      unit: "µs",
-      raw: "await js.publish",
-      jetloopMedian: j,
-      rawMedian: raw,
-      ratio: j / raw,
-      target: "<= 1.2",
-      met: targetMet(j / raw, "<= 1.2"),
-      jetloopSamples: samples.jetloop,
-      rawSamples: samples.raw,
-    };
+    return compareRow({ bench: "2 sequential append", metric: `latency ${metric}`, unit: "µs", raw: "await js.publish", target: "<= 1.2" }, samples.jetloop, samples.raw);
   });
 }

@@ -5,9 +5,9 @@
  * also runs JSON.parse on every payload: the floor for any reader that looks inside.
  */
 import { DeliverPolicy } from "@nats-io/jetstream";
-import { type BenchContext, type Row, targetMet } from "./lib/context.js";
+import { type BenchContext, type Row, compareRow } from "./lib/context.js";
 import { fillStream, WireFactory } from "./lib/fill.js";
-import { median, nowMs } from "./lib/stats.js";
+import { nowMs } from "./lib/stats.js";
 
 const BATCH = 512;
 
@@ -57,33 +57,9 @@ export async function runReplay(ctx: BenchContext): Promise<Row[]> {
   } finally {
     await s.close();
   }
-  const j = median(samples.jetloop);
+  const label = { bench: "5 replay", metric: `throughput, ${n / 1000}k events`, unit: "events/s" };
   return [
-    {
-      bench: "5 replay",
-      metric: `throughput, ${n / 1000}k events`,
-      unit: "events/s",
-      raw: "ordered consumer, count only",
-      jetloopMedian: j,
-      rawMedian: median(samples.raw),
-      ratio: j / median(samples.raw),
-      target: ">= 0.9",
-      met: targetMet(j / median(samples.raw), ">= 0.9"),
-      jetloopSamples: samples.jetloop,
-      rawSamples: samples.raw,
-    },
-    {
-      bench: "5 replay",
-      metric: `throughput, ${n / 1000}k events`,
-      unit: "events/s",
-      raw: "ordered consumer + JSON.parse",
-      jetloopMedian: j,
-      rawMedian: median(samples.parse),
-      ratio: j / median(samples.parse),
-      target: "",
-      met: undefined,
-      jetloopSamples: samples.jetloop,
-      rawSamples: samples.parse,
-    },
+    compareRow({ ...label, raw: "ordered consumer, count only", target: ">= 0.9" }, samples.jetloop, samples.raw),
+    compareRow({ ...label, raw: "ordered consumer + JSON.parse" }, samples.jetloop, samples.parse),
   ];
 }

@@ -11,7 +11,7 @@
  * an ordered consumer filtered on the session's subjects, counting to 100.
  */
 import { DeliverPolicy } from "@nats-io/jetstream";
-import { type BenchContext, type Row, targetMet } from "./lib/context.js";
+import { type BenchContext, type Row, targetMet, compareRow } from "./lib/context.js";
 import { fillStream, syntheticId, WireFactory } from "./lib/fill.js";
 import { median, nowMs } from "./lib/stats.js";
 
@@ -84,21 +84,8 @@ export async function runSelective(ctx: BenchContext): Promise<Row[]> {
       [sizes[0], small],
       [sizes[1], big],
     ] as const) {
-      const j = median(m[layout].jetloop);
-      const raw = median(m[layout].raw);
-      rows.push({
-        bench: "6 selective replay",
-        metric: `${layout}: 100 of ${label(size)}`,
-        unit: "ms",
-        raw: "ordered consumer on the session",
-        jetloopMedian: j,
-        rawMedian: raw,
-        ratio: j / raw,
-        target: "",
-        met: undefined,
-        jetloopSamples: m[layout].jetloop,
-        rawSamples: m[layout].raw,
-      });
+      const row = { bench: "6 selective replay", metric: `${layout}: 100 of ${label(size)}`, unit: "ms", raw: "ordered consumer on the session" };
+      rows.push(compareRow(row, m[layout].jetloop, m[layout].raw));
     }
     const growth = median(big[layout].jetloop) / median(small[layout].jetloop);
     const rawGrowth = median(big[layout].raw) / median(small[layout].raw);

@@ -2,6 +2,7 @@
 import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
 import { connect as natsConnect, type NatsConnection } from "@nats-io/transport-node";
 import { connect, type Jetloop } from "../../src/index.js";
+import { median } from "./stats.js";
 import type { NatsServer } from "../../test/harness/server.js";
 
 export interface BenchOptions {
@@ -77,6 +78,25 @@ export interface Row {
   readonly jetloopSamples: readonly number[];
   readonly rawSamples: readonly number[];
   readonly note?: string;
+}
+
+/** What a comparison row says before its figures: the samples fill in the rest. */
+export interface RowLabel {
+  readonly bench: string;
+  readonly metric: string;
+  readonly unit: string;
+  readonly raw: string;
+  /** On the ratio of the medians; empty (the default) for an informative row. */
+  readonly target?: string;
+}
+
+/** A row comparing jetloop's samples with a raw client's: medians, their ratio, the target. */
+export function compareRow(label: RowLabel, jetloopSamples: readonly number[], rawSamples: readonly number[]): Row {
+  const jetloopMedian = median(jetloopSamples);
+  const rawMedian = median(rawSamples);
+  const ratio = jetloopMedian / rawMedian;
+  const target = label.target ?? "";
+  return { ...label, jetloopMedian, rawMedian, ratio, target, met: targetMet(ratio, target), jetloopSamples, rawSamples };
 }
 
 export function targetMet(ratio: number, target: string): boolean | undefined {

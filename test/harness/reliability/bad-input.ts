@@ -101,6 +101,12 @@ export function badMessages(ns: string, c: Coords, repeat: number, seed: number,
   const out: BadMessage[] = [];
   const decided = () => createEvent("PermissionDecided", { ...c, toolExecutionId: newId(), effect: "approve" });
   const preview = () => createEvent("ToolCallStarted", { ...c, toolExecutionId: newId(), toolName: "bash" });
+  const requested = () =>
+    createEvent("PermissionRequested", {
+      ...c,
+      toolExecutionId: newId(),
+      request: { toolName: "bash", requirements: [{ kind: "fs.read", match: "/tmp", description: "read /tmp" }] },
+    });
   for (let r = 0; r < repeat; r++) {
     for (const kind of JOURNAL_KINDS) {
       const e = decided();
@@ -146,22 +152,14 @@ export function badMessages(ns: string, c: Coords, repeat: number, seed: number,
           data = withJson(valid, (o) => (o[`extra_${int(100)}`] = int(10)));
           break;
         case "smuggled-grant-token": {
-          const req = createEvent("PermissionRequested", {
-            ...c,
-            toolExecutionId: newId(),
-            request: { toolName: "bash", requirements: [{ kind: "fs.read", match: "/tmp", description: "read /tmp" }] },
-          });
+          const req = requested();
           on = subjectOf(ns, "journal", req, "tool");
           data = withJson(encodeEvent(req), (o) => ((o.request as Record<string, unknown>).grant_token = SECRET_GRANT));
           break;
         }
         case "request-arguments": {
           // Raw tool arguments inside the typed request: its decoder is strict.
-          const req = createEvent("PermissionRequested", {
-            ...c,
-            toolExecutionId: newId(),
-            request: { toolName: "bash", requirements: [{ kind: "fs.read", match: "/tmp", description: "read /tmp" }] },
-          });
+          const req = requested();
           on = subjectOf(ns, "journal", req, "tool");
           data = withJson(encodeEvent(req), (o) => {
             const r = o.request as { requirements: Record<string, unknown>[] } & Record<string, unknown>;
