@@ -27,7 +27,7 @@ export default defineConfig({
       {
         test: {
           name: "unit",
-          include: ["test/unit/**/*.test.ts"],
+          include: ["test/unit/**/*.test.ts", "test/conformance/**/*.test.ts"],
         },
       },
       integration("newest"),

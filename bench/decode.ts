@@ -1,12 +1,14 @@
 /**
- * Decode micro-benchmark: what `unmarshalEvent` (UTF-8 decode, strict JSON, wire mapping,
- * validation) costs per event, next to `JSON.parse` of the same bytes as the baseline.
+ * Decode micro-benchmark: what decoding (UTF-8 decode, strict JSON, wire mapping,
+ * validation) costs per event — `unmarshalEvent` for the journal's events,
+ * `unmarshalPreview` for a live preview — next to `JSON.parse` of the same bytes as the
+ * baseline.
  *
  *   npx tsx bench/decode.ts
  *
  * Each figure is the median of 5 timed runs of about 250 ms, after a warm-up.
  */
-import { createEvent, marshalEvent, unmarshalEvent } from "../src/index.js";
+import { createEvent, encodeEvent, marshalEvent, unmarshalEvent, unmarshalPreview } from "../src/index.js";
 import { grantRequest, ID, STEP_COORDS } from "../test/unit/fixtures.js";
 
 const RUNS = 5;
@@ -15,7 +17,6 @@ const RUN_MS = 250;
 // The unit tests' fixtures: a request with a grant and a requirement with candidates.
 const coords = STEP_COORDS;
 const tool = ID.tool;
-const tool2 = ID.tool2;
 const request = grantRequest();
 
 const events = {
@@ -26,22 +27,22 @@ const events = {
       messages: [
         {
           role: "assistant",
-          content: "I will run the tests and read the coverage summary.",
-          toolCalls: [
-            { toolExecutionId: tool, toolName: "bash" },
-            { toolExecutionId: tool2, toolName: "read_file" },
+          blocks: [
+            { type: "text", text: "I will run the tests and read the coverage summary." },
+            { type: "tool_use", id: "toolu_01", name: "bash", input: { command: "npm test" } },
+            { type: "tool_use", id: "toolu_02", name: "read_file", input: { path: "coverage/summary.txt" } },
           ],
+          usage: { inputTokens: 1200, outputTokens: 340 },
         },
-        { role: "tool", toolExecutionId: tool, toolName: "bash", content: "Test Files  12 passed (12)\n     Tests  318 passed (318)" },
-        { role: "tool", toolExecutionId: tool2, toolName: "read_file", content: "All files | 91.2 | 84.0 | 93.5 | 91.2", isError: false },
+        { role: "tool", toolUseId: "toolu_01", blocks: [{ type: "text", text: "Test Files  12 passed (12)\n     Tests  318 passed (318)" }] },
+        { role: "tool", toolUseId: "toolu_02", blocks: [{ type: "text", text: "All files | 91.2 | 84.0 | 93.5 | 91.2" }] },
       ],
     }),
   ),
-  // Ephemeral: encodeEvent, the live channel's encoding; unmarshalEvent decodes both classes.
-  ToolCallCompleted: new TextEncoder().encode(
-    JSON.stringify({ type: "ToolCallCompleted", v: 1, session_id: coords.sessionId, loop_id: coords.loopId, turn_id: coords.turnId, step_id: coords.stepId, event_id: tool2, created_at: "2025-06-01T12:34:56.789Z", tool_execution_id: tool, result_preview: "318 passed" }),
-  ),
+  // Ephemeral: encodeEvent, the live channel's encoding, read back by unmarshalPreview.
+  ToolCallCompleted: encodeEvent(createEvent("ToolCallCompleted", { ...coords, eventId: ID.tool2, createdAt: "2025-06-01T12:34:56.789Z", toolExecutionId: tool, resultPreview: "318 passed" })),
 };
+const decoderOf = (name: string) => (name === "ToolCallCompleted" ? unmarshalPreview : unmarshalEvent);
 
 const decoder = new TextDecoder();
 let sink: unknown;
@@ -72,12 +73,13 @@ function measure(fn: () => unknown): number {
 
 const rows: string[][] = [["event", "bytes", "op", "ns/op", "ops/s", "× JSON.parse"]];
 for (const [name, bytes] of Object.entries(events)) {
-  unmarshalEvent(bytes); // valid before timing
+  const decode = decoderOf(name);
+  decode(bytes); // valid before timing
   const base = measure(() => JSON.parse(decoder.decode(bytes)));
-  const full = measure(() => unmarshalEvent(bytes));
+  const full = measure(() => decode(bytes));
   const fmt = (ns: number) => [ns.toFixed(0), Math.round(1e9 / ns).toLocaleString("en-US")];
   rows.push([name, String(bytes.length), "JSON.parse (baseline)", ...fmt(base), "1.0"]);
-  rows.push([name, String(bytes.length), "unmarshalEvent", ...fmt(full), (full / base).toFixed(1)]);
+  rows.push([name, String(bytes.length), decode.name, ...fmt(full), (full / base).toFixed(1)]);
 }
 void sink;
 

@@ -76,7 +76,7 @@ export class EventNotPersistableError extends JetloopError {
 export class EventEncodeError extends JetloopError {
   constructor(
     readonly eventType: string,
-    readonly reason: "request_rejected" | "too_large",
+    readonly reason: "request_rejected" | "too_large" | "unwritable",
     message: string,
     options?: { cause?: unknown },
   ) {
@@ -91,7 +91,13 @@ export type DecodeFailure =
   | "duplicate_key"
   | "too_deep"
   | "not_an_object"
-  | "missing_type";
+  | "missing_type"
+  /** A number whose text JavaScript cannot read exactly (`1.0`, `1e2`, beyond 2^53). */
+  | "inexact_number"
+  /** A key that names a field only ignoring letter case (`"Type"` for `type`). */
+  | "letter_case_key"
+  /** `null` for a field (the runtime writes an absent value by omitting it). */
+  | "null_value";
 
 /** Bytes from the wire that are not an event envelope at all. */
 export class EventDecodeError extends JetloopError {

@@ -2,7 +2,11 @@
 export * from "./errors.js";
 export { NIL_UUID, isCanonicalUuid, newId, uuidSchema } from "./events/ids.js";
 export { limits, capText } from "./events/text.js";
-export type { Agency, Cause, EventHeader, Visibility } from "./events/header.js";
+export { AGENCY_MACHINE, AGENCY_USER, goTimestamp } from "./events/header.js";
+export type { Cause, EventHeader, Visibility } from "./events/header.js";
+export * from "./events/content.js";
+export * from "./events/gate.js";
+export * from "./events/runtime.js";
 export {
   defineEventType,
   EventRegistry,
@@ -36,6 +40,7 @@ export {
   marshalEvent,
   safeUnmarshalEvent,
   unmarshalEvent,
+  unmarshalPreview,
   WIRE_VERSION,
   type CodecOptions,
   type DecodeError,

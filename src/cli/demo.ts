@@ -84,9 +84,11 @@ async function runDemo(bus: Jetloop, servers: string | string[] | undefined, out
   for (const call of calls) {
     const stepId = newId();
     const toolExecutionId = newId();
+    // The model provider's id of the call (a model would have chosen it).
+    const toolUseId = `toolu_${toolExecutionId.slice(-12)}`;
     const coords = { sessionId, loopId, turnId, stepId };
     const request = { toolName: call.toolName, summary: call.summary, requirements: [{ kind: "fs.write", match: call.match, description: `write under ${call.match}` }] };
-    const decision = await gates.requestPermission({ turnId, stepId, toolExecutionId, request, timeoutMs: 30_000 });
+    const decision = await gates.requestPermission({ turnId, stepId, toolExecutionId, toolUseId, request, timeoutMs: 30_000 });
     let result: { content: string; isError: boolean };
     if (decision.effect === "approve") {
       await bus.publish(createEvent("ToolCallStarted", { ...coords, toolExecutionId, toolName: call.toolName, summary: call.summary }));
@@ -100,8 +102,8 @@ async function runDemo(bus: Jetloop, servers: string | string[] | undefined, out
       createEvent("StepDone", {
         ...coords,
         messages: [
-          { role: "assistant", toolCalls: [{ toolExecutionId, toolName: call.toolName }] },
-          { role: "tool", toolExecutionId, toolName: call.toolName, content: result.content, isError: result.isError },
+          { role: "assistant", blocks: [{ type: "tool_use", id: toolUseId, name: call.toolName, input: { path: "/tmp" } }] },
+          { role: "tool", toolUseId, blocks: [{ type: "text", text: result.content }], isError: result.isError },
         ],
       }),
     );
@@ -142,7 +144,7 @@ export async function demoAnswererCommand(argv: string[], out: (s: string) => vo
     for await (const d of sub) {
       if (d.event.type !== "GateOpened") continue;
       const effect = effects[answered]!;
-      const outcome = await session.answer(values.loop, { kind: "permission", gateId: d.event.gate.id, effect, reason: effect === "deny" ? "outside the allowed paths" : "looks safe" });
+      const outcome = await session.answer(values.loop, { kind: "permission", gateId: d.event.gate!.id!, effect, reason: effect === "deny" ? "outside the allowed paths" : "looks safe" });
       out(`        [answerer] ${effect} gate ${outcome.gateId.slice(-8)} → journal #${outcome.journalSeq}`);
       if (++answered === effects.length) break;
     }

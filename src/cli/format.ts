@@ -20,9 +20,9 @@ function detail(e: JetloopEvent): string {
     case "ToolCallCompleted":
       return `tool=${short(e.toolExecutionId)} ${e.isError ? "error" : "ok"}${e.resultPreview ? `: ${e.resultPreview}` : ""}`;
     case "GateOpened":
-      return `gate=${short(e.gate.id)} ${e.gate.kind}`;
+      return `gate=${e.gate?.id ? short(e.gate.id) : "?"} ${e.gate?.kind ?? ""}`;
     case "GateResolved":
-      return `gate=${short(e.gateId)} ${e.reason}${e.action ? ` ${e.action}` : ""}`;
+      return `gate=${e.gateId ? short(e.gateId) : "?"} ${e.reason ?? ""}${e.action ? ` ${e.action}` : ""}`;
     case "StepDone":
       return `${e.messages.length} message(s)`;
     case "TurnFailed":

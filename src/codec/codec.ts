@@ -1,30 +1,31 @@
 /**
- * The journal codec: one JSON object per event, snake_case, header flattened beside
- * `type` and `v`, zero values omitted — the envelope the Go runtime writes.
+ * The journal codec: one JSON object per event, byte for byte as the Go runtime writes
+ * it (CONFORMANCE.md at the repository's root says how that is proven, and where jetloop
+ * is stricter than the runtime's reader).
  * `unmarshalEvent` is the untrusted boundary; nothing leaves it unvalidated.
  */
+import { z } from "zod";
 import {
   EventDecodeError,
   EventEncodeError,
   EventNotPersistableError,
   EventValidationError,
-  RequestDecodeError,
 } from "../errors.js";
 import { defaultRegistry, type JetloopEvent } from "../events/catalogue.js";
 import type { EventRegistry, EventTypeDefinition } from "../events/registry.js";
-import { validatePermissionRequest } from "../events/request.js";
 import { definitionFor, type SafeResult, validateWith } from "../events/validate.js";
 import { encodePooled } from "./pooled-utf8.js";
 import { parseStrictJson, StrictJsonError } from "./strict-json.js";
-import { fromWire, toWireJson, UnknownWireKeyError, type WireOpening } from "./wire.js";
+import { fromWire, sortedKeys, toWireJson, UnwritableJsonError, WireKeyError } from "./wire.js";
 
-/** The wire schema version this codec writes and reads. */
+/** The wire schema version this codec writes; it reads 0 and 1 (and an absent `v`) as 1. */
 export const WIRE_VERSION = 1;
 
 /**
  * The default byte cap of one encoded event: nats-server's default max_payload, so
  * every event the codec accepts can be published. The events stream's max_msg_size
- * uses the same figure. (The Go runtime's decoder caps at 16 MiB.)
+ * uses the same figure. (The Go runtime caps at 16 MiB; a bigger cap here needs a
+ * server and stream that take bigger messages.)
  */
 export const DEFAULT_MAX_EVENT_BYTES = 1024 * 1024;
 
@@ -59,35 +60,43 @@ export function encodeEvent<E = JetloopEvent>(event: E, options?: CodecOptions<E
   return encodeValidated(event, options).bytes;
 }
 
-const ENVELOPE_KEYS: ReadonlySet<string> = new Set(["type", "v"]);
-const envelopes = new WeakMap<EventTypeDefinition, WireOpening>();
+const wireSchemas = new WeakMap<EventTypeDefinition, z.ZodType>();
+const ENVELOPE = { v: WIRE_VERSION };
 
-/** The envelope's own fields, which open every event of a type: `{"type":"X","v":1`. */
-function envelopeOf(def: EventTypeDefinition): WireOpening {
-  let envelope = envelopes.get(def);
-  if (envelope === undefined) {
-    envelope = { text: `{"type":${JSON.stringify(def.type)},"v":${WIRE_VERSION}`, keys: ENVELOPE_KEYS };
-    envelopes.set(def, envelope);
+/**
+ * An event's wire form: its fields and the envelope's `v`, every key in sorted order, as
+ * the runtime writes the envelope (a Go map).
+ */
+function wireSchemaOf(def: EventTypeDefinition): z.ZodType {
+  let schema = wireSchemas.get(def);
+  if (schema === undefined) {
+    schema = sortedKeys(z.object({ ...def.schema.shape, v: z.number().optional() }));
+    wireSchemas.set(def, schema);
   }
-  return envelope;
+  return schema;
 }
 
 /** `encodeEvent`, also returning the normalized event and its type definition. */
 export function encodeValidated<E = JetloopEvent>(event: E, options?: CodecOptions<E> & { pooled?: boolean }): Encoded<E> {
   const def = definitionFor(event, registryOf(options));
-  const input = event as Record<string, unknown>;
-  if (def.type === "PermissionRequested") {
-    try {
-      validatePermissionRequest(input.request);
-    } catch (e) {
-      if (e instanceof RequestDecodeError) {
-        throw new EventEncodeError(def.type, "request_rejected", `the request codec rejected the request: ${e.message}`, { cause: e });
-      }
-      throw e;
+  let valid: E;
+  try {
+    valid = validateWith<E>(def, event as Record<string, unknown>, { strict: true });
+  } catch (e) {
+    // What the runtime's MarshalEvent reports as an EventEncodeError: the typed request
+    // codec rejected the request.
+    if (e instanceof EventValidationError && def.type === "PermissionRequested" && e.field.startsWith("request")) {
+      throw new EventEncodeError(def.type, "request_rejected", `the request codec rejected the request: ${e.field} ${e.detail ?? e.rule}`, { cause: e });
     }
+    throw e;
   }
-  const valid = validateWith<E>(def, input);
-  const json = toWireJson(def.schema, valid, envelopeOf(def));
+  let json: string;
+  try {
+    json = toWireJson(wireSchemaOf(def), valid, ENVELOPE);
+  } catch (e) {
+    if (e instanceof UnwritableJsonError) throw new EventEncodeError(def.type, "unwritable", e.message, { cause: e });
+    throw e;
+  }
   const bytes = options?.pooled ? encodePooled(json) : utf8Encoder.encode(json);
   const max = options?.maxBytes ?? DEFAULT_MAX_EVENT_BYTES;
   if (bytes.length > max) {
@@ -97,9 +106,10 @@ export function encodeValidated<E = JetloopEvent>(event: E, options?: CodecOptio
 }
 
 /**
- * Encodes an enduring event for the journal. Fails closed: an ephemeral event is
- * EventNotPersistableError, an unknown type or invalid event EventValidationError, a
- * request the typed request codec rejects EventEncodeError.
+ * Encodes an enduring event for the journal, byte for byte as the Go runtime's
+ * MarshalEvent writes it. Fails closed: an ephemeral event is EventNotPersistableError, an
+ * unknown type or invalid event EventValidationError, a request the typed request codec
+ * rejects EventEncodeError.
  */
 export function marshalEvent<E = JetloopEvent>(event: E, options?: CodecOptions<E>): Uint8Array {
   const def = definitionFor(event, registryOf(options));
@@ -107,30 +117,32 @@ export function marshalEvent<E = JetloopEvent>(event: E, options?: CodecOptions<
   return encodeEvent(event, options);
 }
 
-/**
- * Decodes and validates one event from untrusted bytes. Throws EventDecodeError for
- * bytes that are not an event envelope, EventValidationError for an envelope whose type
- * is unknown or whose content breaks the event's rules. Never returns untyped JSON.
- */
-export function unmarshalEvent<E = JetloopEvent>(input: Uint8Array | string, options?: CodecOptions<E>): E {
-  const max = options?.maxBytes ?? DEFAULT_MAX_EVENT_BYTES;
+function decodeText(input: Uint8Array | string, max: number): string {
   // A string's UTF-8 length is at least its code-unit count: a cheap early bound.
   if (input.length > max) throw new EventDecodeError("too_large", `event of ${input.length} bytes exceeds the cap of ${max}`);
-  let text: string;
   if (typeof input === "string") {
     // Up to 3 UTF-8 bytes per code unit: count exactly only when the bound is not enough.
     if (input.length * 3 > max) {
       const bytes = utf8Encoder.encode(input).length;
       if (bytes > max) throw new EventDecodeError("too_large", `event of ${bytes} bytes exceeds the cap of ${max}`);
     }
-    text = input;
-  } else {
-    try {
-      text = utf8Decoder.decode(input);
-    } catch {
-      throw new EventDecodeError("not_utf8", "event is not valid UTF-8");
-    }
+    return input;
   }
+  try {
+    return utf8Decoder.decode(input);
+  } catch {
+    throw new EventDecodeError("not_utf8", "event is not valid UTF-8");
+  }
+}
+
+const WIRE_KEY_REASONS = { letter_case: "letter_case_key", null: "null_value" } as const;
+
+/**
+ * Decodes and validates one event of either class from untrusted bytes: the subscribers'
+ * path, which checks the channel against the subject itself.
+ */
+export function decodeEvent<E = JetloopEvent>(input: Uint8Array | string, options?: CodecOptions<E>): E {
+  const text = decodeText(input, options?.maxBytes ?? DEFAULT_MAX_EVENT_BYTES);
   let json: unknown;
   try {
     json = parseStrictJson(text);
@@ -142,30 +154,69 @@ export function unmarshalEvent<E = JetloopEvent>(input: Uint8Array | string, opt
     throw new EventDecodeError("not_an_object", "an event is a JSON object");
   }
   const envelope = json as Record<string, unknown>;
-  if (envelope.type === undefined) throw new EventDecodeError("missing_type", "event has no type");
+  if (envelope.type === undefined) {
+    if (Object.keys(envelope).some((k) => k.toLowerCase() === "type")) {
+      throw new EventDecodeError("letter_case_key", "the type key differs from `type` only in letter case");
+    }
+    throw new EventDecodeError("missing_type", "event has no type");
+  }
+  if (envelope.type === null) throw new EventDecodeError("null_value", "type is null");
   const def = definitionFor(envelope, registryOf(options));
-  if (envelope.v !== undefined && envelope.v !== WIRE_VERSION) {
-    throw new EventValidationError(def.type, "v", "is invalid", `unsupported schema version ${JSON.stringify(envelope.v)}`);
+  const v = envelope.v;
+  if (v === null) throw new EventDecodeError("null_value", "v is null");
+  if (v !== undefined && v !== 0 && v !== WIRE_VERSION) {
+    throw new EventValidationError(def.type, "v", "is invalid", `unsupported schema version ${JSON.stringify(v)}`);
   }
   let camel: Record<string, unknown>;
   try {
-    camel = fromWire(def.schema, envelope) as Record<string, unknown>;
+    camel = fromWire(wireSchemaOf(def), envelope) as Record<string, unknown>;
   } catch (e) {
-    if (e instanceof UnknownWireKeyError) throw new EventValidationError(def.type, e.path, "is invalid", "not a known field");
-    throw e;
+    if (!(e instanceof WireKeyError)) throw e;
+    if (e.problem === "unknown") throw new EventValidationError(def.type, e.path, "is invalid", "not a known field");
+    throw new EventDecodeError(WIRE_KEY_REASONS[e.problem], e.message);
   }
+  delete camel.v;
   return validateWith<E>(def, camel);
+}
+
+/**
+ * The journal decoder (the runtime's UnmarshalEvent): one enduring event from untrusted
+ * bytes. Throws EventDecodeError for bytes that are not an event envelope,
+ * EventValidationError for an envelope whose type is unknown, ephemeral, or whose
+ * content breaks the event's rules. Never returns untyped JSON.
+ */
+export function unmarshalEvent<E = JetloopEvent>(input: Uint8Array | string, options?: CodecOptions<E>): E {
+  return ofClass(decodeEvent(input, options), "enduring", options);
+}
+
+/** The live channel's decoder: one ephemeral preview from untrusted bytes. */
+export function unmarshalPreview<E = JetloopEvent>(input: Uint8Array | string, options?: CodecOptions<E>): E {
+  return ofClass(decodeEvent(input, options), "ephemeral", options);
+}
+
+function ofClass<E>(event: E, cls: "enduring" | "ephemeral", options?: CodecOptions<E>): E {
+  const def = definitionFor(event, registryOf(options));
+  if (def.class !== cls) {
+    throw new EventValidationError(def.type, "type", "is not a known event type", cls === "enduring" ? "an ephemeral event is never in the journal" : "an enduring event is never a preview");
+  }
+  return event;
 }
 
 export type DecodeError = EventDecodeError | EventValidationError;
 
-/** `unmarshalEvent` as a result value: the hot path of subscribers, which report rather than throw. */
-export function safeUnmarshalEvent<E = JetloopEvent>(
-  input: Uint8Array | string,
-  options?: CodecOptions<E>,
-): SafeResult<E, DecodeError> {
+/** `decodeEvent` as a result value: the hot path of subscribers, which report rather than throw. */
+export function safeDecodeEvent<E = JetloopEvent>(input: Uint8Array | string, options?: CodecOptions<E>): SafeResult<E, DecodeError> {
+  return safely(() => decodeEvent(input, options));
+}
+
+/** `unmarshalEvent` as a result value. */
+export function safeUnmarshalEvent<E = JetloopEvent>(input: Uint8Array | string, options?: CodecOptions<E>): SafeResult<E, DecodeError> {
+  return safely(() => unmarshalEvent(input, options));
+}
+
+function safely<E>(decode: () => E): SafeResult<E, DecodeError> {
   try {
-    return { success: true, data: unmarshalEvent(input, options) };
+    return { success: true, data: decode() };
   } catch (e) {
     if (e instanceof EventDecodeError || e instanceof EventValidationError) return { success: false, error: e };
     throw e;

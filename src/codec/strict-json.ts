@@ -1,11 +1,20 @@
 /**
- * JSON.parse silently keeps the last of two equal keys, which lets a message say one
- * thing to a lenient reader and another to a strict one. This parser lets the native
- * JSON.parse judge the grammar (fast, and it rejects trailing data) and then scans the
- * text once, iteratively, for duplicate keys and excessive nesting.
+ * JSON as the Go runtime's decoder reads it, or refused. JSON.parse judges the grammar
+ * (fast, and it rejects trailing data); one walk of the parsed value and, only when it
+ * cannot decide, one scan of the text then refuse what JSON.parse would read differently
+ * from Go or from the text:
+ *
+ * - two keys of one object that are equal ignoring letter case (Go's decoder matches
+ *   field names case-insensitively, so `"type"` beside `"Type"` is two values for one
+ *   field; the runtime refuses them at every level);
+ * - a number whose text JavaScript does not write back the same way (`1.0`, `1e2`, `-0`)
+ *   or an integer beyond 2^53, which a double cannot hold exactly;
+ * - nesting deeper than `maxDepth`.
+ *
+ * A lone surrogate escape (`"\ud800"`) is read as U+FFFD, as Go reads it.
  */
 
-export type StrictJsonFailure = "malformed_json" | "duplicate_key" | "too_deep";
+export type StrictJsonFailure = "malformed_json" | "duplicate_key" | "letter_case_key" | "too_deep" | "inexact_number";
 
 export class StrictJsonError extends Error {
   constructor(
@@ -18,7 +27,24 @@ export class StrictJsonError extends Error {
   }
 }
 
-export const DEFAULT_MAX_DEPTH = 32;
+/** Deep enough for any tool input a model writes; Go's own decoder stops at 10,000. */
+export const DEFAULT_MAX_DEPTH = 512;
+
+// What may be a number: a token after ':', ',' or '[' (inside strings too, which only
+// costs a look). When every such token is written as JavaScript writes it back, no number
+// can be inexact and the scan is not needed.
+const NUMBER_TOKEN = /[:,[][ \t\n\r]*(-?\d[0-9.eE+-]*)/g;
+
+function mayBeInexact(text: string): boolean {
+  NUMBER_TOKEN.lastIndex = 0;
+  for (let m = NUMBER_TOKEN.exec(text); m !== null; m = NUMBER_TOKEN.exec(text)) {
+    const token = m[1]!;
+    if (String(Number(token)) !== token) return true;
+  }
+  return false;
+}
+// An escaped surrogate: the only way valid UTF-8 text can spell a lone one.
+const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F]/;
 
 export function parseStrictJson(text: string, maxDepth = DEFAULT_MAX_DEPTH): unknown {
   let value: unknown;
@@ -30,24 +56,47 @@ export function parseStrictJson(text: string, maxDepth = DEFAULT_MAX_DEPTH): unk
     const position = /position (\d+)/.exec((e as Error).message)?.[1];
     throw new StrictJsonError("malformed_json", `malformed JSON${position ? ` at position ${position}` : ""}`, position ? Number(position) : undefined);
   }
+  if (value === null || typeof value !== "object") {
+    checkNumber(value);
+    if (mayBeInexact(text)) scan(text, maxDepth);
+    return value;
+  }
   // The cheap proof first: JSON.parse keeps one property per distinct key, so the parsed
   // value has as many properties as the text has keys exactly when no object repeats a
-  // key. Only when that fails (or the nesting is too deep) does the full scan run, to
-  // name the duplicate key and its offset.
-  const props = value !== null && typeof value === "object" ? countProperties(value, 1, maxDepth) : 0;
-  if (props < 0 || props !== countKeys(text)) scanKeys(text, maxDepth);
+  // key. Only when that fails, the nesting is too deep or a number may be inexact does the
+  // full scan run, to name the duplicate key or the number and its offset.
+  const props = walk(value, 1, maxDepth);
+  if (props < 0 || props !== countKeys(text) || mayBeInexact(text)) scan(text, maxDepth);
+  if (SURROGATE_ESCAPE.test(text)) return wellFormed(value);
   return value;
 }
 
-/** Own properties of every object in a parsed value; -1 when it nests deeper than maxDepth. */
-function countProperties(v: object, depth: number, maxDepth: number): number {
+function checkNumber(v: unknown): void {
+  if (typeof v !== "number") return;
+  if (Object.is(v, -0) || (Number.isInteger(v) && !Number.isSafeInteger(v))) {
+    throw new StrictJsonError("inexact_number", `the number ${String(v)} cannot be read exactly`);
+  }
+}
+
+// A key that may equal another one ignoring case: upper-case ASCII or anything non-ASCII.
+const FOLDABLE = /[A-Z\u0080-\uffff]/;
+
+/**
+ * Counts the own properties of every object in a parsed value, checks its numbers, and
+ * refuses two keys of one object that differ only in letter case. -1 when it nests deeper
+ * than maxDepth.
+ */
+function walk(v: object, depth: number, maxDepth: number): number {
   if (depth > maxDepth) return -1;
   let n = 0;
   if (Array.isArray(v)) {
     for (let i = 0; i < v.length; i++) {
       const item: unknown = v[i];
-      if (item === null || typeof item !== "object") continue;
-      const c = countProperties(item, depth + 1, maxDepth);
+      if (item === null || typeof item !== "object") {
+        checkNumber(item);
+        continue;
+      }
+      const c = walk(item, depth + 1, maxDepth);
       if (c < 0) return -1;
       n += c;
     }
@@ -56,15 +105,39 @@ function countProperties(v: object, depth: number, maxDepth: number): number {
   // for-in rather than Object.keys: no array per object. JSON.parse's objects inherit
   // nothing enumerable; if Object.prototype were polluted, the counts differ and the scan
   // decides.
+  let foldable = false;
   for (const k in v) {
     n++;
+    if (!foldable && FOLDABLE.test(k)) foldable = true;
     const item: unknown = (v as Record<string, unknown>)[k];
-    if (item === null || typeof item !== "object") continue;
-    const c = countProperties(item, depth + 1, maxDepth);
+    if (item === null || typeof item !== "object") {
+      checkNumber(item);
+      continue;
+    }
+    const c = walk(item, depth + 1, maxDepth);
     if (c < 0) return -1;
     n += c;
   }
+  if (foldable) {
+    const folded = new Set<string>();
+    for (const k in v) {
+      const f = k.toLowerCase();
+      if (folded.has(f)) throw new StrictJsonError("letter_case_key", `keys that differ only in letter case: ${JSON.stringify(k)}`);
+      folded.add(f);
+    }
+  }
   return n;
+}
+
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+
+function wellFormed(v: unknown): unknown {
+  if (typeof v === "string") return v.replace(LONE_SURROGATE, "\ufffd");
+  if (v === null || typeof v !== "object") return v;
+  if (Array.isArray(v)) return v.map(wellFormed);
+  const out: Record<string, unknown> = {};
+  for (const k in v) out[k.replace(LONE_SURROGATE, "\ufffd")] = wellFormed((v as Record<string, unknown>)[k]);
+  return out;
 }
 
 // JSON whitespace between a string and a colon, which only ever follows a key.
@@ -96,9 +169,15 @@ const CLOSE_BRACE = 0x7d;
 const OPEN_BRACKET = 0x5b;
 const CLOSE_BRACKET = 0x5d;
 const COMMA = 0x2c;
+const MINUS = 0x2d;
+
+function isNumberChar(c: number): boolean {
+  // digits, '+', '-', '.', 'e', 'E'
+  return (c >= 0x30 && c <= 0x39) || c === 0x2b || c === MINUS || c === 0x2e || c === 0x65 || c === 0x45;
+}
 
 /** Scans text that JSON.parse has already accepted. */
-function scanKeys(text: string, maxDepth: number): void {
+function scan(text: string, maxDepth: number): void {
   // One entry per open container: a key set for an object (created lazily), null for an array.
   const stack: (Set<string> | null | undefined)[] = [];
   const isObject: boolean[] = [];
@@ -120,6 +199,7 @@ function scanKeys(text: string, maxDepth: number): void {
       if (expectKey) {
         const raw = text.slice(start, i);
         const key = escaped ? (JSON.parse(`"${raw}"`) as string) : raw;
+        const folded = key.toLowerCase();
         const top = stack.length - 1;
         let keys = stack[top];
         if (keys === undefined) {
@@ -127,10 +207,13 @@ function scanKeys(text: string, maxDepth: number): void {
           stack[top] = keys;
         }
         if (keys !== null) {
-          if (keys.has(key)) {
-            throw new StrictJsonError("duplicate_key", `duplicate key ${JSON.stringify(key)}`, start - 1);
+          // Both spellings are kept: an exact repeat and a letter-case variant are told apart.
+          if (keys.has(key)) throw new StrictJsonError("duplicate_key", `duplicate key ${JSON.stringify(raw)}`, start - 1);
+          if (keys.has(`\u0000${folded}`)) {
+            throw new StrictJsonError("letter_case_key", `keys that differ only in letter case: ${JSON.stringify(raw)}`, start - 1);
           }
           keys.add(key);
+          keys.add(`\u0000${folded}`);
         }
         expectKey = false;
       }
@@ -148,6 +231,14 @@ function scanKeys(text: string, maxDepth: number): void {
       expectKey = false;
     } else if (c === COMMA) {
       expectKey = isObject[isObject.length - 1] === true;
+    } else if ((c >= 0x30 && c <= 0x39) || c === MINUS) {
+      const start = i;
+      while (i + 1 < n && isNumberChar(text.charCodeAt(i + 1))) i++;
+      const token = text.slice(start, i + 1);
+      const v = Number(token);
+      if (String(v) !== token || (Number.isInteger(v) && !Number.isSafeInteger(v))) {
+        throw new StrictJsonError("inexact_number", `the number ${token} cannot be read exactly`, start);
+      }
     }
   }
 }

@@ -1,12 +1,21 @@
 /**
- * The one place where TypeScript's camelCase objects meet the wire's snake_case JSON.
+ * The one place where TypeScript's camelCase objects meet the wire's JSON, written the
+ * way the Go runtime's encoding/json writes it.
  *
- * The mapping is derived from each event's zod schema, compiled once per schema:
- * object keys are renamed by rule (`toolExecutionId` ⇄ `tool_execution_id`), free-form
- * parts (records, unknown) pass untouched, and a field may carry its own value codec
- * (visibility and agency are numbers on the wire). Encoding omits zero values the way
- * the Go runtime does; decoding drops unknown keys of ordinary objects (readers ignore
- * what they do not know) and refuses them in strict objects with an UnknownWireKeyError.
+ * The mapping is derived from each zod schema, compiled once per schema:
+ * - a field's wire name is its snake_case name, or the one `wireField` gives (the model's
+ *   content blocks keep Go's PascalCase field names: `Text`, `ID`, `Input`);
+ * - an object's fields are written in schema order (Go's struct order), or sorted by wire
+ *   name where Go writes a map (the event envelope, content blocks, `map[string]X`);
+ * - zero values ("", 0, false, empty arrays, objects with nothing to write) are omitted,
+ *   as Go's `omitempty`/`omitzero`, except for fields `wireField` marks `always` (Go fields
+ *   without omitempty), which write their zero when absent;
+ * - strings are escaped as Go escapes them: `<`, `>`, `&`, U+2028 and U+2029 as `\u003c`…
+ *
+ * Reading is stricter than writing needs, and never different from Go: a key that matches
+ * a field only ignoring letter case is refused (Go would take it as that field); `null`
+ * is refused except where Go itself writes it (`nullable`); unknown keys are ignored,
+ * as Go ignores them, except in strict objects, which refuse them.
  */
 import type { z } from "zod";
 
@@ -15,12 +24,46 @@ export interface ValueCodec {
   fromWire(value: unknown): unknown;
 }
 
+/** How one field sits on the wire, beyond what its schema says. */
+export interface WireFieldOptions {
+  /** The wire name, when it is not the snake_case of the field name. */
+  readonly name?: string;
+  /** Written even when zero or absent, as a Go field without omitempty is. */
+  readonly always?: boolean;
+  /** `null` is this field's zero on the wire (a Go nil slice without omitempty). */
+  readonly nullable?: boolean;
+  /** An empty object stays present (a Go pointer), rather than counting as absent. */
+  readonly keepEmpty?: boolean;
+}
+
 const valueCodecs = new WeakMap<z.ZodType, ValueCodec>();
+const fieldOptions = new WeakMap<z.ZodType, WireFieldOptions>();
+const sortedSchemas = new WeakSet<z.ZodType>();
 
 /** Attaches a wire codec to a schema; the schema is returned for chaining. */
 export function withValueCodec<S extends z.ZodType>(schema: S, codec: ValueCodec): S {
   valueCodecs.set(schema, codec);
   return schema;
+}
+
+/** A copy of `schema` that sits on the wire as `options` say. */
+export function wireField<S extends z.ZodType>(schema: S, options: WireFieldOptions): S {
+  const copy = schema.clone();
+  const codec = valueCodecs.get(schema);
+  if (codec) valueCodecs.set(copy, codec);
+  if (sortedSchemas.has(schema)) sortedSchemas.add(copy);
+  fieldOptions.set(copy, options);
+  return copy;
+}
+
+/** Marks an object or record schema as written with its keys sorted (a Go map). */
+export function sortedKeys<S extends z.ZodType>(schema: S): S {
+  sortedSchemas.add(schema);
+  return schema;
+}
+
+export function toSnake(key: string): string {
+  return key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 }
 
 interface Field {
@@ -29,27 +72,44 @@ interface Field {
   /** `"wire":`, as it is written. */
   readonly key: string;
   readonly node: WireNode;
+  readonly always: boolean;
+  readonly nullable: boolean;
+  readonly keepEmpty: boolean;
+  /** What an absent `always` field writes. */
+  readonly zero: string;
 }
 
 interface ObjectNode {
   readonly kind: "object";
-  readonly byCamel: Map<string, Field>;
+  /** In the order they are written. */
+  readonly fields: Field[];
   readonly byWire: Map<string, Field>;
+  /** Lower-cased wire names, to recognize a letter-case variant of a known key. */
+  readonly byLower: Map<string, Field>;
   readonly strict: boolean;
+  sorted: boolean;
+}
+
+type ScalarKind = "string" | "number" | "boolean" | "other";
+
+/** A discriminated union of objects: each value is written and read as its own option. */
+interface VariantNode {
+  readonly kind: "variant";
+  /** The discriminator's wire name and camelCase name. */
+  readonly wire: string;
+  readonly camel: string;
+  readonly options: Map<unknown, ObjectNode>;
 }
 
 type WireNode =
   | ObjectNode
+  | VariantNode
   | { readonly kind: "array"; readonly element: WireNode }
-  | { readonly kind: "value"; readonly codec?: ValueCodec }
+  | { readonly kind: "record"; readonly element: WireNode; readonly sorted: boolean }
+  | { readonly kind: "value"; readonly scalar: ScalarKind; readonly codec?: ValueCodec }
   | { readonly kind: "opaque" };
 
 const OPAQUE: WireNode = { kind: "opaque" };
-const VALUE: WireNode = { kind: "value" };
-
-export function toSnake(key: string): string {
-  return key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
-}
 
 const compiled = new WeakMap<z.ZodType, WireNode>();
 
@@ -59,55 +119,141 @@ interface Def {
   shape?: Record<string, z.ZodType>;
   catchall?: z.ZodType;
   element?: z.ZodType;
+  valueType?: z.ZodType;
   innerType?: z.ZodType;
   in?: z.ZodType;
   options?: z.ZodType[];
+  discriminator?: string;
+  values?: unknown[];
 }
 
 function defOf(schema: z.ZodType): Def {
   return (schema as unknown as { def: Def }).def;
 }
 
+/** The options of a field, looked up through the wrappers (optional, default…) around it. */
+function optionsOf(schema: z.ZodType): WireFieldOptions | undefined {
+  let s: z.ZodType | undefined = schema;
+  while (s) {
+    const o = fieldOptions.get(s);
+    if (o) return o;
+    s = defOf(s).innerType;
+  }
+  return undefined;
+}
+
+function makeField(camel: string, child: z.ZodType): Field {
+  const options = optionsOf(child);
+  const wire = options?.name ?? toSnake(camel);
+  const node = compile(child);
+  return {
+    camel,
+    wire,
+    key: `${JSON.stringify(wire)}:`,
+    node,
+    always: options?.always ?? false,
+    nullable: options?.nullable ?? false,
+    keepEmpty: options?.keepEmpty ?? false,
+    zero: options?.always ? zeroText(node, options.nullable ?? false) : "",
+  };
+}
+
+function zeroText(node: WireNode, nullable: boolean): string {
+  if (nullable) return "null";
+  switch (node.kind) {
+    case "object":
+      return writeObject({}, node);
+    case "array":
+    case "opaque":
+      return "null";
+    case "record":
+      return "{}";
+    case "variant":
+      return "null";
+    case "value":
+      return node.scalar === "string" ? '""' : node.scalar === "number" ? "0" : node.scalar === "boolean" ? "false" : "null";
+  }
+}
+
+function scalarOf(schema: z.ZodType): ScalarKind {
+  let s: z.ZodType | undefined = schema;
+  for (let i = 0; s && i < 8; i++) {
+    const def = defOf(s);
+    switch (def.type) {
+      case "string":
+        return "string";
+      case "number":
+      case "int":
+      case "bigint":
+        return "number";
+      case "boolean":
+        return "boolean";
+      case "enum":
+      case "literal":
+        return "string";
+      default:
+        s = def.innerType ?? def.in;
+    }
+  }
+  return "other";
+}
+
+function objectNode(strict: boolean, sorted: boolean): ObjectNode {
+  return { kind: "object", fields: [], byWire: new Map(), byLower: new Map(), strict, sorted };
+}
+
+function addField(node: ObjectNode, field: Field): void {
+  if (node.byWire.has(field.wire)) return;
+  node.fields.push(field);
+  node.byWire.set(field.wire, field);
+  node.byLower.set(field.wire.toLowerCase(), field);
+}
+
+function finish(node: ObjectNode): void {
+  if (node.sorted) node.fields.sort((a, b) => (a.wire < b.wire ? -1 : a.wire > b.wire ? 1 : 0));
+}
+
 function compile(schema: z.ZodType): WireNode {
   const cached = compiled.get(schema);
   if (cached) return cached;
   const codec = valueCodecs.get(schema);
-  if (codec) return { kind: "value", codec };
+  if (codec) return { kind: "value", scalar: scalarOf(schema), codec };
   const def = defOf(schema);
   let node: WireNode;
   switch (def.type) {
     case "object": {
-      const byCamel = new Map<string, Field>();
-      const byWire = new Map<string, Field>();
       const strict = def.catchall !== undefined && defOf(def.catchall).type === "never";
-      node = { kind: "object", byCamel, byWire, strict };
-      compiled.set(schema, node); // before the fields, so recursion terminates
-      for (const [camel, child] of Object.entries(def.shape ?? {})) {
-        const wire = toSnake(camel);
-        const field = { camel, wire, key: `${JSON.stringify(wire)}:`, node: compile(child) };
-        byCamel.set(camel, field);
-        byWire.set(field.wire, field);
-      }
-      return node;
+      const obj = objectNode(strict, sortedSchemas.has(schema));
+      compiled.set(schema, obj); // before the fields, so recursion terminates
+      for (const [camel, child] of Object.entries(def.shape ?? {})) addField(obj, makeField(camel, child));
+      finish(obj);
+      return obj;
     }
     case "union": {
-      const byCamel = new Map<string, Field>();
-      const byWire = new Map<string, Field>();
-      let strict = true;
+      if (def.discriminator !== undefined) {
+        const variant = variantNode(def.discriminator, def.options ?? []);
+        if (variant) {
+          node = variant;
+          break;
+        }
+      }
+      const obj = objectNode(true, sortedSchemas.has(schema));
       for (const option of def.options ?? []) {
         const child = compile(option);
         if (child.kind !== "object") return OPAQUE;
-        strict &&= child.strict;
-        for (const f of child.byCamel.values()) {
-          byCamel.set(f.camel, f);
-          byWire.set(f.wire, f);
-        }
+        if (!child.strict) (obj as { strict: boolean }).strict = false;
+        obj.sorted ||= child.sorted;
+        for (const f of child.fields) addField(obj, f);
       }
-      node = { kind: "object", byCamel, byWire, strict };
+      finish(obj);
+      node = obj;
       break;
     }
     case "array":
       node = { kind: "array", element: compile(def.element!) };
+      break;
+    case "record":
+      node = { kind: "record", element: compile(def.valueType!), sorted: sortedSchemas.has(schema) };
       break;
     case "optional":
     case "nullable":
@@ -121,7 +267,6 @@ function compile(schema: z.ZodType): WireNode {
     case "pipe":
       node = compile(def.in!);
       break;
-    case "record":
     case "map":
     case "any":
     case "unknown":
@@ -129,57 +274,122 @@ function compile(schema: z.ZodType): WireNode {
       node = OPAQUE;
       break;
     default:
-      node = VALUE;
+      node = { kind: "value", scalar: scalarOf(schema) };
   }
   compiled.set(schema, node);
   return node;
+}
+
+function variantNode(camel: string, options: z.ZodType[]): VariantNode | undefined {
+  const byValue = new Map<unknown, ObjectNode>();
+  let wire = toSnake(camel);
+  for (const option of options) {
+    const node = compile(option);
+    const shape = defOf(option).shape;
+    const discriminator = shape?.[camel];
+    if (node.kind !== "object" || discriminator === undefined) return undefined;
+    wire = node.fields.find((f) => f.camel === camel)?.wire ?? wire;
+    const values = defOf(discriminator).values;
+    if (!values) return undefined;
+    for (const v of values) byValue.set(v, node);
+  }
+  return { kind: "variant", wire, camel, options: byValue };
 }
 
 function isPlainObject(v: unknown): v is Record<string, unknown> {
   return typeof v === "object" && v !== null && !Array.isArray(v);
 }
 
-/** The Go encoder's notion of a zero value, which it omits. */
+/** The Go encoder's notion of an empty value, which `omitempty` omits. */
 function isZero(v: unknown): boolean {
-  return (
-    v === undefined ||
-    v === null ||
-    v === "" ||
-    v === false ||
-    v === 0 ||
-    (Array.isArray(v) && v.length === 0) ||
-    (isPlainObject(v) && Object.keys(v).length === 0)
-  );
+  return v === undefined || v === null || v === "" || v === false || v === 0 || (Array.isArray(v) && v.length === 0);
 }
 
-// JSON.stringify's own output for a string of printable ASCII without `"` or `\\`: the
-// common case (ids, timestamps, names) written without a call into the runtime.
-const PLAIN_STRING = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
-
-/** What JSON.stringify writes for `v` (undefined for undefined). */
-function writeAny(v: unknown): string | undefined {
-  if (typeof v === "string") return PLAIN_STRING.test(v) ? `"${v}"` : JSON.stringify(v);
-  if (typeof v === "number" && Number.isFinite(v)) return String(v);
-  return JSON.stringify(v);
+/** A value Go's `omitzero` would omit: nothing in it but zeros, at any depth. */
+export function isZeroValue(v: unknown): boolean {
+  if (isZero(v)) return true;
+  if (!isPlainObject(v)) return false;
+  for (const k in v) if (!isZeroValue(v[k])) return false;
+  return true;
 }
 
-/** Fields written before an object's own: an envelope's `{"type":…,"v":1`. */
-export interface WireOpening {
-  /** The text so far, without a trailing comma. */
-  readonly text: string;
-  /** The wire keys it holds, which the object's fields must not write again. */
-  readonly keys: ReadonlySet<string>;
+// JSON.stringify's own output for a string of printable ASCII without `"`, `\\`, `<`, `>`
+// or `&`: the common case (ids, timestamps, names) written without a call into the runtime.
+const PLAIN_STRING = /^[\x20\x21\x23-\x25\x27-\x3b\x3d\x3f-\x5b\x5d-\x7e]*$/;
+const GO_ESCAPED = /[<>&\u2028\u2029]/g;
+const GO_ESCAPES: Record<string, string> = {
+  "<": "\\u003c",
+  ">": "\\u003e",
+  "&": "\\u0026",
+  "\u2028": "\\u2028",
+  "\u2029": "\\u2029",
+};
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+
+/** A string as Go's encoding/json writes it (HTML-safe, invalid UTF-16 as U+FFFD). */
+export function goString(s: string): string {
+  if (PLAIN_STRING.test(s)) return `"${s}"`;
+  return JSON.stringify(s.replace(LONE_SURROGATE, "\ufffd")).replace(GO_ESCAPED, (c) => GO_ESCAPES[c]!);
 }
 
-const NO_OPENING: WireOpening = { text: "{", keys: new Set() };
+/** A value the wire cannot carry so that it reads back the same (see strict-json.ts). */
+export class UnwritableJsonError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "UnwritableJsonError";
+  }
+}
 
-/** The fields of an object node, in schema order (golden vectors pin the bytes), zero values omitted. */
-function writeObject(value: Record<string, unknown>, node: ObjectNode, opening: WireOpening = NO_OPENING): string {
-  let out = opening.text;
-  let sep = out.length > 1 ? "," : "";
-  for (const field of node.byCamel.values()) {
-    if (opening.keys.size !== 0 && opening.keys.has(field.wire)) continue;
-    const text = writeField(value[field.camel], field.node);
+function goNumber(v: number): string {
+  if (!Number.isFinite(v) || Object.is(v, -0) || (Number.isInteger(v) && !Number.isSafeInteger(v))) {
+    throw new UnwritableJsonError(`the number ${String(v)} cannot be written so that it reads back exactly`);
+  }
+  return String(v);
+}
+
+/**
+ * Any JSON value as Go writes a json.RawMessage: order kept, compact, HTML-safe. Refuses
+ * what the reader would refuse (keys differing only in letter case, inexact numbers), so
+ * that nothing is written that cannot be read back.
+ */
+export function goJson(v: unknown, sorted = false): string {
+  if (typeof v === "string") return goString(v);
+  if (typeof v === "number") return goNumber(v);
+  if (typeof v === "boolean") return v ? "true" : "false";
+  if (v === null || v === undefined) return "null";
+  if (Array.isArray(v)) {
+    let out = "[";
+    for (let i = 0; i < v.length; i++) out += `${i === 0 ? "" : ","}${goJson(v[i], sorted)}`;
+    return `${out}]`;
+  }
+  const keys = Object.keys(v);
+  if (sorted) keys.sort();
+  checkFoldedKeys(keys);
+  let out = "{";
+  for (let i = 0; i < keys.length; i++) {
+    const k = keys[i]!;
+    out += `${i === 0 ? "" : ","}${goString(k)}:${goJson((v as Record<string, unknown>)[k], sorted)}`;
+  }
+  return `${out}}`;
+}
+
+function checkFoldedKeys(keys: readonly string[]): void {
+  if (keys.length < 2) return;
+  const folded = new Set<string>();
+  for (const k of keys) {
+    const f = k.toLowerCase();
+    if (folded.has(f)) throw new UnwritableJsonError(`keys that differ only in letter case: ${JSON.stringify(k)}`);
+    folded.add(f);
+  }
+}
+
+/** The fields of an object node, in the node's order, zero values omitted. */
+function writeObject(value: Record<string, unknown>, node: ObjectNode, extra?: Record<string, unknown>): string {
+  let out = "{";
+  let sep = "";
+  for (const field of node.fields) {
+    const v = extra !== undefined && field.wire in extra ? extra[field.wire] : value[field.camel];
+    const text = writeField(v, field);
     if (text === undefined) continue;
     out += `${sep}${field.key}${text}`;
     sep = ",";
@@ -187,23 +397,36 @@ function writeObject(value: Record<string, unknown>, node: ObjectNode, opening: 
   return `${out}}`;
 }
 
-/** A field's JSON text, or undefined when its wire value is a zero the Go encoder omits. */
-function writeField(v: unknown, node: WireNode): string | undefined {
+/** A field's JSON text, or undefined when Go omits it. */
+function writeField(v: unknown, field: Field): string | undefined {
+  const node = field.node;
+  if (v === undefined || v === null) return field.always ? field.zero : undefined;
   switch (node.kind) {
     case "object": {
-      if (!isPlainObject(v)) return isZero(v) ? undefined : writeAny(v);
+      if (!isPlainObject(v)) return goJson(v);
+      if (!field.always && !field.keepEmpty && isZeroValue(v)) return undefined;
       const text = writeObject(v, node);
-      return text === "{}" ? undefined : text;
+      return text === "{}" && !field.always && !field.keepEmpty ? undefined : text;
+    }
+    case "variant": {
+      const option = isPlainObject(v) ? node.options.get(v[node.camel]) : undefined;
+      return option ? writeObject(v as Record<string, unknown>, option) : goJson(v);
     }
     case "array":
-      if (!Array.isArray(v)) return isZero(v) ? undefined : writeAny(v);
-      return v.length === 0 ? undefined : writeArray(v, node.element);
+      if (!Array.isArray(v)) return goJson(v);
+      if (v.length === 0) return field.always ? "[]" : undefined;
+      return writeArray(v, node.element);
+    case "record":
+      if (!isPlainObject(v)) return goJson(v);
+      if (Object.keys(v).length === 0 && !field.always) return undefined;
+      return writeRecord(v, node);
     case "value": {
       const wire = node.codec ? node.codec.toWire(v) : v;
-      return isZero(wire) ? undefined : writeAny(wire);
+      if (isZero(wire)) return field.always ? (wire === undefined || wire === null ? field.zero : goJson(wire)) : undefined;
+      return goJson(wire);
     }
     case "opaque":
-      return isZero(v) ? undefined : writeAny(v);
+      return isZero(v) && !field.always ? undefined : goJson(v);
   }
 }
 
@@ -211,13 +434,19 @@ function writeField(v: unknown, node: WireNode): string | undefined {
 function writeValue(v: unknown, node: WireNode): string {
   switch (node.kind) {
     case "object":
-      return isPlainObject(v) ? writeObject(v, node) : (writeAny(v) ?? "null");
+      return isPlainObject(v) ? writeObject(v, node) : goJson(v);
+    case "variant": {
+      const option = isPlainObject(v) ? node.options.get(v[node.camel]) : undefined;
+      return option ? writeObject(v as Record<string, unknown>, option) : goJson(v);
+    }
     case "array":
-      return Array.isArray(v) ? writeArray(v, node.element) : (writeAny(v) ?? "null");
+      return Array.isArray(v) ? writeArray(v, node.element) : goJson(v);
+    case "record":
+      return isPlainObject(v) ? writeRecord(v, node) : goJson(v);
     case "value":
-      return writeAny(node.codec ? node.codec.toWire(v) : v) ?? "null";
+      return goJson(node.codec ? node.codec.toWire(v) : v);
     case "opaque":
-      return writeAny(v) ?? "null";
+      return goJson(v);
   }
 }
 
@@ -227,57 +456,126 @@ function writeArray(values: readonly unknown[], element: WireNode): string {
   return `${out}]`;
 }
 
-/** A key a strict object does not define, found at `path` (wire names, dotted). */
-export class UnknownWireKeyError extends Error {
-  constructor(readonly path: string) {
-    super(`${path} is not a known field`);
-    this.name = "UnknownWireKeyError";
+function writeRecord(value: Record<string, unknown>, node: { element: WireNode; sorted: boolean }): string {
+  const keys = Object.keys(value);
+  if (node.sorted) keys.sort();
+  checkFoldedKeys(keys);
+  let out = "{";
+  for (let i = 0; i < keys.length; i++) {
+    const k = keys[i]!;
+    out += `${i === 0 ? "" : ","}${goString(k)}:${writeValue(value[k], node.element)}`;
+  }
+  return `${out}}`;
+}
+
+export type WireKeyProblem = "unknown" | "letter_case" | "null";
+
+/** A key the wire form may not have, found at `path` (wire names, dotted). */
+export class WireKeyError extends Error {
+  constructor(
+    readonly path: string,
+    readonly problem: WireKeyProblem,
+  ) {
+    super(
+      problem === "unknown"
+        ? `${path} is not a known field`
+        : problem === "letter_case"
+          ? `${path} differs from a known field only in letter case`
+          : `${path} is null`,
+    );
+    this.name = "WireKeyError";
   }
 }
 
-function decode(value: unknown, node: WireNode, path: string): unknown {
+function decodeObject(value: Record<string, unknown>, node: ObjectNode, path: string): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const key in value) {
+    const field = node.byWire.get(key);
+    const at = path ? `${path}.${key}` : key;
+    if (field === undefined) {
+      if (node.byLower.has(key.toLowerCase())) throw new WireKeyError(at, "letter_case");
+      if (node.strict) throw new WireKeyError(at, "unknown");
+      continue;
+    }
+    const v = value[key];
+    if (v === null) {
+      if (field.nullable) continue;
+      throw new WireKeyError(at, "null");
+    }
+    const decoded = decode(v, field.node, at, field);
+    if (decoded !== undefined) out[field.camel] = decoded;
+  }
+  return out;
+}
+
+/** Reads a wire value; undefined for a zero that Go's writer would omit (`omitempty`). */
+function decode(value: unknown, node: WireNode, path: string, field?: Field): unknown {
   switch (node.kind) {
     case "object": {
       if (!isPlainObject(value)) return value;
-      const out: Record<string, unknown> = {};
-      for (const key in value) {
-        const v = value[key];
-        const field = node.byWire.get(key);
-        if (field) {
-          // A value codec may decode a wire zero (the nil UUID) as absent.
-          const decoded = decode(v, field.node, path ? `${path}.${key}` : key);
-          if (decoded !== undefined) out[field.camel] = decoded;
-        } else if (node.strict) {
-          throw new UnknownWireKeyError(path ? `${path}.${key}` : key);
-        }
+      const out = decodeObject(value, node, path);
+      if (field && !field.always && !field.keepEmpty) {
+        for (const _ in out) return out;
+        return undefined;
       }
       return out;
     }
+    case "variant": {
+      if (!isPlainObject(value)) return value;
+      const option = node.options.get(value[node.wire]);
+      if (option) return decodeObject(value, option, path);
+      if (!(node.wire in value)) {
+        const variant = Object.keys(value).find((k) => k.toLowerCase() === node.wire.toLowerCase());
+        if (variant !== undefined) throw new WireKeyError(path ? `${path}.${variant}` : variant, "letter_case");
+      }
+      // An unknown discriminator is left as it is, for validation to refuse.
+      return value;
+    }
     case "array":
-      return Array.isArray(value) ? value.map((v, i) => decode(v, node.element, `${path}.${i}`)) : value;
-    case "value":
-      return node.codec ? node.codec.fromWire(value) : value;
+      if (!Array.isArray(value)) return value;
+      if (value.length === 0 && field && !field.always) return undefined;
+      return value.map((v, i) => {
+        if (v === null) throw new WireKeyError(`${path}.${i}`, "null");
+        return decode(v, node.element, `${path}.${i}`);
+      });
+    case "record": {
+      if (!isPlainObject(value)) return value;
+      const out: Record<string, unknown> = {};
+      for (const k in value) {
+        if (value[k] === null) throw new WireKeyError(`${path}.${k}`, "null");
+        out[k] = decode(value[k], node.element, `${path}.${k}`);
+      }
+      return out;
+    }
+    case "value": {
+      // A value codec decides its own zeros (the nil UUID is one, "" is not a UUID).
+      if (node.codec) return node.codec.fromWire(value);
+      // A zero is absent in TypeScript even where Go writes it (`"scope":""`): the encoder
+      // writes it back, and the event a publisher passed equals the one a subscriber reads.
+      return field && (value === "" || value === 0 || value === false) ? undefined : value;
+    }
     case "opaque":
       return value;
   }
 }
 
 /**
- * camelCase value → the JSON text of its snake_case wire form, zero values omitted,
- * written directly rather than built as an object for JSON.stringify. `opening` starts
- * the top-level object with fields of its own (an event's envelope).
+ * camelCase value → its wire JSON text. `envelope` holds wire fields written beside the
+ * object's own, in their sorted place (an event's `type` and `v`).
  */
-export function toWireJson(schema: z.ZodType, value: unknown, opening?: WireOpening): string {
+export function toWireJson(schema: z.ZodType, value: unknown, envelope?: Record<string, unknown>): string {
   const node = compile(schema);
-  if (node.kind === "object" && isPlainObject(value)) return writeObject(value, node, opening);
-  if (opening) throw new TypeError("only an object can be written after an envelope");
+  if (node.kind === "object" && isPlainObject(value)) return writeObject(value, node, envelope);
+  if (envelope) throw new TypeError("only an object can be written with an envelope");
   return writeValue(value, node);
 }
 
 /**
- * snake_case wire object → camelCase object, ready for the schema to validate.
- * Throws UnknownWireKeyError for a key a strict object does not define.
+ * Wire object → camelCase object, ready for the schema to validate. Throws WireKeyError
+ * for a key the wire form may not have.
  */
 export function fromWire(schema: z.ZodType, value: unknown): unknown {
-  return decode(value, compile(schema), "");
+  const node = compile(schema);
+  if (node.kind === "object" && isPlainObject(value)) return decodeObject(value, node, "");
+  return decode(value, node, "");
 }

@@ -9,8 +9,10 @@ import type { Msg, Subscription } from "@nats-io/transport-node";
 import type { Jetloop } from "../bus.js";
 import { CommandError, ConnectionClosedError } from "../errors.js";
 import { createEvent } from "../events/factories.js";
+import { AGENCY_USER } from "../events/header.js";
 import { newId } from "../events/ids.js";
 import type { JetloopEvent, PermissionEffect } from "../events/catalogue.js";
+import type { GateAudit } from "../events/gate.js";
 import type { PermissionRequest } from "../events/request.js";
 import { commandSubject } from "../subjects/subjects.js";
 import { ANSWER_COMMAND, type Answer, type AnswerOutcome, decodeAnswer, encodeReply, type Reply } from "./protocol.js";
@@ -19,6 +21,11 @@ export interface StepCoordinates {
   readonly turnId: string;
   readonly stepId: string;
   readonly toolExecutionId: string;
+  /**
+   * The model provider's id of the tool call (`toolu_…`), recorded in the gate's subject:
+   * the one link from a StepDone's messages to the tool execution.
+   */
+  readonly toolUseId?: string;
 }
 
 export interface PermissionGate extends StepCoordinates {
@@ -54,11 +61,21 @@ interface OpenGate extends StepCoordinates {
   readonly gateId: string;
   readonly kind: "permission" | "input";
   readonly choices?: string[] | undefined;
+  /** What the audit of a permission gate's resolution records. */
+  readonly requirementDescriptions?: string[] | undefined;
   readonly settle: (answer: Answer | undefined, journalSeq: number) => void;
   timer?: NodeJS.Timeout;
 }
 
 const MEMORY = 10_000;
+
+// The runtime's permission controls: the gate's actions are these words.
+const APPROVE = "Approve";
+const DENY = "Deny";
+const PERMISSION_CONTROLS = [
+  { action: APPROVE, label: APPROVE },
+  { action: DENY, label: DENY },
+];
 
 function remember<K, V>(map: Map<K, V>, key: K, value: V): void {
   map.set(key, value);
@@ -93,12 +110,21 @@ export class GateServer {
   async requestPermission(gate: PermissionGate): Promise<PermissionAnswer> {
     const gateId = newId();
     const coords = this.#coords(gate);
-    const answered = this.#waitFor(gateId, "permission", gate, undefined);
+    const descriptions = gate.request.requirements?.map((r) => r.description);
+    const answered = this.#waitFor(gateId, "permission", gate, undefined, descriptions);
     await this.#bus.publish(createEvent("PermissionRequested", { ...coords, toolExecutionId: gate.toolExecutionId, request: gate.request }));
     await this.#bus.publish(
       createEvent("GateOpened", {
         ...coords,
-        gate: { id: gateId, kind: "harness.permission", resolver: "loop", toolExecutionId: gate.toolExecutionId, title: gate.title ?? gate.request.summary, actions: ["approve", "deny"] },
+        gate: {
+          id: gateId,
+          kind: "harness.permission",
+          resolver: "loop",
+          blocks: "tool_call",
+          effect: "resume",
+          subject: this.#subject(gate),
+          prompt: { title: gate.title ?? gate.request.summary ?? gate.request.toolName, controls: PERMISSION_CONTROLS },
+        },
       }),
     );
     const { answer, journalSeq } = await answered;
@@ -110,10 +136,21 @@ export class GateServer {
   async requestInput(gate: InputGate): Promise<InputAnswer> {
     const gateId = newId();
     const coords = this.#coords(gate);
-    const answered = this.#waitFor(gateId, "input", gate, gate.choices);
+    const answered = this.#waitFor(gateId, "input", gate, gate.choices, undefined);
     await this.#bus.publish(createEvent("UserInputRequested", { ...coords, toolExecutionId: gate.toolExecutionId, question: gate.question, choices: gate.choices }));
     await this.#bus.publish(
-      createEvent("GateOpened", { ...coords, gate: { id: gateId, kind: "harness.ask_user", resolver: "loop", toolExecutionId: gate.toolExecutionId, prompt: gate.question, actions: gate.choices } }),
+      createEvent("GateOpened", {
+        ...coords,
+        gate: {
+          id: gateId,
+          kind: "harness.ask_user",
+          resolver: "loop",
+          blocks: "tool_call",
+          effect: "resume",
+          subject: this.#subject(gate),
+          prompt: { body: gate.question, controls: gate.choices?.map((c) => ({ action: c, label: c })) },
+        },
+      }),
     );
     const { answer } = await answered;
     return { answer: answer?.kind === "input" ? answer.answer : undefined, gateId, answered: answer !== undefined };
@@ -132,12 +169,23 @@ export class GateServer {
     return { sessionId: this.#sessionId, loopId: this.#loopId, turnId: c.turnId, stepId: c.stepId };
   }
 
-  #waitFor(gateId: string, kind: OpenGate["kind"], c: StepCoordinates & { timeoutMs?: number }, choices: string[] | undefined) {
+  #subject(c: StepCoordinates) {
+    return { toolExecutionId: c.toolExecutionId, toolUseId: c.toolUseId, turnId: c.turnId, stepId: c.stepId };
+  }
+
+  #waitFor(
+    gateId: string,
+    kind: OpenGate["kind"],
+    c: StepCoordinates & { timeoutMs?: number },
+    choices: string[] | undefined,
+    requirementDescriptions: string[] | undefined,
+  ) {
     return new Promise<{ answer: Answer | undefined; journalSeq: number }>((resolve, reject) => {
       const gate: OpenGate = {
         gateId,
         kind,
         choices,
+        requirementDescriptions,
         turnId: c.turnId,
         stepId: c.stepId,
         toolExecutionId: c.toolExecutionId,
@@ -166,11 +214,25 @@ export class GateServer {
   /** Publishes the journal record of a resolution; returns the sequence that settles the gate. */
   async #resolve(gate: OpenGate, a: Answer | undefined): Promise<number> {
     const coords = { ...this.#coords(gate) };
-    const cause = a ? { commandId: a.commandId, toolExecutionId: gate.toolExecutionId, agency: "user" as const } : { toolExecutionId: gate.toolExecutionId };
+    const cause = a ? { commandId: a.commandId, toolExecutionId: gate.toolExecutionId, agency: AGENCY_USER } : { toolExecutionId: gate.toolExecutionId };
     // A chosen choice is an action; free text stays with the actor, out of the journal.
-    const action = a === undefined ? (gate.kind === "permission" ? "deny" : undefined) : a.kind === "permission" ? a.effect : gate.choices ? a.answer : "answered";
+    const action =
+      a === undefined ? (gate.kind === "permission" ? DENY : undefined) : a.kind === "permission" ? (a.effect === "approve" ? APPROVE : DENY) : gate.choices ? a.answer : "answered";
+    const audit: GateAudit =
+      gate.kind === "permission"
+        ? { kind: "permission" as const, data: { requirementDescriptions: gate.requirementDescriptions } }
+        : { kind: "ask_user" as const, data: {} };
     const resolved = await this.#bus.publish(
-      createEvent("GateResolved", { ...coords, cause, gateId: gate.gateId, resolver: "loop", reason: a ? "answered" : "abandoned", action, source: { kind: a ? "user" : "timeout" } }),
+      createEvent("GateResolved", {
+        ...coords,
+        cause,
+        gateId: gate.gateId,
+        resolver: "loop",
+        reason: a ? "answered" : "policy_response",
+        action,
+        source: a ? { kind: "user" } : { kind: "policy", reason: "no answer in time" },
+        audit,
+      }),
     );
     if (gate.kind !== "permission") return resolved.journalSeq;
     const effect = a?.kind === "permission" ? a.effect : "deny";

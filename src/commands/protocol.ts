@@ -6,11 +6,14 @@
  */
 import { z } from "zod";
 import { parseStrictJson, StrictJsonError } from "../codec/strict-json.js";
-import { fromWire, toWireJson, UnknownWireKeyError } from "../codec/wire.js";
+import { fromWire, toWireJson, WireKeyError } from "../codec/wire.js";
+
+/** Command text: non-empty (the wire omits "" like every zero value). */
+const text = () => z.string().min(1);
 import { CommandError, type CommandErrorCode } from "../errors.js";
 import { permissionEffectSchema } from "../events/catalogue.js";
 import { uuidSchema } from "../events/ids.js";
-import { limits, text } from "../events/text.js";
+
 
 export const ANSWER_COMMAND = "answer";
 
@@ -38,7 +41,7 @@ export const outcomeSchema = z.strictObject({
   gateId: uuidSchema,
   toolExecutionId: uuidSchema.optional(),
   /** `approve`/`deny` for a permission, the answer's action for user input. */
-  action: text(limits.name),
+  action: text(),
   /** Journal sequence of the GateResolved the answer produced. */
   journalSeq: z.number().int().min(1),
   /** The command id was answered before; this is that first outcome. */
@@ -72,8 +75,8 @@ export function decodeMessage<T>(schema: z.ZodType<T>, data: Uint8Array, code: C
     throw new CommandError(code, `${issue.path.join(".") || "message"}: ${issue.message}`);
   } catch (e) {
     if (e instanceof CommandError) throw e;
-    if (e instanceof StrictJsonError || e instanceof UnknownWireKeyError || e instanceof TypeError) {
-      throw new CommandError(code, `malformed message: ${e.message}`, { cause: e });
+    if (e instanceof StrictJsonError || e instanceof WireKeyError || e instanceof TypeError) {
+      throw new CommandError(code, `malformed message: ${(e).message}`, { cause: e });
     }
     throw e;
   }

@@ -1,16 +1,24 @@
 /**
  * The built-in event types: the seed's tool events and the gate, step, turn, loop and
- * session events around them. See README.md in this folder for the model.
+ * session events around them, each with every field the Go runtime defines for it. See
+ * README.md in this folder for the model.
  */
 import { z } from "zod";
-import { defineEventType, EventRegistry, type EventOf } from "./registry.js";
+import { wireField } from "../codec/wire.js";
+import { aiMessageSchema, stepMessageSchema, turnUsageSchema, userMessageSchema } from "./content.js";
+import { gateAuditSchema, gateIdentity, gateSchema, gateSourceSchema } from "./gate.js";
 import { uuidSchema } from "./ids.js";
+import { defineEventType, EventRegistry, type EventOf } from "./registry.js";
 import { permissionRequestSchema } from "./request.js";
-import { limits, text } from "./text.js";
+import { agentRuntimeSchema, checkLoopRuntime, checkManifest, configFingerprintSchema, configManifestSchema, modelRuntimeSchema } from "./runtime.js";
+import { text } from "./text.js";
 
 /** The full Session/Loop/Turn/Step quartet. */
 const STEP = { loopId: "required", turnId: "required", stepId: "required" } as const;
+const TURN = { loopId: "required", turnId: "required", stepId: "forbidden" } as const;
 const LOOP_ONLY = { loopId: "required", turnId: "forbidden", stepId: "forbidden" } as const;
+/** Gates: which coordinates depends on the resolver, checked by `gateIdentity`. */
+const GATE = { loopId: "optional", turnId: "optional", stepId: "optional" } as const;
 
 // --- tool (seed) ---------------------------------------------------------------
 
@@ -21,12 +29,20 @@ export const PermissionRequested = defineEventType(
     class: "enduring",
     scope: "loop",
     identity: STEP,
-    body: { toolExecutionId: uuidSchema, request: permissionRequestSchema },
+    body: {
+      toolExecutionId: uuidSchema,
+      /** Written even when empty (`{}`): a pure tool asks with no requirements. */
+      request: wireField(permissionRequestSchema.default({}), { always: true }),
+    },
   },
   true,
 );
 
-/** A gated ask is the gate lifecycle, not a decision: only approve or deny. */
+/**
+ * A gated ask is the gate lifecycle, not a decision: only approve or deny. (The runtime
+ * reads any string here; jetloop refuses the others, as the tool events specification
+ * says.) The runtime writes a decision without an effect too.
+ */
 export const permissionEffectSchema = z.enum(["approve", "deny"]);
 export type PermissionEffect = z.output<typeof permissionEffectSchema>;
 
@@ -39,7 +55,7 @@ export const PermissionDecided = defineEventType(
     identity: STEP,
     body: {
       toolExecutionId: uuidSchema,
-      effect: permissionEffectSchema,
+      effect: permissionEffectSchema.optional(),
       reason: text().optional(),
       /** A summary of what was decided on, not the request itself. */
       subject: text().optional(),
@@ -60,12 +76,7 @@ export const UserInputRequested = defineEventType(
     body: {
       toolExecutionId: uuidSchema,
       question: text().optional(),
-      choices: z
-        .array(text(limits.name))
-        .min(1)
-        .max(limits.choices)
-        .refine((c) => new Set(c).size === c.length, "choices must be distinct")
-        .optional(),
+      choices: z.array(z.string()).optional(),
     },
   },
   true,
@@ -80,9 +91,9 @@ export const ToolCallStarted = defineEventType(
     identity: STEP,
     body: {
       toolExecutionId: uuidSchema,
-      toolName: text(limits.name).optional(),
+      toolName: text().optional(),
       /** For display; capped at construction by `createEvent`. */
-      summary: text(limits.summary).optional(),
+      summary: text().optional(),
     },
   },
   true,
@@ -99,7 +110,7 @@ export const ToolCallCompleted = defineEventType(
       toolExecutionId: uuidSchema,
       isError: z.boolean().default(false),
       /** For display; capped at construction by `createEvent`. */
-      resultPreview: text(limits.resultPreview).optional(),
+      resultPreview: text().optional(),
     },
   },
   true,
@@ -107,49 +118,15 @@ export const ToolCallCompleted = defineEventType(
 
 // --- gate ----------------------------------------------------------------------
 
-/** `loop` gates (permission, ask-user) need the full quartet; `session` gates only the session. */
-export const gateResolverSchema = z.enum(["loop", "session"]);
-export const gateResolutionReasonSchema = z.enum([
-  "answered",
-  "policy_response",
-  "abandoned",
-  "owner_closed",
-  "restore_unavailable",
-]);
-
-/** Known kinds: harness.permission, harness.ask_user, harness.form, harness.open_url. */
-export const gateSchema = z.object({
-  id: uuidSchema,
-  kind: text(limits.name),
-  resolver: gateResolverSchema,
-  /** The tool call the gate guards, when it guards one. */
-  toolExecutionId: uuidSchema.optional(),
-  title: text(limits.name).optional(),
-  prompt: text().optional(),
-  /** The actions a resolver may choose, e.g. approve and deny. */
-  actions: z.array(text(limits.name)).min(1).max(limits.choices).optional(),
-});
-export type Gate = z.output<typeof gateSchema>;
-
-const GATE_IDENTITY = { loopId: "optional", turnId: "optional", stepId: "optional" } as const;
-
-function loopResolvedNeedsQuartet(resolver: "loop" | "session", e: { loopId?: string | undefined; turnId?: string | undefined; stepId?: string | undefined }) {
-  if (resolver !== "loop") return undefined;
-  for (const field of ["loopId", "turnId", "stepId"] as const) {
-    if (e[field] === undefined) return { field, rule: "must be set" as const, detail: "a loop-resolved gate needs the full quartet" };
-  }
-  return undefined;
-}
-
 export const GateOpened = defineEventType(
   {
     type: "GateOpened",
     family: "gate",
     class: "enduring",
     scope: "loop",
-    identity: GATE_IDENTITY,
-    body: { gate: gateSchema },
-    check: (e) => loopResolvedNeedsQuartet(e.gate.resolver, e),
+    identity: GATE,
+    body: { gate: gateSchema.optional() },
+    check: (e) => gateIdentity(e.gate?.resolver, e),
   },
   true,
 );
@@ -160,44 +137,28 @@ export const GateResolved = defineEventType(
     family: "gate",
     class: "enduring",
     scope: "loop",
-    identity: GATE_IDENTITY,
+    identity: GATE,
     body: {
-      gateId: uuidSchema,
-      resolver: gateResolverSchema,
-      reason: gateResolutionReasonSchema,
-      /** The chosen action, e.g. approve or deny. */
-      action: text(limits.name).optional(),
-      source: z.object({ kind: text(limits.name), reason: text().optional() }).optional(),
+      gateId: uuidSchema.optional(),
+      resolver: text().optional(),
+      /** answered, policy_response, abandoned, owner_closed or restore_unavailable. */
+      reason: text().optional(),
+      /** The chosen action, e.g. Approve or Deny. */
+      action: text().optional(),
+      source: gateSourceSchema.optional(),
+      audit: gateAuditSchema.optional(),
     },
-    check: (e) => loopResolvedNeedsQuartet(e.resolver, e),
+    check: (e) => gateIdentity(e.resolver, e),
   },
   true,
 );
 
 // --- step ----------------------------------------------------------------------
 
-export const toolCallSchema = z.object({
-  toolExecutionId: uuidSchema,
-  toolName: text(limits.name),
-});
-
-/** The finalized AI message and the tool results, each bound to its tool execution id. */
-export const messageSchema = z.discriminatedUnion("role", [
-  z.object({
-    role: z.literal("assistant"),
-    content: text(limits.content).optional(),
-    toolCalls: z.array(toolCallSchema).min(1).max(limits.messages).optional(),
-  }),
-  z.object({
-    role: z.literal("tool"),
-    toolExecutionId: uuidSchema,
-    toolName: text(limits.name).optional(),
-    content: text(limits.content).optional(),
-    isError: z.boolean().default(false),
-  }),
-]);
-export type Message = z.output<typeof messageSchema>;
-
+/**
+ * The model's finalized response and the tool results of the step: the first message is
+ * the assistant's, every later one a tool result.
+ */
 export const StepDone = defineEventType(
   {
     type: "StepDone",
@@ -205,13 +166,12 @@ export const StepDone = defineEventType(
     class: "enduring",
     scope: "loop",
     identity: STEP,
-    body: { messages: z.array(messageSchema).min(1).max(limits.messages) },
+    body: { messages: z.array(stepMessageSchema).min(1) },
     check: (e) => {
-      const seen = new Set<string>();
       for (const [i, m] of e.messages.entries()) {
-        if (m.role !== "tool") continue;
-        if (seen.has(m.toolExecutionId)) return { field: `messages.${i}.toolExecutionId`, rule: "is invalid", detail: "a tool execution has one result" };
-        seen.add(m.toolExecutionId);
+        if ((i === 0) !== (m.role === "assistant") || (i > 0 && m.role !== "tool")) {
+          return { field: `messages.${i}.role`, rule: "is invalid", detail: "a step is one assistant message, then tool results" };
+        }
       }
       return undefined;
     },
@@ -221,48 +181,82 @@ export const StepDone = defineEventType(
 
 // --- turn ----------------------------------------------------------------------
 
-/** Per loop, from 0 (omitted on the wire when 0). */
-const turnIndex = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).default(0);
-const TURN = { loopId: "required", turnId: "required", stepId: "forbidden" } as const;
-const TURN_END = { loopId: "required", turnId: "required", stepId: "optional" } as const;
+/** Per loop (absent means 0). */
+const turnIndex = z.number().int().min(Number.MIN_SAFE_INTEGER).max(Number.MAX_SAFE_INTEGER).optional();
 
 export const TurnStarted = defineEventType(
-  { type: "TurnStarted", family: "turn", class: "enduring", scope: "loop", identity: TURN, body: { turnIndex } },
+  {
+    type: "TurnStarted",
+    family: "turn",
+    class: "enduring",
+    scope: "loop",
+    identity: TURN,
+    body: { turnIndex, message: wireField(userMessageSchema.optional(), { keepEmpty: true }) },
+  },
   true,
 );
 export const TurnDone = defineEventType(
-  { type: "TurnDone", family: "turn", class: "enduring", scope: "loop", identity: TURN_END, endsTurn: true, body: { turnIndex } },
+  {
+    type: "TurnDone",
+    family: "turn",
+    class: "enduring",
+    scope: "loop",
+    identity: TURN,
+    endsTurn: true,
+    body: { turnIndex, message: wireField(aiMessageSchema.optional(), { keepEmpty: true }), usage: turnUsageSchema.optional() },
+  },
   true,
 );
+
+/** The runtime's record of a turn's error: absent, it writes kind "unknown". */
+export const turnErrorSchema = z.object({
+  kind: wireField(z.string().default(""), { always: true }),
+  message: wireField(z.string().default(""), { always: true }),
+  /** Set when the error's detail may be shown to the model. */
+  modelFacing: z.boolean().optional(),
+  modelFacingDetail: text().optional(),
+});
+export type TurnError = z.output<typeof turnErrorSchema>;
+
 export const TurnFailed = defineEventType(
   {
     type: "TurnFailed",
     family: "turn",
     class: "enduring",
     scope: "loop",
-    identity: TURN_END,
+    identity: TURN,
     endsTurn: true,
-    body: { turnIndex, err: z.object({ kind: text(limits.name), message: text().optional() }) },
+    body: { turnIndex, err: wireField(turnErrorSchema.default({ kind: "unknown", message: "" }), { always: true }) },
   },
   true,
 );
 export const TurnInterrupted = defineEventType(
-  {
-    type: "TurnInterrupted",
-    family: "turn",
-    class: "enduring",
-    scope: "loop",
-    identity: TURN_END,
-    endsTurn: true,
-    body: { turnIndex, reason: text().optional() },
-  },
+  { type: "TurnInterrupted", family: "turn", class: "enduring", scope: "loop", identity: TURN, endsTurn: true, body: { turnIndex } },
   true,
 );
 
 // --- loop and session ------------------------------------------------------------
 
 export const LoopStarted = defineEventType(
-  { type: "LoopStarted", family: "loop", class: "enduring", scope: "loop", identity: LOOP_ONLY, body: {} },
+  {
+    type: "LoopStarted",
+    family: "loop",
+    class: "enduring",
+    scope: "loop",
+    identity: LOOP_ONLY,
+    body: {
+      runtime: modelRuntimeSchema.optional(),
+      agentRuntime: agentRuntimeSchema.optional(),
+      /** The model provider's id of the tool call that started this loop (a sub-agent). */
+      parentToolUseId: text().optional(),
+      foreignSid: text().optional(),
+      initialMode: text().optional(),
+      initialRequestId: uuidSchema.optional(),
+      displayName: text().optional(),
+      description: text().optional(),
+    },
+    check: checkLoopRuntime,
+  },
   true,
 );
 export const LoopIdle = defineEventType(
@@ -270,11 +264,22 @@ export const LoopIdle = defineEventType(
   true,
 );
 export const SessionStarted = defineEventType(
-  { type: "SessionStarted", family: "session", class: "enduring", scope: "session", body: {} },
+  {
+    type: "SessionStarted",
+    family: "session",
+    class: "enduring",
+    scope: "session",
+    body: { config: configFingerprintSchema.optional(), manifest: configManifestSchema.optional() },
+    check: (e) => checkManifest(e.manifest),
+  },
+  true,
+);
+export const SessionIdle = defineEventType(
+  { type: "SessionIdle", family: "session", class: "enduring", scope: "session", body: {} },
   true,
 );
 export const SessionStopped = defineEventType(
-  { type: "SessionStopped", family: "session", class: "enduring", scope: "session", body: { reason: text().optional() } },
+  { type: "SessionStopped", family: "session", class: "enduring", scope: "session", body: {} },
   true,
 );
 
@@ -294,6 +299,7 @@ export const builtInTypes = [
   LoopStarted,
   LoopIdle,
   SessionStarted,
+  SessionIdle,
   SessionStopped,
 ] as const;
 
@@ -312,6 +318,7 @@ export type TurnInterrupted = EventOf<typeof TurnInterrupted>;
 export type LoopStarted = EventOf<typeof LoopStarted>;
 export type LoopIdle = EventOf<typeof LoopIdle>;
 export type SessionStarted = EventOf<typeof SessionStarted>;
+export type SessionIdle = EventOf<typeof SessionIdle>;
 export type SessionStopped = EventOf<typeof SessionStopped>;
 
 export type BuiltInDefinition<T extends string> = Extract<(typeof builtInTypes)[number], { readonly type: T }>;

@@ -17,6 +17,11 @@ export function newId(): string {
   return uuidv7();
 }
 
+/**
+ * A UUID in the canonical lowercase form the Go runtime writes. Go also reads upper-case
+ * hex (and writes it back lower-case); jetloop refuses it, since ids are subject tokens
+ * and one id must have one spelling.
+ */
 export const uuidSchema = withValueCodec(
   z
     .string()

@@ -8,85 +8,118 @@
 import { z } from "zod";
 import { RequestDecodeError } from "../errors.js";
 import { parseStrictJson, StrictJsonError } from "../codec/strict-json.js";
-import { fromWire, toWireJson, UnknownWireKeyError } from "../codec/wire.js";
-import { uuidSchema } from "./ids.js";
-import { limits, text } from "./text.js";
-
-/** Text the Go runtime stores normalized: trimmed and NFC. */
-function normalized(max: number) {
-  return text(max).refine((v) => v === v.trim() && v === v.normalize("NFC"), "must be trimmed and NFC-normalized");
-}
+import { fromWire, toWireJson, wireField, WireKeyError } from "../codec/wire.js";
+import { isTrimmedText } from "./text.js";
 
 /** The grant class of an approved `command.execute` requirement. */
 export const COMMAND_START_GRANT = "command.start.v1";
 export const COMMAND_EXECUTE = "command.execute";
 
 const candidateSchema = z.strictObject({
-  kind: normalized(limits.name),
-  match: normalized(limits.text),
-  description: normalized(limits.text),
-  grantClass: normalized(limits.name).optional(),
-  grantTarget: normalized(limits.text).optional(),
+  kind: z.string(),
+  match: z.string(),
+  description: z.string(),
+  grantClass: z.string().optional(),
+  grantTarget: z.string().optional(),
 });
 
 const requirementSchema = z.strictObject({
-  kind: normalized(limits.name),
-  scope: normalized(limits.name).optional(),
-  match: normalized(limits.text),
-  description: normalized(limits.text),
-  grantClass: normalized(limits.name).optional(),
-  grantTarget: normalized(limits.text).optional(),
-  candidates: z.array(candidateSchema).min(1).max(limits.candidates).optional(),
+  kind: z.string(),
+  /** Written even when empty, as the runtime writes it. */
+  scope: wireField(z.string().optional(), { always: true }),
+  match: z.string(),
+  description: z.string(),
+  grantClass: z.string().optional(),
+  grantTarget: z.string().optional(),
+  candidates: z.array(candidateSchema).optional(),
 });
 
 export type PermissionCandidate = z.output<typeof candidateSchema>;
 export type PermissionRequirement = z.output<typeof requirementSchema>;
 
+/**
+ * Every field may be absent: a pure tool asks with no requirements, and the runtime
+ * writes such a request as `{}`.
+ */
 const requestShape = z.strictObject({
-  toolName: normalized(limits.name),
-  summary: normalized(limits.summary).optional(),
-  executionId: uuidSchema.optional(),
-  command: normalized(limits.text).optional(),
-  workingDirectory: normalized(limits.text).optional(),
+  toolName: z.string().optional(),
+  summary: z.string().optional(),
+  /** The runtime's own execution id: free text, not necessarily a UUID. */
+  executionId: z.string().optional(),
+  command: z.string().optional(),
+  workingDirectory: z.string().optional(),
   expiresAtUnixMilli: z.number().int().positive().max(Number.MAX_SAFE_INTEGER).optional(),
-  requirements: z.array(requirementSchema).min(1).max(limits.requirements),
+  requirements: z.array(requirementSchema).optional(),
 });
 
-type Grant = { grantClass?: string | undefined; grantTarget?: string | undefined };
-const hasGrant = (g: Grant) => g.grantClass !== undefined || g.grantTarget !== undefined;
+const set = (v: string | undefined): v is string => v !== undefined && v !== "";
 
+type Path = (string | number)[];
+type Issue = (path: Path, message: string) => void;
+
+function checkTrimmed(issue: Issue, path: Path, v: string | undefined, required: boolean): void {
+  if (!set(v)) {
+    if (required) issue(path, "must not be empty");
+  } else if (!isTrimmedText(v)) issue(path, "must have no surrounding white space and no NUL");
+}
+
+const grantOf = (g: { grantClass?: string | undefined; grantTarget?: string | undefined }) => `${g.grantClass ?? ""}\u0000${g.grantTarget ?? ""}`;
+
+function checkRequirement(issue: Issue, req: z.output<typeof requestShape>, r: PermissionRequirement, i: number): void {
+  const at = (...p: Path): Path => ["requirements", i, ...p];
+  checkTrimmed(issue, at("kind"), r.kind, true);
+  checkTrimmed(issue, at("match"), r.match, true);
+  checkTrimmed(issue, at("description"), r.description, true);
+  checkTrimmed(issue, at("scope"), r.scope, false);
+  checkTrimmed(issue, at("grantClass"), r.grantClass, false);
+  checkTrimmed(issue, at("grantTarget"), r.grantTarget, false);
+  if (set(r.grantClass) !== set(r.grantTarget)) issue(at("grantClass"), "grant class and grant target must be set together");
+  if (r.kind === COMMAND_EXECUTE) {
+    if (set(r.scope)) issue(at("scope"), `must be empty for ${COMMAND_EXECUTE}`);
+    if (r.grantClass !== COMMAND_START_GRANT) issue(at("grantClass"), `must be ${COMMAND_START_GRANT} for ${COMMAND_EXECUTE}`);
+    if (r.grantTarget !== r.match || r.match !== req.command) issue(at("grantTarget"), "must equal the requirement's match and the request's command");
+  }
+  const candidates = r.candidates ?? [];
+  const grant = grantOf(r);
+  const seen = candidates.length > 1 ? new Set<string>() : undefined;
+  for (let j = 0; j < candidates.length; j++) {
+    const c = candidates[j]!;
+    checkTrimmed(issue, at("candidates", j, "match"), c.match, true);
+    if (!set(c.description)) issue(at("candidates", j, "description"), "must not be empty");
+    if (c.kind !== r.kind) issue(at("candidates", j, "kind"), "must equal its requirement's kind");
+    if (grantOf(c) !== grant) issue(at("candidates", j, "grantClass"), "must carry its requirement's grant exactly");
+    if (seen) {
+      const key = `${c.kind}\u0000${c.match}\u0000${grantOf(c)}`;
+      if (seen.has(key)) issue(at("candidates", j), "duplicates an earlier candidate");
+      seen.add(key);
+    }
+  }
+}
+
+/** The runtime's request validator (tool.ValidateRequest), rule for rule. */
 export const permissionRequestSchema = requestShape.superRefine((req, ctx) => {
-  const issue = (path: (string | number)[], message: string) => ctx.addIssue({ code: "custom", path, message });
-  const halfGrant = (g: Grant) => (g.grantClass === undefined) !== (g.grantTarget === undefined);
-  const seen = new Set<string>();
+  const issue: Issue = (path, message) => ctx.addIssue({ code: "custom", path, message });
+  checkTrimmed(issue, ["summary"], req.summary, false);
+  const requirements = req.requirements ?? [];
+  const seen = requirements.length > 1 ? new Set<string>() : undefined;
   let wantsGrant = false;
-  req.requirements.forEach((r, i) => {
-    if (halfGrant(r)) issue(["requirements", i, "grantClass"], "grant class and grant target must be set together");
-    wantsGrant ||= hasGrant(r);
-    const key = JSON.stringify([r.kind, r.scope ?? "", r.match, r.grantClass ?? "", r.grantTarget ?? ""]);
-    if (seen.has(key)) issue(["requirements", i], "duplicates an earlier requirement");
-    seen.add(key);
-    if (r.kind === COMMAND_EXECUTE) {
-      if (r.scope !== undefined) issue(["requirements", i, "scope"], `must be empty for ${COMMAND_EXECUTE}`);
-      if (r.grantClass !== COMMAND_START_GRANT) issue(["requirements", i, "grantClass"], `must be ${COMMAND_START_GRANT} for ${COMMAND_EXECUTE}`);
-      if (r.grantTarget !== r.match || r.match !== req.command) {
-        issue(["requirements", i, "grantTarget"], "must equal the requirement's match and the request's command");
-      }
+  for (let i = 0; i < requirements.length; i++) {
+    const r = requirements[i]!;
+    checkRequirement(issue, req, r, i);
+    wantsGrant ||= set(r.grantClass) || set(r.grantTarget);
+    if (seen) {
+      const key = `${r.kind}\u0000${r.scope ?? ""}\u0000${r.match}\u0000${grantOf(r)}`;
+      if (seen.has(key)) issue(["requirements", i], "duplicates an earlier requirement");
+      seen.add(key);
     }
-    const seenCandidates = new Set<string>();
-    r.candidates?.forEach((c, j) => {
-      const path = ["requirements", i, "candidates", j];
-      if (halfGrant(c)) issue([...path, "grantClass"], "grant class and grant target must be set together");
-      if (c.kind !== r.kind) issue([...path, "kind"], "must equal its requirement's kind");
-      const ckey = JSON.stringify([c.kind, c.match, c.grantClass ?? "", c.grantTarget ?? ""]);
-      if (seenCandidates.has(ckey)) issue(path, "duplicates an earlier candidate");
-      seenCandidates.add(ckey);
-    });
-  });
+  }
   if (wantsGrant) {
-    for (const field of ["executionId", "command", "workingDirectory", "expiresAtUnixMilli"] as const) {
-      if (req[field] === undefined) issue([field], "must be set when a requirement asks for a grant");
+    for (const field of ["executionId", "command", "workingDirectory"] as const) {
+      if (!set(req[field])) issue([field], "must be set when a requirement asks for a grant");
     }
+    if (req.expiresAtUnixMilli === undefined) issue(["expiresAtUnixMilli"], "must be set when a requirement asks for a grant");
+    checkTrimmed(issue, ["command"], req.command, false);
+    checkTrimmed(issue, ["workingDirectory"], req.workingDirectory, false);
   }
 });
 
@@ -108,7 +141,7 @@ export function validatePermissionRequest(request: unknown): PermissionRequest {
   return result.data;
 }
 
-/** The request as the wire carries it (snake_case, zero values omitted). */
+/** The request as the runtime writes it (snake_case, its field order, zero values omitted). */
 export function encodePermissionRequest(request: PermissionRequest): string {
   return toWireJson(permissionRequestSchema, validatePermissionRequest(request));
 }
@@ -139,7 +172,7 @@ export function requestFromWire(json: unknown): unknown {
   try {
     return fromWire(permissionRequestSchema, json);
   } catch (e) {
-    if (e instanceof UnknownWireKeyError) throw new RequestDecodeError(e.path, "is not a known field", { cause: e });
+    if (e instanceof WireKeyError) throw new RequestDecodeError(e.path, e.message.slice(e.path.length + 1), { cause: e });
     throw e;
   }
 }

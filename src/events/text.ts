@@ -1,42 +1,32 @@
 import { z } from "zod";
 
 /**
- * Caps on text fields, in UTF-16 code units. The Go runtime caps in UTF-8 bytes, and a
- * string of N bytes never has more than N code units, so its events always fit.
+ * Display caps that `createEvent` applies at construction to the live previews, in UTF-16
+ * code units. The journal's own text fields have no cap below the event's byte cap: the
+ * Go runtime writes tool output and model text of any length.
  */
 export const limits = {
-  /** Names, kinds, ids of things that are not UUIDs. */
-  name: 256,
-  /** Reasons, questions, descriptions, commands. */
-  text: 4096,
-  /** ToolCallStarted.summary and PermissionRequest.summary. */
+  /** ToolCallStarted.summary. */
   summary: 512,
   /** ToolCallCompleted.resultPreview. */
   resultPreview: 2048,
-  /** Message content in StepDone. */
-  content: 1 << 20,
-  choices: 64,
-  requirements: 64,
-  candidates: 64,
-  messages: 1024,
 } as const;
 
-// C0 controls other than tab, newline and carriage return, DEL, and lone surrogates.
-// eslint-disable-next-line no-control-regex -- matching control characters is the point
-const FORBIDDEN = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
-
-export function isCleanText(value: string): boolean {
-  return !FORBIDDEN.test(value);
+/**
+ * Free text as the Go runtime stores it: any string. Control characters and NUL are
+ * allowed (tool output carries ANSI escapes); "" is the wire's zero and means absent.
+ */
+export function text() {
+  return z.string();
 }
 
-/** A non-empty, well-formed string of at most `max` code units. */
-export function text(max: number = limits.text) {
-  return z
-    .string()
-    .min(1, "must not be empty")
-    // Not .max(): zod measures strings in code points, the caps are in code units.
-    .refine((v) => v.length <= max, `must be at most ${max} UTF-16 code units`)
-    .refine(isCleanText, "must be well-formed text without control characters");
+// Go's unicode.IsSpace: what strings.TrimSpace removes. Not U+200B, U+180E or U+FEFF.
+const SPACE = "[\\t\\n\\v\\f\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]";
+const UNTRIMMED = new RegExp(`^${SPACE}|${SPACE}$`);
+
+/** Text the Go runtime's request validator checks: no surrounding white space, no NUL. */
+export function isTrimmedText(value: string): boolean {
+  return !UNTRIMMED.test(value) && !value.includes("\u0000");
 }
 
 /**

@@ -62,8 +62,17 @@ function compiledSchema(schema: z.ZodType): z.ZodType {
   return c;
 }
 
-/** Validates with a known definition; returns a normalized copy (defaults filled in). */
-export function validateWith<E>(def: EventTypeDefinition, input: Record<string, unknown>): E {
+/**
+ * Validates with a known definition; returns a normalized copy (defaults filled in).
+ * `strict` refuses keys the type does not define (an event handed to `publish`), which
+ * would otherwise be dropped without a word.
+ */
+export function validateWith<E>(def: EventTypeDefinition, input: Record<string, unknown>, options?: { strict?: boolean }): E {
+  if (options?.strict) {
+    for (const key in input) {
+      if (!(key in def.schema.shape)) throw new EventValidationError(def.type, key, "is invalid", `not a field of ${def.type}`);
+    }
+  }
   checkIdentity(def, input);
   let candidate = input;
   for (const c of COORDINATES) {
@@ -100,7 +109,7 @@ export function validateEvent<E = JetloopEvent>(
   registry: EventRegistry<E> = defaultRegistry,
 ): E {
   const def = definitionFor(input, registry);
-  return validateWith<E>(def, input as Record<string, unknown>);
+  return validateWith<E>(def, input as Record<string, unknown>, { strict: true });
 }
 
 /** `validateEvent` as a result value, in the manner of zod's `safeParse`. */

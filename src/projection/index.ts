@@ -3,7 +3,6 @@ export { ProjectionDeliveryError, rebuildToolActivity, ToolActivityProjection } 
 export type {
   ApplyResult,
   DecisionFact,
-  DeclaredFact,
   GateFact,
   GateResolutionFact,
   InputFact,

@@ -14,11 +14,16 @@ type InputPhase = "none" | "requested" | "answered" | "denied" | "closed";
 /** The gate kind that asks for permission; any other gate guarding a call asks for input. */
 export const PERMISSION_GATE_KIND = "harness.permission";
 
+// Gate actions are the controls' actions as the runtime writes them: "Approve",
+// "Approve always for this workspace", "Deny".
+const APPROVE = /^approve\b/i;
+const DENY = /^deny\b/i;
+
 /** A PermissionDecided is the loop's own record and wins over the gate that fed it. */
 function permissionPhase(f: ToolFacts): PermissionPhase {
-  if (f.decision) return f.decision.effect === "approve" ? "approved" : "denied";
+  if (f.decision?.effect) return f.decision.effect === "approve" ? "approved" : "denied";
   const resolution = f.permissionGate?.resolution;
-  if (resolution) return resolution.action === "approve" ? "approved" : resolution.action === "deny" ? "denied" : "closed";
+  if (resolution) return APPROVE.test(resolution.action ?? "") ? "approved" : DENY.test(resolution.action ?? "") ? "denied" : "closed";
   return f.permissionGate || f.request ? "requested" : "none";
 }
 
@@ -27,7 +32,7 @@ function inputPhase(gate: GateFact | undefined, input: InputFact | undefined): I
   const resolution = gate?.resolution;
   // A question asked after the gate closed is a new question.
   if (resolution && !(input && input.journalSeq > resolution.journalSeq)) {
-    if (resolution.action === "deny") return "denied";
+    if (DENY.test(resolution.action ?? "")) return "denied";
     return resolution.reason === "answered" ? "answered" : "closed";
   }
   return input ? "requested" : "none";
@@ -40,7 +45,7 @@ export function isSettled(f: ToolFacts, turn: TurnOutcome | undefined): boolean 
 
 /** No enduring event names the call. */
 export function hasNoDurableFact(f: ToolFacts): boolean {
-  return !(f.request || f.decision || f.permissionGate || f.input || f.inputGate || f.declared || f.result);
+  return !(f.request || f.decision || f.permissionGate || f.input || f.inputGate || f.result);
 }
 
 export function deriveStatus(f: ToolFacts): ToolStatus {
@@ -75,7 +80,7 @@ export function toView(facts: ToolFacts, turn: TurnOutcome | undefined): ToolAct
     status: deriveStatus(f),
     liveOnly,
     toolName:
-      f.result?.toolName ?? f.declared?.toolName ?? f.request?.request.toolName ?? f.live?.started?.toolName,
+      f.result?.toolName ?? f.request?.request.toolName ?? f.live?.started?.toolName,
     turnOutcome: turn,
     endedWithoutResult: turn !== undefined && f.result === undefined,
   };

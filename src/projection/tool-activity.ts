@@ -17,7 +17,8 @@ import type {
 import { defaultRegistry } from "../events/catalogue.js";
 import { JetloopError } from "../errors.js";
 import { factsOf, PERMISSION_GATE_KIND, toView, type ToolFacts } from "./status.js";
-import type { ApplyResult, JournalRef, ToolActivity, ToolActivityDelivery, ToolKey, TurnOutcome } from "./types.js";
+import type { StepMessage } from "../events/content.js";
+import type { ApplyResult, JournalRef, ResultFact, ToolActivity, ToolActivityDelivery, ToolKey, TurnOutcome } from "./types.js";
 
 /** A delivery whose journal sequence does not fit its event's class. */
 export class ProjectionDeliveryError extends JetloopError {
@@ -35,10 +36,11 @@ const LIVE_ID_MEMORY = 10_000;
 
 type GateSlot = "permissionGate" | "inputGate";
 type Coordinates = Pick<ToolFacts, "sessionId" | "loopId" | "toolExecutionId" | "turnId" | "stepId">;
-type Header = { sessionId: string; loopId?: string | undefined; turnId?: string | undefined; stepId?: string | undefined; eventId: string; createdAt: string };
+type Header = { sessionId: string; loopId?: string | undefined; turnId?: string | undefined; stepId?: string | undefined; eventId: string; createdAt?: string | undefined };
 
 const keyOf = (loopId: string, toolExecutionId: string) => `${loopId} ${toolExecutionId}`;
 const turnKeyOf = (loopId: string, turnId: string) => `${loopId} ${turnId}`;
+const stepKeyOf = (loopId: string, stepId: string) => `${loopId} ${stepId}`;
 const ref = (e: Header, journalSeq: number): JournalRef => ({ journalSeq, eventId: e.eventId, at: e.createdAt });
 
 /** Built-in types narrowed by name: a registry cannot replace a built-in type. */
@@ -72,6 +74,10 @@ export class ToolActivityProjection {
   /** (loop, turn) → keys of the calls in that turn. */
   readonly #byTurn = new Map<string, Set<string>>();
   readonly #turns = new Map<string, TurnOutcome>();
+  /** (loop, step) → keys of the calls in that step, which its StepDone finalizes. */
+  readonly #byStep = new Map<string, Set<string>>();
+  /** (loop, model provider's tool_use id) → key: the links gates record. */
+  readonly #byToolUse = new Map<string, string>();
   /** (session, gate id) → the call and slot the gate guards. */
   readonly #gates = new Map<string, { key: string; slot: GateSlot }>();
   readonly #liveIds = new Set<string>();
@@ -225,22 +231,16 @@ export class ToolActivityProjection {
 
   #onGateOpened(e: GateOpened, seq: number): void {
     const { gate } = e;
-    const toolExecutionId = gate.toolExecutionId ?? e.cause?.toolExecutionId;
-    if (toolExecutionId === undefined) return;
+    const toolExecutionId = gate?.subject?.toolExecutionId ?? e.cause?.toolExecutionId;
+    if (gate?.id === undefined || toolExecutionId === undefined) return;
     const slot: GateSlot = gate.kind === PERMISSION_GATE_KIND ? "permissionGate" : "inputGate";
     const key = this.#update(e, toolExecutionId, (f) => ({
       ...f,
-      [slot]: {
-        ...ref(e, seq),
-        id: gate.id,
-        kind: gate.kind,
-        resolver: gate.resolver,
-        title: gate.title,
-        prompt: gate.prompt,
-        actions: gate.actions,
-      },
+      [slot]: { ...ref(e, seq), id: gate.id!, kind: gate.kind, resolver: gate.resolver, prompt: gate.prompt },
     }));
-    if (key !== undefined) this.#gates.set(`${e.sessionId} ${gate.id}`, { key, slot });
+    if (key === undefined) return;
+    this.#gates.set(`${e.sessionId} ${gate.id}`, { key, slot });
+    if (gate.subject?.toolUseId && e.loopId !== undefined) this.#byToolUse.set(`${e.loopId} ${gate.subject.toolUseId}`, key);
   }
 
   #onGateResolved(e: GateResolved, seq: number): void {
@@ -254,23 +254,32 @@ export class ToolActivityProjection {
     this.#put(target.key, { ...factsOf(prev), [target.slot]: { ...gate, resolution } });
   }
 
+  /**
+   * A StepDone finalizes every call of its step. Its messages name calls by the model
+   * provider's id only; a tool message and tool_use block are attached to a call where a
+   * gate's subject linked that id to the call, and nowhere else.
+   */
   #onStepDone(e: StepDone, seq: number): void {
-    const stepId = e.stepId;
-    if (stepId === undefined) return;
+    const { loopId, stepId } = e;
+    if (loopId === undefined || stepId === undefined) return;
+    const linked = new Map<string, { toolName?: string | undefined; message?: Extract<StepMessage, { role: "tool" }> }>();
     for (const m of e.messages) {
       if (m.role === "assistant") {
-        for (const call of m.toolCalls ?? []) {
-          this.#update(e, call.toolExecutionId, (f) =>
-            f.declared ? f : { ...f, declared: { ...ref(e, seq), toolName: call.toolName, stepId } },
-          );
+        for (const b of m.blocks ?? []) {
+          if (b.type === "tool_use" && b.id) linked.set(b.id, { ...linked.get(b.id), toolName: b.name });
         }
-      } else {
-        this.#update(e, m.toolExecutionId, (f) =>
-          f.result
-            ? f
-            : { ...f, result: { ...ref(e, seq), isError: m.isError, content: m.content, toolName: m.toolName, stepId } },
-        );
-      }
+      } else if (m.role === "tool" && m.toolUseId) linked.set(m.toolUseId, { ...linked.get(m.toolUseId), message: m });
+    }
+    const results = new Map<string, Partial<ResultFact>>();
+    for (const [toolUseId, link] of linked) {
+      const key = this.#byToolUse.get(`${loopId} ${toolUseId}`);
+      if (key !== undefined) results.set(key, { toolUseId, toolName: link.toolName, message: link.message, isError: link.message?.isError });
+    }
+    for (const key of new Set([...(this.#byStep.get(stepKeyOf(loopId, stepId)) ?? []), ...results.keys()])) {
+      const prev = this.#entries.get(key);
+      // A call known only from previews is not the journal's to finalize.
+      if (!prev || prev.result || prev.liveOnly) continue;
+      this.#put(key, { ...factsOf(prev), result: { ...ref(e, seq), stepId, ...results.get(key) } });
     }
   }
 
@@ -286,7 +295,6 @@ export class ToolActivityProjection {
       kind: e.type === "TurnDone" ? "done" : e.type === "TurnFailed" ? "failed" : "interrupted",
       turnIndex: e.turnIndex,
       error: e.type === "TurnFailed" ? e.err : undefined,
-      reason: e.type === "TurnInterrupted" ? e.reason : undefined,
     };
     this.#turns.set(turnKey, outcome);
     for (const key of this.#byTurn.get(turnKey) ?? []) {
@@ -337,6 +345,10 @@ export class ToolActivityProjection {
     let keys = this.#byTurn.get(turnKey);
     if (!keys) this.#byTurn.set(turnKey, (keys = new Set()));
     keys.add(key);
+    const stepKey = stepKeyOf(facts.loopId, facts.stepId);
+    let stepKeys = this.#byStep.get(stepKey);
+    if (!stepKeys) this.#byStep.set(stepKey, (stepKeys = new Set()));
+    stepKeys.add(key);
     this.#removed.delete(key);
     this.#changed.set(key, view);
   }

@@ -2,7 +2,9 @@
  * The shapes of the tool activity projection: the deliveries it reads, the facts it
  * keeps per tool call and the status a UI renders. See README.md in this folder.
  */
-import type { PermissionEffect } from "../events/catalogue.js";
+import type { PermissionEffect, TurnError } from "../events/catalogue.js";
+import type { StepMessage } from "../events/content.js";
+import type { GatePrompt } from "../events/gate.js";
 import type { PermissionRequest } from "../events/request.js";
 
 /**
@@ -47,7 +49,7 @@ export interface JournalRef {
   readonly journalSeq: number;
   readonly eventId: string;
   /** The event's `createdAt`. */
-  readonly at: string;
+  readonly at?: string | undefined;
 }
 
 /** PermissionRequested: the typed prepared request (tool name, summary, requirements). */
@@ -57,7 +59,8 @@ export interface RequestFact extends JournalRef {
 
 /** PermissionDecided. */
 export interface DecisionFact extends JournalRef {
-  readonly effect: PermissionEffect;
+  /** Absent when the runtime recorded a decision without an effect. */
+  readonly effect?: PermissionEffect | undefined;
   readonly reason?: string | undefined;
   /** A summary of what was decided on. */
   readonly subject?: string | undefined;
@@ -73,41 +76,45 @@ export interface InputFact extends JournalRef {
 
 /** GateResolved for a gate guarding the call. */
 export interface GateResolutionFact extends JournalRef {
-  readonly reason: "answered" | "policy_response" | "abandoned" | "owner_closed" | "restore_unavailable";
+  /** answered, policy_response, abandoned, owner_closed, restore_unavailable, … */
+  readonly reason?: string | undefined;
+  /** The chosen action (the gate control's `action`, e.g. Approve). */
   readonly action?: string | undefined;
-  readonly resolver: "loop" | "session";
+  readonly resolver?: string | undefined;
 }
 
 /** GateOpened guarding the call, and its resolution once resolved. */
 export interface GateFact extends JournalRef {
   readonly id: string;
   /** `harness.permission`, `harness.ask_user`, `harness.form`, `harness.open_url`, … */
-  readonly kind: string;
-  readonly resolver: "loop" | "session";
-  readonly title?: string | undefined;
-  readonly prompt?: string | undefined;
-  readonly actions?: readonly string[] | undefined;
+  readonly kind?: string | undefined;
+  readonly resolver?: string | undefined;
+  /** The gate's prompt, as the runtime wrote it (title, body, controls, form schema). */
+  readonly prompt?: GatePrompt | undefined;
   readonly resolution?: GateResolutionFact | undefined;
 }
 
-/** The call as StepDone's assistant message declares it. */
-export interface DeclaredFact extends JournalRef {
-  readonly toolName: string;
-  readonly stepId: string;
-}
-
-/** The tool message StepDone holds for the call: its authoritative result. */
+/**
+ * The StepDone that finalized the call's step. The runtime's messages name a tool call by
+ * the model provider's id (`toolUseId`), never by tool execution id; only a gate's
+ * subject links the two, so the tool message and the model's tool_use block are attached
+ * only where a gate did.
+ */
 export interface ResultFact extends JournalRef {
-  readonly isError: boolean;
-  readonly content?: string | undefined;
-  readonly toolName?: string | undefined;
   readonly stepId: string;
+  /** The model provider's id of the call, when a gate linked it. */
+  readonly toolUseId?: string | undefined;
+  /** The tool name from the model's tool_use block, when linked. */
+  readonly toolName?: string | undefined;
+  /** The tool result message, when linked. */
+  readonly message?: Extract<StepMessage, { role: "tool" }> | undefined;
+  readonly isError?: boolean | undefined;
 }
 
 /** A live ToolCallStarted preview: presentation only, never journaled. */
 export interface LiveStartFact {
   readonly eventId: string;
-  readonly at: string;
+  readonly at?: string | undefined;
   readonly toolName?: string | undefined;
   readonly summary?: string | undefined;
 }
@@ -115,7 +122,7 @@ export interface LiveStartFact {
 /** A live ToolCallCompleted preview: presentation only, never journaled. */
 export interface LiveCompletionFact {
   readonly eventId: string;
-  readonly at: string;
+  readonly at?: string | undefined;
   readonly isError: boolean;
   readonly resultPreview?: string | undefined;
 }
@@ -134,11 +141,9 @@ export interface TurnOutcome extends JournalRef {
   readonly loopId: string;
   readonly turnId: string;
   readonly kind: "done" | "failed" | "interrupted";
-  readonly turnIndex: number;
+  readonly turnIndex?: number | undefined;
   /** TurnFailed's error. */
-  readonly error?: { readonly kind: string; readonly message?: string | undefined } | undefined;
-  /** TurnInterrupted's reason. */
-  readonly reason?: string | undefined;
+  readonly error?: TurnError | undefined;
 }
 
 /**
@@ -164,7 +169,7 @@ export interface ToolActivity extends ToolKey {
   readonly input?: InputFact | undefined;
   /** The latest gate of any other kind guarding the call (ask-user, form, open-url, …). */
   readonly inputGate?: GateFact | undefined;
-  readonly declared?: DeclaredFact | undefined;
+  /** Set once the StepDone of the call's step was applied: the call is finalized. */
   readonly result?: ResultFact | undefined;
   /** Absent once the call has settled. */
   readonly live?: LiveOverlay | undefined;

@@ -1,5 +1,5 @@
 import type { JsMsg } from "@nats-io/jetstream";
-import { safeUnmarshalEvent, type DecodeError } from "../codec/codec.js";
+import { safeDecodeEvent, type DecodeError } from "../codec/codec.js";
 import { DeliveryMismatchError, SubscriptionError } from "../errors.js";
 import type { EventRegistry } from "../events/registry.js";
 import { type Channel, validEventSubject } from "../subjects/subjects.js";
@@ -54,7 +54,7 @@ interface Routed {
  * untrustworthy as a malformed one. `skip` marks internal events for ordinary callers.
  */
 export function decodeMessage<E>(ctx: DecodeContext<E>, subject: string, data: Uint8Array): Decoded<E> {
-  const r = safeUnmarshalEvent<E>(data, { registry: ctx.registry, maxBytes: ctx.maxEventBytes });
+  const r = safeDecodeEvent<E>(data, { registry: ctx.registry, maxBytes: ctx.maxEventBytes });
   if (!r.success) return { ok: false, error: r.error };
   const e = r.data as unknown as Routed;
   const def = ctx.registry.get(e.type)!;

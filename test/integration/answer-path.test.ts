@@ -36,7 +36,7 @@ describe("answer path", () => {
         seen.push(d.event.type);
         if (d.event.type === "GateOpened") {
           const outcome = await bus.session(sessionId).answer(loopId, { kind: "permission", toolExecutionId: coords.toolExecutionId, effect, reason: "test" });
-          expect(outcome).toMatchObject({ status: "ok", action: effect, gateId: d.event.gate.id, duplicate: false });
+          expect(outcome).toMatchObject({ status: "ok", action: effect, gateId: d.event.gate?.id, duplicate: false });
           const { effect: decided } = await decision;
           expect(decided).toBe(effect);
           const ids = { sessionId, loopId, turnId: coords.turnId, stepId: coords.stepId, toolExecutionId: coords.toolExecutionId };
@@ -51,8 +51,8 @@ describe("answer path", () => {
               turnId: coords.turnId,
               stepId: coords.stepId,
               messages: [
-                { role: "assistant", toolCalls: [{ toolExecutionId: coords.toolExecutionId, toolName: "bash" }] },
-                { role: "tool", toolExecutionId: coords.toolExecutionId, content: effect === "approve" ? "a b c" : "denied", isError: effect === "deny" },
+                { role: "assistant", blocks: [{ type: "tool_use", id: "toolu_01", name: "bash", input: {} }] },
+                { role: "tool", toolUseId: "toolu_01", blocks: [{ type: "text", text: effect === "approve" ? "a b c" : "denied" }], ...(effect === "deny" ? { isError: true } : {}) },
               ],
             }),
           );

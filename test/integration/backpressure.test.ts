@@ -68,7 +68,7 @@ describe("a slow reader under a burst", () => {
             pending.push(pub.publish(e));
           }
         }
-        pending.push(pub.publish(createEvent("StepDone", { ...coords, messages: [{ role: "tool", toolExecutionId, content: "ok" }] })).then((r) => journal.push(r.journalSeq)));
+        pending.push(pub.publish(createEvent("StepDone", { ...coords, messages: [{ role: "assistant" }, { role: "tool", toolUseId: toolExecutionId, blocks: [{ type: "text", text: "ok" }] }] })).then((r) => journal.push(r.journalSeq)));
       }
       await Promise.all(pending);
       await pub.nc.flush();
@@ -112,7 +112,7 @@ describe("a slow reader under a burst", () => {
     const sub = await subBus.subscribeEvents(filter, { enduringBuffer: 2, batch: 8 });
     try {
       const events = Array.from({ length: 400 }, () =>
-        createEvent("StepDone", { sessionId, loopId, turnId: newId(), stepId: newId(), messages: [{ role: "assistant", content: "x" }] }),
+        createEvent("StepDone", { sessionId, loopId, turnId: newId(), stepId: newId(), messages: [{ role: "assistant", blocks: [{ type: "text", text: "x" }] }] }),
       );
       const results = await pub.publishAll(events);
       const seqs = results.map((r) => r.journalSeq);

@@ -51,9 +51,9 @@ function loopEvents(sessionId: string, loopId: string, i: number): JetloopEvent[
   const gateId = newId();
   return [
     createEvent("PermissionDecided", { ...step, toolExecutionId, effect: i % 2 === 0 ? "approve" : "deny" }),
-    createEvent("GateOpened", { ...step, gate: { id: gateId, kind: "harness.permission", resolver: "loop", toolExecutionId } }),
+    createEvent("GateOpened", { ...step, gate: { id: gateId, kind: "harness.permission", resolver: "loop", subject: { toolExecutionId } } }),
     createEvent("GateResolved", { ...step, gateId, resolver: "loop", reason: "answered" }),
-    createEvent("StepDone", { ...step, messages: [{ role: "tool", toolExecutionId, content: `result ${i}` }] }),
+    createEvent("StepDone", { ...step, messages: [{ role: "assistant" }, { role: "tool", toolUseId: `toolu_${i}`, blocks: [{ type: "text", text: `result ${i}` }] }] }),
   ];
 }
 

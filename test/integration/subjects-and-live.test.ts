@@ -15,7 +15,7 @@ import {
   NO_LOOP,
   NotProvisionedError,
   parseEventSubject,
-  unmarshalEvent,
+  unmarshalPreview,
   type JetloopEvent,
 } from "../../src/index.js";
 import { connectTest, natsServers, uniqueNamespace } from "../harness/context.js";
@@ -167,11 +167,11 @@ describe("ephemeral events", () => {
         const [event, seq] = sent[i]!;
         expect(m.headers?.get(HEADER_LAST_JOURNAL_SEQ), `${i} ${event.type}`).toBe(seq);
         expect(new Uint8Array(m.data)).toEqual(encodeEvent(event));
-        expect(unmarshalEvent(m.data)).toEqual(event);
+        expect(unmarshalPreview(m.data)).toEqual(event);
       }
       // The loop filter is a subject filter: the loop-a subscriber sees loop a's previews only.
       await waitFor("loop a's previews", () => onlyA.got.length === sent.filter(([e]) => (e as { loopId: string }).loopId === a.loopId).length, 5000, 10);
-      expect(onlyA.got.map((m) => unmarshalEvent(m.data).eventId)).toEqual(sent.filter(([e]) => (e as { loopId: string }).loopId === a.loopId).map(([e]) => e.eventId));
+      expect(onlyA.got.map((m) => unmarshalPreview(m.data).eventId)).toEqual(sent.filter(([e]) => (e as { loopId: string }).loopId === a.loopId).map(([e]) => e.eventId));
     } finally {
       all.sub.unsubscribe();
       onlyA.sub.unsubscribe();

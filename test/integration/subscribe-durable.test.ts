@@ -21,7 +21,7 @@ import { Reader, TIMEOUT } from "../harness/reader.js";
 type D = DurableDelivery<JetloopEvent>;
 
 function step(sessionId: string): JetloopEvent {
-  return createEvent("StepDone", { sessionId, loopId: newId(), turnId: newId(), stepId: newId(), messages: [{ role: "assistant", content: "x" }] });
+  return createEvent("StepDone", { sessionId, loopId: newId(), turnId: newId(), stepId: newId(), messages: [{ role: "assistant", blocks: [{ type: "text", text: "x" }] }] });
 }
 
 let bus: Jetloop;

@@ -51,7 +51,7 @@ function round(c: Coords, r: number, last: boolean): JetloopEvent[] {
   const out: JetloopEvent[] = [];
   if (r === 0) {
     out.push(createEvent("LoopStarted", { sessionId: c.sessionId, loopId: c.loopId }));
-    out.push(createEvent("TurnStarted", { ...turn, turnIndex: 0 }));
+    out.push(createEvent("TurnStarted", { ...turn, turnIndex: 1 }));
   }
   out.push(
     createEvent("PermissionRequested", {
@@ -59,12 +59,19 @@ function round(c: Coords, r: number, last: boolean): JetloopEvent[] {
       toolExecutionId,
       request: { toolName: "bash", requirements: [{ kind: "fs.read", match: "/tmp", description: "read /tmp" }] },
     }),
-    createEvent("GateOpened", { ...step, gate: { id: gateId, kind: "harness.permission", resolver: "loop", toolExecutionId, actions: ["approve", "deny"] } }),
-    createEvent("GateResolved", { ...step, gateId, resolver: "loop", reason: "answered", action: "approve" }),
+    createEvent("GateOpened", { ...step, gate: {
+        id: gateId,
+        kind: "harness.permission",
+        resolver: "loop",
+        subject: { toolExecutionId },
+        prompt: { controls: [{ action: "Approve", label: "Approve" }, { action: "Deny", label: "Deny" }] },
+      },
+    }),
+    createEvent("GateResolved", { ...step, gateId, resolver: "loop", reason: "answered", action: "Approve" }),
     createEvent("PermissionDecided", { ...step, toolExecutionId, effect: "approve" }),
     createEvent("ToolCallStarted", { ...step, toolExecutionId, toolName: "bash", summary: `round ${r}` }),
     createEvent("ToolCallCompleted", { ...step, toolExecutionId, resultPreview: "ok" }),
-    createEvent("StepDone", { ...step, messages: [{ role: "tool", toolExecutionId, toolName: "bash", content: "ok" }] }),
+    createEvent("StepDone", { ...step, messages: [{ role: "assistant" }, { role: "tool", toolUseId: "toolu_01", blocks: [{ type: "text", text: "ok" }] }] }),
   );
   if (r === 1) {
     // Internal events: the loop's bookkeeping, for trusted subscribers only.
@@ -72,7 +79,7 @@ function round(c: Coords, r: number, last: boolean): JetloopEvent[] {
     out.push(createEvent("ToolCallCompleted", { ...step, toolExecutionId, resultPreview: "internal detail", visibility: "internal" }));
     out.push(createEvent("UserInputRequested", { ...step, toolExecutionId, question: "which branch?", choices: ["main", "dev"] }));
   }
-  if (last) out.push(createEvent("TurnDone", { ...turn, turnIndex: 0 }));
+  if (last) out.push(createEvent("TurnDone", { ...turn, turnIndex: 1 }));
   return out;
 }
 
@@ -211,7 +218,7 @@ beforeAll(async () => {
       for (const b of batches) if (k < b.length) await record(b[k]!);
     }
   }
-  for (const s of S) await record(createEvent("SessionStopped", { sessionId: s, reason: "done" }));
+  for (const s of S) await record(createEvent("SessionStopped", { sessionId: s }));
 });
 
 afterAll(async () => {

@@ -20,7 +20,7 @@ import { Reader, TIMEOUT } from "../harness/reader.js";
 
 /** A loop's StepDone: small, enduring, easy to tell apart by eventId. */
 function step(sessionId: string, loopId: string): JetloopEvent {
-  return createEvent("StepDone", { sessionId, loopId, turnId: newId(), stepId: newId(), messages: [{ role: "assistant", content: "x" }] });
+  return createEvent("StepDone", { sessionId, loopId, turnId: newId(), stepId: newId(), messages: [{ role: "assistant", blocks: [{ type: "text", text: "x" }] }] });
 }
 
 async function publishSteps(bus: Jetloop, sessionId: string, loopId: string, n: number): Promise<number[]> {

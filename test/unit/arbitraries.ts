@@ -1,7 +1,10 @@
 /**
- * fast-check arbitraries for valid events of every built-in type: canonical uuids,
- * coordinates that follow each identity profile, well-formed text within its cap,
- * optional fields present or absent. Reusable by any property or fuzz test.
+ * fast-check arbitraries for valid events of every built-in type, in the Go runtime's
+ * model: canonical uuids, coordinates that follow each identity profile, free text
+ * (anything well-formed, "" excluded since it means absent), RFC 3339 times with offsets,
+ * optional fields present or absent. Values are the canonical ones (no zero values that
+ * the wire drops), so a decoded event deep-equals the validated one. Reusable by any
+ * property or fuzz test.
  */
 import fc from "fast-check";
 import {
@@ -14,7 +17,7 @@ import {
   type EventTypeDefinition,
   type PermissionRequest,
 } from "../../src/index.js";
-import { isCleanText } from "../../src/events/text.js";
+import { isTrimmedText } from "../../src/events/text.js";
 
 export type AnyEvent = Record<string, unknown> & { type: string };
 
@@ -28,6 +31,11 @@ function obj<R extends Record<string, fc.Arbitrary<unknown>>, O extends Record<s
   return fc.record({ ...required, ...optional }, { requiredKeys: Object.keys(required) as never[] });
 }
 
+/** Like `obj`, never empty (an empty object is absent on the wire). */
+function nonEmpty(a: fc.Arbitrary<Record<string, unknown>>): fc.Arbitrary<Record<string, unknown>> {
+  return a.filter((o) => Object.keys(o).length > 0);
+}
+
 export const uuidArb: fc.Arbitrary<string> = fc
   .oneof(
     fc.uuid(),
@@ -39,42 +47,57 @@ export const uuidArb: fc.Arbitrary<string> = fc
   )
   .filter(isCanonicalUuid);
 
-const MIN_MS = -62167219200000; // 0000-01-01T00:00:00Z
-const MAX_MS = 253402300799999; // 9999-12-31T23:59:59.999Z
+const MIN_MS = -62135596800000 + 86_400_000; // 0001-01-02T00:00:00Z: after Go's zero time
+const MAX_MS = 253402300799999 - 86_400_000; // 9999-12-30: an offset keeps the year in four digits
 
-/** RFC 3339 UTC with no fraction or 1–9 fraction digits, as Go's RFC3339Nano or JS's toISOString write it. */
+/**
+ * RFC 3339 as Go's time.Parse reads it: no fraction or any number of digits after '.' or
+ * ',' (trailing zeros and more than nine included), `Z` or any offset (+00:00 and -00:00
+ * included; the runtime stamps local time). Validation writes it in Go's form.
+ */
 export const createdAtArb: fc.Arbitrary<string> = fc
-  .tuple(fc.integer({ min: MIN_MS, max: MAX_MS }), fc.option(fc.stringMatching(/^[0-9]{1,9}$/), { nil: undefined }))
-  .map(([ms, fraction]) => {
+  .tuple(
+    fc.integer({ min: MIN_MS, max: MAX_MS }),
+    fc.option(fc.tuple(fc.constantFrom(".", ".", ".", ","), fc.stringMatching(/^[0-9]{1,12}$/)), { nil: undefined }),
+    fc.option(fc.tuple(fc.constantFrom("+", "-"), fc.integer({ min: 0, max: 23 }), fc.integer({ min: 0, max: 59 })), { nil: undefined }),
+  )
+  .map(([ms, fraction, offset]) => {
     const iso = new Date(ms).toISOString(); // YYYY-MM-DDTHH:MM:SS.mmmZ
-    return fraction === undefined ? iso : `${iso.slice(0, 19)}${fraction === "" ? "" : `.${fraction}`}Z`;
+    const zone = offset === undefined ? "Z" : `${offset[0]}${String(offset[1]).padStart(2, "0")}:${String(offset[2]).padStart(2, "0")}`;
+    return `${iso.slice(0, 19)}${fraction === undefined ? "" : `${fraction[0]}${fraction[1]}`}${zone}`;
   });
 
-/** Characters that stress escaping, normalization and code-unit counting. */
+/** Characters that stress escaping and code-unit counting: Go escapes <, >, &, U+2028 and U+2029. */
 const TRICKY = [
-  "a", "Z", "0", " ", "\t", "\n", "\r", ".", "/", "-", "_", "é", "e\u0301", "A\u030a", "ß", "中", "😀", "👍🏽", "🇫🇷",
+  "a", "Z", "0", " ", "\t", "\n", "\r", "\u0000", "\u001b", "\u007f", ".", "/", "-", "_", "é", "e\u0301", "A\u030a", "ß", "中", "😀", "👍🏽", "🇫🇷",
   "\u2028", "\u2029", "\u00a0", "\u0085", "<", ">", "&", '"', "\\", "'", "\u0080", "\ufeff", "\uffff", "\u{10ffff}",
 ];
+
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+const wellFormed = (s: string) => !LONE_SURROGATE.test(s);
 
 const textCandidates = (max: number, long: boolean) =>
   fc.oneof(
     { arbitrary: fc.string({ unit: fc.constantFrom(...TRICKY), minLength: 1, maxLength: Math.min(max, 24) }), weight: 4 },
     { arbitrary: fc.string({ unit: "grapheme", minLength: 1, maxLength: Math.min(max, 24) }), weight: 3 },
     { arbitrary: fc.string({ unit: "binary", minLength: 1, maxLength: Math.min(max, 24) }), weight: 1 },
-    // Near the cap (only for caps small enough to be cheap).
-    ...(long && max <= limits.text ? [{ arbitrary: fc.string({ unit: "grapheme-ascii", minLength: max - 2, maxLength: max }), weight: 1 }] : []),
+    // Long text: the journal's text fields have no cap of their own.
+    ...(long ? [{ arbitrary: fc.string({ unit: "grapheme-ascii", minLength: max - 2, maxLength: max }), weight: 1 }] : []),
   );
 
-/** Non-empty, well-formed text of at most `max` UTF-16 code units (sometimes right at the cap). */
-export function textArb(max: number = limits.text, long = true): fc.Arbitrary<string> {
-  return textCandidates(max, long).filter((s) => s.length >= 1 && s.length <= max && isCleanText(s));
+/** The longest text the thorough arbitraries generate. */
+const LONG = 4096;
+
+/** Non-empty free text of at most `max` UTF-16 code units: anything well-formed, control characters included. */
+export function textArb(max: number = LONG, long = true): fc.Arbitrary<string> {
+  return textCandidates(max, long).filter((s) => s.length >= 1 && s.length <= max && wellFormed(s));
 }
 
-/** Like textArb, and also trimmed and NFC-normalized, as the permission request wants it. */
-export function normalizedTextArb(max: number = limits.text, long = true): fc.Arbitrary<string> {
+/** Like textArb, and trimmed with no NUL, as the runtime's request validator wants it. */
+export function trimmedTextArb(max: number = LONG, long = true): fc.Arbitrary<string> {
   return textCandidates(max, long)
-    .map((s) => s.normalize("NFC").trim())
-    .filter((s) => s.length >= 1 && s.length <= max && isCleanText(s) && s === s.trim() && s === s.normalize("NFC"));
+    .map((s) => s.trim())
+    .filter((s) => s.length >= 1 && s.length <= max && wellFormed(s) && isTrimmedText(s));
 }
 
 export const builtInTypes: EventType[] = [...defaultRegistry.types()].map((d) => d.type as EventType);
@@ -92,48 +115,52 @@ export interface EventArbitraries {
 }
 
 /**
- * Builds the event arbitraries. `longText` lets text fields reach their caps (thorough,
- * but a request then weighs ~12 KB); without it every text field stays short (for fuzz
+ * Builds the event arbitraries. `longText` lets text fields grow long (thorough, but a
+ * request then weighs several KB); without it every text field stays short (for fuzz
  * corpora, where size only costs time).
  */
 export function eventArbitraries({ longText }: { longText: boolean }): EventArbitraries {
-  const txt = (max: number = limits.text) => textArb(max, longText);
-  const ntxt = (max: number = limits.text) => normalizedTextArb(max, longText);
+  const txt = (max: number = longText ? LONG : 64) => textArb(max, longText);
+  const short = () => textArb(40, false);
+  const ttxt = (max: number = longText ? LONG : 64) => trimmedTextArb(max, longText);
+  const tshort = () => trimmedTextArb(40, false);
 
   // --- the permission request ----------------------------------------------------------
 
-  const grantArb = fc.option(fc.record({ grantClass: ntxt(limits.name), grantTarget: ntxt() }), { nil: undefined });
+  const grantArb = fc.option(fc.record({ grantClass: tshort(), grantTarget: ttxt() }), { nil: undefined });
 
   const candidateKey = (c: Record<string, unknown>) => JSON.stringify([c.kind, c.match, c.grantClass ?? "", c.grantTarget ?? ""]);
   const requirementKey = (r: Record<string, unknown>) => JSON.stringify([r.kind, r.scope ?? "", r.match, r.grantClass ?? "", r.grantTarget ?? ""]);
 
-  const candidatesArb = (kind: string) =>
+  /** Candidates carry their requirement's kind and grant exactly; their description is any non-empty text. */
+  const candidatesArb = (kind: string, grant: Record<string, unknown>) =>
     fc.uniqueArray(
-      fc.tuple(obj({ match: ntxt(), description: ntxt() }), grantArb).map(([c, g]) => ({ kind, ...c, ...g })),
+      obj({ match: ttxt(), description: txt() }).map((c) => ({ kind, ...c, ...grant })),
       { selector: candidateKey, minLength: 1, maxLength: 3 },
     );
 
-  const plainRequirementArb = ntxt(limits.name)
+  const plainRequirementArb = tshort()
     .filter((k) => k !== COMMAND_EXECUTE)
     .chain((kind) =>
-      fc
-        .tuple(
-          obj({ match: ntxt(), description: ntxt() }, { scope: ntxt(limits.name), candidates: candidatesArb(kind) }),
-          grantArb,
-        )
-        .map(([r, g]) => ({ kind, ...r, ...g })),
+      fc.tuple(obj({ match: ttxt(), description: ttxt() }, { scope: tshort() }), grantArb).chain(([r, g]) =>
+        fc
+          .option(candidatesArb(kind, g ?? {}), { nil: undefined })
+          .map((candidates) => ({ kind, ...r, ...g, ...(candidates ? { candidates } : {}) })),
+      ),
     );
 
   /** A valid PermissionRequest: distinct requirements, candidates of their kind, grant fields when a grant is asked. */
   const permissionRequestArb: fc.Arbitrary<PermissionRequest> = fc
     .record({
-      base: obj({ toolName: ntxt(limits.name) }, { summary: ntxt(limits.summary) }),
-      requirements: fc.uniqueArray(plainRequirementArb, { selector: requirementKey, minLength: 1, maxLength: 4 }),
-      commandExecute: fc.option(fc.record({ command: ntxt(), description: ntxt() }), { nil: undefined }),
+      // toolName is free text to the runtime's validator: untrimmed is fine.
+      base: obj({}, { toolName: short(), summary: ttxt() }),
+      requirements: fc.uniqueArray(plainRequirementArb, { selector: requirementKey, minLength: 0, maxLength: 4 }),
+      commandExecute: fc.option(fc.record({ command: ttxt(), description: ttxt() }), { nil: undefined }),
       execution: fc.record({
-        executionId: uuidArb,
-        command: ntxt(),
-        workingDirectory: ntxt(),
+        // The runtime's own execution id: free text, not necessarily a UUID.
+        executionId: fc.oneof(uuidArb, tshort()),
+        command: ttxt(),
+        workingDirectory: ttxt(),
         expiresAtUnixMilli: fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER }),
       }),
       includeExecution: fc.boolean(),
@@ -152,23 +179,30 @@ export function eventArbitraries({ longText }: { longText: boolean }): EventArbi
         });
       }
       const wantsGrant = reqs.some((r) => r.grantClass !== undefined);
-      return { ...base, ...(wantsGrant || includeExecution ? exec : {}), requirements: reqs } as unknown as PermissionRequest;
+      return {
+        ...base,
+        ...(wantsGrant || includeExecution ? exec : {}),
+        ...(reqs.length > 0 ? { requirements: reqs } : {}),
+      } as unknown as PermissionRequest;
     });
 
   // --- headers -----------------------------------------------------------------------
 
-  const causeArb = obj(
-    {},
-    {
-      commandId: uuidArb,
-      eventId: uuidArb,
-      toolExecutionId: uuidArb,
-      agency: fc.constantFrom("machine", "user"),
-      sessionId: uuidArb,
-      loopId: uuidArb,
-      turnId: uuidArb,
-      stepId: uuidArb,
-    },
+  const causeArb = nonEmpty(
+    obj(
+      {},
+      {
+        commandId: uuidArb,
+        eventId: uuidArb,
+        toolExecutionId: uuidArb,
+        // AGENCY_MACHINE (0, the wire's zero) or AGENCY_USER (1); the runtime keeps other values.
+        agency: fc.oneof(fc.constantFrom(0, 1), fc.integer({ min: 0, max: 255 })),
+        sessionId: uuidArb,
+        loopId: uuidArb,
+        turnId: uuidArb,
+        stepId: uuidArb,
+      },
+    ),
   );
 
   type Coords = { loopId?: string; turnId?: string; stepId?: string };
@@ -196,89 +230,170 @@ export function eventArbitraries({ longText }: { longText: boolean }): EventArbi
       .tuple(
         coordinatesArb(def, fullQuartet),
         obj(
-          { sessionId: uuidArb, eventId: uuidArb, createdAt: createdAtArb },
-          { agentName: txt(limits.name), cause: causeArb, visibility: fc.constantFrom("public", "internal") },
+          { sessionId: uuidArb, eventId: uuidArb },
+          { createdAt: createdAtArb, agentName: short(), cause: causeArb, visibility: fc.constantFrom("public", "internal") },
         ),
       )
       .map(([coords, rest]) => ({ ...rest, ...coords }));
   }
 
-  // --- bodies ------------------------------------------------------------------------
+  // --- content -----------------------------------------------------------------------
 
-  const gateArb = (resolver: "loop" | "session") =>
+  // Keys in one letter case: the reader refuses two keys differing only in letter case at
+  // any level, raw JSON included (codec.test.ts pins what the writer does with them).
+  const keyArb = fc.string({ unit: fc.constantFrom("a", "b", "c", "x", "y", "_", "1", "é"), minLength: 1, maxLength: 8 });
+  const inputArb = fc.dictionary(keyArb, fc.oneof(fc.string(), fc.integer(), fc.boolean()), { maxKeys: 3 });
+  const leafBlockArb = fc.oneof(
+    fc.record({ type: fc.constant("text"), text: txt(200) }),
+    fc.record({ type: fc.constant("refusal"), text: short() }),
+    obj({ type: fc.constant("thinking"), thinking: txt(200) }, { signature: short(), signatureFormat: short() }),
     obj(
-      { id: uuidArb, kind: fc.oneof(fc.constantFrom("harness.permission", "harness.ask_user", "harness.form", "harness.open_url"), txt(limits.name)), resolver: fc.constant(resolver) },
-      {
-        toolExecutionId: uuidArb,
-        title: txt(limits.name),
-        prompt: txt(),
-        actions: fc.array(txt(limits.name), { minLength: 1, maxLength: 4 }),
-      },
-    );
+      { type: fc.constant("tool_use"), id: short(), name: short(), input: inputArb },
+      { providerState: fc.dictionary(keyArb, fc.string(), { minKeys: 1, maxKeys: 2 }), providerStateFormat: short() },
+    ),
+  );
+  const toolResultBlockArb = obj(
+    { type: fc.constant("tool_result"), toolUseId: short() },
+    { content: fc.array(leafBlockArb, { minLength: 1, maxLength: 2 }), isError: fc.constant(true) },
+  );
+  const blocksArb = fc.array(fc.oneof({ arbitrary: leafBlockArb, weight: 4 }, { arbitrary: toolResultBlockArb, weight: 1 }), { minLength: 1, maxLength: 4 });
+  const count = fc.integer({ min: 1, max: 1_000_000 });
+  const messageUsageArb = nonEmpty(
+    obj({}, { inputTokens: count, outputTokens: count, cacheReadTokens: count, cacheCreationTokens: count }),
+  ).chain((u) =>
+    u.outputTokens === undefined
+      ? fc.constant(u)
+      : fc.option(fc.integer({ min: 1, max: u.outputTokens as number }), { nil: undefined }).map((r) => (r === undefined ? u : { ...u, reasoningTokens: r })),
+  );
+  const zeroOr = fc.oneof(fc.constant(0), count);
+  /** A turn's usage: all five counts are written, so all five are present. */
+  const turnUsageArb = fc.record({ inputTokens: zeroOr, outputTokens: zeroOr, cacheReadTokens: zeroOr, cacheCreationTokens: zeroOr, reasoningTokens: zeroOr });
 
   const messagesArb = fc
     .tuple(
-      fc.option(
-        obj(
-          { role: fc.constant("assistant") },
-          {
-            content: txt(200),
-            toolCalls: fc.array(obj({ toolExecutionId: uuidArb, toolName: txt(limits.name) }), { minLength: 1, maxLength: 3 }),
-          },
-        ),
-        { nil: undefined },
-      ),
-      fc.uniqueArray(
-        obj({ role: fc.constant("tool"), toolExecutionId: uuidArb }, { toolName: txt(limits.name), content: txt(200), isError: fc.boolean() }),
-        { selector: (m) => m.toolExecutionId, maxLength: 4 },
-      ),
+      obj({ role: fc.constant("assistant") }, { blocks: blocksArb, usage: messageUsageArb }),
+      fc.array(obj({ role: fc.constant("tool") }, { toolUseId: short(), blocks: blocksArb, isError: fc.constant(true) }), { maxLength: 4 }),
     )
-    .map(([assistant, tools]) => (assistant ? [assistant, ...tools] : tools))
-    .filter((m) => m.length > 0);
+    .map(([assistant, tools]) => [assistant, ...tools]);
 
-  const turnIndexArb = fc.oneof(fc.constant(0), fc.nat({ max: 1000 }), fc.maxSafeNat());
+  const turnIndexArb = fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 1000 }), fc.maxSafeNat());
+
+  // --- gates -------------------------------------------------------------------------
+
+  const gateArb = (resolver: string) =>
+    obj(
+      { id: uuidArb, resolver: fc.constant(resolver) },
+      {
+        kind: fc.oneof(fc.constantFrom("harness.permission", "harness.ask_user", "harness.form", "harness.open_url"), short()),
+        blocks: fc.constantFrom("tool_call", "session"),
+        effect: fc.constantFrom("resume", "initiate", "control"),
+        criticality: fc.constantFrom("critical", "non_critical"),
+        subject: nonEmpty(obj({}, { toolExecutionId: uuidArb, toolUseId: short(), turnId: uuidArb, stepId: uuidArb, inputId: uuidArb })),
+        prompt: nonEmpty(
+          obj(
+            {},
+            {
+              title: short(),
+              body: txt(200),
+              controls: fc.array(nonEmpty(obj({}, { action: short(), label: short() })), { minLength: 1, maxLength: 3 }),
+              origin: short(),
+            },
+          ),
+        ),
+        restorable: fc.constant(true),
+      },
+    );
+
+  const auditArb = fc.oneof(
+    fc.record({
+      kind: fc.constant("permission"),
+      data: obj({}, { requirementDescriptions: fc.array(txt(80), { minLength: 1, maxLength: 3 }), candidateDescriptions: fc.array(txt(80), { minLength: 1, maxLength: 3 }) }),
+    }),
+    fc.record({ kind: fc.constant("ask_user"), data: obj({}, { answerPreview: txt(80) }) }),
+    fc.record({
+      kind: fc.constant("form"),
+      data: obj({}, { values: fc.dictionary(keyArb, txt(40), { minKeys: 1, maxKeys: 3 }) }),
+    }),
+  );
+
+  // --- loops and sessions --------------------------------------------------------------
+
+  /** A valid agent runtime and the model runtime it needs (none for a harness-managed one). */
+  const loopRuntimeArb = fc.oneof(
+    fc.constant({}),
+    fc.record({ runtime: fc.record({ key: fc.record({ provider: short(), model: short() }) }) }),
+    fc.record({
+      agentRuntime: fc.record({
+        harness: short(),
+        profile: short(),
+        credentialMode: fc.constant("native-auth"),
+        source: fc.constant("native"),
+        selectionKind: fc.constant("harness-managed"),
+      }),
+    }),
+    fc.record({
+      agentRuntime: fc.record({
+        harness: short(),
+        profile: short(),
+        credentialMode: fc.constant("gateway-backed"),
+        source: fc.constant("gateway"),
+        selectionKind: fc.constant("explicit"),
+        modelAlias: short(),
+      }),
+      runtime: fc.record({ key: fc.record({ provider: short(), model: short() }), effort: fc.constantFrom("low", "high", "max") }),
+    }),
+  );
 
   /** The body (and, for gates, the coordinates) of each built-in type. */
   const bodies: { [T in EventType]: fc.Arbitrary<Record<string, unknown>> } = {
     PermissionRequested: fc.record({ toolExecutionId: uuidArb, request: permissionRequestArb }),
-    PermissionDecided: obj(
-      { toolExecutionId: uuidArb, effect: fc.constantFrom("approve", "deny") },
-      { reason: txt(), subject: txt(), audit: txt() },
-    ),
+    PermissionDecided: obj({ toolExecutionId: uuidArb }, { effect: fc.constantFrom("approve", "deny"), reason: txt(), subject: txt(), audit: txt() }),
     UserInputRequested: obj(
       { toolExecutionId: uuidArb },
-      { question: txt(), choices: fc.uniqueArray(txt(limits.name), { minLength: 1, maxLength: 5 }) },
+      // Any strings, the empty one and repeats included: the runtime checks none.
+      { question: txt(), choices: fc.array(fc.oneof(short(), fc.constant("")), { minLength: 1, maxLength: 5 }) },
     ),
-    ToolCallStarted: obj({ toolExecutionId: uuidArb }, { toolName: txt(limits.name), summary: txt(limits.summary) }),
+    ToolCallStarted: obj({ toolExecutionId: uuidArb }, { toolName: short(), summary: txt(limits.summary) }),
     ToolCallCompleted: obj({ toolExecutionId: uuidArb }, { isError: fc.boolean(), resultPreview: txt(limits.resultPreview) }),
     GateOpened: fc.constant({}),
     GateResolved: fc.constant({}),
     StepDone: fc.record({ messages: messagesArb }),
-    TurnStarted: obj({}, { turnIndex: turnIndexArb }),
-    TurnDone: obj({}, { turnIndex: turnIndexArb }),
+    TurnStarted: obj({}, { turnIndex: turnIndexArb, message: fc.record({ role: fc.constant("user"), blocks: blocksArb }) }),
+    TurnDone: obj({}, { turnIndex: turnIndexArb, message: obj({ role: fc.constant("assistant"), blocks: blocksArb }, { usage: messageUsageArb }), usage: turnUsageArb }),
     TurnFailed: obj(
-      { err: obj({ kind: txt(limits.name) }, { message: txt() }) },
+      { err: obj({ kind: short(), message: txt() }, { modelFacing: fc.constant(true), modelFacingDetail: txt() }) },
       { turnIndex: turnIndexArb },
     ),
-    TurnInterrupted: obj({}, { turnIndex: turnIndexArb, reason: txt() }),
-    LoopStarted: fc.constant({}),
+    TurnInterrupted: obj({}, { turnIndex: turnIndexArb }),
+    LoopStarted: fc
+      .tuple(loopRuntimeArb, obj({}, { parentToolUseId: short(), initialMode: short(), initialRequestId: uuidArb, displayName: short(), description: txt() }))
+      .map(([r, rest]) => ({ ...r, ...rest })),
     LoopIdle: fc.constant({}),
-    SessionStarted: fc.constant({}),
-    SessionStopped: obj({}, { reason: txt() }),
+    SessionStarted: obj({}, { config: nonEmpty(obj({}, { topologyRev: short(), agentKind: short(), modelId: short(), runtimeSkills: fc.constant(true) })) }),
+    SessionIdle: fc.constant({}),
+    SessionStopped: fc.constant({}),
   };
 
   function gateEventArb(type: "GateOpened" | "GateResolved"): fc.Arbitrary<AnyEvent> {
     const def = defaultRegistry.get(type)!;
-    return fc.constantFrom("loop" as const, "session" as const).chain((resolver) =>
-      fc.tuple(
-        headerArb(def, resolver === "loop"),
-        type === "GateOpened"
-          ? fc.record({ gate: gateArb(resolver) })
-          : obj(
-              { gateId: uuidArb, resolver: fc.constant(resolver), reason: fc.constantFrom("answered", "policy_response", "abandoned", "owner_closed", "restore_unavailable") },
-              { action: txt(limits.name), source: obj({ kind: txt(limits.name) }, { reason: txt() }) },
-            ),
-      ).map(([header, body]): AnyEvent => ({ type, ...header, ...body })),
+    // Any resolver but "session" needs the full quartet, "loop" or one the runtime does not know.
+    return fc.oneof(fc.constantFrom("loop", "session"), short()).chain((resolver) =>
+      fc
+        .tuple(
+          headerArb(def, resolver !== "session"),
+          type === "GateOpened"
+            ? fc.record({ gate: gateArb(resolver) })
+            : obj(
+                { gateId: uuidArb, resolver: fc.constant(resolver) },
+                {
+                  reason: fc.constantFrom("answered", "policy_response", "abandoned", "owner_closed", "restore_unavailable"),
+                  action: short(),
+                  source: nonEmpty(obj({}, { kind: short(), reason: txt() })),
+                  audit: auditArb,
+                },
+              ),
+        )
+        .map(([header, body]): AnyEvent => ({ type, ...header, ...body })),
     );
   }
 
@@ -299,7 +414,7 @@ export function eventArbitraries({ longText }: { longText: boolean }): EventArbi
 }
 
 const thorough = eventArbitraries({ longText: true });
-/** Valid events and requests whose text may reach every cap. */
+/** Valid events and requests whose text may be long. */
 export const { permissionRequestArb, eventArb, anyEventArb, enduringEventArb, ephemeralEventArb } = thorough;
 /** The same with short text only: cheap to generate and to decode. */
 export const compact: EventArbitraries = eventArbitraries({ longText: false });

@@ -61,15 +61,12 @@ export function grantRequest(): PermissionRequest {
         scope: "workspace",
         match: "/work/app/coverage",
         description: "write coverage reports",
+        grantClass: "fs.write.v1",
+        grantTarget: "/work/app",
+        // Candidates carry their requirement's kind and grant exactly.
         candidates: [
-          { kind: "fs.write", match: "/work/app/coverage/**", description: "any coverage file" },
-          {
-            kind: "fs.write",
-            match: "/work/app/**",
-            description: "anywhere in the app",
-            grantClass: "fs.write.v1",
-            grantTarget: "/work/app",
-          },
+          { kind: "fs.write", match: "/work/app/coverage/**", description: "any coverage file", grantClass: "fs.write.v1", grantTarget: "/work/app" },
+          { kind: "fs.write", match: "/work/app/**", description: "anywhere in the app", grantClass: "fs.write.v1", grantTarget: "/work/app" },
         ],
       },
     ],
@@ -97,18 +94,49 @@ export function sample(type: EventType): Sample {
         type,
         ...header,
         ...STEP_COORDS,
-        gate: { id: ID.gate, kind: "harness.permission", resolver: "loop", toolExecutionId: ID.tool, actions: ["approve", "deny"] },
+        gate: {
+          id: ID.gate,
+          kind: "harness.permission",
+          resolver: "loop",
+          blocks: "tool_call",
+          effect: "resume",
+          criticality: "critical",
+          subject: { toolExecutionId: ID.tool, toolUseId: "toolu_01", turnId: ID.turn, stepId: ID.step },
+          prompt: {
+            title: "Run npm test?",
+            body: "bash wants to run npm test",
+            controls: [
+              { action: "Approve", label: "Approve" },
+              { action: "Deny", label: "Deny" },
+            ],
+          },
+        },
       };
     case "GateResolved":
-      return { type, ...header, ...STEP_COORDS, gateId: ID.gate, resolver: "loop", reason: "answered", action: "approve" };
+      return {
+        type,
+        ...header,
+        ...STEP_COORDS,
+        gateId: ID.gate,
+        resolver: "loop",
+        reason: "answered",
+        action: "Approve",
+        audit: { kind: "permission", data: { requirementDescriptions: ["run npm test"] } },
+      };
     case "StepDone":
       return {
         type,
         ...header,
         ...STEP_COORDS,
         messages: [
-          { role: "assistant", content: "running tests", toolCalls: [{ toolExecutionId: ID.tool, toolName: "bash" }] },
-          { role: "tool", toolExecutionId: ID.tool, toolName: "bash", content: "42 passed" },
+          {
+            role: "assistant",
+            blocks: [
+              { type: "text", text: "running tests" },
+              { type: "tool_use", id: "toolu_01", name: "bash", input: { command: "npm test" } },
+            ],
+          },
+          { role: "tool", toolUseId: "toolu_01", blocks: [{ type: "text", text: "42 passed" }] },
         ],
       };
     case "TurnStarted":
@@ -118,14 +146,14 @@ export function sample(type: EventType): Sample {
     case "TurnFailed":
       return { type, ...header, ...TURN_COORDS, turnIndex: 2, err: { kind: "model_error", message: "rate limited" } };
     case "TurnInterrupted":
-      return { type, ...header, ...TURN_COORDS, reason: "user pressed stop" };
+      return { type, ...header, ...TURN_COORDS, turnIndex: 2 };
     case "LoopStarted":
     case "LoopIdle":
       return { type, ...header, ...LOOP_COORDS };
     case "SessionStarted":
-      return { type, ...header, ...SESSION_COORDS };
+    case "SessionIdle":
     case "SessionStopped":
-      return { type, ...header, ...SESSION_COORDS, reason: "host shut down" };
+      return { type, ...header, ...SESSION_COORDS };
   }
 }
 

@@ -1,7 +1,11 @@
 /**
- * Fuzzes the two untrusted decoders. The property: a decoder either returns a value that
+ * Fuzzes every untrusted decoder: the event decoders (`decodeEvent` for either class, the
+ * journal's `unmarshalEvent`, the live channel's `unmarshalPreview`, and their safe forms)
+ * and `decodePermissionRequest`. The property: a decoder either returns a value that
  * passes validation, or throws one of its typed errors — never a TypeError, RangeError,
  * SyntaxError or anything else, and never a value carrying a grant token or raw arguments.
+ * The three event decoders agree (each accepts exactly its class), and what is accepted
+ * re-encodes to a fixed point of bytes in the Go runtime's form.
  *
  * Run counts are fixed (exported for the reliability report); the seed is fast-check's
  * random one unless FUZZ_SEED is set, and a failure prints the seed and path to replay it.
@@ -13,15 +17,21 @@ import {
   encodeEvent,
   encodePermissionRequest,
   EventDecodeError,
+  EventEncodeError,
   EventValidationError,
   JetloopError,
+  marshalEvent,
   NIL_UUID,
   RequestDecodeError,
+  safeUnmarshalEvent,
   unmarshalEvent,
+  unmarshalPreview,
   validateEvent,
   validatePermissionRequest,
 } from "../../src/index.js";
+import { decodeEvent, safeDecodeEvent } from "../../src/codec/codec.js";
 import { toSnake } from "../../src/codec/wire.js";
+import { defaultRegistry } from "../../src/index.js";
 import { builtInTypes, compact, uuidArb } from "./arbitraries.js";
 import { sample } from "./fixtures.js";
 
@@ -75,44 +85,104 @@ function expectSame(a: unknown, b: unknown): void {
   if (ja !== jb) expect(a).toEqual(b); // for the readable diff
 }
 
-/** The event property: a validated event or a typed error, nothing else. */
-function unmarshalOutcome(input: Uint8Array | string): Outcome {
-  let event: unknown;
+const isTyped = (e: unknown): e is EventDecodeError | EventValidationError | RequestDecodeError | EventEncodeError =>
+  e instanceof EventDecodeError || e instanceof EventValidationError || e instanceof RequestDecodeError || e instanceof EventEncodeError;
+
+/** Runs `decode`: its value, or the typed error it threw (anything else fails the property). */
+function attempt<T>(decode: () => T): { ok: true; value: T } | { ok: false; error: JetloopError } {
   try {
-    event = unmarshalEvent(input);
+    return { ok: true, value: decode() };
   } catch (e) {
-    if (e instanceof EventDecodeError || e instanceof EventValidationError || e instanceof RequestDecodeError) {
-      expect(e).toBeInstanceOf(JetloopError);
-      expect(typeof e.code).toBe("string");
-      return "rejected";
-    }
-    throw e; // fails the property, and fast-check reports the input
+    if (!isTyped(e)) throw e; // fails the property, and fast-check reports the input
+    // Plain checks on this hot path: expect() costs more than a rejected decode.
+    if (!(e instanceof JetloopError) || typeof e.code !== "string") expect.fail(`untyped error ${String(e)}`);
+    return { ok: false, error: e };
   }
+}
+
+/** Characters Go escapes in strings, which jetloop's writer must never write raw. */
+const GO_ESCAPED = /[<>&\u2028\u2029]/;
+
+/**
+ * The event property: a validated event or a typed error, nothing else, from each of the
+ * event decoders, which agree; the outcome is decodeEvent's.
+ */
+function unmarshalOutcome(input: Uint8Array | string): Outcome {
+  const any = attempt(() => decodeEvent(input));
+  const journal = attempt(() => unmarshalEvent(input));
+  const preview = attempt(() => unmarshalPreview(input));
+  const safe = safeDecodeEvent(input);
+  const safeJournal = safeUnmarshalEvent(input);
+  if (safe.success !== any.ok || safeJournal.success !== journal.ok) expect.fail("a safe decoder disagrees with its throwing form");
+  if (!any.ok) {
+    if (any.error instanceof EventEncodeError) expect.fail("a decoder threw an encode error");
+    if (journal.ok || preview.ok) expect.fail("a class decoder accepted what decodeEvent refused");
+    if (!safe.success && safe.error.code !== any.error.code) expect.fail("safeDecodeEvent refused with another code");
+    return "rejected";
+  }
+  const event = any.value as { type: string };
+  const enduring = defaultRegistry.get(event.type)!.class === "enduring";
+  // Exactly one of the class decoders takes it, and reads the same event.
+  expect([journal.ok, preview.ok]).toEqual([enduring, !enduring]);
+  expectSame(enduring ? (journal.ok && journal.value) : (preview.ok && preview.value), event);
   expectSame(validateEvent(event), event);
   for (const k of keysOf(event)) if (FORBIDDEN_KEYS.test(k)) expect.fail(`decoded event carries ${k}`);
-  // What was accepted re-encodes and decodes to itself.
-  expectSame(unmarshalEvent(encodeEvent(event)), event);
+  // What was accepted re-encodes in Go's form, and encode∘decode is a fixed point of those bytes.
+  const encode = enduring ? marshalEvent : encodeEvent;
+  const encoded = attempt(() => encode(event));
+  if (!encoded.ok) {
+    // Go's escaping (<, >, & as \u003c…) may grow text written raw by another writer past
+    // the byte cap; that is the only reason an accepted event may not encode again.
+    expect(encoded.error).toBeInstanceOf(EventEncodeError);
+    expect((encoded.error as EventEncodeError).reason).toBe("too_large");
+    expect(typeof input === "string" ? input : utf8Decoder.decode(input)).toMatch(GO_ESCAPED);
+    return "accepted";
+  }
+  const written = utf8Decoder.decode(encoded.value);
+  expect(written).not.toMatch(GO_ESCAPED);
+  const keys = Object.keys(JSON.parse(written) as object);
+  expect(keys).toEqual([...keys].sort());
+  const again = decodeEvent(written);
+  expect(utf8Decoder.decode(encode(again))).toBe(written);
   return "accepted";
 }
 
 /** The request property. */
 function requestOutcome(input: Uint8Array | string): Outcome {
-  let request: unknown;
-  try {
-    request = decodePermissionRequest(input);
-  } catch (e) {
-    if (e instanceof RequestDecodeError) return "rejected";
-    throw e;
+  const r = attempt(() => decodePermissionRequest(input));
+  if (!r.ok) {
+    if (!(r.error instanceof RequestDecodeError)) expect.fail(`the request decoder threw ${r.error.name}`);
+    return "rejected";
   }
+  const request = r.value;
   expectSame(validatePermissionRequest(request), request);
   for (const k of keysOf(request)) if (FORBIDDEN_KEYS.test(k)) expect.fail(`decoded request carries ${k}`);
-  expectSame(decodePermissionRequest(encodePermissionRequest(validatePermissionRequest(request))), request);
+  // Re-encoding is a fixed point of bytes.
+  const written = encodePermissionRequest(request);
+  expect(written).not.toMatch(GO_ESCAPED);
+  expect(encodePermissionRequest(decodePermissionRequest(written))).toBe(written);
   return "accepted";
 }
 
 // --- inputs ------------------------------------------------------------------------------
 
-const JSON_TOKENS = ['{', '}', '[', ']', '"', ':', ',', ' ', '\\', '\\u0074', '\\"', 'type', 'v', '1', '-0', '1e400', 'null', 'true', '"type"', '"v"', '"session_id"', '\u0000', '\ud800', '😀'];
+/**
+ * A JSON value jetloop reads wherever it sits, ignored keys included: no integer beyond
+ * 2^53 (inexact_number) and no two keys of one object equal ignoring letter case.
+ */
+function goReadable(v: unknown): boolean {
+  if (typeof v === "number") return !Number.isInteger(v) || Number.isSafeInteger(v);
+  if (Array.isArray(v)) return v.every(goReadable);
+  if (v === null || typeof v !== "object") return true;
+  const lower = Object.keys(v).map((k) => k.toLowerCase());
+  return new Set(lower).size === lower.length && Object.values(v).every(goReadable);
+}
+const goReadableJson = fc.jsonValue({ maxDepth: 2 }).filter(goReadable);
+
+const JSON_TOKENS = [
+  '{', '}', '[', ']', '"', ':', ',', ' ', '\\', '\\u0074', '\\"', 'type', 'Type', 'v', '1', '1.0', '1e2', '-0', '1e400', '9007199254740993', 'null', 'true',
+  '"type"', '"TYPE"', '"v"', '"session_id"', '"Session_ID"', '\u0000', '\ud800', '\\ud800', '😀', '<', '&', '\u2028',
+];
 const jsonishText = fc.string({ unit: fc.constantFrom(...JSON_TOKENS), maxLength: 64 });
 
 const TYPE_NAMES = [...builtInTypes, "", "Unknown", "permissionRequested", "__proto__", "constructor"];
@@ -120,13 +190,20 @@ const TYPE_NAMES = [...builtInTypes, "", "Unknown", "permissionRequested", "__pr
 const WIRE_KEYS = [
   "type", "v", "session_id", "loop_id", "turn_id", "step_id", "agent_name", "event_id", "created_at", "cause", "visibility",
   ...["toolExecutionId", "request", "effect", "reason", "subject", "audit", "question", "choices", "toolName", "summary", "isError", "resultPreview",
-    "gate", "gateId", "resolver", "action", "source", "messages", "turnIndex", "err"].map(toSnake),
+    "gate", "gateId", "resolver", "action", "source", "messages", "turnIndex", "err", "message", "usage", "runtime", "agentRuntime", "config", "manifest"].map(toSnake),
+  "Type", "Session_Id", "EVENT_ID",
   "grant_token", "raw_arguments", "__proto__",
 ];
 const wireValue = fc.oneof(
   { arbitrary: fc.jsonValue({ maxDepth: 3 }), weight: 3 },
   { arbitrary: uuidArb, weight: 3 },
-  { arbitrary: fc.constantFrom(NIL_UUID, "2025-06-01T12:34:56Z", "approve", "deny", "ask", "loop", "session", "answered", 0, 1, 2, "", null), weight: 2 },
+  {
+    arbitrary: fc.constantFrom(
+      NIL_UUID, "2025-06-01T12:34:56Z", "2025-06-01T12:34:56.500+02:00", "0001-01-01T00:00:00Z", "approve", "deny", "ask", "loop", "session", "answered", 0, 1, 2, 255, 256, "", null,
+      { kind: "ask_user", data: { answer_preview: "x" } }, [{ role: "assistant", blocks: [{ type: "text", Text: "<b>" }] }], { kind: "k", message: "m" },
+    ),
+    weight: 2,
+  },
 );
 const randomEnvelope = fc
   .tuple(
@@ -247,6 +324,7 @@ function mutate(bytes: Uint8Array, m: Mutation): { input: Uint8Array | string; e
         return { input: JSON.stringify(root), equivalent: false };
       }
       const paths = pathsOf(root).filter((p) => p.length > 0);
+      if (paths.length === 0) return { input: text, equivalent: true }; // `{}`: nothing to change
       const at = containerAt(root, paths[m.pick % paths.length]!)!;
       const parent = at.parent as Record<string | number, Json>;
       if (m.kind === "deleteField") {
@@ -294,7 +372,7 @@ describe("fuzz unmarshalEvent", () => {
         const outcome = unmarshalOutcome(input);
         if (equivalent) {
           expect(outcome).toBe("accepted");
-          expectSame(unmarshalEvent(input), unmarshalEvent(bytes));
+          expectSame(decodeEvent(input), decodeEvent(bytes));
         }
       }),
       params(FUZZ_RUNS.eventMutations),
@@ -303,8 +381,8 @@ describe("fuzz unmarshalEvent", () => {
 
   it(`deep nesting (${FUZZ_RUNS.eventDeepNesting} runs)`, () => {
     const nested = fc.record({
-      // Mostly around the limit of 32, sometimes far past it.
-      depth: fc.oneof({ arbitrary: fc.integer({ min: 1, max: 64 }), weight: 9 }, { arbitrary: fc.integer({ min: 1, max: 20_000 }), weight: 1 }),
+      // Mostly around the limit of 512, sometimes far past it.
+      depth: fc.oneof({ arbitrary: fc.integer({ min: 480, max: 540 }), weight: 6 }, { arbitrary: fc.integer({ min: 1, max: 64 }), weight: 3 }, { arbitrary: fc.integer({ min: 1, max: 20_000 }), weight: 1 }),
       open: fc.constantFrom("[", '{"a":'),
       key: fc.constantFrom("future", "request", "cause", "messages"),
       asBytes: fc.boolean(),
@@ -314,8 +392,10 @@ describe("fuzz unmarshalEvent", () => {
         const close = open === "[" ? "]" : "}";
         const text = `{"type":"SessionStopped","v":1,"session_id":"0190f2a1-5b3c-7d4e-8f60-000000000001","event_id":"0190f2a1-5b3c-7d4e-8f60-000000000005","created_at":"2025-06-01T12:34:56Z","${key}":${open.repeat(depth)}1${close.repeat(depth)}}`;
         const input = asBytes ? utf8.encode(text) : text;
-        // The envelope is one level: more than 32 in all is always too_deep; less is ordinary JSON.
-        if (depth + 1 > 32) expect(() => unmarshalEvent(input)).toThrow(/nesting deeper than 32/);
+        // The envelope is one level: more than 512 in all is always too_deep; less is ordinary JSON.
+        if (depth + 1 > 512) {
+          for (const decode of [decodeEvent, unmarshalEvent, unmarshalPreview]) expect(() => decode(input)).toThrow(/nesting deeper than 512/);
+        }
         else unmarshalOutcome(input);
       }),
       params(FUZZ_RUNS.eventDeepNesting),
@@ -324,7 +404,7 @@ describe("fuzz unmarshalEvent", () => {
 
   it(`huge strings (${FUZZ_RUNS.eventHugeStrings} runs)`, () => {
     const huge = fc
-      .tuple(fc.integer({ min: 1, max: 2_000_000 }), fc.constantFrom("x", "é", "😀", "\\u0000", "\\n"), fc.constantFrom("reason", "agent_name", "future", "type"))
+      .tuple(fc.integer({ min: 1, max: 2_000_000 }), fc.constantFrom("x", "é", "😀", "\\u0000", "\\n", "<"), fc.constantFrom("reason", "agent_name", "future", "type"))
       .map(([n, unit, key]) => {
         const s = unit.repeat(Math.ceil(n / unit.length));
         return `{"type":"SessionStopped","v":1,"session_id":"0190f2a1-5b3c-7d4e-8f60-000000000001","event_id":"0190f2a1-5b3c-7d4e-8f60-000000000005","created_at":"2025-06-01T12:34:56Z","${key}":"${s}"}`;
@@ -337,12 +417,12 @@ describe("fuzz unmarshalEvent", () => {
       fc.property(
         fc.oneof(validRequestEventBytes, validEventBytes),
         fc.constantFrom("grant_token", "raw_arguments", "arguments", "grantToken"),
-        fc.jsonValue({ maxDepth: 2 }),
+        goReadableJson,
         fc.nat(),
         (bytes, key, value, pick) => {
           const wire = JSON.parse(utf8Decoder.decode(bytes)) as Record<string, Json>;
           type Obj = Record<string, Json>;
-          const request = wire.request as (Obj & { requirements: (Obj & { candidates?: Obj[] })[] }) | undefined;
+          const request = wire.request as (Obj & { requirements?: (Obj & { candidates?: Obj[] })[] }) | undefined;
           if (!request) {
             // Beside the envelope: ignored, never carried into the event.
             wire[key] = value as Json;
@@ -350,8 +430,9 @@ describe("fuzz unmarshalEvent", () => {
             return;
           }
           // Anywhere inside the request: always refused.
-          const req = request.requirements[pick % request.requirements.length]!;
-          const targets: Obj[] = [request, req, ...(req.candidates ?? [])];
+          const reqs = request.requirements ?? [];
+          const req = reqs[pick % Math.max(reqs.length, 1)];
+          const targets: Obj[] = [request, ...(req ? [req, ...(req.candidates ?? [])] : [])];
           targets[pick % targets.length]![key] = value as Json;
           const text = JSON.stringify(wire);
           expect(unmarshalOutcome(text)).toBe("rejected");
@@ -411,9 +492,10 @@ describe("fuzz decodePermissionRequest", () => {
   it(`injected grant tokens and raw arguments are always refused (${FUZZ_RUNS.requestInjections} runs)`, () => {
     fc.assert(
       fc.property(validRequestText, fc.constantFrom("grant_token", "raw_arguments", "arguments", "token", "grantToken"), fc.jsonValue({ maxDepth: 2 }), fc.nat(), (text, key, value, pick) => {
-        const wire = JSON.parse(text) as Record<string, Json> & { requirements: Record<string, Json>[] };
-        const req = wire.requirements[pick % wire.requirements.length]!;
-        const targets = [wire, req, ...((req.candidates as Record<string, Json>[] | undefined) ?? [])];
+        const wire = JSON.parse(text) as Record<string, Json> & { requirements?: Record<string, Json>[] };
+        const reqs = wire.requirements ?? [];
+        const req = reqs[pick % Math.max(reqs.length, 1)];
+        const targets = [wire, ...(req ? [req, ...((req.candidates as Record<string, Json>[] | undefined) ?? [])] : [])];
         targets[pick % targets.length]![key] = value as Json;
         expect(() => decodePermissionRequest(JSON.stringify(wire))).toThrow(RequestDecodeError);
       }),

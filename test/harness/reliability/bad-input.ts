@@ -172,7 +172,8 @@ export function badMessages(ns: string, c: Coords, repeat: number, seed: number,
           data = withJson(valid, (o) => (o.arguments = { command: SECRET_ARGUMENT, grant_token: SECRET_GRANT }));
           break;
         case "too-deep": {
-          const depth = 33 + int(40);
+          // Past the strict parser's nesting limit of 512 (src/codec/strict-json.ts).
+          const depth = 513 + int(40);
           data = enc.encode(dec.decode(valid).replace(/}$/, `,"nested":${"[".repeat(depth)}1${"]".repeat(depth)}}`));
           break;
         }
@@ -189,7 +190,7 @@ export function badMessages(ns: string, c: Coords, repeat: number, seed: number,
           break;
         }
         case "oversize": {
-          const step = createEvent("StepDone", { ...c, messages: [{ role: "assistant", content: "x".repeat(capBytes + 1 + int(capBytes)) }] });
+          const step = createEvent("StepDone", { ...c, messages: [{ role: "assistant", blocks: [{ type: "text", text: "x".repeat(capBytes + 1 + int(capBytes)) }] }] });
           on = subjectOf(ns, "journal", step, "step");
           data = encodeEvent(step);
           break;
@@ -235,7 +236,7 @@ export function badMessages(ns: string, c: Coords, repeat: number, seed: number,
           data = withJson(valid, (o) => (o.arguments = [SECRET_ARGUMENT]));
           break;
         case "too-deep": {
-          const depth = 33 + int(20);
+          const depth = 513 + int(20);
           data = enc.encode(dec.decode(valid).replace(/}$/, `,"x":${'{"a":'.repeat(depth)}1${"}".repeat(depth)}}`));
           break;
         }

@@ -244,7 +244,7 @@ export async function badInputScenario(ctx: ScenarioContext, o: BadInputOptions)
       }));
     }
     // Oversize appends: over the bus's cap, and over the server's max_payload.
-    const big = (n: number) => createEvent("StepDone", { ...c, messages: [{ role: "assistant", content: "z".repeat(n) }] });
+    const big = (n: number) => createEvent("StepDone", { ...c, messages: [{ role: "assistant", blocks: [{ type: "text", text: "z".repeat(n) }] }] });
     boundaries.push(await outcomeOf("publish oversize", "1.5 MiB StepDone", () => writer.publish(big(1_500_000))));
     // createEvent caps a preview at construction; a hand-built one is refused by publish.
     const preview = createEvent("ToolCallCompleted", { ...c, toolExecutionId: newId() });

@@ -1,0 +1,145 @@
+/**
+ * The model's messages, as the Go runtime writes them in StepDone, TurnStarted and
+ * TurnDone: a role, typed content blocks, and per kind of message its own fields.
+ *
+ * Blocks keep the runtime's wire names — its Go field names, PascalCase (`Text`, `ID`,
+ * `Input`) — and are written with sorted keys, as the runtime writes them; in TypeScript
+ * they are camelCase like everything else. `tool_use_id` is the model provider's id for a
+ * tool call (`toolu_01…`), not jetloop's tool execution id: nothing in a StepDone links the
+ * two, so nothing here pretends to.
+ */
+import { z } from "zod";
+import { sortedKeys, wireField } from "../codec/wire.js";
+import { text } from "./text.js";
+
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+/** Bytes, as Go writes a []byte: standard base64. */
+const bytes = z.string().regex(BASE64, "must be standard base64");
+
+/** A Go field without a JSON tag: its own name on the wire, written even when empty. */
+const goField = <S extends z.ZodType>(name: string, schema: S) => wireField(schema, { name, always: true });
+/** The same, where Go writes an absent value as null (a nil []byte). */
+const goBytes = (name: string) => wireField(bytes.optional(), { name, always: true, nullable: true });
+
+/** Any JSON value, kept as written (a json.RawMessage). */
+const rawJson = z.unknown();
+
+const block = <T extends string, S extends z.ZodRawShape>(type: T, shape: S) =>
+  sortedKeys(z.object({ type: z.literal(type), ...shape }));
+
+export const textBlockSchema = block("text", { text: goField("Text", text().optional()) });
+/** Refused by the model: kept apart from text so a refusal never reads as prose. */
+export const refusalBlockSchema = block("refusal", { text: goField("Text", text().optional()) });
+export const thinkingBlockSchema = block("thinking", {
+  thinking: goField("Thinking", text().optional()),
+  signature: goField("Signature", text().optional()),
+  signatureFormat: goField("SignatureFormat", text().optional()),
+  providerState: wireField(rawJson.optional(), { name: "ProviderState" }),
+  providerStateFormat: wireField(text().optional(), { name: "ProviderStateFormat" }),
+});
+export const toolUseBlockSchema = block("tool_use", {
+  /** The model provider's id of this call. */
+  id: goField("ID", text().optional()),
+  name: goField("Name", text().optional()),
+  /** The tool's input exactly as the model wrote it. */
+  input: wireField(rawJson.optional(), { name: "Input", always: true, nullable: true }),
+  providerState: wireField(rawJson.optional(), { name: "ProviderState" }),
+  providerStateFormat: wireField(text().optional(), { name: "ProviderStateFormat" }),
+});
+export const imageBlockSchema = block("image", {
+  mediaType: goField("MediaType", text().optional()),
+  source: goField("Source", z.object({ url: goField("URL", text().optional()), data: goBytes("Data") }).optional()),
+});
+export const audioBlockSchema = block("audio", { mediaType: goField("MediaType", text().optional()), data: goBytes("Data") });
+export const documentBlockSchema = block("document", {
+  mediaType: goField("MediaType", text().optional()),
+  name: goField("Name", text().optional()),
+  data: goBytes("Data"),
+  text: goField("Text", text().optional()),
+});
+
+type LeafBlock =
+  | z.output<typeof textBlockSchema>
+  | z.output<typeof refusalBlockSchema>
+  | z.output<typeof thinkingBlockSchema>
+  | z.output<typeof toolUseBlockSchema>
+  | z.output<typeof imageBlockSchema>
+  | z.output<typeof audioBlockSchema>
+  | z.output<typeof documentBlockSchema>;
+
+export interface ToolResultBlock {
+  type: "tool_result";
+  toolUseId?: string | undefined;
+  content?: ContentBlock[] | undefined;
+  isError?: boolean | undefined;
+}
+export type ContentBlock = LeafBlock | ToolResultBlock;
+
+// Written out rather than with `block`: the getter (a block may contain blocks) must
+// not be read before contentBlockSchema exists.
+export const toolResultBlockSchema: z.ZodType<ToolResultBlock, ToolResultBlock> = sortedKeys(
+  z.object({
+    type: z.literal("tool_result"),
+    toolUseId: wireField(text().optional(), { always: true }),
+    get content() {
+      return z.array(contentBlockSchema).optional();
+    },
+    isError: z.boolean().optional(),
+  }),
+);
+
+export const contentBlockSchema: z.ZodType<ContentBlock, ContentBlock> = z.discriminatedUnion("type", [
+  textBlockSchema,
+  refusalBlockSchema,
+  thinkingBlockSchema,
+  toolUseBlockSchema,
+  imageBlockSchema,
+  audioBlockSchema,
+  documentBlockSchema,
+  toolResultBlockSchema as unknown as typeof textBlockSchema,
+]);
+
+const count = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
+const usageShape = (always: boolean) => ({
+  inputTokens: wireField(count.optional(), { name: "InputTokens", always }),
+  outputTokens: wireField(count.optional(), { name: "OutputTokens", always }),
+  cacheReadTokens: wireField(count.optional(), { name: "CacheReadTokens", always }),
+  cacheCreationTokens: wireField(count.optional(), { name: "CacheCreationTokens", always }),
+  reasoningTokens: wireField(count.optional(), { name: "ReasoningTokens", always }),
+});
+/** Token usage of one model response (zero counts omitted). */
+export const messageUsageSchema = z.object(usageShape(false)).refine((u) => (u.reasoningTokens ?? 0) <= (u.outputTokens ?? 0), {
+  message: "reasoning tokens must not exceed output tokens",
+  path: ["reasoningTokens"],
+});
+/** Token usage of a whole turn: all five counts written. */
+export const turnUsageSchema = z.object(usageShape(true));
+export type Usage = z.output<typeof turnUsageSchema>;
+
+const blocks = z.array(contentBlockSchema).optional();
+const role = wireField(text().optional(), { always: true });
+
+/** A message whose role the runtime does not check (TurnStarted's user message). */
+export const userMessageSchema = z.object({ role, blocks });
+/** The model's response (TurnDone's final message). */
+export const aiMessageSchema = z.object({ role, blocks, usage: messageUsageSchema.optional() });
+
+export const MESSAGE_ROLES = ["assistant", "tool", "user", "system"] as const;
+
+/** One message of a StepDone: the model's response, then one message per tool result. */
+export const stepMessageSchema = z.discriminatedUnion("role", [
+  z.object({ role: z.literal("assistant"), blocks, usage: messageUsageSchema.optional() }),
+  z.object({
+    role: z.literal("tool"),
+    blocks,
+    /** The model provider's id of the call this result answers. */
+    toolUseId: wireField(text().optional(), { always: true }),
+    isError: z.boolean().optional(),
+  }),
+  z.object({ role: z.literal("user"), blocks }),
+  z.object({ role: z.literal("system"), blocks }),
+]);
+
+export type UserMessage = z.output<typeof userMessageSchema>;
+export type AIMessage = z.output<typeof aiMessageSchema>;
+export type StepMessage = z.output<typeof stepMessageSchema>;

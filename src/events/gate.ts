@@ -1,0 +1,122 @@
+/**
+ * Gates as the Go runtime writes them: what GateOpened opens (kind, who resolves it,
+ * what it blocks, its prompt and response policy) and how GateResolved closes it,
+ * with its typed audit. The runtime checks none of the enumerations below when it
+ * reads a gate; only `resolver` matters to validation (see `gateIdentity`).
+ */
+import { z } from "zod";
+import { sortedKeys, wireField } from "../codec/wire.js";
+import { uuidSchema } from "./ids.js";
+import { text } from "./text.js";
+import type { Violation } from "./registry.js";
+
+/** Known values, for reference: the runtime also writes others. */
+export const GATE_KINDS = ["harness.permission", "harness.ask_user", "harness.form", "harness.open_url"] as const;
+export const GATE_RESOLVERS = ["loop", "session"] as const;
+export const GATE_RESOLUTION_REASONS = ["answered", "policy_response", "abandoned", "owner_closed", "restore_unavailable"] as const;
+
+const label = z.object({ action: text().optional(), label: text().optional() });
+
+export const gateFieldSchema = z.object({
+  name: text().optional(),
+  label: text().optional(),
+  /** text, select, multi_select or confirm. */
+  kind: text().optional(),
+  required: z.boolean().optional(),
+  options: z.array(z.object({ value: text().optional(), label: text().optional() })).optional(),
+  default: z.unknown().optional(),
+});
+
+export const gatePromptSchema = z.object({
+  title: text().optional(),
+  body: text().optional(),
+  schema: z.object({ fields: z.array(gateFieldSchema).optional() }).optional(),
+  /** The answers offered as buttons; `action` is what an answer sends. */
+  controls: z.array(label).optional(),
+  origin: text().optional(),
+});
+
+/** Answer values by field name (a Go map: written with sorted keys). */
+const values = sortedKeys(z.record(z.string(), z.unknown()));
+const response = z.object({ action: text().optional(), values: values.optional() });
+
+export type GatePrompt = z.output<typeof gatePromptSchema>;
+
+export const gateResponsePolicySchema = z.object({
+  /** Nanoseconds (a Go time.Duration). */
+  timeout: z.number().int().min(Number.MIN_SAFE_INTEGER).max(Number.MAX_SAFE_INTEGER).optional(),
+  /** wait, respond, suspend_session or model_decide. */
+  onTimeout: text().optional(),
+  response: response.optional(),
+  modelDecision: z
+    .object({
+      prompt: text().optional(),
+      allowedActions: z.array(z.string()).optional(),
+      default: response.optional(),
+      metadata: z.unknown().optional(),
+    })
+    .optional(),
+});
+
+export const gateSchema = z.object({
+  id: uuidSchema.optional(),
+  kind: text().optional(),
+  /** `session` gates belong to the session; any other value to a loop's step. */
+  resolver: text().optional(),
+  /** tool_call or session. */
+  blocks: text().optional(),
+  /** resume, initiate or control. */
+  effect: text().optional(),
+  /** critical or non_critical. */
+  criticality: text().optional(),
+  subject: z
+    .object({
+      toolExecutionId: uuidSchema.optional(),
+      /** The model provider's id of the tool call. */
+      toolUseId: text().optional(),
+      turnId: uuidSchema.optional(),
+      stepId: uuidSchema.optional(),
+      inputId: uuidSchema.optional(),
+    })
+    .optional(),
+  prompt: gatePromptSchema.optional(),
+  responsePolicy: gateResponsePolicySchema.optional(),
+  restorable: z.boolean().optional(),
+});
+export type Gate = z.output<typeof gateSchema>;
+
+const data = <S extends z.ZodRawShape>(shape: S) => wireField(z.strictObject(shape), { always: true });
+
+/**
+ * What a resolution records for the audit trail, by gate kind. Read strictly, as the
+ * runtime reads it: unknown kinds and keys are refused.
+ */
+export const gateAuditSchema = z.discriminatedUnion("kind", [
+  z.strictObject({
+    kind: z.literal("permission"),
+    data: data({ requirementDescriptions: z.array(z.string()).optional(), candidateDescriptions: z.array(z.string()).optional() }),
+  }),
+  z.strictObject({ kind: z.literal("ask_user"), data: data({ answerPreview: text().optional() }) }),
+  z.strictObject({ kind: z.literal("form"), data: data({ values: sortedKeys(z.record(z.string(), z.string())).optional() }) }),
+]);
+export type GateAudit = z.output<typeof gateAuditSchema>;
+
+export const gateSourceSchema = z.object({ kind: text().optional(), reason: text().optional() });
+
+interface Coordinates {
+  loopId?: string | undefined;
+  turnId?: string | undefined;
+  stepId?: string | undefined;
+}
+
+/**
+ * A session gate needs only its session; every other gate (a resolver of `loop`, none, or
+ * one the runtime does not know) needs the full quartet, as the runtime rules.
+ */
+export function gateIdentity(resolver: string | undefined, e: Coordinates): Violation | undefined {
+  if (resolver === "session") return undefined;
+  for (const field of ["loopId", "turnId", "stepId"] as const) {
+    if (e[field] === undefined) return { field, rule: "must be set", detail: "a gate that is not a session gate needs the full quartet" };
+  }
+  return undefined;
+}
