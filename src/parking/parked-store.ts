@@ -97,7 +97,8 @@ export class ParkedStore {
     try {
       await jsm.streams.deleteMessage(this.stream, storeSeq, false);
     } catch (e) {
-      if (e instanceof JetStreamApiError && e.code === JetStreamApiCodes.NoMessageFound) return;
+      // Gone already: dropped meanwhile, or replaced by parking the same delivery again.
+      if (e instanceof JetStreamApiError && (e.code === JetStreamApiCodes.NoMessageFound || /no message found|sequence \d+ not found/i.test(e.message))) return;
       throw this.#error(e);
     }
   }

@@ -28,6 +28,8 @@ export interface Settler {
   readonly durable: string;
   /** Deliveries allowed before an unsettled or failing event is parked. */
   readonly maxDeliver: number;
+  /** The durable's redelivery delays in ms (empty: redeliver at once). */
+  readonly backoffMs: readonly number[];
   /** Delay before an original that could not be parked comes again. */
   readonly retryMs: number;
   readonly parked: ParkedStore;
@@ -86,6 +88,8 @@ export function durableDelivery<E>(s: Settler, o: Original, event: E, onSettle: 
     }
   };
   const last = o.deliveryCount >= s.maxDeliver;
+  // The server redelivers a plain nak at once; the durable's backoff is applied here.
+  const retry = (delayMs: number | undefined) => o.msg.nak(delayMs ?? s.backoffMs[Math.min(o.deliveryCount, s.backoffMs.length) - 1]);
   const lastAttempt = (code: string, message: string) => park(s, o, "max_deliver", code, `${message} (delivery ${o.deliveryCount} of ${s.maxDeliver})`);
   return {
     event,
@@ -100,11 +104,11 @@ export function durableDelivery<E>(s: Settler, o: Original, event: E, onSettle: 
     nak(delayMs?: number) {
       settle();
       if (last) track(lastAttempt("NAK", "negatively acknowledged on the last allowed delivery"));
-      else o.msg.nak(delayMs);
+      else retry(delayMs);
     },
     async fail(error: unknown, delayMs?: number) {
       settle();
-      if (!last) return o.msg.nak(delayMs);
+      if (!last) return retry(delayMs);
       const { code, message } = errorSummary(error);
       await lastAttempt(code, message);
     },

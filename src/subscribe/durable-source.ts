@@ -48,6 +48,7 @@ export class DurableSource<E> implements Source {
   readonly #settling = new Set<Promise<unknown>>();
   #ackWaitMs = 30_000;
   #maxDeliver: number;
+  #backoffMs: number[] = [];
   /** Delivered but not yet settled, by stream sequence: the ack floor if we must recreate. */
   readonly #unsettled = new Set<number>();
   #lastSeq = 0;
@@ -107,6 +108,7 @@ export class DurableSource<E> implements Source {
     return {
       durable: this.#name,
       maxDeliver: this.#maxDeliver,
+      backoffMs: this.#backoffMs,
       retryMs: this.#ackWaitMs,
       parked: this.#parked,
       log: this.#ctx.log,
@@ -184,6 +186,7 @@ export class DurableSource<E> implements Source {
   /** Takes the settings of the durable as it exists: whoever created it chose them. */
   #adopt(config: ConsumerConfig): void {
     this.#ackWaitMs = (config.ack_wait ?? 30e9) / 1e6;
+    this.#backoffMs = (config.backoff ?? []).map((ns) => ns / 1e6);
     const declared = Number(config.metadata?.[MAX_DELIVER_KEY]);
     // A durable made before jetloop kept the limit itself has it in the server's max_deliver.
     if (Number.isSafeInteger(declared) && declared > 0) this.#maxDeliver = declared;
