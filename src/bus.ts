@@ -85,7 +85,10 @@ export class Jetloop<E = JetloopEvent> {
     this.#writer = new JournalWriter(nc, () => this.jetstreamManager(), this.settings, this.log);
     this.#publisher = new Publisher(nc, this.#writer, { ...this.settings, serverVersion: this.serverVersion }, this.registry);
     this.onPermissionViolation((e) => {
-      if (e.operation === "publish") this.#writer.failSubject(e.subject, new PermissionDeniedError("publish", e.subject, { cause: e }));
+      if (e.operation !== "publish") return;
+      const denied = new PermissionDeniedError("publish", e.subject, { cause: e });
+      this.#writer.failSubject(e.subject, denied);
+      this.#publisher.previewDenied(e.subject, denied);
     });
     void this.#watchStatus();
   }
