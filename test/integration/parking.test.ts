@@ -1,8 +1,8 @@
 // Parking: durable deliveries that fail their last attempt, are terminated with a reason or
 // are poison are kept in the parked store before they are terminated, and come back to
 // that durable's handlers on `replay`, each once, in journal order.
-import { jetstream, jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { jetstream, type JetStreamManager } from "@nats-io/jetstream";
+import { describe, expect, it } from "vitest";
 import {
   connect,
   createEvent,
@@ -16,7 +16,7 @@ import {
   type SubscribeOptions,
   type SubscriptionReport,
 } from "../../src/index.js";
-import { natsServers, uniqueNamespace } from "../harness/context.js";
+import { natsServers, provisionedBus, uniqueNamespace } from "../harness/context.js";
 import { sleep, waitFor } from "../harness/server.js";
 import { Reader } from "../harness/reader.js";
 
@@ -24,19 +24,7 @@ type D = DurableDelivery<JetloopEvent>;
 
 let bus: Jetloop;
 let jsm: JetStreamManager;
-const cleanup: (() => Promise<unknown>)[] = [];
-
-beforeAll(async () => {
-  bus = await connect({ servers: natsServers(), namespace: uniqueNamespace() });
-  await bus.provision();
-  jsm = await jetstreamManager(bus.nc);
-});
-
-afterAll(async () => {
-  for (const c of cleanup.reverse()) await c().catch(() => undefined);
-  for (const s of [bus.stream, bus.parked.stream]) await jsm?.streams.delete(s).catch(() => undefined);
-  await bus?.close();
-});
+const cleanup = provisionedBus((b, j) => void ([bus, jsm] = [b, j]));
 
 /** A fresh session and durable per test, so tests never share a consumer or parked entries. */
 function fixture() {

@@ -1,7 +1,7 @@
 // Durable subscriptions (microservices): explicit settlement, redelivery, max-deliver,
 // ack extension, crash recovery, shared work and resuming from the ack floor.
-import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { JetStreamManager } from "@nats-io/jetstream";
+import { describe, expect, it } from "vitest";
 import {
   ConnectionClosedError,
   connect,
@@ -13,7 +13,7 @@ import {
   type JetloopEvent,
   type SubscribeOptions,
 } from "../../src/index.js";
-import { natsServers, uniqueNamespace } from "../harness/context.js";
+import { natsServers, provisionedBus } from "../harness/context.js";
 import { sleep } from "../harness/server.js";
 import { Reader, TIMEOUT } from "../harness/reader.js";
 
@@ -26,20 +26,7 @@ function step(sessionId: string): JetloopEvent {
 
 let bus: Jetloop;
 let jsm: JetStreamManager;
-const cleanup: (() => Promise<unknown>)[] = [];
-
-beforeAll(async () => {
-  bus = await connect({ servers: natsServers(), namespace: uniqueNamespace() });
-  await bus.provision();
-  jsm = await jetstreamManager(bus.nc);
-});
-
-afterAll(async () => {
-  for (const c of cleanup.reverse()) await c().catch(() => undefined);
-  await jsm?.streams.delete(bus.stream).catch(() => undefined);
-  await jsm?.streams.delete(bus.parked.stream).catch(() => undefined);
-  await bus?.close();
-});
+const cleanup = provisionedBus((b, j) => void ([bus, jsm] = [b, j]));
 
 /** A fresh session and durable name per test, so tests never share a consumer. */
 function fixture() {
