@@ -1,6 +1,7 @@
 // A preview (ephemeral event) published without permission: core NATS does not answer a
 // publish, so jetloop waits for a round trip and rejects with PermissionDeniedError;
 // fire-and-forget resolves at once and says it is unconfirmed.
+import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connect, createEvent, newId, OptionsError, PermissionDeniedError, type Jetloop } from "../../src/index.js";
 import { startServer, type NatsServer } from "../harness/server.js";
@@ -20,7 +21,8 @@ beforeAll(async () => {
     ] }`,
   });
   runtime = await connect({ servers: server.url, namespace: "pv", user: "runtime", pass: "rt" });
-  muted = await connect({ servers: server.url, namespace: "pv", user: "muted", pass: "mu" });
+  // The refusals are logged as warnings too; keep the test output quiet.
+  muted = await connect({ servers: server.url, namespace: "pv", user: "muted", pass: "mu", logger: pino({ level: "silent" }) });
 });
 
 afterAll(async () => {
