@@ -211,6 +211,33 @@ Settings that make an acknowledged event survive a server crash: \`storage: file
 and, for a single server or against power loss, \`sync_interval: always\` in the server's
 \`jetstream\` block (or a short interval, accepting that window).`,
   },
+  "9-parking": {
+    title: "9. Durable handlers failing: park, SIGKILL between parking and terminating, replay",
+    method: `The journal holds the events; every event whose journal sequence is a multiple of 8
+fails in the handler (\`delivery.fail(error)\`), the others are acknowledged. Consumers are
+separate Node processes (test/harness/reliability/parking-child.ts) on one durable with
+maxDeliver 3 and a 200 ms backoff; each records what it was handed, what it acknowledged
+and what it parked, with synchronous writes. First one process runs alone and kills itself
+(SIGKILL) from a core subscription on its parked subjects the moment its first parked entry
+reaches the server: after the entry is written, before the original is terminated. Then two
+processes share the durable until nothing is pending or waiting for an ack and every
+failing event is parked. Then the bug is "fixed": two new processes start and
+\`bus.parked.replay(durable, "all")\` (what \`jetloop parked replay --all\` runs) sends the
+parked events back. "Parked" and "replayed" rows count the failing events; "delivered" is
+what the store held, or what the fixed handlers acknowledged.
+
+Asserted: the killed process parked one event and never terminated it; that event came
+again and was parked again (\`NOT_SETTLED\`) without reaching a handler, so a handler saw
+it at most maxDeliver times; every failing event is parked exactly once and no other
+event is; every parked event is acknowledged exactly once after the replay, and only as a
+replay; the parked store and the durable end empty; no published event is lost.`,
+    notes: `The kill lands between the two steps because the killed process watches its own parked
+subjects: the server hands a core subscriber the entry no later than the store's ack, and
+jetloop terminates the original only after that ack. jetloop, not the server, counts
+\`maxDeliver\` (the consumer's \`max_deliver\` is unlimited): with a server-side limit the
+server would stop delivering an event whose parking failed, and it would be lost to the
+durable.`,
+  },
 };
 
 function cell(v: string | number | boolean | null | undefined): string {

@@ -18,6 +18,7 @@ import type { ScenarioContext } from "../test/harness/reliability/scenarios/comm
 import { consumerCrashScenario } from "../test/harness/reliability/scenarios/consumer-crash.js";
 import { durabilityScenario } from "../test/harness/reliability/scenarios/durability.js";
 import { leaderKillScenario } from "../test/harness/reliability/scenarios/leader-kill.js";
+import { parkingScenario } from "../test/harness/reliability/scenarios/parking.js";
 import { securityScenario } from "../test/harness/reliability/scenarios/security.js";
 import { serverRestartScenario } from "../test/harness/reliability/scenarios/server-restart.js";
 import { slowConsumerScenario } from "../test/harness/reliability/scenarios/slow-consumer.js";
@@ -81,6 +82,19 @@ const SOAKS: Record<string, Soak> = {
       const b: string[] = [];
       check(b, r.all.lost === 0 && r.all.unexpected === 0, "an event was lost");
       check(b, r.belowFloor === 0, "the restarted consumer got events at or below the ack floor");
+      return { record: r.record, broken: b };
+    } finally {
+      await server.close();
+    }
+  },
+  parking: async () => {
+    const server = await startServer();
+    try {
+      const r = await parkingScenario(ctx, { servers: [server.url], serverVersion: server.version, events: n(2000), failEvery: 8, maxDeliver: 3, backoffMs: 200 });
+      const b: string[] = [];
+      check(b, r.all.lost === 0 && r.all.unexpected === 0, "an event was lost");
+      check(b, r.replayed.lost === 0 && r.replayed.duplicated === 0, "a parked event was not replayed exactly once");
+      check(b, r.parkedAtEnd === 0 && r.pendingAtEnd === 0, "something stayed parked or pending");
       return { record: r.record, broken: b };
     } finally {
       await server.close();

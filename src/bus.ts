@@ -9,13 +9,17 @@ import { pino, type Logger } from "pino";
 import { type ConnectionSettings, openConnection } from "./connection/connect.js";
 import { type BusOptions, type BusSettings, parseBusOptions } from "./connection/options.js";
 import { requireMinimum, supports, type Feature } from "./connection/server-version.js";
-import { ConnectionClosedError, PermissionDeniedError } from "./errors.js";
+import { ConnectionClosedError, OptionsError, PermissionDeniedError } from "./errors.js";
 import { defaultRegistry, type JetloopEvent } from "./events/catalogue.js";
 import type { EventRegistry } from "./events/registry.js";
 import { JournalWriter } from "./publish/journal-writer.js";
 import { type PublishOptions, type PublishResult, Publisher } from "./publish/publisher.js";
 import { JournalPosition } from "./streams/position.js";
-import { provisionStream, type ProvisionReport } from "./streams/provision.js";
+import { provisionParkedStream, provisionStream, type ProvisionReport } from "./streams/provision.js";
+import { defaultParkedStreamName, parseDuration } from "./streams/declared.js";
+import { type ConsumerFigures, type ConsumersReport, consumersReport } from "./streams/consumer-figures.js";
+import type { RetentionWarning } from "./streams/retention.js";
+import { ParkedStore } from "./parking/parked-store.js";
 import type { Delivery } from "./subscribe/delivery.js";
 import type { EventFilter } from "./subscribe/filter.js";
 import type { SubscribeOptions } from "./subscribe/options.js";
@@ -31,6 +35,20 @@ export interface ProvisionRequest {
   mode?: "apply" | "verify";
   /** Stream replicas. Default: 3 when the server is part of a cluster, else 1. */
   replicas?: number;
+  /**
+   * Retention, an explicit choice: remove journal events older than this Go duration
+   * (`720h`). Default: no age limit, the journal is kept.
+   */
+  maxAge?: string;
+  /** Retention: remove the oldest journal events past this many bytes. Default: no limit. */
+  maxBytes?: number;
+}
+
+export interface BusProvisionReport extends ProvisionReport {
+  /** The parked store (`streams/parked.json`), provisioned with the events stream. */
+  readonly parked: ProvisionReport;
+  /** Retention limits in force that can remove events a durable has not acknowledged. */
+  readonly warnings: readonly RetentionWarning[];
 }
 
 /** Listeners for permission violations the server reports asynchronously. */
@@ -48,6 +66,8 @@ export class Jetloop<E = JetloopEvent> {
   readonly #publisher: Publisher<E>;
   readonly #violationListeners = new Set<ViolationListener>();
   #jsm: Promise<JetStreamManager> | undefined;
+  /** Durable deliveries kept after their last attempt, for replay or drop. */
+  readonly parked: ParkedStore;
   /** @internal Where subscriptions that start at "new" begin. */
   readonly journalPosition: JournalPosition;
   #closed = false;
@@ -61,10 +81,14 @@ export class Jetloop<E = JetloopEvent> {
     this.serverVersion = nc.info?.version ?? "0.0.0";
     requireMinimum(this.serverVersion);
     this.journalPosition = new JournalPosition(() => this.jetstreamManager(), this.settings.stream);
+    this.parked = new ParkedStore(nc, () => this.jetstreamManager(), this.settings.namespace, defaultParkedStreamName(this.settings.namespace));
     this.#writer = new JournalWriter(nc, () => this.jetstreamManager(), this.settings, this.log);
     this.#publisher = new Publisher(nc, this.#writer, { ...this.settings, serverVersion: this.serverVersion }, this.registry);
     this.onPermissionViolation((e) => {
-      if (e.operation === "publish") this.#writer.failSubject(e.subject, new PermissionDeniedError("publish", e.subject, { cause: e }));
+      if (e.operation !== "publish") return;
+      const denied = new PermissionDeniedError("publish", e.subject, { cause: e });
+      this.#writer.failSubject(e.subject, denied);
+      this.#publisher.previewDenied(e.subject, denied);
     });
     void this.#watchStatus();
   }
@@ -156,15 +180,32 @@ export class Jetloop<E = JetloopEvent> {
     return GateServer.start(this, sessionId, loopId);
   }
 
-  /** Creates or updates the events stream from `streams/events.json`. */
-  async provision(request: ProvisionRequest = {}): Promise<ProvisionReport> {
-    return provisionStream(await this.jetstreamManager(), {
-      namespace: this.settings.namespace,
-      stream: this.settings.stream,
-      maxEventBytes: this.settings.maxEventBytes,
-      replicas: request.replicas ?? (this.nc.info?.cluster ? 3 : 1),
-      mode: request.mode ?? "apply",
-    });
+  /**
+   * Creates or updates the events stream from `streams/events.json` and the parked store
+   * from `streams/parked.json`, and warns of retention that can remove what a durable has
+   * not acknowledged.
+   */
+  async provision(request: ProvisionRequest = {}): Promise<BusProvisionReport> {
+    const maxAge = request.maxAge === undefined ? undefined : parseRetention("maxAge", () => parseDuration(request.maxAge!));
+    const maxBytes = request.maxBytes === undefined ? undefined : parseRetention("maxBytes", () => request.maxBytes!);
+    const jsm = await this.jetstreamManager();
+    const replicas = request.replicas ?? (this.nc.info?.cluster ? 3 : 1);
+    const mode = request.mode ?? "apply";
+    const report = await provisionStream(jsm, { namespace: this.namespace, stream: this.stream, maxEventBytes: this.settings.maxEventBytes, replicas, mode, maxAge, maxBytes });
+    const parked = await provisionParkedStream(jsm, { namespace: this.namespace, stream: this.parked.stream, replicas, mode });
+    const missing = (r: ProvisionReport) => r.drift.some((d) => d.field === "name" && d.live === undefined);
+    const warnings = missing(report) ? [] : (await consumersReport(jsm, this.stream, missing(parked) ? undefined : this.parked)).warnings;
+    return { ...report, parked, warnings };
+  }
+
+  /** Every durable of the namespace with its lag, parked count and retention warnings. */
+  async consumers(): Promise<ConsumersReport> {
+    return consumersReport(await this.jetstreamManager(), this.stream, this.parked);
+  }
+
+  /** One durable's figures, or undefined when there is no such durable. */
+  async consumer(durable: string): Promise<ConsumerFigures | undefined> {
+    return (await this.consumers()).consumers.find((c) => c.durable === durable);
   }
 
   /** @internal Lets subscriptions learn of permission errors the server sends asynchronously. */
@@ -200,4 +241,16 @@ export class Jetloop<E = JetloopEvent> {
 /** Connects to NATS: `const bus = await connect({ servers, namespace })`. */
 export function connect<E = JetloopEvent>(options?: ConnectOptions<E>): Promise<Jetloop<E>> {
   return Jetloop.connect(options);
+}
+
+/** A retention option: a positive number (ns or bytes), checked before anything is sent. */
+function parseRetention(option: string, read: () => number): number {
+  let value: number;
+  try {
+    value = read();
+  } catch (e) {
+    throw new OptionsError(option, (e as Error).message);
+  }
+  if (!Number.isSafeInteger(value) || value <= 0) throw new OptionsError(option, "must be a positive duration or byte count");
+  return value;
 }

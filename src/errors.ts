@@ -29,7 +29,8 @@ export type JetloopErrorCode =
   | "COMMAND_NO_LISTENER"
   | "COMMAND_INVALID"
   | "GATE_UNKNOWN"
-  | "GATE_RESOLVED";
+  | "GATE_RESOLVED"
+  | "PARKING_FAILED";
 
 export class JetloopError extends Error {
   readonly code: JetloopErrorCode;
@@ -303,4 +304,19 @@ export class CommandError extends JetloopError {
 
 export function isCommandError(e: unknown): e is CommandError {
   return e instanceof CommandError;
+}
+
+/**
+ * A delivery could not be copied to the parked store (the store is full, missing or
+ * unreachable). The original is then not terminated: it stays pending and comes again.
+ */
+export class ParkingError extends JetloopError {
+  constructor(
+    readonly durable: string,
+    readonly journalSeq: number,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super("PARKING_FAILED", `durable ${durable}, journal sequence ${journalSeq}: ${message}`, options);
+  }
 }

@@ -45,7 +45,7 @@ export {
   type CodecOptions,
   type DecodeError,
 } from "./codec/codec.js";
-export { connect, Jetloop, type ConnectOptions, type ProvisionRequest } from "./bus.js";
+export { connect, Jetloop, type BusProvisionReport, type ConnectOptions, type ProvisionRequest } from "./bus.js";
 export type { ConnectionSettings } from "./connection/connect.js";
 export type { BusOptions, BusSettings } from "./connection/options.js";
 export { FEATURES, MINIMUM_SERVER, type Feature } from "./connection/server-version.js";
@@ -74,3 +74,9 @@ export { GateServer, type InputAnswer, type InputGate, type PermissionAnswer, ty
 export type { AnswerOptions } from "./commands/answer.js";
 export type { Answer, AnswerInput, AnswerOutcome } from "./commands/protocol.js";
 export * from "./projection/index.js";
+export { ParkedStore, type ParkedSelection } from "./parking/parked-store.js";
+export type { ParkedEntry, ParkInput, ParkReason } from "./parking/parked-entry.js";
+export type { ConsumerFigures, ConsumersReport } from "./streams/consumer-figures.js";
+export { retentionLimits, retentionWarnings, type RetentionLimit, type RetentionWarning } from "./streams/retention.js";
+export { defaultParkedStreamName, declaredParkedStreamConfig } from "./streams/declared.js";
+export { parkedFilter, parkedSubject, parseParkedSubject, type ParkedState } from "./subjects/subjects.js";

@@ -1,8 +1,10 @@
 #!/usr/bin/env node
-/** The `jetloop` command line: provision, tail, replay, demo. */
+/** The `jetloop` command line: provision, tail, replay, parked, consumers, demo. */
 import { isJetloopError } from "../errors.js";
 import { UsageError } from "./args.js";
+import { consumersCommand } from "./consumers.js";
 import { demoAnswererCommand, demoCommand } from "./demo.js";
+import { parkedCommand } from "./parked.js";
 import { provisionCommand } from "./provision.js";
 import { replayCommand } from "./replay.js";
 import { tailCommand } from "./tail.js";
@@ -15,6 +17,8 @@ Commands:
   provision   create or update the events stream; print drift
   tail        follow events live, decoded and filterable
   replay      print a bounded range of a session's journal
+  parked      list, show, replay or drop parked durable deliveries
+  consumers   list the durables with their lag and parked counts
   demo        run the seed's approval sequence end to end
 
 Run jetloop <command> --help for a command's options.`;
@@ -26,11 +30,15 @@ async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   switch (command) {
     case "provision":
-      return provisionCommand(rest, out);
+      return provisionCommand(rest, out, err);
     case "tail":
       return tailCommand(rest, out, err);
     case "replay":
       return replayCommand(rest, out, err);
+    case "parked":
+      return parkedCommand(rest, out, err);
+    case "consumers":
+      return consumersCommand(rest, out, err);
     case "demo":
       return demoCommand(rest, out, err);
     case "demo-answerer":

@@ -2,20 +2,31 @@ import { connect } from "../bus.js";
 import { parseArgs } from "node:util";
 import { connectionFlags, connectionHelp, connectOptions, parse, positiveInt } from "./args.js";
 
-export const provisionHelp = `jetloop provision [--verify] [--replicas N] [--max-event-bytes N]
+export const provisionHelp = `jetloop provision [--verify] [--replicas N] [--max-event-bytes N] [--max-age D] [--max-bytes N]
 
-Creates or updates the events stream from streams/events.json, idempotently.
-Prints each field that differed. A live stream that cannot take the declared
-configuration (another storage or retention) is refused, never overwritten.
+Creates or updates the events stream from streams/events.json and the parked store
+from streams/parked.json, idempotently. Prints each field that differed. A live
+stream that cannot take the declared configuration (another storage or retention)
+is refused, never overwritten. Warns when a retention limit can remove events a
+durable has not acknowledged.
 
   --verify              report drift only; change nothing (exit 2 on drift)
   --replicas N          stream replicas (default: 3 in a cluster, else 1)
   --max-event-bytes N   byte cap of one event and the stream's max_msg_size (default 1048576)
+  --max-age D           retention: remove journal events older than D (Go duration, e.g. 720h);
+                        default none, the journal is kept (provisioning without it removes a limit)
+  --max-bytes N         retention: remove the oldest journal events past N bytes; default none
 
 ${connectionHelp}`;
 
-export async function provisionCommand(argv: string[], out: (s: string) => void): Promise<number> {
-  const { values } = parse(() => parseArgs({ args: argv, options: { ...connectionFlags, verify: { type: "boolean" }, replicas: { type: "string" }, "max-event-bytes": { type: "string" } }, strict: true }));
+export async function provisionCommand(argv: string[], out: (s: string) => void, err: (s: string) => void): Promise<number> {
+  const { values } = parse(() =>
+    parseArgs({
+      args: argv,
+      options: { ...connectionFlags, verify: { type: "boolean" }, replicas: { type: "string" }, "max-event-bytes": { type: "string" }, "max-age": { type: "string" }, "max-bytes": { type: "string" } },
+      strict: true,
+    }),
+  );
   if (values.help) {
     out(provisionHelp);
     return 0;
@@ -24,10 +35,18 @@ export async function provisionCommand(argv: string[], out: (s: string) => void)
   const bus = await connect({ ...connectOptions(values), ...(maxEventBytes ? { maxEventBytes } : {}) });
   try {
     out(`provisioning stream ${bus.stream} (namespace ${bus.namespace}) on nats-server ${bus.serverVersion}…`);
-    const report = await bus.provision({ mode: values.verify ? "verify" : "apply", replicas: positiveInt("replicas", values.replicas) });
-    for (const d of report.drift) out(`  ${d.field}: live ${JSON.stringify(d.live)} → declared ${JSON.stringify(d.desired)}`);
-    out(`stream ${report.stream}: ${report.action}`);
-    return report.action === "drifted" ? 2 : 0;
+    const report = await bus.provision({
+      mode: values.verify ? "verify" : "apply",
+      replicas: positiveInt("replicas", values.replicas),
+      maxAge: values["max-age"],
+      maxBytes: positiveInt("max-bytes", values["max-bytes"]),
+    });
+    for (const r of [report, report.parked]) {
+      for (const d of r.drift) out(`  ${d.field}: live ${JSON.stringify(d.live)} → declared ${JSON.stringify(d.desired)}`);
+      out(`stream ${r.stream}: ${r.action}`);
+    }
+    for (const w of report.warnings) err(`warning: ${w.message}`);
+    return report.action === "drifted" || report.parked.action === "drifted" ? 2 : 0;
   } finally {
     await bus.close();
   }

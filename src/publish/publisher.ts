@@ -10,6 +10,7 @@ import type { EventRegistry } from "../events/registry.js";
 import { requireFeature } from "../connection/server-version.js";
 import { sessionJournalSubject, validEventSubject } from "../subjects/subjects.js";
 import { FixedHeaders, type JournalWriter } from "./journal-writer.js";
+import { PreviewConfirmation } from "./preview-confirmation.js";
 
 /** Header on a live preview: the last journal sequence its loop had written when it was sent. */
 export const HEADER_LAST_JOURNAL_SEQ = "Jetloop-Last-Journal-Seq";
@@ -20,6 +21,13 @@ export interface PublishOptions {
    * has no events yet). Losing the race is PublishConflictError. Needs nats-server 2.11+.
    */
   readonly expectedLastSeq?: number;
+  /**
+   * Previews only: send without waiting to learn whether the server refused it. By default
+   * a preview waits for a round trip to the server and a refusal by the subject permissions
+   * rejects with PermissionDeniedError; fire-and-forget resolves at once with
+   * `unconfirmed: true`, and a refusal is only logged.
+   */
+  readonly fireAndForget?: boolean;
 }
 
 export interface PublishResult {
@@ -29,6 +37,8 @@ export interface PublishResult {
   readonly duplicate: boolean;
   readonly subject: string;
   readonly eventId: string;
+  /** A preview sent fire-and-forget: nobody learned whether the server took it. */
+  readonly unconfirmed?: true;
 }
 
 interface Header {
@@ -41,15 +51,24 @@ const LAST_SEQ_MEMORY = 10_000;
 
 export class Publisher<E> {
   readonly #lastSeq = new LastSeqMemory(LAST_SEQ_MEMORY);
+  readonly #previews: PreviewConfirmation;
 
   constructor(
     private readonly nc: NatsConnection,
     private readonly writer: JournalWriter,
     private readonly settings: { namespace: string; maxEventBytes: number; serverVersion: string },
     private readonly registry: EventRegistry<E>,
-  ) {}
+  ) {
+    this.#previews = new PreviewConfirmation(nc);
+  }
+
+  /** The server refused a publish on `subject` (its permissions): fails previews waiting on it. */
+  previewDenied(subject: string, error: Error): void {
+    this.#previews.denied(subject, error);
+  }
 
   async publish(event: E, options: PublishOptions = {}): Promise<PublishResult> {
+    if (options.fireAndForget !== undefined && typeof options.fireAndForget !== "boolean") throw new OptionsError("fireAndForget", "must be a boolean");
     const { event: valid, bytes, definition } = encodeValidated(event, { registry: this.registry, maxBytes: this.settings.maxEventBytes, pooled: true });
     const header = valid as unknown as Header;
     const address = { sessionId: header.sessionId, loopId: header.loopId, family: definition.family, type: definition.type };
@@ -61,14 +80,23 @@ export class Publisher<E> {
       const max = this.nc.info?.max_payload;
       const size = bytes.length + h.encode().length;
       if (max !== undefined && size > max) throw new MessageTooLargeError(size, max, "max_payload");
-      try {
-        this.nc.publish(subject, bytes, { headers: h });
-      } catch (e) {
-        if (this.nc.isClosed()) throw new ConnectionClosedError(undefined, { cause: e });
-        throw new PublishError(subject, `live publish failed: ${(e as Error).message}`, undefined, { cause: e });
+      const send = () => {
+        try {
+          this.nc.publish(subject, bytes, { headers: h });
+        } catch (e) {
+          if (this.nc.isClosed()) throw new ConnectionClosedError(undefined, { cause: e });
+          throw new PublishError(subject, `live publish failed: ${(e as Error).message}`, undefined, { cause: e });
+        }
+      };
+      const sent = { journalSeq: 0, duplicate: false, subject, eventId: header.eventId };
+      if (options.fireAndForget) {
+        send();
+        return { ...sent, unconfirmed: true };
       }
-      return { journalSeq: 0, duplicate: false, subject, eventId: header.eventId };
+      await this.#previews.confirm(subject, send);
+      return sent;
     }
+    if (options.fireAndForget) throw new OptionsError("fireAndForget", "applies to previews only: an enduring event is acknowledged");
     const subject = validEventSubject(this.settings.namespace, "journal", address);
     let fenceSubject: string | undefined;
     if (options.expectedLastSeq !== undefined) {

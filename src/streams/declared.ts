@@ -52,16 +52,33 @@ export function defaultStreamName(namespace: string): string {
   return `${checkNamespace(namespace).replaceAll(".", "_")}_journal`;
 }
 
+/** The parked store's name for a namespace: `jetloop` → `jetloop_parked`. */
+export function defaultParkedStreamName(namespace: string): string {
+  return `${checkNamespace(namespace).replaceAll(".", "_")}_parked`;
+}
+
 export interface StreamVars {
   namespace: string;
   stream: string;
   maxEventBytes: number;
   replicas: number;
+  /**
+   * Retention, an explicit choice: events older than this (ns) are removed. Default 0,
+   * no age limit: the journal is kept.
+   */
+  maxAge?: number;
+  /** Retention: the oldest events are removed past this many bytes. Default -1, no limit. */
+  maxBytes?: number;
 }
 
 /** The declared events stream configuration, in JetStream API form (durations in ns). */
 export function declaredStreamConfig(vars: StreamVars): Record<string, unknown> {
-  return render(load("events.json"), { ...vars }) as Record<string, unknown>;
+  return render(load("events.json"), { ...vars, maxAge: vars.maxAge ?? 0, maxBytes: vars.maxBytes ?? -1 }) as Record<string, unknown>;
+}
+
+/** The declared parked store configuration (`streams/parked.json`), in JetStream API form. */
+export function declaredParkedStreamConfig(vars: Pick<StreamVars, "namespace" | "stream" | "replicas">): Record<string, unknown> {
+  return render(load("parked.json"), { ...vars }) as Record<string, unknown>;
 }
 
 /** The declared consumer templates (`durable`, `ordered`), in JetStream API form. */

@@ -1,12 +1,12 @@
 /**
- * Creates or updates the events stream idempotently. A field the live stream has
+ * Creates or updates the declared streams (the events stream, the parked store) idempotently. A field the live stream has
  * differently is drift: updatable drift is applied (or, when verifying, reported);
  * drift the live stream cannot take (storage, retention) is refused with
  * ProvisionDriftError instead of being overwritten.
  */
 import { JetStreamApiCodes, JetStreamApiError, type JetStreamManager } from "@nats-io/jetstream";
 import { JetloopError, ProvisionDriftError } from "../errors.js";
-import { declaredStreamConfig, type StreamVars } from "./declared.js";
+import { declaredParkedStreamConfig, declaredStreamConfig, type StreamVars } from "./declared.js";
 
 /** Fields a live stream cannot change. */
 const IMMUTABLE = new Set(["name", "storage", "retention"]);
@@ -46,9 +46,20 @@ export function diffStreamConfig(live: Record<string, unknown>, desired: Record<
   return drift;
 }
 
-export async function provisionStream(jsm: JetStreamManager, options: ProvisionOptions): Promise<ProvisionReport> {
-  const desired = declaredStreamConfig(options);
-  const stream = options.stream;
+/** The events stream from `streams/events.json`. */
+export function provisionStream(jsm: JetStreamManager, options: ProvisionOptions): Promise<ProvisionReport> {
+  return provisionDeclared(jsm, options.stream, declaredStreamConfig(options), options.mode);
+}
+
+/** The parked store from `streams/parked.json`. */
+export function provisionParkedStream(
+  jsm: JetStreamManager,
+  options: Pick<ProvisionOptions, "namespace" | "stream" | "replicas" | "mode">,
+): Promise<ProvisionReport> {
+  return provisionDeclared(jsm, options.stream, declaredParkedStreamConfig(options), options.mode);
+}
+
+async function provisionDeclared(jsm: JetStreamManager, stream: string, desired: Record<string, unknown>, mode: ProvisionOptions["mode"]): Promise<ProvisionReport> {
   let live: Record<string, unknown> | undefined;
   try {
     live = (await jsm.streams.info(stream)).config;
@@ -56,7 +67,7 @@ export async function provisionStream(jsm: JetStreamManager, options: ProvisionO
     if (!(e instanceof JetStreamApiError && e.code === JetStreamApiCodes.StreamNotFound)) throw e;
   }
   if (!live) {
-    if (options.mode === "verify") {
+    if (mode === "verify") {
       return { stream, action: "drifted", drift: [{ field: "name", live: undefined, desired: stream, updatable: true }] };
     }
     try {
@@ -72,7 +83,7 @@ export async function provisionStream(jsm: JetStreamManager, options: ProvisionO
   if (drift.length === 0) return { stream, action: "unchanged", drift };
   const refused = drift.filter((d) => !d.updatable);
   if (refused.length > 0) throw new ProvisionDriftError(stream, refused);
-  if (options.mode === "verify") return { stream, action: "drifted", drift };
+  if (mode === "verify") return { stream, action: "drifted", drift };
   try {
     await jsm.streams.update(stream, { ...live, ...desired });
   } catch (e) {

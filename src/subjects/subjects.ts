@@ -5,6 +5,7 @@
  *   enduring   {ns}.journal.{sessionId}.{loopId|_}.{family}.{Type}
  *   ephemeral  {ns}.live.{sessionId}.{loopId|_}.{family}.{Type}
  *   commands   {ns}.cmd.{sessionId}.{loopId}.{command}
+ *   parked     {ns}.parked.{durable}.{held|replay}.{journalSeq}
  *
  * `_` stands for "no loop" (session-scoped events, session-resolved gates). Ids are
  * canonical UUIDs, so no token can smuggle `.`, `*`, `>` or whitespace; the journal and
@@ -137,4 +138,43 @@ export function filterSubject(ns: string, channel: Channel, s: SubjectSelector):
 /** The subject a loop actor serves `command` on. */
 export function commandSubject(ns: string, sessionId: string, loopId: string, command: string): string {
   return `${checkNamespace(ns)}.cmd.${id("session id", sessionId)}.${id("loop id", loopId)}.${token("command", COMMAND, command)}`;
+}
+
+/** A durable consumer name: also a subject token of the parked store. */
+export const DURABLE = /^[A-Za-z0-9_-]{1,64}$/;
+
+/**
+ * Where a parked entry waits: `held` until an operator replays it, `replay` while it is
+ * on its way back to its durable's handlers.
+ */
+export type ParkedState = "held" | "replay";
+
+/** The subjects the parked store captures. */
+export function parkedStreamSubjects(ns: string): string[] {
+  return [`${checkNamespace(ns)}.parked.>`];
+}
+
+/** The subject of one parked entry: one per durable, state and journal sequence. */
+export function parkedSubject(ns: string, durable: string, state: ParkedState, journalSeq: number): string {
+  if (!Number.isSafeInteger(journalSeq) || journalSeq < 1) throw new SubjectError(`journal sequence ${journalSeq} is not a positive integer`);
+  return `${parkedFilter(ns, durable, state).slice(0, -1)}${journalSeq}`;
+}
+
+/** Every parked entry of one durable (in one state, or both), or of every durable. */
+export function parkedFilter(ns: string, durable?: string, state?: ParkedState): string {
+  const d = durable === undefined ? "*" : token("durable name", DURABLE, durable);
+  if (state !== undefined && state !== "held" && state !== "replay") throw new SubjectError(`parked state ${JSON.stringify(state)} is not held or replay`);
+  return `${checkNamespace(ns)}.parked.${d}.${state ?? "*"}.>`;
+}
+
+/** The durable and state of a parked subject of namespace `ns`. */
+export function parseParkedSubject(ns: string, subject: string): { durable: string; state: ParkedState; journalSeq: number } {
+  const prefix = `${checkNamespace(ns)}.parked.`;
+  const parts = subject.startsWith(prefix) ? subject.slice(prefix.length).split(".") : [];
+  const [durable, state, seq] = parts;
+  const journalSeq = Number(seq);
+  if (parts.length !== 3 || !DURABLE.test(durable!) || (state !== "held" && state !== "replay") || !Number.isSafeInteger(journalSeq) || journalSeq < 1) {
+    throw new SubjectError(`subject ${JSON.stringify(subject)} is not a parked subject of namespace ${ns}`);
+  }
+  return { durable: durable!, state, journalSeq };
 }

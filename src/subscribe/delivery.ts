@@ -1,6 +1,5 @@
-import type { JsMsg } from "@nats-io/jetstream";
 import { safeDecodeEvent, type DecodeError } from "../codec/codec.js";
-import { DeliveryMismatchError, SubscriptionError } from "../errors.js";
+import { DeliveryMismatchError } from "../errors.js";
 import type { EventRegistry } from "../events/registry.js";
 import { type Channel, validEventSubject } from "../subjects/subjects.js";
 
@@ -18,11 +17,24 @@ export interface Delivery<E> {
 export interface DurableDelivery<E> extends Delivery<E> {
   /** How many times the server has delivered this message (1 on the first delivery). */
   readonly deliveryCount: number;
-  /** Acknowledges, and waits for the server to confirm it. */
+  /** It comes from the parked store (`parked replay`), not from the journal's first pass. */
+  readonly replayed: boolean;
+  /** Acknowledges, and waits for the server to confirm it (a replayed one: removes it from the parked store). */
   ack(): Promise<void>;
-  /** Asks for redelivery, after `delayMs` if given (else the consumer's backoff). */
+  /**
+   * Asks for redelivery, after `delayMs` if given (else the consumer's backoff). On the
+   * last allowed delivery (`maxDeliver`) the event is parked instead.
+   */
   nak(delayMs?: number): void;
-  /** Never redeliver; `reason` shows in the server's advisory. */
+  /**
+   * The handler failed with `error`: like `nak`, and on the last allowed delivery the event
+   * is parked with the error's code and message. Resolves once it is settled.
+   */
+  fail(error: unknown, delayMs?: number): Promise<void>;
+  /**
+   * Never redeliver. With a `reason`, the event is parked first (terminated by its handler);
+   * without one it is skipped for good.
+   */
   term(reason?: string): void;
   /** Extends the ack wait. Done automatically while the delivery is unsettled. */
   working(): void;
@@ -65,41 +77,4 @@ export function decodeMessage<E>(ctx: DecodeContext<E>, subject: string, data: U
   const expected = validEventSubject(ctx.namespace, home, { sessionId: e.sessionId, loopId: e.loopId, family: def.family, type: e.type });
   if (expected !== subject) return { ok: false, error: new DeliveryMismatchError(subject, expected) };
   return { ok: true, event: r.data, skip: e.visibility === "internal" && !ctx.includeInternal };
-}
-
-/** A durable delivery over a JetStream message; settling stops the automatic ack extension. */
-export function durableDelivery<E>(msg: JsMsg, event: E, onSettle: () => void): DurableDelivery<E> {
-  let settled = false;
-  const settle = () => {
-    if (!settled) {
-      settled = true;
-      onSettle();
-    }
-  };
-  return {
-    event,
-    journalSeq: msg.seq,
-    subject: msg.subject,
-    deliveryCount: msg.info.deliveryCount,
-    async ack() {
-      settle();
-      try {
-        await msg.ackAck();
-      } catch (e) {
-        // The server did not confirm (connection lost, timeout): the delivery may come again.
-        throw new SubscriptionError(`ack of journal sequence ${msg.seq} was not confirmed; it may be redelivered`, { cause: e });
-      }
-    },
-    nak(delayMs?: number) {
-      settle();
-      msg.nak(delayMs);
-    },
-    term(reason?: string) {
-      settle();
-      msg.term(reason);
-    },
-    working() {
-      if (!settled) msg.working();
-    },
-  };
 }

@@ -3,7 +3,13 @@
  * share the name split the work; a restarted one resumes from the ack floor. An
  * unsettled delivery's ack is extended automatically (an approval can take minutes).
  * A consumer that disappears is recreated from the first unacknowledged sequence and
- * the caller is told. Poison messages are reported and terminated, never redelivered.
+ * the caller is told. Poison messages are reported and parked, never yielded.
+ *
+ * jetloop, not the server, enforces `maxDeliver`: the server's limit is unlimited so that
+ * a delivery whose parking failed still comes again. A delivery past the limit (its last
+ * attempt expired unsettled, or the process died between parking and terminating) is
+ * parked without reaching a handler. A second consumer of the same name, on the parked
+ * store, brings back what `parked replay` sends to this durable.
  */
 import {
   AckPolicy,
@@ -15,43 +21,67 @@ import {
   type JsMsg,
 } from "@nats-io/jetstream";
 import { nanos } from "@nats-io/transport-node";
+import { readParked } from "../parking/parked-entry.js";
+import type { ParkedStore } from "../parking/parked-store.js";
 import { declaredConsumerTemplates } from "../streams/declared.js";
+import { parkedFilter } from "../subjects/subjects.js";
 import { consumerError } from "./consumer-errors.js";
-import { decodeMessage, durableDelivery } from "./delivery.js";
+import { decodeMessage } from "./delivery.js";
+import { acknowledge, durableDelivery, type Original, park, type Settler } from "./durable-settlement.js";
 import type { StartPosition } from "./options.js";
 import { reportPoison, type Source, type SourceContext } from "./source.js";
+
+/** Consumer metadata key holding jetloop's delivery limit, so processes sharing the durable agree. */
+const MAX_DELIVER_KEY = "jetloop_max_deliver";
+/** JetStream's "consumer name already in use" and "consumer already exists". */
+const CONSUMER_EXISTS = new Set([10013, 10148]);
 
 export class DurableSource<E> implements Source {
   readonly #ctx: SourceContext<E>;
   readonly #name: string;
   readonly #start: StartPosition;
   #subjects: readonly string[];
+  readonly #parked: ParkedStore;
   #messages: ConsumerMessages | undefined;
-  #pump: Promise<void> | undefined;
-  #watch: Promise<void> | undefined;
+  #replays: ConsumerMessages | undefined;
+  #pumps: Promise<unknown>[] = [];
+  readonly #settling = new Set<Promise<unknown>>();
   #ackWaitMs = 30_000;
+  #maxDeliver: number;
+  #backoffMs: number[] = [];
   /** Delivered but not yet settled, by stream sequence: the ack floor if we must recreate. */
   readonly #unsettled = new Set<number>();
   #lastSeq = 0;
   #stopped = false;
 
-  constructor(ctx: SourceContext<E>, name: string, subjects: readonly string[], start: StartPosition) {
+  constructor(ctx: SourceContext<E>, name: string, subjects: readonly string[], start: StartPosition, parked: ParkedStore) {
     this.#ctx = ctx;
     this.#name = name;
     this.#subjects = subjects;
     this.#start = start;
+    this.#parked = parked;
+    this.#maxDeliver = ctx.settings.maxDeliver ?? (declaredConsumerTemplates().durable.max_deliver as number);
   }
 
   async start(): Promise<void> {
     await this.#ensureConsumer(undefined);
+    await this.#ensureReplayConsumer();
+    const batch = this.#ctx.settings.batch ?? 16;
     try {
       const consumer = await this.#ctx.js.consumers.get(this.#ctx.stream, this.#name);
-      this.#messages = await consumer.consume({ max_messages: this.#ctx.settings.batch ?? 16 });
+      this.#messages = await consumer.consume({ max_messages: batch });
+      const replays = await this.#ctx.js.consumers.get(this.#parked.stream, this.#name);
+      this.#replays = await replays.consume({ max_messages: batch });
     } catch (e) {
+      this.#messages?.stop();
       throw consumerError(e, this.#ctx.stream, `consuming durable ${this.#name}`);
     }
-    this.#pump = this.#run(this.#messages);
-    this.#watch = this.#watchStatus(this.#messages);
+    this.#pumps = [
+      this.#run(this.#messages, (m) => this.#fromJournal(m)),
+      this.#run(this.#replays, (m) => this.#fromParked(m)),
+      this.#watchStatus(this.#messages, (fromSeq) => this.#ensureConsumer(fromSeq)),
+      this.#watchStatus(this.#replays, () => this.#ensureReplayConsumer()),
+    ];
   }
 
   async update(subjects: readonly string[]): Promise<void> {
@@ -67,12 +97,29 @@ export class DurableSource<E> implements Source {
 
   async stop(): Promise<void> {
     this.#stopped = true;
-    const m = this.#messages;
-    this.#messages = undefined;
-    if (m) {
-      m.stop();
-      await Promise.all([this.#pump, this.#watch]);
-    }
+    const running = [this.#messages, this.#replays];
+    this.#messages = this.#replays = undefined;
+    for (const m of running) m?.stop();
+    await Promise.all([...this.#pumps, ...this.#settling]);
+  }
+
+  /** What settling and parking need to know. */
+  get #settler(): Settler {
+    return {
+      durable: this.#name,
+      maxDeliver: this.#maxDeliver,
+      backoffMs: this.#backoffMs,
+      retryMs: this.#ackWaitMs,
+      parked: this.#parked,
+      log: this.#ctx.log,
+      report: (r) => this.#ctx.report(r),
+    };
+  }
+
+  #track(p: Promise<unknown>): void {
+    const settled = p.catch((e: unknown) => this.#ctx.log.warn({ durable: this.#name, err: (e as Error).message }, "settling a delivery failed; it will come again"));
+    this.#settling.add(settled);
+    void settled.finally(() => this.#settling.delete(settled));
   }
 
   #filters(): Pick<ConsumerConfig, "filter_subject" | "filter_subjects"> {
@@ -87,9 +134,10 @@ export class DurableSource<E> implements Source {
       durable_name: this.#name,
       ack_policy: AckPolicy.Explicit,
       ...this.#filters(),
+      max_deliver: -1,
+      metadata: { [MAX_DELIVER_KEY]: String(this.#maxDeliver) },
     };
     if (s.ackWaitMs !== undefined) config.ack_wait = nanos(s.ackWaitMs);
-    if (s.maxDeliver !== undefined) config.max_deliver = s.maxDeliver;
     if (s.backoffMs !== undefined) {
       config.backoff = s.backoffMs.map((ms) => nanos(ms));
       config.ack_wait = config.backoff[0];
@@ -99,10 +147,6 @@ export class DurableSource<E> implements Source {
       delete config.backoff;
     }
     if (s.maxAckPending !== undefined) config.max_ack_pending = s.maxAckPending;
-    // A server refuses max_deliver not above the number of backoff steps.
-    if (config.backoff && config.max_deliver !== undefined && config.max_deliver !== -1 && config.max_deliver <= config.backoff.length) {
-      config.backoff = config.backoff.slice(0, Math.max(1, config.max_deliver - 1));
-    }
     const start = fromSeq !== undefined ? { seq: fromSeq } : this.#start;
     if (start === "new") config.deliver_policy = DeliverPolicy.New;
     else if (start === "all") config.deliver_policy = DeliverPolicy.All;
@@ -121,7 +165,7 @@ export class DurableSource<E> implements Source {
     const jsm = await this.#ctx.jsm();
     try {
       const info = await jsm.consumers.info(this.#ctx.stream, this.#name);
-      this.#ackWaitMs = (info.config.ack_wait ?? 30e9) / 1e6;
+      this.#adopt(info.config);
       const filters = this.#filters();
       const same = JSON.stringify(info.config.filter_subjects ?? [info.config.filter_subject]) === JSON.stringify(filters.filter_subjects ?? [filters.filter_subject]);
       if (!same) await jsm.consumers.update(this.#ctx.stream, this.#name, filters);
@@ -133,37 +177,95 @@ export class DurableSource<E> implements Source {
     }
     try {
       const info = await jsm.consumers.add(this.#ctx.stream, this.#config(fromSeq));
-      this.#ackWaitMs = (info.config.ack_wait ?? 30e9) / 1e6;
+      this.#adopt(info.config);
     } catch (e) {
       throw consumerError(e, this.#ctx.stream, `creating durable ${this.#name}`);
     }
   }
 
-  async #run(messages: ConsumerMessages): Promise<void> {
+  /** Takes the settings of the durable as it exists: whoever created it chose them. */
+  #adopt(config: ConsumerConfig): void {
+    this.#ackWaitMs = (config.ack_wait ?? 30e9) / 1e6;
+    this.#backoffMs = (config.backoff ?? []).map((ns) => ns / 1e6);
+    const declared = Number(config.metadata?.[MAX_DELIVER_KEY]);
+    // A durable made before jetloop kept the limit itself has it in the server's max_deliver.
+    if (Number.isSafeInteger(declared) && declared > 0) this.#maxDeliver = declared;
+    else if (config.max_deliver !== undefined && config.max_deliver > 0) this.#maxDeliver = config.max_deliver;
+  }
+
+  /** The durable's consumer on the parked store: what `parked replay` sends back to it. */
+  async #ensureReplayConsumer(): Promise<void> {
+    const jsm = await this.#ctx.jsm();
+    const stream = this.#parked.stream;
+    const what = `the replay consumer of durable ${this.#name}`;
+    try {
+      await jsm.consumers.info(stream, this.#name);
+      return; // made by another process of this durable, or an earlier run
+    } catch (e) {
+      if (!(e instanceof JetStreamApiError && e.code === JetStreamApiCodes.ConsumerNotFound)) throw consumerError(e, stream, `reading ${what}`);
+    }
+    const journal = this.#config(undefined);
+    try {
+      await jsm.consumers.add(stream, {
+        durable_name: this.#name,
+        ack_policy: AckPolicy.Explicit,
+        deliver_policy: DeliverPolicy.All,
+        filter_subject: parkedFilter(this.#ctx.decode.namespace, this.#name, "replay"),
+        ack_wait: nanos(this.#ackWaitMs),
+        max_deliver: -1,
+        max_ack_pending: journal.max_ack_pending,
+        inactive_threshold: journal.inactive_threshold,
+      });
+    } catch (e) {
+      // Another process of this durable made it in between.
+      if (e instanceof JetStreamApiError && CONSUMER_EXISTS.has(e.code)) return;
+      throw consumerError(e, stream, `creating ${what}`);
+    }
+  }
+
+  #fromJournal(m: JsMsg): Original {
+    this.#lastSeq = Math.max(this.#lastSeq, m.seq);
+    return { msg: m, journalSeq: m.seq, subject: m.subject, data: m.data, deliveryCount: m.info.deliveryCount };
+  }
+
+  #fromParked(m: JsMsg): Original | undefined {
+    const e = readParked("replay", m.seq, m.headers, m.data);
+    return e && { msg: m, journalSeq: e.journalSeq, subject: e.subject, data: m.data, deliveryCount: m.info.deliveryCount, storeSeq: m.seq };
+  }
+
+  async #run(messages: ConsumerMessages, original: (m: JsMsg) => Original | undefined): Promise<void> {
     const ctx = this.#ctx;
+    const settler = this.#settler;
     try {
       for await (const m of messages) {
-        this.#lastSeq = Math.max(this.#lastSeq, m.seq);
-        const d = decodeMessage(ctx.decode, m.subject, m.data);
+        const o = original(m);
+        if (!o) {
+          ctx.log.warn({ durable: this.#name, subject: m.subject }, "not a parked entry; skipped");
+          m.term();
+          continue;
+        }
+        const d = decodeMessage(ctx.decode, o.subject, o.data);
         if (!d.ok) {
-          reportPoison(ctx, m.seq, m.subject, d.error);
-          m.term(`jetloop: ${d.error.code}`);
-          continue;
+          reportPoison(ctx, o.journalSeq, o.subject, d.error);
+          await park(settler, o, "poison", d.error.code, d.error.message);
+        } else if (d.skip) {
+          await acknowledge(settler, o).catch(() => undefined); // not acknowledged: it comes again and is skipped again
+        } else if (o.deliveryCount > this.#maxDeliver) {
+          await park(settler, o, "max_deliver", "NOT_SETTLED", `not settled within ${this.#maxDeliver} deliveries`);
+        } else {
+          await ctx.queue.pushEnduring(this.#deliver(o, d.event));
         }
-        if (d.skip) {
-          m.ack();
-          continue;
-        }
-        await ctx.queue.pushEnduring(this.#deliver(m, d.event));
       }
     } catch (e) {
       if (!this.#stopped) ctx.fail(consumerError(e, ctx.stream, `durable ${this.#name}`));
     }
   }
 
-  #deliver(m: JsMsg, event: E) {
-    const seq = m.seq;
-    this.#unsettled.add(seq);
+  #deliver(o: Original, event: E) {
+    const m = o.msg;
+    // The ack floor concerns the journal consumer only.
+    const seq = o.storeSeq === undefined ? m.seq : undefined;
+    if (seq !== undefined) this.#unsettled.add(seq);
     const started = Date.now();
     const every = Math.max(250, Math.floor(this.#ackWaitMs / 2));
     const timer = setInterval(() => {
@@ -171,13 +273,14 @@ export class DurableSource<E> implements Source {
       else m.working();
     }, every);
     timer.unref();
-    return durableDelivery(m, event, () => {
+    const onSettle = () => {
       clearInterval(timer);
-      this.#unsettled.delete(seq);
-    });
+      if (seq !== undefined) this.#unsettled.delete(seq);
+    };
+    return durableDelivery(this.#settler, o, event, onSettle, (p) => this.#track(p));
   }
 
-  async #watchStatus(messages: ConsumerMessages): Promise<void> {
+  async #watchStatus(messages: ConsumerMessages, recreate: (fromSeq: number | undefined) => Promise<void>): Promise<void> {
     try {
       for await (const s of messages.status()) {
         if (s.type === "heartbeats_missed") {
@@ -186,7 +289,7 @@ export class DurableSource<E> implements Source {
           if (this.#stopped) return;
           const fromSeq = this.#unsettled.size > 0 ? Math.min(...this.#unsettled) : this.#lastSeq + 1;
           try {
-            await this.#ensureConsumer(this.#lastSeq === 0 ? undefined : fromSeq);
+            await recreate(this.#lastSeq === 0 ? undefined : fromSeq);
             this.#ctx.report({ kind: "consumer_recreated", fromSeq, reason: s.type });
             this.#ctx.log.warn({ durable: this.#name, fromSeq }, "durable consumer was gone; recreated it");
           } catch (e) {

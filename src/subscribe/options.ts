@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { OptionsError } from "../errors.js";
+import type { ParkReason } from "../parking/parked-entry.js";
 import type { DeliveryFailure } from "./delivery.js";
 
 /** Where an enduring subscription starts. */
@@ -25,7 +26,11 @@ const subscribeShape = z.object({
     .optional(),
   /** Durable only: a fixed ack wait in ms, instead of the backoff. Default 30000 (streams/consumers.json). */
   ackWaitMs: z.number().int().min(100).optional(),
-  /** Durable only: deliveries before a message is given up. Default 5. */
+  /**
+   * Durable only: deliveries before a failing or unsettled message is parked (kept in the
+   * parked store for `parked replay`). Default 5 (streams/consumers.json). Enforced by
+   * jetloop; fixed when the durable is created (processes sharing it use the creator's).
+   */
   maxDeliver: z.number().int().min(1).optional(),
   /** Durable only: redelivery delays in ms (the first is the ack wait). Default 30s, 1m, 5m, 15m. */
   backoffMs: z.array(z.number().int().min(1)).min(1).optional(),
@@ -59,7 +64,11 @@ export type SubscriptionReport =
   | { readonly kind: "poison"; readonly journalSeq: number; readonly subject: string; readonly error: DeliveryFailure }
   | { readonly kind: "dropped"; readonly total: number }
   | { readonly kind: "consumer_recreated"; readonly fromSeq: number; readonly reason: string }
-  | { readonly kind: "heartbeats_missed"; readonly count: number };
+  | { readonly kind: "heartbeats_missed"; readonly count: number }
+  /** A durable delivery was copied to the parked store, then terminated. */
+  | { readonly kind: "parked"; readonly journalSeq: number; readonly reason: ParkReason; readonly code: string }
+  /** Parking failed: the delivery was not terminated and comes again. */
+  | { readonly kind: "park_failed"; readonly journalSeq: number; readonly error: Error };
 
 export function parseSubscribeOptions(options: SubscribeOptions): SubscribeSettings {
   const { onReport: _onReport, ...rest } = options;

@@ -14,6 +14,7 @@ import { LiveSource } from "./live-source.js";
 import { type SubscribeOptions, parseSubscribeOptions, type SubscriptionReport } from "./options.js";
 import { OrderedSource } from "./ordered-source.js";
 import type { Source, SourceContext } from "./source.js";
+import type { ConsumerFigures } from "../streams/consumer-figures.js";
 
 export interface SubscriptionStats {
   /** Deliveries handed to the reader. */
@@ -22,6 +23,8 @@ export interface SubscriptionStats {
   readonly dropped: number;
   /** Malformed messages reported and skipped. */
   readonly poison: number;
+  /** Durable deliveries this subscription copied to the parked store. */
+  readonly parked: number;
 }
 
 export class Subscription<E, D extends Delivery<E> = Delivery<E>> implements AsyncIterable<D> {
@@ -35,6 +38,7 @@ export class Subscription<E, D extends Delivery<E> = Delivery<E>> implements Asy
   #closed = false;
   #delivered = 0;
   #poison = 0;
+  #parked = 0;
   #unlisten: (() => void) | undefined;
   readonly #ctx: SourceContext<E>;
 
@@ -65,7 +69,7 @@ export class Subscription<E, D extends Delivery<E> = Delivery<E>> implements Asy
     };
     if (resolved.journalSubjects.length > 0) {
       this.#enduring = settings.durable
-        ? new DurableSource(this.#ctx, settings.durable, resolved.journalSubjects, settings.start ?? "all")
+        ? new DurableSource(this.#ctx, settings.durable, resolved.journalSubjects, settings.start ?? "all", bus.parked)
         : new OrderedSource(this.#ctx, resolved.journalSubjects, settings.start ?? "new");
     }
     if (resolved.liveSubjects.length > 0) this.#live = new LiveSource(this.#ctx, resolved.liveSubjects);
@@ -120,7 +124,16 @@ export class Subscription<E, D extends Delivery<E> = Delivery<E>> implements Asy
   }
 
   stats(): SubscriptionStats {
-    return { delivered: this.#delivered, dropped: this.#queue.dropped, poison: this.#poison };
+    return { delivered: this.#delivered, dropped: this.#queue.dropped, poison: this.#poison, parked: this.#parked };
+  }
+
+  /**
+   * A durable subscription's figures as the server has them (pending, waiting for ack,
+   * redelivered, parked, behind the journal); undefined for an ordered one.
+   */
+  async lag(): Promise<ConsumerFigures | undefined> {
+    const durable = this.#ctx.settings.durable;
+    return durable === undefined ? undefined : this.#bus.consumer(durable);
   }
 
   /** The filter in force. */
@@ -165,6 +178,7 @@ export class Subscription<E, D extends Delivery<E> = Delivery<E>> implements Asy
 
   #report(r: SubscriptionReport): void {
     if (r.kind === "poison") this.#poison++;
+    if (r.kind === "parked") this.#parked++;
     try {
       this.#onReport?.(r);
     } catch (e) {

@@ -2,7 +2,10 @@
 import { execFile } from "node:child_process";
 import { execSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
-import { connect, createEvent, newId } from "../../src/index.js";
+import { connect, createEvent, newId, type DurableDelivery, type JetloopEvent } from "../../src/index.js";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { Reader } from "../harness/reader.js";
+import { waitFor } from "../harness/server.js";
 import { natsUrl, uniqueNamespace } from "../harness/context.js";
 
 interface Run {
@@ -21,7 +24,7 @@ function jetloop(args: string[], env: NodeJS.ProcessEnv = process.env): Promise<
 
 describe("jetloop CLI", () => {
   it("prints help for every command and refuses bad usage", async () => {
-    for (const command of ["provision", "tail", "replay", "demo"]) {
+    for (const command of ["provision", "tail", "replay", "parked", "consumers", "demo"]) {
       const r = await jetloop([command, "--help"]);
       expect(r.code, command).toBe(0);
       expect(r.stdout).toContain(`jetloop ${command}`);
@@ -32,7 +35,10 @@ describe("jetloop CLI", () => {
     const bad = await jetloop(["replay", "--server", natsUrl()]);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain("--session is required");
-  });
+    for (const args of [["parked", "list2"], ["parked", "show", "--durable", "x"], ["parked", "replay", "--durable", "x"], ["parked", "drop", "--durable", "x", "--seq", "1", "--all"]]) {
+      expect((await jetloop([...args, "--server", natsUrl()])).code, args.join(" ")).toBe(2);
+    }
+  }, 120_000);
 
   it("provisions idempotently and reports drift with --verify", async () => {
     const ns = uniqueNamespace();
@@ -97,5 +103,71 @@ describe("jetloop CLI", () => {
     expect(r.stdout).toContain("demo complete");
     const left = execSync("ps -eo args", { encoding: "utf8" }).split("\n").filter((l) => l.includes("jetloop-demo-") || l.includes("demo-answerer"));
     expect(left).toEqual([]);
+  }, 60_000);
+
+  it("parked list/show/replay/drop and consumers, as lines or JSON; provision --max-age warns of an unacknowledged backlog", async () => {
+    const ns = uniqueNamespace();
+    const bus = await connect({ servers: natsUrl(), namespace: ns });
+    try {
+      await bus.provision();
+      const base = ["--server", natsUrl(), "--namespace", ns];
+      const sessionId = newId();
+      const coords = { sessionId, loopId: newId(), turnId: newId(), stepId: newId() };
+      const seqs: number[] = [];
+      for (let i = 0; i < 3; i++) seqs.push((await bus.publish(createEvent("PermissionDecided", { ...coords, toolExecutionId: newId(), effect: "deny" }))).journalSeq);
+      const sub = await bus.subscribeEvents({ sessions: [sessionId], enduring: "all" }, { durable: "svc", maxDeliver: 1 });
+      const r = new Reader<DurableDelivery<JetloopEvent>>(sub);
+      try {
+        const [a, b, c] = await r.take(3);
+        await a!.ack();
+        await b!.fail(new Error("ledger offline"));
+        c!.term("unsupported effect");
+        await waitFor("two parked", async () => (await bus.parked.list("svc")).length === 2, 10_000);
+
+        const list = await jetloop(["parked", "list", ...base, "--json"]);
+        expect(list.code).toBe(0);
+        const entries = list.stdout.trim().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>);
+        expect(entries).toMatchObject([
+          { durable: "svc", journalSeq: seqs[1], state: "held", reason: "max_deliver", errorCode: "Error", deliveryCount: 1 },
+          { durable: "svc", journalSeq: seqs[2], state: "held", reason: "terminated", errorCode: "TERMINATED", errorMessage: "unsupported effect" },
+        ]);
+        expect(entries.every((e) => !("data" in e))).toBe(true);
+        const show = await jetloop(["parked", "show", ...base, "--durable", "svc", "--seq", String(seqs[1])]);
+        expect(show.code).toBe(0);
+        expect(show.stdout).toContain(`#${seqs[1]} svc held max_deliver Error`);
+        expect(show.stdout).toContain("ledger offline");
+        expect((await jetloop(["parked", "show", ...base, "--durable", "svc", "--seq", "999"])).code).toBe(1);
+
+        const consumers = await jetloop(["consumers", ...base, "--json"]);
+        expect(consumers.code).toBe(0);
+        const svc = JSON.parse(consumers.stdout.trim().split("\n")[0]!) as Record<string, unknown>;
+        const ci = await (await jetstreamManager(bus.nc)).consumers.info(bus.stream, "svc");
+        expect(svc).toMatchObject({ durable: "svc", pending: ci.num_pending, ackPending: ci.num_ack_pending, redelivered: ci.num_redelivered, parked: 2, ackFloorSeq: ci.ack_floor.stream_seq });
+
+        const replay = await jetloop(["parked", "replay", ...base, "--durable", "svc", "--seq", String(seqs[1])]);
+        expect(replay.code).toBe(0);
+        expect(replay.stderr).toContain("1 sent back to durable svc");
+        const back = await r.one(10_000);
+        expect([back.journalSeq, back.replayed]).toEqual([seqs[1], true]);
+        await back.ack();
+        const drop = await jetloop(["parked", "drop", ...base, "--durable", "svc", "--all"]);
+        expect(drop.stderr).toContain("1 dropped");
+        expect(await bus.parked.list("svc")).toEqual([]);
+      } finally {
+        await sub.close();
+      }
+
+      // A backlog the durable has not acknowledged, then a retention limit: a warning.
+      await bus.publish(createEvent("PermissionDecided", { ...coords, toolExecutionId: newId(), effect: "deny" }));
+      const limited = await jetloop(["provision", ...base, "--max-age", "720h"]);
+      expect(limited.code).toBe(0);
+      expect(limited.stdout).toContain("max_age: live 0 → declared 2592000000000000");
+      expect(limited.stderr).toContain("warning: stream");
+      expect(limited.stderr).toContain("durable svc has not acknowledged (1)");
+      expect((await jetloop(["consumers", ...base])).stderr).toContain("warning: stream");
+      expect((await jetloop(["provision", ...base, "--max-age", "soon"])).code).toBe(1);
+    } finally {
+      await bus.close();
+    }
   }, 60_000);
 });

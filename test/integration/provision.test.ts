@@ -1,6 +1,6 @@
 // Provisioning the events stream against a real nats-server: idempotent, drift reported
 // and (when the live stream can take it) corrected, incompatible streams left alone.
-import { jetstreamManager, RetentionPolicy, StorageType, type JetStreamManager, type StreamConfig } from "@nats-io/jetstream";
+import { DiscardPolicy, jetstreamManager, RetentionPolicy, StorageType, type JetStreamManager, type StreamConfig } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -33,7 +33,7 @@ afterAll(async () => {
 /** A bus on a namespace of its own; its stream is deleted after the file. */
 function freshBus(options: { maxEventBytes?: number } = {}): Jetloop {
   const bus = Jetloop.fromConnection(nc, { namespace: uniqueNamespace(), ...options });
-  created.push(bus.stream);
+  created.push(bus.stream, bus.parked.stream);
   return bus;
 }
 
@@ -58,7 +58,13 @@ function declared(bus: Jetloop): Record<string, unknown> {
 describe("provision", () => {
   it("creates the declared stream, then changes nothing however often it runs", async () => {
     const bus = freshBus();
-    expect(await bus.provision()).toEqual({ stream: bus.stream, action: "created", drift: [] });
+    expect(await bus.provision()).toEqual({
+      stream: bus.stream,
+      action: "created",
+      drift: [],
+      parked: { stream: bus.parked.stream, action: "created", drift: [] },
+      warnings: [],
+    });
     const live = await liveConfig(bus.stream);
     expect(diffStreamConfig(live as unknown as Record<string, unknown>, declared(bus))).toEqual([]);
     expect(live).toMatchObject({
@@ -69,15 +75,25 @@ describe("provision", () => {
       num_replicas: 1,
       duplicate_window: 2 * 60e9,
       max_msg_size: bus.settings.maxEventBytes,
-      max_age: 2160 * HOUR,
+      // No retention unless asked for: the journal is kept.
+      max_age: 0,
+      max_bytes: -1,
       allow_direct: true,
       deny_delete: true,
+    });
+    expect(await liveConfig(bus.parked.stream)).toMatchObject({
+      subjects: [`${bus.namespace}.parked.>`],
+      storage: StorageType.File,
+      discard: DiscardPolicy.New,
+      max_msgs_per_subject: 1,
+      max_age: 0,
     });
     await bus.publish(createEvent("SessionStarted", { sessionId: newId() }));
     const before = await jsm.streams.info(bus.stream);
 
-    for (let i = 0; i < 3; i++) expect(await bus.provision()).toEqual({ stream: bus.stream, action: "unchanged", drift: [] });
-    expect(await bus.provision({ mode: "verify" })).toEqual({ stream: bus.stream, action: "unchanged", drift: [] });
+    const unchanged = { stream: bus.stream, action: "unchanged", drift: [], parked: { stream: bus.parked.stream, action: "unchanged", drift: [] }, warnings: [] };
+    for (let i = 0; i < 3; i++) expect(await bus.provision()).toEqual(unchanged);
+    expect(await bus.provision({ mode: "verify" })).toEqual(unchanged);
     // Another process (its own connection) sees the same.
     const other = await connect({ servers: natsServers(), namespace: bus.namespace });
     try {
@@ -97,8 +113,11 @@ describe("provision", () => {
       stream: bus.stream,
       action: "drifted",
       drift: [{ field: "name", live: undefined, desired: bus.stream, updatable: true }],
+      parked: { stream: bus.parked.stream, action: "drifted", drift: [{ field: "name", live: undefined, desired: bus.parked.stream, updatable: true }] },
+      warnings: [],
     });
     expect(await rejection(jsm.streams.info(bus.stream))).toBeTruthy();
+    expect(await rejection(jsm.streams.info(bus.parked.stream))).toBeTruthy();
   });
 
   it("reports a hand-changed mutable field as drift: verify leaves it, apply corrects it and keeps the messages", async () => {
@@ -109,7 +128,7 @@ describe("provision", () => {
 
     const drift = [
       { field: "duplicate_window", live: 30e9, desired: 2 * 60e9, updatable: true },
-      { field: "max_age", live: HOUR, desired: 2160 * HOUR, updatable: true },
+      { field: "max_age", live: HOUR, desired: 0, updatable: true },
     ];
     const verified = await bus.provision({ mode: "verify" });
     expect(verified.action).toBe("drifted");
@@ -120,7 +139,7 @@ describe("provision", () => {
     const applied = await bus.provision();
     expect(applied.action).toBe("updated");
     expect(applied.drift).toEqual(verified.drift);
-    expect(await liveConfig(bus.stream)).toMatchObject({ max_age: 2160 * HOUR, duplicate_window: 2 * 60e9 });
+    expect(await liveConfig(bus.stream)).toMatchObject({ max_age: 0, duplicate_window: 2 * 60e9 });
     expect(await bus.provision()).toMatchObject({ action: "unchanged", drift: [] });
     // The update kept the journal.
     expect((await jsm.streams.getMessage(bus.stream, { seq: r.journalSeq }))?.seq).toBe(r.journalSeq);
@@ -130,10 +149,11 @@ describe("provision", () => {
     const bus = freshBus();
     await bus.provision();
     const bigger = Jetloop.fromConnection(nc, { namespace: bus.namespace, maxEventBytes: 4 * 1024 * 1024 });
-    expect(await bigger.provision({ mode: "verify" })).toEqual({
+    expect(await bigger.provision({ mode: "verify" })).toMatchObject({
       stream: bus.stream,
       action: "drifted",
       drift: [{ field: "max_msg_size", live: bus.settings.maxEventBytes, desired: 4 * 1024 * 1024, updatable: true }],
+      parked: { action: "unchanged" },
     });
     expect((await liveConfig(bus.stream)).max_msg_size).toBe(bus.settings.maxEventBytes);
   });
@@ -186,5 +206,48 @@ describe("provision", () => {
     expect(err).toMatchObject({ code: "PROVISION_DRIFT" });
     expect((err as Error).message).toContain(bus.stream);
     expect(await rejection(jsm.streams.info(bus.stream))).toBeTruthy();
+  });
+
+  it("makes retention an explicit choice, and warns when it can remove what a durable has not acknowledged", async () => {
+    const bus = freshBus();
+    await bus.provision();
+    const sessionId = newId();
+    for (let i = 0; i < 3; i++) await bus.publish(createEvent("SessionStarted", { sessionId }));
+    // A durable that has acknowledged nothing: three events are its backlog.
+    const sub = await bus.subscribeEvents({ sessions: [sessionId], enduring: "all" }, { durable: "billing", batch: 1, enduringBuffer: 1 });
+    await sub.close();
+
+    const limited = await bus.provision({ maxAge: "720h", maxBytes: 1 << 30 });
+    expect(limited.action).toBe("updated");
+    expect(limited.drift).toEqual(
+      expect.arrayContaining([
+        { field: "max_age", live: 0, desired: 720 * HOUR, updatable: true },
+        { field: "max_bytes", live: -1, desired: 1 << 30, updatable: true },
+      ]),
+    );
+    expect(await liveConfig(bus.stream)).toMatchObject({ max_age: 720 * HOUR, max_bytes: 1 << 30 });
+    expect(limited.warnings).toEqual([
+      {
+        durable: "billing",
+        unacknowledged: 3,
+        limits: [
+          { field: "max_age", value: 720 * HOUR },
+          { field: "max_bytes", value: 1 << 30 },
+        ],
+        message: `stream ${bus.stream} has max_age 720h, max_bytes 1073741824: it can remove events durable billing has not acknowledged (3)`,
+      },
+    ]);
+    // verify reports the limit in force, and drift back to the default, without changing it.
+    const verified = await bus.provision({ mode: "verify" });
+    expect(verified.warnings.map((w) => w.durable)).toEqual(["billing"]);
+    expect(verified.drift.map((d) => d.field).sort()).toEqual(["max_age", "max_bytes"]);
+    expect((await bus.consumers()).warnings).toEqual(limited.warnings);
+    // Provisioning without the options removes the limits again: nothing to warn of.
+    expect((await bus.provision()).warnings).toEqual([]);
+    expect(await liveConfig(bus.stream)).toMatchObject({ max_age: 0, max_bytes: -1 });
+
+    for (const bad of [{ maxAge: "soon" }, { maxAge: "0" }, { maxBytes: 0 }, { maxBytes: 1.5 }]) {
+      expect(await rejection(bus.provision(bad)), JSON.stringify(bad)).toMatchObject({ code: "OPTIONS_INVALID" });
+    }
   });
 });

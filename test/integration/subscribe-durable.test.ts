@@ -1,7 +1,7 @@
 // Durable subscriptions (microservices): explicit settlement, redelivery, max-deliver,
 // ack extension, crash recovery, shared work and resuming from the ack floor.
-import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { JetStreamManager } from "@nats-io/jetstream";
+import { describe, expect, it } from "vitest";
 import {
   ConnectionClosedError,
   connect,
@@ -13,7 +13,7 @@ import {
   type JetloopEvent,
   type SubscribeOptions,
 } from "../../src/index.js";
-import { natsServers, uniqueNamespace } from "../harness/context.js";
+import { natsServers, provisionedBus } from "../harness/context.js";
 import { sleep } from "../harness/server.js";
 import { Reader, TIMEOUT } from "../harness/reader.js";
 
@@ -26,19 +26,7 @@ function step(sessionId: string): JetloopEvent {
 
 let bus: Jetloop;
 let jsm: JetStreamManager;
-const cleanup: (() => Promise<unknown>)[] = [];
-
-beforeAll(async () => {
-  bus = await connect({ servers: natsServers(), namespace: uniqueNamespace() });
-  await bus.provision();
-  jsm = await jetstreamManager(bus.nc);
-});
-
-afterAll(async () => {
-  for (const c of cleanup.reverse()) await c().catch(() => undefined);
-  await jsm?.streams.delete(bus.stream).catch(() => undefined);
-  await bus?.close();
-});
+const cleanup = provisionedBus((b, j) => void ([bus, jsm] = [b, j]));
 
 /** A fresh session and durable name per test, so tests never share a consumer. */
 function fixture() {
@@ -56,6 +44,7 @@ function fixture() {
   };
   const info = () => jsm.consumers.info(bus.stream, durable);
   cleanup.push(() => jsm.consumers.delete(bus.stream, durable));
+  cleanup.push(() => jsm.consumers.delete(bus.parked.stream, durable));
   return { session, durable, publish, subscribe, info };
 }
 
@@ -125,7 +114,7 @@ describe.concurrent("durable subscriptions", () => {
     expect(ci.ack_floor.stream_seq).toBeGreaterThanOrEqual(seqs[1]!);
   });
 
-  it("maxDeliver: after N deliveries the event is given up, and later events still flow", async () => {
+  it("maxDeliver: after N deliveries the event is parked, and later events still flow", async () => {
     const f = fixture();
     const [seq] = await f.publish(1);
     const r = new Reader(await f.subscribe({ maxDeliver: 3, backoffMs: [100] }));
@@ -139,8 +128,12 @@ describe.concurrent("durable subscriptions", () => {
     expect(counts).toEqual([1, 2, 3]);
     expect(await r.extra(700), "no fourth delivery").toBeUndefined();
     const ci = await f.info();
-    expect(ci.config.max_deliver).toBe(3);
+    // jetloop keeps the limit (in the consumer's metadata); the server's is unlimited, so a
+    // delivery whose parking failed comes again.
+    expect(ci.config.max_deliver).toBe(-1);
+    expect(ci.config.metadata?.jetloop_max_deliver).toBe("3");
     expect(ci.num_ack_pending).toBe(0);
+    expect((await bus.parked.list(f.durable)).map((e) => [e.journalSeq, e.reason, e.errorCode, e.deliveryCount])).toEqual([[seq, "max_deliver", "NAK", 3]]);
     const [next] = await f.publish(1);
     const d = await r.one(5000);
     expect([d.journalSeq, d.deliveryCount]).toEqual([next, 1]);

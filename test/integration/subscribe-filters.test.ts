@@ -290,7 +290,7 @@ describe("each subscription receives exactly its selection", () => {
       // and skipped (seen once: one past the last match, a message of another selection).
       expect(ci.delivered.stream_seq).toBeGreaterThanOrEqual(wireEnduring.at(-1)!.journalSeq);
     }
-    expect(c.sub!.stats()).toEqual({ delivered: got.length, dropped: 0, poison: 0 });
+    expect(c.sub!.stats()).toEqual({ delivered: got.length, dropped: 0, poison: 0, parked: 0 });
     expect(c.sub!.err()).toBeUndefined();
   });
 

@@ -164,7 +164,7 @@ describe("poison in the journal", () => {
       expect(await r.extra(200)).toBeUndefined();
       checkGoods(got);
       checkReports(reports);
-      expect(sub.stats()).toEqual({ delivered: goods.length, dropped: 0, poison: planted.length });
+      expect(sub.stats()).toEqual({ delivered: goods.length, dropped: 0, poison: planted.length, parked: 0 });
       expect(sub.err()).toBeUndefined();
     } finally {
       await sub.close();
@@ -182,7 +182,7 @@ describe("poison in the journal", () => {
     expect(logs.join("\n")).not.toContain(SECRET.slice(0, 10));
   });
 
-  it("a durable subscription reports and terminates each: never redelivered, not even to a restarted consumer", async () => {
+  it("a durable subscription reports, parks and terminates each: never redelivered, not even to a restarted consumer", async () => {
     const durable = `poison-${newId().slice(-8)}`;
     const reports: SubscriptionReport[] = [];
     const options = { durable, backoffMs: [300], onReport: (r: SubscriptionReport) => reports.push(r) };
@@ -202,6 +202,14 @@ describe("poison in the journal", () => {
       expect(ci.num_pending).toBe(0);
       expect(ci.ack_floor.stream_seq).toBeGreaterThanOrEqual(goods.at(-1)!.seq);
       expect(sub.stats().poison).toBe(planted.length);
+      // Each is kept in the parked store with its decode error, its bytes as they were.
+      expect(sub.stats().parked).toBe(planted.length);
+      const parked = await bus.parked.list(durable);
+      expect(parked.map((e) => [e.journalSeq, e.subject, e.reason, e.state])).toEqual(planted.map((p) => [p.seq, p.subject, "poison", "held"]));
+      for (const e of parked) {
+        expect(e.errorCode).toMatch(/^(EVENT_|REQUEST_|DELIVERY_)/);
+        expect(e.data).toEqual((await jsm.streams.getMessage(bus.stream, { seq: e.journalSeq }))!.data);
+      }
     } finally {
       await sub.close();
     }
@@ -213,6 +221,7 @@ describe("poison in the journal", () => {
     } finally {
       await sub2.close();
       await jsm.consumers.delete(bus.stream, durable);
+      await bus.parked.drop(durable, "all");
     }
   });
 
@@ -274,7 +283,7 @@ describe("poison on live subjects", () => {
       expect((poison[0]!.error as EventDecodeError).reason).toBe("malformed_json");
       expect(poison[1]!.error).toBeInstanceOf(DeliveryMismatchError);
       expect((poison[2]!.error as EventDecodeError).reason).toBe("duplicate_key");
-      expect(sub.stats()).toEqual({ delivered: 2, dropped: 0, poison: 3 });
+      expect(sub.stats()).toEqual({ delivered: 2, dropped: 0, poison: 3, parked: 0 });
       expect(sub.err()).toBeUndefined();
     } finally {
       await sub.close();

@@ -82,7 +82,7 @@ describe("declaredStreamConfig", () => {
       num_replicas: 3,
       duplicate_window: 2 * MINUTE,
       max_msg_size: DEFAULT_MAX_EVENT_BYTES,
-      max_age: 2160 * HOUR,
+      max_age: 0,
       max_bytes: -1,
       max_msgs: -1,
       max_msgs_per_subject: -1,
@@ -108,10 +108,15 @@ describe("declaredStreamConfig", () => {
     expect(Object.keys(declaredStreamConfig(vars)).sort()).toEqual(Object.keys(raw).filter((k) => !k.startsWith("$")).sort());
   });
 
-  it("has a duplicate window shorter than the retention, so a retried publish is always deduplicated", () => {
+  it("keeps the journal by default; retention is an explicit choice, rendered into max_age and max_bytes", () => {
     const c = declaredStreamConfig(vars);
+    expect([c.max_age, c.max_bytes]).toEqual([0, -1]);
     expect(c.duplicate_window as number).toBeGreaterThan(0);
-    expect(c.duplicate_window as number).toBeLessThan(c.max_age as number);
+    const limited = declaredStreamConfig({ ...vars, maxAge: 720 * HOUR, maxBytes: 1 << 30 });
+    expect([limited.max_age, limited.max_bytes]).toEqual([720 * HOUR, 1 << 30]);
+    // A retried publish is deduplicated within any sensible retention.
+    expect(limited.duplicate_window as number).toBeLessThan(limited.max_age as number);
+    expect(declaredStreamConfig({ ...vars, maxAge: undefined, maxBytes: undefined })).toEqual(c);
   });
 });
 
@@ -171,7 +176,7 @@ describe("diffStreamConfig", () => {
       { field: "subjects", live: ["jl.>"], desired: ["jl.journal.>"], updatable: true },
       { field: "num_replicas", live: 3, desired: 1, updatable: true },
       { field: "duplicate_window", live: 30 * SECOND, desired: 2 * MINUTE, updatable: true },
-      { field: "max_age", live: HOUR, desired: 2160 * HOUR, updatable: true },
+      { field: "max_age", live: HOUR, desired: 0, updatable: true },
     ]);
   });
 
@@ -192,7 +197,7 @@ describe("diffStreamConfig", () => {
 
   it("reports every declared field missing from an empty live config except the zero-valued ones", () => {
     const drift = diffStreamConfig({}, desired);
-    expect(drift.map((d) => d.field).sort()).toEqual(Object.keys(desired).filter((k) => desired[k] !== false).sort());
+    expect(drift.map((d) => d.field).sort()).toEqual(Object.keys(desired).filter((k) => desired[k] !== false && desired[k] !== 0).sort());
     expect(drift.every((d) => d.live === undefined)).toBe(true);
   });
 });

@@ -1,16 +1,14 @@
 // Scenario 4: a durable consumer process killed with SIGKILL mid-batch, then started
 // again: it resumes from its ack floor and nothing is lost.
-import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import type { ChildProcess } from "node:child_process";
 import { join } from "node:path";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect, type JetloopEvent } from "../../../../src/index.js";
-import { REPO_ROOT, makeTempDir, sleep, waitFor } from "../../server.js";
+import { makeTempDir, sleep, waitFor } from "../../server.js";
+import { killAll, readRecordLines, startChild as startScript } from "../child-process.js";
 import { row, tally, type ScenarioRecord } from "../figures.js";
 import { enduring, eventIdOf, newCoords } from "../workload.js";
 import { record, scenarioNamespace, type ScenarioContext } from "./common.js";
-
-const CHILD = join(REPO_ROOT, "test/harness/reliability/durable-consumer-child.ts");
 
 export interface ConsumerCrashOptions {
   /** NATS server URLs (the suite's shared server is fine: the namespace is private). */
@@ -39,33 +37,10 @@ export interface ConsumerCrashResult {
 export const CONSUMER_CRASH = { id: "4-consumer-crash", title: "Durable consumer process killed (SIGKILL) mid-batch, restarted" } as const;
 
 function readRecords(file: string): { seq: number; id: string; count: number }[] {
-  if (!existsSync(file)) return [];
-  return readFileSync(file, "utf8")
-    .split("\n")
-    .filter((l) => l.length > 0)
-    .map((l) => {
-      const [seq, id, count] = l.split(" ");
-      return { seq: Number(seq), id: id!, count: Number(count) };
-    });
+  return readRecordLines(file).map(([seq, id, count]) => ({ seq: Number(seq), id: id!, count: Number(count) }));
 }
 
-function startChild(env: Record<string, string>): { child: ChildProcess; ready: Promise<void>; exited: Promise<void> } {
-  const child = spawn(process.execPath, ["--import", "tsx", CHILD], {
-    cwd: REPO_ROOT,
-    env: { ...process.env, ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let stderr = "";
-  child.stderr?.on("data", (b: Buffer) => (stderr += b.toString()));
-  const exited = new Promise<void>((r) => child.once("exit", () => r()));
-  const ready = new Promise<void>((resolve, reject) => {
-    child.stdout?.on("data", (b: Buffer) => {
-      if (b.toString().includes("ready")) resolve();
-    });
-    void exited.then(() => reject(new Error(`the consumer process exited before it was ready: ${stderr}`)));
-  });
-  return { child, ready, exited };
-}
+const startChild = (env: Record<string, string>) => startScript("durable-consumer-child.ts", env);
 
 export async function consumerCrashScenario(ctx: ScenarioContext, o: ConsumerCrashOptions): Promise<ConsumerCrashResult> {
   const t0 = Date.now();
@@ -148,7 +123,7 @@ export async function consumerCrashScenario(ctx: ScenarioContext, o: ConsumerCra
     );
     return { record: r, published, first, second, ackFloorAtKill, all, belowFloor };
   } finally {
-    for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill("SIGKILL");
+    killAll(children);
     await bus.close();
   }
 }

@@ -1,0 +1,49 @@
+import { parseArgs } from "node:util";
+import { connect } from "../bus.js";
+import type { ConsumerFigures } from "../streams/consumer-figures.js";
+import { connectionFlags, connectionHelp, connectOptions, parse } from "./args.js";
+
+export const consumersHelp = `jetloop consumers [--json]
+
+Lists every durable consumer of the namespace with its lag: pending (not yet
+delivered), ack pending (delivered, waiting for an ack), redelivered, parked, last
+activity, and how far its ack floor is behind the journal's last sequence. Warns on
+stderr when a retention limit of the events stream can remove events a durable has
+not acknowledged.
+
+  --json   one JSON object per durable, then one per warning
+
+${connectionHelp}`;
+
+function line(c: ConsumerFigures): string {
+  return [
+    c.durable.padEnd(24),
+    `pending=${c.pending}`,
+    `ack_pending=${c.ackPending}`,
+    `redelivered=${c.redelivered}`,
+    `parked=${c.parked}`,
+    `behind=${c.behind}`,
+    `last_activity=${c.lastActivity?.toISOString() ?? "-"}`,
+  ].join(" ");
+}
+
+export async function consumersCommand(argv: string[], out: (s: string) => void, err: (s: string) => void): Promise<number> {
+  const { values } = parse(() => parseArgs({ args: argv, options: { ...connectionFlags, json: { type: "boolean" } }, strict: true }));
+  if (values.help) {
+    out(consumersHelp);
+    return 0;
+  }
+  const bus = await connect(connectOptions(values));
+  try {
+    const report = await bus.consumers();
+    for (const c of report.consumers) out(values.json ? JSON.stringify(c) : line(c));
+    for (const w of report.warnings) {
+      if (values.json) out(JSON.stringify({ warning: w.message, durable: w.durable, unacknowledged: w.unacknowledged, limits: w.limits }));
+      err(`warning: ${w.message}`);
+    }
+    err(`${report.consumers.length} durable(s) on ${report.stream}, journal at ${report.lastSeq}`);
+    return 0;
+  } finally {
+    await bus.close();
+  }
+}

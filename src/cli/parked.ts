@@ -1,0 +1,98 @@
+import { parseArgs } from "node:util";
+import { connect } from "../bus.js";
+import type { ParkedEntry } from "../parking/parked-entry.js";
+import type { ParkedSelection } from "../parking/parked-store.js";
+import { connectionFlags, connectionHelp, connectOptions, parse, positiveInt, UsageError } from "./args.js";
+
+export const parkedHelp = `jetloop parked list [--durable NAME] [--json]
+jetloop parked show --durable NAME --seq N [--json]
+jetloop parked drop --durable NAME (--seq N | --all) [--json]
+jetloop parked replay --durable NAME (--seq N | --all) [--json]
+
+Durable deliveries kept after their last attempt, a handler's term with a reason, or
+a decode failure (poison). list and show print what was kept of each: journal
+sequence, durable, why, the last error, deliveries, when; never the payload. replay
+sends held entries back to that durable's handlers, in journal order; each leaves the
+store once a handler acknowledges it (poison is parked again). drop deletes entries.
+
+  --durable NAME   the durable consumer (list: all durables when omitted)
+  --seq N          one entry, by journal sequence
+  --all            every held entry of the durable
+  --json           one JSON object per line
+
+${connectionHelp}`;
+
+/** What is shown of an entry: everything but the payload, which may be what must not leak. */
+function view(e: ParkedEntry) {
+  return {
+    durable: e.durable,
+    journalSeq: e.journalSeq,
+    subject: e.subject,
+    state: e.state,
+    reason: e.reason,
+    errorCode: e.errorCode,
+    errorMessage: e.errorMessage,
+    deliveryCount: e.deliveryCount,
+    parkedAt: e.parkedAt.toISOString(),
+    bytes: e.data.length,
+  };
+}
+
+function line(e: ParkedEntry): string {
+  return `#${e.journalSeq} ${e.durable} ${e.state} ${e.reason} ${e.errorCode} deliveries=${e.deliveryCount} ${e.parkedAt.toISOString()} ${e.subject} (${e.data.length} bytes): ${e.errorMessage}`;
+}
+
+export async function parkedCommand(argv: string[], out: (s: string) => void, err: (s: string) => void): Promise<number> {
+  const [action, ...rest] = argv;
+  const { values } = parse(() =>
+    parseArgs({ args: rest, options: { ...connectionFlags, durable: { type: "string" }, seq: { type: "string" }, all: { type: "boolean" }, json: { type: "boolean" } }, strict: true }),
+  );
+  if (values.help || action === "--help" || action === "-h") {
+    out(parkedHelp);
+    return 0;
+  }
+  if (action !== "list" && action !== "show" && action !== "drop" && action !== "replay") throw new UsageError(`parked needs list, show, drop or replay, not ${JSON.stringify(action)}`);
+  const seq = positiveInt("seq", values.seq);
+  if (action !== "list" && !values.durable) throw new UsageError(`parked ${action} needs --durable`);
+  if (action === "show" && seq === undefined) throw new UsageError("parked show needs --seq");
+  if ((action === "drop" || action === "replay") && (seq === undefined) === !values.all) throw new UsageError(`parked ${action} needs exactly one of --seq and --all`);
+  const print = (entries: readonly ParkedEntry[]) => {
+    for (const e of entries) out(values.json ? JSON.stringify(view(e)) : line(e));
+  };
+  const bus = await connect(connectOptions(values));
+  try {
+    const durable = values.durable!;
+    const selection: ParkedSelection = seq === undefined ? "all" : { seq };
+    switch (action) {
+      case "list": {
+        const entries = await bus.parked.list(values.durable);
+        print(entries);
+        err(`${entries.length} parked`);
+        return 0;
+      }
+      case "show": {
+        const e = await bus.parked.show(durable, seq!);
+        if (!e) {
+          err(`durable ${durable} has nothing parked at journal sequence ${seq}`);
+          return 1;
+        }
+        print([e]);
+        return 0;
+      }
+      case "drop": {
+        const dropped = await bus.parked.drop(durable, selection);
+        print(dropped);
+        err(`${dropped.length} dropped`);
+        return 0;
+      }
+      case "replay": {
+        const sent = await bus.parked.replay(durable, selection);
+        print(sent);
+        err(`${sent.length} sent back to durable ${durable}`);
+        return 0;
+      }
+    }
+  } finally {
+    await bus.close();
+  }
+}

@@ -1,0 +1,137 @@
+/**
+ * The parked store (`streams/parked.json`): one entry per durable, state and journal
+ * sequence. Parking writes an entry; replay moves held entries to the replay state, where
+ * the durable's subscriptions pick them up (durable-source.ts) and remove them once
+ * acknowledged; drop deletes them. Operators reach it through the SDK
+ * (`bus.parked`) and `jetloop parked`.
+ */
+import { JetStreamApiCodes, JetStreamApiError, jetstream, type JetStreamManager } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { NotProvisionedError, ParkingError } from "../errors.js";
+import { parkedFilter, parkedSubject, parseParkedSubject } from "../subjects/subjects.js";
+import { entryHeaders, parkHeaders, readParked, type ParkedEntry, type ParkInput } from "./parked-entry.js";
+
+/** Which held entries of a durable an operation applies to. */
+export type ParkedSelection = { readonly seq: number } | "all";
+
+export class ParkedStore {
+  readonly #nc: NatsConnection;
+  readonly #jsm: () => Promise<JetStreamManager>;
+  readonly namespace: string;
+  readonly stream: string;
+
+  /** @internal Use `bus.parked`. */
+  constructor(nc: NatsConnection, jsm: () => Promise<JetStreamManager>, namespace: string, stream: string) {
+    this.#nc = nc;
+    this.#jsm = jsm;
+    this.namespace = namespace;
+    this.stream = stream;
+  }
+
+  /** Keeps a copy of a delivery; resolves once the store acknowledged it. */
+  async park(p: ParkInput): Promise<void> {
+    const subject = parkedSubject(this.namespace, p.durable, "held", p.journalSeq);
+    try {
+      await jetstream(this.#nc).publish(subject, p.data, { headers: parkHeaders(p, new Date()), expect: { streamName: this.stream } });
+    } catch (e) {
+      throw new ParkingError(p.durable, p.journalSeq, `the parked store ${this.stream} did not take it (${(e as Error).message})`, { cause: e });
+    }
+  }
+
+  /** Every parked entry (held or being replayed) of one durable, or of all, in journal order. */
+  async list(durable?: string): Promise<ParkedEntry[]> {
+    const jsm = await this.#jsm();
+    const subjects = await this.#subjects(jsm, parkedFilter(this.namespace, durable));
+    const entries: ParkedEntry[] = [];
+    for (const subject of subjects) {
+      const e = await this.#read(jsm, subject);
+      if (e) entries.push(e);
+    }
+    return entries.sort((a, b) => a.durable.localeCompare(b.durable) || a.journalSeq - b.journalSeq || a.storeSeq - b.storeSeq);
+  }
+
+  /** One durable's entry for a journal sequence (held first), or undefined. */
+  async show(durable: string, journalSeq: number): Promise<ParkedEntry | undefined> {
+    const jsm = await this.#jsm();
+    return (
+      (await this.#read(jsm, parkedSubject(this.namespace, durable, "held", journalSeq))) ??
+      (await this.#read(jsm, parkedSubject(this.namespace, durable, "replay", journalSeq)))
+    );
+  }
+
+  /** Parked entries per durable. */
+  async counts(): Promise<Map<string, number>> {
+    const counts = new Map<string, number>();
+    for (const subject of await this.#subjects(await this.#jsm(), parkedFilter(this.namespace))) {
+      const { durable } = parseParkedSubject(this.namespace, subject);
+      counts.set(durable, (counts.get(durable) ?? 0) + 1);
+    }
+    return counts;
+  }
+
+  /** Deletes the selected entries (held or being replayed); returns what was dropped. */
+  async drop(durable: string, selection: ParkedSelection): Promise<ParkedEntry[]> {
+    const entries = await this.#select(durable, selection, false);
+    for (const e of entries) await this.remove(e.storeSeq);
+    return entries;
+  }
+
+  /**
+   * Sends the selected held entries back to the durable's handlers, in journal order:
+   * each is written in the replay state before its held copy is deleted, so a failure
+   * between the two leaves it parked twice, never lost. Returns what was sent.
+   */
+  async replay(durable: string, selection: ParkedSelection): Promise<ParkedEntry[]> {
+    const entries = await this.#select(durable, selection, true);
+    const js = jetstream(this.#nc);
+    for (const e of entries) {
+      await js.publish(parkedSubject(this.namespace, durable, "replay", e.journalSeq), e.data, { headers: entryHeaders(e), expect: { streamName: this.stream } });
+      await this.remove(e.storeSeq);
+    }
+    return entries;
+  }
+
+  /** @internal Deletes one stored entry; one already gone is fine. */
+  async remove(storeSeq: number): Promise<void> {
+    const jsm = await this.#jsm();
+    try {
+      await jsm.streams.deleteMessage(this.stream, storeSeq, false);
+    } catch (e) {
+      // Gone already: dropped meanwhile, or replaced by parking the same delivery again.
+      if (e instanceof JetStreamApiError && (e.code === JetStreamApiCodes.NoMessageFound || /no message found|sequence \d+ not found/i.test(e.message))) return;
+      throw this.#error(e);
+    }
+  }
+
+  async #select(durable: string, selection: ParkedSelection, heldOnly: boolean): Promise<ParkedEntry[]> {
+    const all = (await this.list(durable)).filter((e) => !heldOnly || e.state === "held");
+    return selection === "all" ? all : all.filter((e) => e.journalSeq === selection.seq);
+  }
+
+  async #subjects(jsm: JetStreamManager, filter: string): Promise<string[]> {
+    try {
+      const info = await jsm.streams.info(this.stream, { subjects_filter: filter });
+      return Object.keys(info.state.subjects ?? {});
+    } catch (e) {
+      throw this.#error(e);
+    }
+  }
+
+  async #read(jsm: JetStreamManager, subject: string): Promise<ParkedEntry | undefined> {
+    const { state } = parseParkedSubject(this.namespace, subject);
+    try {
+      const m = await jsm.streams.getMessage(this.stream, { last_by_subj: subject });
+      return m ? readParked(state, m.seq, m.header, m.data) : undefined;
+    } catch (e) {
+      if (e instanceof JetStreamApiError && e.code === JetStreamApiCodes.NoMessageFound) return undefined;
+      throw this.#error(e);
+    }
+  }
+
+  #error(e: unknown): unknown {
+    if (e instanceof JetStreamApiError && e.code === JetStreamApiCodes.StreamNotFound) {
+      return new NotProvisionedError(this.stream, `parked store ${this.stream} does not exist; run \`jetloop provision\``);
+    }
+    return e;
+  }
+}

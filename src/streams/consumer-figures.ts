@@ -1,0 +1,80 @@
+/**
+ * The lag of a namespace's durables, as the server counts it: what each has not been
+ * delivered yet, what waits for its ack, what was redelivered, what is parked, when it
+ * last moved, and how far its ack floor is behind the journal's last sequence.
+ */
+import { type ConsumerInfo, JetStreamApiCodes, JetStreamApiError, type JetStreamManager } from "@nats-io/jetstream";
+import { NotProvisionedError } from "../errors.js";
+import type { ParkedStore } from "../parking/parked-store.js";
+import { retentionWarnings, type RetentionWarning } from "./retention.js";
+
+export interface ConsumerFigures {
+  readonly durable: string;
+  /** Matching events not yet delivered (the server's num_pending). */
+  readonly pending: number;
+  /** Delivered, waiting for an ack (num_ack_pending). */
+  readonly ackPending: number;
+  /** Delivered more than once and not yet acknowledged (num_redelivered). */
+  readonly redelivered: number;
+  /** Pull requests waiting: roughly, processes attached now (num_waiting). */
+  readonly waiting: number;
+  /** Entries in the parked store, held or being replayed. */
+  readonly parked: number;
+  /** The latest delivery or acknowledgement, when the server reports one. */
+  readonly lastActivity: Date | undefined;
+  /** The last journal sequence delivered, and the ack floor. */
+  readonly deliveredSeq: number;
+  readonly ackFloorSeq: number;
+  /** The journal's last sequence minus the ack floor. */
+  readonly behind: number;
+}
+
+export interface ConsumersReport {
+  readonly stream: string;
+  /** The journal's last sequence when the figures were read. */
+  readonly lastSeq: number;
+  readonly consumers: readonly ConsumerFigures[];
+  /** Retention limits that can remove events a durable has not acknowledged. */
+  readonly warnings: readonly RetentionWarning[];
+}
+
+/** The server sends `last_active` as an RFC 3339 time (the client's type says nanoseconds). */
+function lastActive(ci: ConsumerInfo): Date | undefined {
+  const times = [ci.delivered.last_active, ci.ack_floor.last_active] as unknown[];
+  const ms = Math.max(...times.map((t) => (typeof t === "string" ? Date.parse(t) : NaN)).filter((n) => !Number.isNaN(n)));
+  return Number.isFinite(ms) ? new Date(ms) : undefined;
+}
+
+export function figuresOf(ci: ConsumerInfo, lastSeq: number, parked: number): ConsumerFigures {
+  return {
+    durable: ci.config.durable_name ?? ci.name,
+    pending: ci.num_pending,
+    ackPending: ci.num_ack_pending,
+    redelivered: ci.num_redelivered,
+    waiting: ci.num_waiting,
+    parked,
+    lastActivity: lastActive(ci),
+    deliveredSeq: ci.delivered.stream_seq,
+    ackFloorSeq: ci.ack_floor.stream_seq,
+    behind: Math.max(0, lastSeq - ci.ack_floor.stream_seq),
+  };
+}
+
+/**
+ * Every durable of the events stream (ordered consumers are not durables), by name.
+ * Without a parked store (not provisioned yet) every parked count is 0.
+ */
+export async function consumersReport(jsm: JetStreamManager, stream: string, parked: ParkedStore | undefined): Promise<ConsumersReport> {
+  try {
+    const info = await jsm.streams.info(stream);
+    const infos: ConsumerInfo[] = [];
+    for await (const ci of jsm.consumers.list(stream)) if (ci.config.durable_name) infos.push(ci);
+    const counts = (await parked?.counts()) ?? new Map<string, number>();
+    const consumers = infos.map((ci) => figuresOf(ci, info.state.last_seq, counts.get(ci.config.durable_name!) ?? 0)).sort((a, b) => a.durable.localeCompare(b.durable));
+    const warnings = retentionWarnings(stream, info.config, consumers.map((c) => ({ durable: c.durable, unacknowledged: c.pending + c.ackPending })));
+    return { stream, lastSeq: info.state.last_seq, consumers, warnings };
+  } catch (e) {
+    if (e instanceof JetStreamApiError && e.code === JetStreamApiCodes.StreamNotFound) throw new NotProvisionedError(stream);
+    throw e;
+  }
+}

@@ -1,0 +1,125 @@
+/**
+ * How a durable delivery is settled, parking included. A delivery comes from the journal
+ * or, after `parked replay`, from the parked store's replay state; either way it is
+ * parked (copied to the held state) before the original is terminated, and when parking
+ * fails the original is asked again later instead, so nothing is lost between the two.
+ */
+import type { JsMsg } from "@nats-io/jetstream";
+import type { Logger } from "pino";
+import { type JetloopError, SubscriptionError } from "../errors.js";
+import type { ParkReason } from "../parking/parked-entry.js";
+import type { ParkedStore } from "../parking/parked-store.js";
+import type { DurableDelivery } from "./delivery.js";
+import type { SubscriptionReport } from "./options.js";
+
+/** A message as the durable handles it. */
+export interface Original {
+  readonly msg: JsMsg;
+  readonly journalSeq: number;
+  /** The journal subject it was appended on. */
+  readonly subject: string;
+  readonly data: Uint8Array;
+  readonly deliveryCount: number;
+  /** Its entry in the parked store, when it is a replay. */
+  readonly storeSeq?: number | undefined;
+}
+
+export interface Settler {
+  readonly durable: string;
+  /** Deliveries allowed before an unsettled or failing event is parked. */
+  readonly maxDeliver: number;
+  /** The durable's redelivery delays in ms (empty: redeliver at once). */
+  readonly backoffMs: readonly number[];
+  /** Delay before an original that could not be parked comes again. */
+  readonly retryMs: number;
+  readonly parked: ParkedStore;
+  readonly log: Logger;
+  report(r: SubscriptionReport): void;
+}
+
+/** The stable code and one-line message of whatever a handler failed with. */
+export function errorSummary(error: unknown): { code: string; message: string } {
+  if (error instanceof Error) {
+    const code = (error as Partial<JetloopError>).code;
+    return { code: typeof code === "string" ? code : error.name || "Error", message: error.message };
+  }
+  return { code: "HANDLER_FAILED", message: String(error) };
+}
+
+/** Parks `o` and then terminates it; if parking fails, leaves it to come again. */
+export async function park(s: Settler, o: Original, reason: ParkReason, code: string, message: string): Promise<boolean> {
+  try {
+    await s.parked.park({ durable: s.durable, journalSeq: o.journalSeq, subject: o.subject, data: o.data, deliveryCount: o.deliveryCount, reason, errorCode: code, errorMessage: message });
+    if (o.storeSeq !== undefined) await s.parked.remove(o.storeSeq);
+  } catch (e) {
+    s.log.warn({ durable: s.durable, journalSeq: o.journalSeq, reason, err: (e as Error).message }, "parking failed; the delivery stays pending");
+    s.report({ kind: "park_failed", journalSeq: o.journalSeq, error: e as Error });
+    o.msg.nak(s.retryMs);
+    return false;
+  }
+  o.msg.term(`jetloop: parked (${code})`);
+  s.log.info({ durable: s.durable, journalSeq: o.journalSeq, reason, code }, "parked a delivery");
+  s.report({ kind: "parked", journalSeq: o.journalSeq, reason, code });
+  return true;
+}
+
+/** Acknowledges `o`; a replayed one leaves the parked store first. */
+export async function acknowledge(s: Settler, o: Original): Promise<void> {
+  try {
+    if (o.storeSeq !== undefined) await s.parked.remove(o.storeSeq);
+    await o.msg.ackAck();
+  } catch (e) {
+    // The server did not confirm (connection lost, timeout): the delivery may come again.
+    throw new SubscriptionError(`ack of journal sequence ${o.journalSeq} was not confirmed; it may be redelivered`, { cause: e });
+  }
+}
+
+/**
+ * The handler's view of `o`. Settling stops the automatic ack extension (`onSettle`);
+ * parking started by `nak`/`term`, which return nothing, is handed to `track` so that
+ * closing the subscription waits for it.
+ */
+export function durableDelivery<E>(s: Settler, o: Original, event: E, onSettle: () => void, track: (p: Promise<unknown>) => void): DurableDelivery<E> {
+  let settled = false;
+  const settle = () => {
+    if (!settled) {
+      settled = true;
+      onSettle();
+    }
+  };
+  const last = o.deliveryCount >= s.maxDeliver;
+  // The server redelivers a plain nak at once; the durable's backoff is applied here.
+  const retry = (delayMs: number | undefined) => o.msg.nak(delayMs ?? s.backoffMs[Math.min(o.deliveryCount, s.backoffMs.length) - 1]);
+  const lastAttempt = (code: string, message: string) => park(s, o, "max_deliver", code, `${message} (delivery ${o.deliveryCount} of ${s.maxDeliver})`);
+  return {
+    event,
+    journalSeq: o.journalSeq,
+    subject: o.subject,
+    deliveryCount: o.deliveryCount,
+    replayed: o.storeSeq !== undefined,
+    async ack() {
+      settle();
+      await acknowledge(s, o);
+    },
+    nak(delayMs?: number) {
+      settle();
+      if (last) track(lastAttempt("NAK", "negatively acknowledged on the last allowed delivery"));
+      else retry(delayMs);
+    },
+    async fail(error: unknown, delayMs?: number) {
+      settle();
+      if (!last) return retry(delayMs);
+      const { code, message } = errorSummary(error);
+      await lastAttempt(code, message);
+    },
+    term(reason?: string) {
+      settle();
+      if (reason !== undefined) track(park(s, o, "terminated", "TERMINATED", reason));
+      else if (o.storeSeq !== undefined) track(s.parked.remove(o.storeSeq).then(() => o.msg.term()));
+      else o.msg.term();
+    },
+    working() {
+      if (!settled) o.msg.working();
+    },
+  };
+}

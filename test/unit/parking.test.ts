@@ -1,0 +1,133 @@
+// The pure parts of parking and lag: parked subjects, the entry's headers, retention
+// warnings, the parked store's declared configuration, what a handler's error becomes.
+import { describe, expect, it } from "vitest";
+import {
+  declaredParkedStreamConfig,
+  defaultParkedStreamName,
+  parkedFilter,
+  parkedSubject,
+  parseParkedSubject,
+  retentionLimits,
+  retentionWarnings,
+  SubjectError,
+} from "../../src/index.js";
+import { errorText, MAX_ERROR_CHARS, parkHeaders, readParked, type ParkInput } from "../../src/parking/parked-entry.js";
+import { errorSummary } from "../../src/subscribe/durable-settlement.js";
+import { parkedStreamSubjects, streamSubjects } from "../../src/subjects/subjects.js";
+
+const HOUR = 3600e9;
+
+describe("parked subjects", () => {
+  it("build and parse {ns}.parked.{durable}.{held|replay}.{journalSeq}", () => {
+    expect(parkedSubject("acme.prod", "billing-v2", "held", 42)).toBe("acme.prod.parked.billing-v2.held.42");
+    expect(parseParkedSubject("acme.prod", "acme.prod.parked.billing-v2.replay.42")).toEqual({ durable: "billing-v2", state: "replay", journalSeq: 42 });
+    expect(parkedFilter("acme", "svc", "replay")).toBe("acme.parked.svc.replay.>");
+    expect(parkedFilter("acme", "svc")).toBe("acme.parked.svc.*.>");
+    expect(parkedFilter("acme")).toBe("acme.parked.*.*.>");
+    expect(parkedStreamSubjects("acme")).toEqual(["acme.parked.>"]);
+    // Disjoint from the journal: neither stream captures the other's subjects.
+    expect(streamSubjects("acme")[0]!.startsWith("acme.parked")).toBe(false);
+    expect(defaultParkedStreamName("acme.prod")).toBe("acme_prod_parked");
+  });
+
+  it.each([
+    () => parkedSubject("acme", "a.b", "held", 1),
+    () => parkedSubject("acme", "*", "held", 1),
+    () => parkedSubject("acme", "svc", "held", 0),
+    () => parkedSubject("acme", "svc", "held", 1.5),
+    () => parkedSubject("acme", "svc", "gone" as "held", 1),
+    () => parseParkedSubject("acme", "acme.parked.svc.held.x"),
+    () => parseParkedSubject("acme", "acme.parked.svc.other.1"),
+    () => parseParkedSubject("acme", "other.parked.svc.held.1"),
+    () => parseParkedSubject("acme", "acme.parked.svc.held.1.2"),
+  ])("refuses a bad token or shape (%#)", (f) => {
+    expect(f).toThrow(SubjectError);
+  });
+});
+
+describe("parked entries", () => {
+  const input: ParkInput = {
+    durable: "billing",
+    journalSeq: 7,
+    subject: "acme.journal.s.l.tool.PermissionDecided",
+    data: new TextEncoder().encode("{}"),
+    deliveryCount: 5,
+    reason: "max_deliver",
+    errorCode: "BACKEND_DOWN",
+    errorMessage: "ledger offline",
+  };
+
+  it("round-trips through headers, the payload untouched", () => {
+    const at = new Date("2026-01-02T03:04:05.678Z");
+    const e = readParked("held", 99, parkHeaders(input, at), input.data);
+    expect(e).toEqual({ ...input, state: "held", parkedAt: at, storeSeq: 99 });
+  });
+
+  it("keeps error text on one line and capped", () => {
+    expect(errorText("a\r\nb\tc")).toBe("a b c");
+    const long = errorText("x".repeat(5000));
+    expect(long).toHaveLength(MAX_ERROR_CHARS);
+    expect(long.endsWith("…")).toBe(true);
+    const h = parkHeaders({ ...input, errorMessage: "line one\nline two" }, new Date());
+    expect(readParked("held", 1, h, input.data)?.errorMessage).toBe("line one line two");
+  });
+
+  it("reads a message that is not an entry as undefined", () => {
+    expect(readParked("held", 1, undefined, input.data)).toBeUndefined();
+    const h = parkHeaders(input, new Date());
+    h.set("Jetloop-Parked-Reason", "whim");
+    expect(readParked("held", 1, h, input.data)).toBeUndefined();
+  });
+
+  it("summarises what a handler failed with: a stable code, else the error's name", () => {
+    expect(errorSummary(Object.assign(new Error("x"), { code: "LEDGER" }))).toEqual({ code: "LEDGER", message: "x" });
+    expect(errorSummary(new TypeError("y"))).toEqual({ code: "TypeError", message: "y" });
+    expect(errorSummary("plain")).toEqual({ code: "HANDLER_FAILED", message: "plain" });
+  });
+});
+
+describe("the parked store's declared configuration", () => {
+  it("is file storage with its own limits, refuses rather than evicts, one entry per subject", () => {
+    const c = declaredParkedStreamConfig({ namespace: "acme", stream: "acme_parked", replicas: 3 });
+    expect(c).toMatchObject({
+      name: "acme_parked",
+      subjects: ["acme.parked.>"],
+      storage: "file",
+      retention: "limits",
+      discard: "new",
+      num_replicas: 3,
+      max_age: 0,
+      max_msgs_per_subject: 1,
+      deny_delete: false,
+    });
+    expect(c.max_msgs as number).toBeGreaterThan(0);
+    expect(JSON.stringify(c)).not.toContain("${");
+  });
+});
+
+describe("retention warnings", () => {
+  it("finds the limits that remove events, none for a kept journal", () => {
+    expect(retentionLimits({ retention: "limits", max_age: 0, max_bytes: -1, max_msgs: -1, max_msgs_per_subject: -1 })).toEqual([]);
+    expect(retentionLimits({ retention: "limits", max_age: 2160 * HOUR, max_bytes: 100, max_msgs: -1, max_msgs_per_subject: 3 })).toEqual([
+      { field: "max_age", value: 2160 * HOUR },
+      { field: "max_bytes", value: 100 },
+      { field: "max_msgs_per_subject", value: 3 },
+    ]);
+  });
+
+  it("warns for each durable with unacknowledged events on a stream with limits, and only then", () => {
+    const durables = [
+      { durable: "billing", unacknowledged: 12 },
+      { durable: "audit", unacknowledged: 0 },
+    ];
+    expect(retentionWarnings("acme_journal", { max_age: 0 }, durables)).toEqual([]);
+    expect(retentionWarnings("acme_journal", { max_age: 90 * 60e9 }, durables)).toEqual([
+      {
+        durable: "billing",
+        unacknowledged: 12,
+        limits: [{ field: "max_age", value: 90 * 60e9 }],
+        message: "stream acme_journal has max_age 90m: it can remove events durable billing has not acknowledged (12)",
+      },
+    ]);
+  });
+});
