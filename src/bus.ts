@@ -19,6 +19,7 @@ import { provisionStream, type ProvisionReport } from "./streams/provision.js";
 import type { Delivery } from "./subscribe/delivery.js";
 import type { EventFilter } from "./subscribe/filter.js";
 import type { SubscribeOptions } from "./subscribe/options.js";
+import { FeedHub } from "./subscribe/feed-hub.js";
 import { replay, type ReplayRequest } from "./subscribe/replay.js";
 import { type DurableSubscription, Subscription } from "./subscribe/subscription.js";
 import { SessionHandle } from "./session.js";
@@ -50,6 +51,8 @@ export class Jetloop<E = JetloopEvent> {
   #jsm: Promise<JetStreamManager> | undefined;
   /** @internal Where subscriptions that start at "new" begin. */
   readonly journalPosition: JournalPosition;
+  /** @internal The live feed subscriptions that this bus's live subscriptions share. */
+  readonly feeds: FeedHub;
   #closed = false;
 
   private constructor(nc: NatsConnection, options: BusOptions<E>, ownsConnection: boolean) {
@@ -61,6 +64,7 @@ export class Jetloop<E = JetloopEvent> {
     this.serverVersion = nc.info?.version ?? "0.0.0";
     requireMinimum(this.serverVersion);
     this.journalPosition = new JournalPosition(() => this.jetstreamManager(), this.settings.stream);
+    this.feeds = new FeedHub(nc, this.settings.namespace, this.settings.stream, this.log);
     this.#writer = new JournalWriter(nc, () => this.jetstreamManager(), this.settings, this.log);
     this.#publisher = new Publisher(nc, this.#writer, { ...this.settings, serverVersion: this.serverVersion }, this.registry);
     this.onPermissionViolation((e) => {
@@ -129,7 +133,8 @@ export class Jetloop<E = JetloopEvent> {
 
   /**
    * Subscribes to events: an async iterable of deliveries `{ event, journalSeq }`.
-   * Without `durable`, the journal part is an ordered consumer (live/UI); with it, a
+   * Without `durable`, the journal part is live (UI): history from the journal, then the
+   * stream's republished feed over core subscriptions shared within the bus; with it, a
    * named durable consumer whose deliveries are acknowledged explicitly.
    */
   subscribeEvents(filter: EventFilter, options: SubscribeOptions & { durable: string }): Promise<DurableSubscription<E>>;
@@ -164,6 +169,7 @@ export class Jetloop<E = JetloopEvent> {
       maxEventBytes: this.settings.maxEventBytes,
       replicas: request.replicas ?? (this.nc.info?.cluster ? 3 : 1),
       mode: request.mode ?? "apply",
+      serverVersion: this.serverVersion,
     });
   }
 

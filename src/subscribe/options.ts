@@ -17,7 +17,8 @@ const subscribeShape = z.object({
   start: start.optional(),
   /**
    * A durable consumer name: explicit acks, redelivery, shared work, resume from the ack
-   * floor. Omitted: an ordered consumer for live/UI use.
+   * floor. Omitted: a live subscription (history from the journal, then the stream's
+   * republished feed; no consumer while it follows).
    */
   durable: z
     .string()
@@ -59,7 +60,13 @@ export type SubscriptionReport =
   | { readonly kind: "poison"; readonly journalSeq: number; readonly subject: string; readonly error: DeliveryFailure }
   | { readonly kind: "dropped"; readonly total: number }
   | { readonly kind: "consumer_recreated"; readonly fromSeq: number; readonly reason: string }
-  | { readonly kind: "heartbeats_missed"; readonly count: number };
+  | { readonly kind: "heartbeats_missed"; readonly count: number }
+  /**
+   * A live subscription read `fromSeq`..`toSeq` from the journal because the feed may have
+   * missed something there (`gap`: a missed sequence detected; `reconnect`,
+   * `leader_elected`, `slow_reader`: a loss the connection or the stream announced).
+   */
+  | { readonly kind: "gap_closed"; readonly fromSeq: number; readonly toSeq: number; readonly reason: "gap" | "reconnect" | "leader_elected" | "slow_reader" };
 
 export function parseSubscribeOptions(options: SubscribeOptions): SubscribeSettings {
   const { onReport: _onReport, ...rest } = options;

@@ -9,10 +9,10 @@ import { ConnectionClosedError, OptionsError, PermissionDeniedError } from "../e
 import type { Delivery, DurableDelivery } from "./delivery.js";
 import { DeliveryQueue } from "./delivery-queue.js";
 import { DurableSource } from "./durable-source.js";
+import { FeedSource } from "./feed-source.js";
 import { type EventFilter, MANY_FILTER_SUBJECTS, resolveFilter } from "./filter.js";
 import { LiveSource } from "./live-source.js";
 import { type SubscribeOptions, parseSubscribeOptions, type SubscriptionReport } from "./options.js";
-import { OrderedSource } from "./ordered-source.js";
 import type { Source, SourceContext } from "./source.js";
 
 export interface SubscriptionStats {
@@ -30,6 +30,7 @@ export class Subscription<E, D extends Delivery<E> = Delivery<E>> implements Asy
   readonly #onReport: ((r: SubscriptionReport) => void) | undefined;
   #filter: EventFilter;
   #enduring: Source | undefined;
+  #feed: FeedSource<E> | undefined;
   #live: LiveSource<E> | undefined;
   #error: Error | undefined;
   #closed = false;
@@ -56,6 +57,8 @@ export class Subscription<E, D extends Delivery<E> = Delivery<E>> implements Asy
       jsm: () => bus.jetstreamManager(),
       stream: bus.stream,
       lastSeq: () => bus.journalPosition.lastSeq(),
+      journalState: () => bus.journalPosition.state(),
+      feeds: bus.feeds,
       decode: { namespace: bus.namespace, registry: bus.registry, maxEventBytes: bus.settings.maxEventBytes, includeInternal: resolved.includeInternal },
       queue: this.#queue,
       settings,
@@ -64,9 +67,8 @@ export class Subscription<E, D extends Delivery<E> = Delivery<E>> implements Asy
       fail: (e) => this.#fail(e),
     };
     if (resolved.journalSubjects.length > 0) {
-      this.#enduring = settings.durable
-        ? new DurableSource(this.#ctx, settings.durable, resolved.journalSubjects, settings.start ?? "all")
-        : new OrderedSource(this.#ctx, resolved.journalSubjects, settings.start ?? "new");
+      if (settings.durable) this.#enduring = new DurableSource(this.#ctx, settings.durable, resolved.journalSubjects, settings.start ?? "all");
+      else this.#enduring = this.#feed = new FeedSource(this.#ctx, resolved.journalSubjects, settings.start ?? "new");
     }
     if (resolved.liveSubjects.length > 0) this.#live = new LiveSource(this.#ctx, resolved.liveSubjects);
   }
@@ -74,7 +76,7 @@ export class Subscription<E, D extends Delivery<E> = Delivery<E>> implements Asy
   /** @internal Starts the sources; the bus awaits this before handing the subscription out. */
   async start(): Promise<this> {
     this.#unlisten = this.#bus.onPermissionViolation((e) => {
-      if (e.operation === "subscription" && this.#live?.owns(e.subject)) this.#fail(new PermissionDeniedError("subscribe", e.subject, { cause: e }));
+      if (e.operation === "subscription" && (this.#live?.owns(e.subject) || this.#feed?.owns(e.subject))) this.#fail(new PermissionDeniedError("subscribe", e.subject, { cause: e }));
     });
     try {
       if (this.#live) {
