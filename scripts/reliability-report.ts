@@ -211,6 +211,37 @@ Settings that make an acknowledged event survive a server crash: \`storage: file
 and, for a single server or against power loss, \`sync_interval: always\` in the server's
 \`jetstream\` block (or a short interval, accepting that window).`,
   },
+  "9-feed-gaps": {
+    title: "9. Gaps on the live feed",
+    method: `Live subscriptions (\`subscribeEvents\` without \`durable\`) follow the stream's
+republished feed (\`{ns}.feed.…\`) over core NATS, where a message can be missed. A private
+server (max_pending 2 MB, so a client that stops reading is cut off quickly); the viewers'
+bus connects through a TCP proxy. Each phase opens fresh viewers in one process — three per
+loop for four loops (sharing one feed subscription per loop), one for the whole session,
+one for all sessions — and appends PermissionDecided events round robin over the loops and
+a second session, before, during and after the fault: a test hook in the bus that drops
+every 7th feed message; the proxy stops reading while 32 KiB messages flood the connection
+until the server cuts it off as a slow consumer, then the client reconnects; the proxy
+drops the connection mid-append. In the table, "published" counts the events each viewer
+should get, summed over the viewers.
+
+Asserted: no viewer loses or repeats an event or ends with an error; every phase's gaps
+were closed from the journal (the reports say which way: \`gap\` from the sequences,
+\`reconnect\`); the stream holds no consumer while the viewers follow; deliveries are in
+journal order, except as noted below. A server restart and a stream leader kill are
+scenarios 1 and 2: their "ordered subscriber" is this live subscription.`,
+    notes: `**The limit of per-subject sequences.** \`Nats-Last-Sequence\` is the previous sequence of the
+same *journal subject*, and a subject is one event type of one loop. A missed message is
+seen when its subject next speaks. A loop viewer of one event type sees that on the very
+next message, so the missed event comes before it, in order. A view over many subjects
+(the whole session, all sessions, a loop with several event types) may have yielded events
+of other subjects by then: the missed event still comes exactly once, but late ("out of
+order" in the table). The feed loses messages for real only with a reconnect (a slow
+consumer is disconnected, not thinned out; a restart; a network cut) or a leader change,
+and both make every viewer read the journal from its last sequence before taking the feed
+again, which keeps the order; the hook's silent drops, or a route between cluster nodes
+that flaps, are the case above.`,
+  },
 };
 
 function cell(v: string | number | boolean | null | undefined): string {
