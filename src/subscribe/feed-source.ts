@@ -43,34 +43,39 @@ type Resync = ResyncReason | "gap" | "slow_reader" | "filter";
 export class FeedSource<E> implements Source, FeedViewer {
   readonly #ctx: SourceContext<E>;
   readonly #start: StartPosition;
-  #subjects: readonly string[];
-  #feeds: readonly string[] = [];
+  /** The feed subjects followed: the journal filter, on the feed channel (the journal's is derived when read). */
+  #feeds: readonly string[];
   /** Last journal sequence taken (delivered, skipped or reported). */
   #lastSeq = 0;
   /** Everything of the filter up to here has been read; `#taken` covers what follows. */
   #baseline = 0;
-  /** Sequences taken above the baseline, ascending. */
-  readonly #taken = new Set<number>();
+  /** Sequences taken above the baseline; made on first use (an idle viewer holds none). */
+  #taken: Set<number> | undefined;
   #inbox: FeedMessage[] = [];
   #overflowed = false;
   #resync: Resync | undefined;
-  #wake: (() => void) | undefined;
+  /** The pump runs only while there is work, so an idle viewer holds no suspended frame. */
   #pump: Promise<void> | undefined;
+  /** False until start() has fixed the position: feed messages wait in the inbox until then. */
+  #ready = false;
+  /** The history read start() opened, for the pump to take first. */
+  #history: Reading | undefined;
   /** Bumped by a filter change or stop: reads under an older filter stop. */
   #generation = 0;
   #stopped = false;
   /** Set when the server refused a feed subscription. */
   #refused: Error | undefined;
 
+  /** `subjects`: feed subjects (`ResolvedFilter.feedSubjects`). */
   constructor(ctx: SourceContext<E>, subjects: readonly string[], start: StartPosition) {
     this.#ctx = ctx;
-    this.#subjects = subjects;
+    this.#feeds = subjects;
     this.#start = start;
   }
 
   async start(): Promise<void> {
     const ctx = this.#ctx;
-    this.#follow(this.#subjects);
+    this.#follow();
     // The feed subscriptions exist on the server before the journal position is read, and
     // a refusal (permissions) has arrived by then: it fails subscribeEvents itself.
     await ctx.feeds.registered();
@@ -92,14 +97,17 @@ export class FeedSource<E> implements Source, FeedViewer {
     let first: Reading | undefined;
     // The first read is opened here, so a refused consumer fails subscribeEvents itself.
     if (history && history.to > this.#lastSeq) first = await this.#open(history.from, history.to);
-    this.#pump = this.#run(first);
+    this.#history = first;
+    this.#ready = true;
+    this.#kick();
   }
 
+  /** `subjects`: feed subjects. */
   async update(subjects: readonly string[]): Promise<void> {
     this.#generation++;
     this.#unfollow();
-    this.#subjects = subjects;
-    this.#follow(subjects);
+    this.#feeds = subjects;
+    this.#follow();
     await this.#ctx.feeds.registered();
     // What the old filter had buffered is dropped; the new filter's events after the
     // position are read from the journal.
@@ -113,7 +121,6 @@ export class FeedSource<E> implements Source, FeedViewer {
     this.#generation++;
     this.#unfollow();
     this.#inbox = [];
-    this.#wake?.();
     await this.#pump;
   }
 
@@ -130,7 +137,7 @@ export class FeedSource<E> implements Source, FeedViewer {
       return;
     }
     this.#inbox.push(message);
-    this.#wake?.();
+    this.#kick();
   }
 
   resync(reason: ResyncReason): void {
@@ -144,22 +151,31 @@ export class FeedSource<E> implements Source, FeedViewer {
 
   #requestResync(reason: Resync): void {
     this.#resync ??= reason;
-    this.#wake?.();
+    this.#kick();
   }
 
-  #follow(subjects: readonly string[]): void {
-    const ns = this.#ctx.decode.namespace;
-    this.#feeds = subjects.map((s) => switchChannel(ns, s, "journal", "feed"));
+  #follow(): void {
     for (const f of this.#feeds) this.#ctx.feeds.join(f, this);
   }
 
   #unfollow(): void {
     for (const f of this.#feeds) this.#ctx.feeds.leave(f, this);
-    this.#feeds = [];
   }
 
-  async #run(history: Reading | undefined): Promise<void> {
+  /** Starts the pump unless it runs. */
+  #kick(): void {
+    if (!this.#ready || this.#pump || this.#stopped) return;
+    this.#pump = this.#run().finally(() => {
+      this.#pump = undefined;
+      // Work that arrived while the pump was finishing.
+      if (this.#inbox.length > 0 || this.#resync !== undefined || this.#overflowed) this.#kick();
+    });
+  }
+
+  async #run(): Promise<void> {
     try {
+      const history = this.#history;
+      this.#history = undefined;
       if (history) await this.#read(history);
       while (!this.#stopped) {
         const reason = this.#resync;
@@ -175,8 +191,7 @@ export class FeedSource<E> implements Source, FeedViewer {
           this.#overflowed = false;
           this.#resync = "slow_reader";
         } else {
-          await new Promise<void>((resolve) => (this.#wake = resolve));
-          this.#wake = undefined;
+          return;
         }
       }
     } catch (e) {
@@ -187,7 +202,7 @@ export class FeedSource<E> implements Source, FeedViewer {
   /** One feed message, in order. */
   async #take(m: FeedMessage): Promise<void> {
     if (m.seq <= this.#lastSeq) return; // read from the journal already
-    if (m.lastSeq > this.#baseline && !this.#taken.has(m.lastSeq)) {
+    if (m.lastSeq > this.#baseline && !this.#taken?.has(m.lastSeq)) {
       // The previous message of this subject never arrived: read from it to just before this one.
       const from = Math.min(m.lastSeq, this.#lastSeq + 1);
       const generation = this.#generation;
@@ -219,7 +234,9 @@ export class FeedSource<E> implements Source, FeedViewer {
   }
 
   async #open(from: JournalRange["from"], to: number): Promise<Reading> {
-    const range = { subjects: this.#subjects, from, toSeq: to, batch: this.#ctx.settings.batch ?? 256 };
+    const ns = this.#ctx.decode.namespace;
+    const subjects = this.#feeds.map((f) => switchChannel(ns, f, "feed", "journal"));
+    const range = { subjects, from, toSeq: to, batch: this.#ctx.settings.batch ?? 256 };
     const messages = readJournalRange(this.#ctx.js, this.#ctx.stream, range, "reading the journal for a live subscription");
     const first = await this.#ctx.feeds.limitCatchUp(() => messages.next());
     return { messages, first, to, generation: this.#generation };
@@ -233,7 +250,7 @@ export class FeedSource<E> implements Source, FeedViewer {
         return;
       }
       const m = next.value;
-      if (m.seq > this.#lastSeq || (m.seq > this.#baseline && !this.#taken.has(m.seq))) {
+      if (m.seq > this.#lastSeq || (m.seq > this.#baseline && !this.#taken?.has(m.seq))) {
         this.#lastSeq = Math.max(this.#lastSeq, m.seq);
         await this.#deliver(m.seq, m.subject, m.data);
       }
@@ -246,7 +263,7 @@ export class FeedSource<E> implements Source, FeedViewer {
   #settle(to: number): void {
     this.#lastSeq = Math.max(this.#lastSeq, to);
     this.#baseline = this.#lastSeq;
-    this.#taken.clear();
+    this.#taken = undefined;
   }
 
   async #deliver(seq: number, subject: string, data: Uint8Array): Promise<void> {
@@ -261,11 +278,12 @@ export class FeedSource<E> implements Source, FeedViewer {
   }
 
   #remember(seq: number): void {
-    this.#taken.add(seq);
-    if (this.#taken.size > TAKEN_MEMORY) {
+    const taken = (this.#taken ??= new Set());
+    taken.add(seq);
+    if (taken.size > TAKEN_MEMORY) {
       // Forget the oldest; it becomes the floor of the check.
-      const oldest = this.#taken.values().next().value!;
-      this.#taken.delete(oldest);
+      const oldest = taken.values().next().value!;
+      taken.delete(oldest);
       this.#baseline = Math.max(this.#baseline, oldest);
     }
   }
