@@ -272,6 +272,7 @@ async function scaleTrial(ctx: BenchContext, s: Setup, loops: Coordinates[]): Pr
   const reader: Jetloop = await connect({ servers: ctx.server.url, namespace: s.ns, name: "jetloop-fanout-scale" });
   try {
     const expected = loops.length * SCALE_EVENTS_PER_LOOP;
+    const firstSeq = (await s.jsm.streams.info(s.stream)).state.last_seq + 1;
     const p0 = await publishAllLoops(s, loops, SCALE_EVENTS_PER_LOOP);
     const appendsWithout = (expected / (nowMs() - p0)) * 1000;
 
@@ -302,8 +303,8 @@ async function scaleTrial(ctx: BenchContext, s: Setup, loops: Coordinates[]): Pr
     for await (const _ of s.jsm.consumers.list(s.stream)) consumers++;
     // A replay needs a consumer: with a consumer per viewer, 2.15 would refuse it here.
     let replayed = 0;
-    for await (const _ of reader.replay({ sessionId: loops[0]!.sessionId })) replayed++;
-    // Both rounds (without and with the subscriptions) of the session's loops.
+    for await (const _ of reader.replay({ sessionId: loops[0]!.sessionId, fromSeq: firstSeq })) replayed++;
+    // Both rounds of this trial (without and with the subscriptions) of the session's loops.
     const sessionLoops = loops.filter((c) => c.sessionId === loops[0]!.sessionId).length;
     if (replayed !== 2 * sessionLoops * SCALE_EVENTS_PER_LOOP) throw new Error(`fan-out: the replay read ${replayed} events`);
     const feedSubscriptions = reader.feeds.subscriptions;

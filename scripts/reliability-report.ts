@@ -29,14 +29,15 @@ const SCENARIOS: Record<string, ScenarioText> = {
     method: `A private nats-server (deploy/nats/single.conf) is stopped gracefully (SIGTERM) and
 started again on the same ports and store directory while a producer appends at a fixed
 pace (8 appends in flight, ack timeout 500 ms, publish deadline 30 s) and two subscribers
-consume from the start of the journal: an ordered consumer (live/UI mode) and a durable
+consume from the start of the journal: a live subscription (UI mode: the stream's feed,
+gaps repaired from the journal; scenario 9) and a durable
 consumer that acknowledges each delivery. Appends that fail with a typed error (none is
 expected within the deadline) are published again, which the error says is safe.
 Afterwards the stream is read directly (not through jetloop) and compared with the event
 ids the producer handed in.
 
 Asserted: every append settles, none with an untyped error; the stream holds each event
-exactly once; the ordered subscriber receives each exactly once; the durable subscriber
+exactly once; the live subscriber receives each exactly once; the durable subscriber
 receives each at least once, and deduplicating its deliveries by event id leaves exactly
 the published set; neither subscription ends with an error.`,
   },
@@ -47,14 +48,16 @@ the events stream is provisioned with replicas 3. While a producer appends (16 i
 flight, ack timeout 1 s, deadline 30 s), the stream leader (from
 \`jsm.streams.info(stream).cluster.leader\`) is killed with SIGKILL; the test waits for
 another node to take the leadership, brings the killed node back and waits until every
-replica is current. An ordered subscriber follows throughout. Sends are counted per
+replica is current. A live subscriber (the feed) follows throughout; the new leader's
+election advisory makes it read the journal from its last sequence, which covers what
+the old leader stored but never republished. Sends are counted per
 \`Nats-Msg-Id\` on the publisher's connection, which shows how many appends were resent
 during the election: every resend carries the same message id, so the stream's duplicate
 window turns an append whose first copy was stored into a duplicate ack, not a second
 message.
 
 Asserted: zero acknowledged events lost; the stream's message count equals the number of
-published events and no event id occurs twice; the ordered subscriber sees each exactly
+published events and no event id occurs twice; the live subscriber sees each exactly
 once; the leadership moved; the replicas are current afterwards.`,
     notes: `Runs only in the \`integration-newest\` project: a cluster start, a leader election and a
 catch-up take 15–30 s on the 2-core CI machine, twice that with 2.10. Run it against the
@@ -69,7 +72,7 @@ deadline, then resumed with SIGCONT. Appends keep starting during the freeze (up
 in flight). Each append must settle by its deadline: acknowledged (once), or failed with
 a typed error (\`PublishTimeoutError\`, whose message says the event may or may not be
 stored). Before the failed ones are published again, the stream is read to count how many
-of them were stored anyway — the ambiguity the error describes. An ordered subscriber
+of them were stored anyway — the ambiguity the error describes. A live subscriber
 must resume and receive what was appended after the resume.
 
 Asserted: no append left unsettled past its deadline, none failed untyped; every
@@ -229,7 +232,8 @@ Asserted: no viewer loses or repeats an event or ends with an error; every phase
 were closed from the journal (the reports say which way: \`gap\` from the sequences,
 \`reconnect\`); the stream holds no consumer while the viewers follow; deliveries are in
 journal order, except as noted below. A server restart and a stream leader kill are
-scenarios 1 and 2: their "ordered subscriber" is this live subscription.`,
+scenarios 1 and 2 (their "live subscriber (feed)" rows); a client cut off by a frozen
+server is scenario 3.`,
     notes: `**The limit of per-subject sequences.** \`Nats-Last-Sequence\` is the previous sequence of the
 same *journal subject*, and a subject is one event type of one loop. A missed message is
 seen when its subject next speaks. A loop viewer of one event type sees that on the very
