@@ -15,6 +15,7 @@
  *   republish: the stream's feed with one raw core subscription per loop, no seam, no
  *            gap checks, no decoding — the floor of the feed design.
  */
+import { existsSync } from "node:fs";
 import { DeliverPolicy, type ConsumerMessages } from "@nats-io/jetstream";
 import { jetstream } from "@nats-io/jetstream";
 import { connect as natsConnect, type NatsConnection, type Subscription as NatsSub } from "@nats-io/transport-node";
@@ -268,8 +269,8 @@ interface ScaleTrial {
  * same events), each subscription receiving exactly its loop's events in order, and a
  * replay while they watch — on nats-server 2.15 a consumer per viewer would stop at 1,000.
  */
-async function scaleTrial(ctx: BenchContext, s: Setup, loops: Coordinates[]): Promise<ScaleTrial> {
-  const reader: Jetloop = await connect({ servers: ctx.server.url, namespace: s.ns, name: "jetloop-fanout-scale" });
+async function scaleTrial(ctx: BenchContext, s: Setup, loops: Coordinates[], sdk: Sdk): Promise<ScaleTrial> {
+  const reader: Jetloop = await sdk.connect({ servers: ctx.server.url, namespace: s.ns, name: "jetloop-fanout-scale" });
   try {
     const expected = loops.length * SCALE_EVENTS_PER_LOOP;
     const firstSeq = (await s.jsm.streams.info(s.stream)).state.last_seq + 1;
@@ -366,8 +367,26 @@ export async function runFanout(ctx: BenchContext): Promise<Row[]> {
   return rows;
 }
 
+interface Sdk {
+  readonly connect: typeof connect;
+}
+
+/**
+ * The SDK the scale trial measures: the compiled package (dist/, after `npm run build`),
+ * what an application runs. The benchmarks otherwise run the TypeScript through tsx, whose
+ * esbuild transform names every arrow function with a property of its own: about
+ * 1.5 KiB more per subscription here, which no user pays.
+ */
+async function compiledSdk(ctx: BenchContext): Promise<Sdk> {
+  const dist = new URL("../dist/index.js", import.meta.url);
+  if (existsSync(dist)) return (await import(dist.href)) as Sdk;
+  ctx.log("fanout scale: no dist/ (run `npm run build`); measuring the TypeScript sources through tsx");
+  return { connect };
+}
+
 /** The 10,000-subscription rows: jetloop against the raw republish floor and against no subscriptions. */
 async function runScale(ctx: BenchContext): Promise<Row[]> {
+  const sdk = await compiledSdk(ctx);
   const s = await ctx.setup("fanout-scale");
   const loopsPerSession = ctx.options.quick ? 20 : SCALE_LOOPS_PER_SESSION;
   const trials: ScaleTrial[] = [];
@@ -380,7 +399,7 @@ async function runScale(ctx: BenchContext): Promise<Row[]> {
     }
     const reps = Math.max(1, Math.min(ctx.options.reps, ctx.options.quick ? 1 : 3));
     for (let r = 0; r < reps; r++) {
-      const t = await scaleTrial(ctx, s, loops);
+      const t = await scaleTrial(ctx, s, loops, sdk);
       trials.push(t);
       floor.push(await republishTrial(ctx, s, loops));
       ctx.log(
