@@ -1,20 +1,21 @@
 /**
  * 7. Fan-out: 1,000 loop-filtered live subscriptions in one process while events for all
- * loops flow. Each subscription must receive exactly its own loop's events. Reported:
+ * loops flow (then 10,000 of them: see `scaleTrial`). Each subscription must receive exactly its own loop's events. Reported:
  * the time to open the subscriptions, client heap per subscription, the delivery rate
  * (deliveries per second, first publish to last delivery) and the append rate of the
  * publisher meanwhile (the server's work per stored message grows with its consumers).
  * Server memory is not reported: the server's RSS does not shrink between trials, so
  * its deltas were noise.
  *
- *   jetloop: bus.subscribeEvents({ enduring: { loops: [loop] } }) per loop — one ordered
- *            JetStream consumer per subscription (filters: the loop, and `_` for
- *            session-scoped events);
- *   raw:     one raw ordered consumer per loop with the same two filter subjects;
- *   republish (informative): the stream republishes every stored message to
- *            {ns}.feed.>, and each loop is a core subscription on its feed subject —
- *            the fan-out DESIGN.md §9 recommends, sketched with the raw client.
+ *   jetloop: bus.subscribeEvents({ enduring: { loops: [loop] } }) per loop — a live
+ *            subscription on the stream's republished feed: core subscriptions on the
+ *            loop's feed subject and the session's `_` subject, shared within the bus;
+ *   raw:     one raw ordered consumer per loop with the same two filter subjects (what a
+ *            jetloop live subscription was before the feed: a consumer per viewer);
+ *   republish: the stream's feed with one raw core subscription per loop, no seam, no
+ *            gap checks, no decoding — the floor of the feed design.
  */
+import { existsSync } from "node:fs";
 import { DeliverPolicy, type ConsumerMessages } from "@nats-io/jetstream";
 import { jetstream } from "@nats-io/jetstream";
 import { connect as natsConnect, type NatsConnection, type Subscription as NatsSub } from "@nats-io/transport-node";
@@ -27,6 +28,10 @@ const SESSIONS = 50;
 const LOOPS_PER_SESSION = 20;
 const EVENTS_PER_LOOP = 5;
 const OPEN_CONCURRENCY = 32;
+/** The scale trial: live loop subscriptions in one process (sessions × loops). */
+const SCALE_SESSIONS = 50;
+const SCALE_LOOPS_PER_SESSION = 200;
+const SCALE_EVENTS_PER_LOOP = 2;
 
 interface Trial {
   openMs: number;
@@ -57,12 +62,12 @@ async function settle(): Promise<void> {
   gc();
 }
 
-/** Opens `count` things `OPEN_CONCURRENCY` at a time. */
-async function openAll<T>(count: number, open: (i: number) => Promise<T>): Promise<T[]> {
+/** Opens `count` things `concurrency` at a time. */
+async function openAll<T>(count: number, open: (i: number) => Promise<T>, concurrency = OPEN_CONCURRENCY): Promise<T[]> {
   const out = new Array<T>(count);
   let next = 0;
   await Promise.all(
-    Array.from({ length: OPEN_CONCURRENCY }, async () => {
+    Array.from({ length: concurrency }, async () => {
       while (next < count) {
         const i = next++;
         out[i] = await open(i);
@@ -85,17 +90,20 @@ class Tally {
     else this.foreign++;
     this.total++;
   }
+  /** Deliveries that did not come in journal order. */
+  disorder = 0;
   verify(expected: number): void {
     if (this.foreign !== 0) throw new Error(`fan-out: ${this.foreign} deliveries reached the wrong loop`);
+    if (this.disorder !== 0) throw new Error(`fan-out: ${this.disorder} deliveries out of journal order`);
     for (let i = 0; i < this.got.length; i++) {
       if (this.got[i] !== expected) throw new Error(`fan-out: loop ${i} received ${this.got[i]} of ${expected}`);
     }
   }
 }
 
-async function publishAllLoops(s: Setup, loops: Coordinates[]): Promise<number> {
+async function publishAllLoops(s: Setup, loops: Coordinates[], perLoop = EVENTS_PER_LOOP): Promise<number> {
   const events = [];
-  for (let k = 0; k < EVENTS_PER_LOOP; k++) for (const c of loops) events.push(enduringEvent(c));
+  for (let k = 0; k < perLoop; k++) for (const c of loops) events.push(enduringEvent(c));
   const t0 = nowMs();
   for (let i = 0; i < events.length; i += 1000) await s.bus.publishAll(events.slice(i, i + 1000));
   return t0;
@@ -215,7 +223,7 @@ async function rawTrial(ctx: BenchContext, s: Setup, loops: Coordinates[]): Prom
   });
 }
 
-/** The proposal: the stream republishes to {ns}.feed.>, one core subscription per loop. */
+/** The floor of the feed: the stream republishes to {ns}.feed.> (provisioned), one raw core subscription per loop. */
 async function republishTrial(ctx: BenchContext, s: Setup, loops: Coordinates[]): Promise<Trial> {
   const nc: NatsConnection = await natsConnect({ servers: ctx.server.url, name: "raw-republish" });
   const tally = new Tally(loops.length);
@@ -242,6 +250,76 @@ async function republishTrial(ctx: BenchContext, s: Setup, loops: Coordinates[])
   });
 }
 
+interface ScaleTrial {
+  subs: number;
+  openMs: number;
+  heapPerSubKiB: number;
+  appendsWithout: number;
+  appendsWith: number;
+  /** Core subscriptions the bus holds for them (loops share the session's `_` subject). */
+  feedSubscriptions: number;
+  consumers: number;
+  replayed: number;
+  closeMs: number;
+}
+
+/**
+ * 10,000 live loop subscriptions in one process: the time to open them, client heap per
+ * subscription, the append rate while they exist against the rate with none (same run,
+ * same events), each subscription receiving exactly its loop's events in order, and a
+ * replay while they watch — on nats-server 2.15 a consumer per viewer would stop at 1,000.
+ */
+async function scaleTrial(ctx: BenchContext, s: Setup, loops: Coordinates[], sdk: Sdk): Promise<ScaleTrial> {
+  const reader: Jetloop = await sdk.connect({ servers: ctx.server.url, namespace: s.ns, name: "jetloop-fanout-scale" });
+  try {
+    const expected = loops.length * SCALE_EVENTS_PER_LOOP;
+    const firstSeq = (await s.jsm.streams.info(s.stream)).state.last_seq + 1;
+    const p0 = await publishAllLoops(s, loops, SCALE_EVENTS_PER_LOOP);
+    const appendsWithout = (expected / (nowMs() - p0)) * 1000;
+
+    await settle();
+    const heap0 = process.memoryUsage().heapUsed;
+    const t0 = nowMs();
+    const subs = (await openAll(loops.length, (i) => reader.subscribeEvents({ sessions: [loops[i]!.sessionId], enduring: { loops: [loops[i]!.loopId] } }), 1000)) as Subscription<unknown>[];
+    const openMs = nowMs() - t0;
+    await settle();
+    const heapPerSubKiB = (process.memoryUsage().heapUsed - heap0) / loops.length / 1024;
+
+    const tally = new Tally(loops.length);
+    const readers = subs.map(async (sub, i) => {
+      let last = 0;
+      for await (const d of sub) {
+        if (d.journalSeq <= last) tally.disorder++;
+        last = d.journalSeq;
+        tally.hit(i, (d.event as { loopId?: string }).loopId === loops[i]!.loopId);
+      }
+    });
+    const p1 = await publishAllLoops(s, loops, SCALE_EVENTS_PER_LOOP);
+    const appendsWith = (expected / (nowMs() - p1)) * 1000;
+    await waitTotal(tally, expected);
+    await sleep(200);
+    tally.verify(SCALE_EVENTS_PER_LOOP);
+
+    let consumers = 0;
+    for await (const _ of s.jsm.consumers.list(s.stream)) consumers++;
+    // A replay needs a consumer: with a consumer per viewer, 2.15 would refuse it here.
+    let replayed = 0;
+    for await (const _ of reader.replay({ sessionId: loops[0]!.sessionId, fromSeq: firstSeq })) replayed++;
+    // Both rounds of this trial (without and with the subscriptions) of the session's loops.
+    const sessionLoops = loops.filter((c) => c.sessionId === loops[0]!.sessionId).length;
+    if (replayed !== 2 * sessionLoops * SCALE_EVENTS_PER_LOOP) throw new Error(`fan-out: the replay read ${replayed} events`);
+    const feedSubscriptions = reader.feeds.subscriptions;
+
+    const c0 = nowMs();
+    await Promise.all(subs.map((sub) => sub.close()));
+    const closeMs = nowMs() - c0;
+    await Promise.all(readers);
+    return { subs: loops.length, openMs, heapPerSubKiB, appendsWithout, appendsWith, feedSubscriptions, consumers, replayed, closeMs };
+  } finally {
+    await reader.close();
+  }
+}
+
 export async function runFanout(ctx: BenchContext): Promise<Row[]> {
   const s = await ctx.setup("fanout");
   const loops: Coordinates[] = [];
@@ -254,8 +332,6 @@ export async function runFanout(ctx: BenchContext): Promise<Row[]> {
   const trials = { jetloop: [] as Trial[], raw: [] as Trial[], republish: [] as Trial[] };
   const leftovers = { jetloop: [] as number[], raw: [] as number[], republish: [] as number[] };
   try {
-    const info = await s.jsm.streams.info(s.stream);
-    await s.jsm.streams.update(s.stream, { ...info.config, republish: { src: `${s.ns}.journal.>`, dest: `${s.ns}.feed.>` } });
     for (let r = 0; r < reps; r++) {
       const order = r % 2 === 0 ? (["jetloop", "raw", "republish"] as const) : (["raw", "jetloop", "republish"] as const);
       for (const name of order) {
@@ -279,6 +355,7 @@ export async function runFanout(ctx: BenchContext): Promise<Row[]> {
     ["closeMs", `close ${n} subs`, "ms", ""],
   ];
   const rows: Row[] = [];
+  rows.push(...(await runScale(ctx)));
   for (const [key, metric, unit, target] of metrics) {
     const j = trials.jetloop.map((t) => t[key]);
     for (const other of ["raw", "republish"] as const) {
@@ -288,4 +365,61 @@ export async function runFanout(ctx: BenchContext): Promise<Row[]> {
     }
   }
   return rows;
+}
+
+interface Sdk {
+  readonly connect: typeof connect;
+}
+
+/**
+ * The SDK the scale trial measures: the compiled package (dist/, after `npm run build`),
+ * what an application runs. The benchmarks otherwise run the TypeScript through tsx, whose
+ * esbuild transform names every arrow function with a property of its own: about
+ * 1.5 KiB more per subscription here, which no user pays.
+ */
+async function compiledSdk(ctx: BenchContext): Promise<Sdk> {
+  const dist = new URL("../dist/index.js", import.meta.url);
+  if (existsSync(dist)) return (await import(dist.href)) as Sdk;
+  ctx.log("fanout scale: no dist/ (run `npm run build`); measuring the TypeScript sources through tsx");
+  return { connect };
+}
+
+/** The 10,000-subscription rows: jetloop against the raw republish floor and against no subscriptions. */
+async function runScale(ctx: BenchContext): Promise<Row[]> {
+  const sdk = await compiledSdk(ctx);
+  const s = await ctx.setup("fanout-scale");
+  const loopsPerSession = ctx.options.quick ? 20 : SCALE_LOOPS_PER_SESSION;
+  const trials: ScaleTrial[] = [];
+  const floor: Trial[] = [];
+  try {
+    const loops: Coordinates[] = [];
+    for (let i = 0; i < SCALE_SESSIONS; i++) {
+      const sessionId = coordinates().sessionId;
+      for (let l = 0; l < loopsPerSession; l++) loops.push(coordinates(sessionId));
+    }
+    const reps = Math.max(1, Math.min(ctx.options.reps, ctx.options.quick ? 1 : 3));
+    for (let r = 0; r < reps; r++) {
+      const t = await scaleTrial(ctx, s, loops, sdk);
+      trials.push(t);
+      floor.push(await republishTrial(ctx, s, loops));
+      ctx.log(
+        `fanout scale rep ${r + 1}: ${t.subs} live subs open ${t.openMs.toFixed(0)} ms (raw core subs ${floor.at(-1)!.openMs.toFixed(0)} ms), heap ${t.heapPerSubKiB.toFixed(2)} KiB/sub, appends ${Math.round(t.appendsWith)}/s with them vs ${Math.round(t.appendsWithout)}/s without, ${t.feedSubscriptions} feed subscriptions, ${t.consumers} consumers, replay read ${t.replayed}, close ${t.closeMs.toFixed(0)} ms`,
+      );
+    }
+  } finally {
+    await s.close();
+  }
+  const n = trials[0]!.subs.toLocaleString("en-US");
+  const bench = "7 fan-out";
+  const floorLabel = `${n} raw core subs on the feed`;
+  return [
+    compareRow({ bench, metric: `open ${n} live subs`, unit: "ms", raw: floorLabel }, trials.map((t) => t.openMs), floor.map((t) => t.openMs)),
+    compareRow({ bench, metric: `client heap per sub, ${n}`, unit: "KiB", raw: floorLabel }, trials.map((t) => t.heapPerSubKiB), floor.map((t) => t.heapPerSubKiB)),
+    compareRow(
+      { bench, metric: `append rate with ${n} live subs`, unit: "events/s", raw: "no subscriptions (same run)", target: ">= 0.8" },
+      trials.map((t) => t.appendsWith),
+      trials.map((t) => t.appendsWithout),
+    ),
+    compareRow({ bench, metric: `close ${n} live subs`, unit: "ms", raw: floorLabel }, trials.map((t) => t.closeMs), floor.map((t) => t.closeMs)),
+  ];
 }

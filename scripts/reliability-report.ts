@@ -29,14 +29,15 @@ const SCENARIOS: Record<string, ScenarioText> = {
     method: `A private nats-server (deploy/nats/single.conf) is stopped gracefully (SIGTERM) and
 started again on the same ports and store directory while a producer appends at a fixed
 pace (8 appends in flight, ack timeout 500 ms, publish deadline 30 s) and two subscribers
-consume from the start of the journal: an ordered consumer (live/UI mode) and a durable
+consume from the start of the journal: a live subscription (UI mode: the stream's feed,
+gaps repaired from the journal; scenario 10) and a durable
 consumer that acknowledges each delivery. Appends that fail with a typed error (none is
 expected within the deadline) are published again, which the error says is safe.
 Afterwards the stream is read directly (not through jetloop) and compared with the event
 ids the producer handed in.
 
 Asserted: every append settles, none with an untyped error; the stream holds each event
-exactly once; the ordered subscriber receives each exactly once; the durable subscriber
+exactly once; the live subscriber receives each exactly once; the durable subscriber
 receives each at least once, and deduplicating its deliveries by event id leaves exactly
 the published set; neither subscription ends with an error.`,
   },
@@ -47,14 +48,16 @@ the events stream is provisioned with replicas 3. While a producer appends (16 i
 flight, ack timeout 1 s, deadline 30 s), the stream leader (from
 \`jsm.streams.info(stream).cluster.leader\`) is killed with SIGKILL; the test waits for
 another node to take the leadership, brings the killed node back and waits until every
-replica is current. An ordered subscriber follows throughout. Sends are counted per
+replica is current. A live subscriber (the feed) follows throughout; the new leader's
+election advisory makes it read the journal from its last sequence, which covers what
+the old leader stored but never republished. Sends are counted per
 \`Nats-Msg-Id\` on the publisher's connection, which shows how many appends were resent
 during the election: every resend carries the same message id, so the stream's duplicate
 window turns an append whose first copy was stored into a duplicate ack, not a second
 message.
 
 Asserted: zero acknowledged events lost; the stream's message count equals the number of
-published events and no event id occurs twice; the ordered subscriber sees each exactly
+published events and no event id occurs twice; the live subscriber sees each exactly
 once; the leadership moved; the replicas are current afterwards.`,
     notes: `Runs only in the \`integration-newest\` project: a cluster start, a leader election and a
 catch-up take 15–30 s on the 2-core CI machine, twice that with 2.10. Run it against the
@@ -69,7 +72,7 @@ deadline, then resumed with SIGCONT. Appends keep starting during the freeze (up
 in flight). Each append must settle by its deadline: acknowledged (once), or failed with
 a typed error (\`PublishTimeoutError\`, whose message says the event may or may not be
 stored). Before the failed ones are published again, the stream is read to count how many
-of them were stored anyway — the ambiguity the error describes. An ordered subscriber
+of them were stored anyway — the ambiguity the error describes. A live subscriber
 must resume and receive what was appended after the resume.
 
 Asserted: no append left unsettled past its deadline, none failed untyped; every
@@ -237,6 +240,38 @@ jetloop terminates the original only after that ack. jetloop, not the server, co
 \`maxDeliver\` (the consumer's \`max_deliver\` is unlimited): with a server-side limit the
 server would stop delivering an event whose parking failed, and it would be lost to the
 durable.`,
+  },
+  "10-feed-gaps": {
+    title: "10. Gaps on the live feed",
+    method: `Live subscriptions (\`subscribeEvents\` without \`durable\`) follow the stream's
+republished feed (\`{ns}.feed.…\`) over core NATS, where a message can be missed. A private
+server (max_pending 2 MB, so a client that stops reading is cut off quickly); the viewers'
+bus connects through a TCP proxy. Each phase opens fresh viewers in one process — three per
+loop for four loops (sharing one feed subscription per loop), one for the whole session,
+one for all sessions — and appends PermissionDecided events round robin over the loops and
+a second session, before, during and after the fault: a test hook in the bus that drops
+every 7th feed message; the proxy stops reading while 32 KiB messages flood the connection
+until the server cuts it off as a slow consumer, then the client reconnects; the proxy
+drops the connection mid-append. In the table, "published" counts the events each viewer
+should get, summed over the viewers.
+
+Asserted: no viewer loses or repeats an event or ends with an error; every phase's gaps
+were closed from the journal (the reports say which way: \`gap\` from the sequences,
+\`reconnect\`); the stream holds no consumer while the viewers follow; deliveries are in
+journal order, except as noted below. A server restart and a stream leader kill are
+scenarios 1 and 2 (their "live subscriber (feed)" rows); a client cut off by a frozen
+server is scenario 3.`,
+    notes: `**The limit of per-subject sequences.** \`Nats-Last-Sequence\` is the previous sequence of the
+same *journal subject*, and a subject is one event type of one loop. A missed message is
+seen when its subject next speaks. A loop viewer of one event type sees that on the very
+next message, so the missed event comes before it, in order. A view over many subjects
+(the whole session, all sessions, a loop with several event types) may have yielded events
+of other subjects by then: the missed event still comes exactly once, but late ("out of
+order" in the table). The feed loses messages for real only with a reconnect (a slow
+consumer is disconnected, not thinned out; a restart; a network cut) or a leader change,
+and both make every viewer read the journal from its last sequence before taking the feed
+again, which keeps the order; the hook's silent drops, or a route between cluster nodes
+that flaps, are the case above.`,
   },
 };
 

@@ -49,7 +49,7 @@ const SOAKS: Record<string, Soak> = {
     const b: string[] = [];
     check(b, r.outcomes.every((o) => o.status === "acked" || o.typed), "an append failed untyped");
     check(b, r.journal.lost === 0 && r.journal.duplicated === 0 && r.journal.messages === events, "the journal lost or duplicated an event");
-    check(b, r.ordered.lost === 0 && r.ordered.duplicated === 0, "the ordered subscriber lost or duplicated an event");
+    check(b, r.ordered.lost === 0 && r.ordered.duplicated === 0, "the live subscriber lost or duplicated an event");
     check(b, r.durable.lost === 0 && r.durable.unexpected === 0, "the durable subscriber lost an event");
     return { record: r.record, broken: b };
   },
@@ -60,7 +60,7 @@ const SOAKS: Record<string, Soak> = {
     check(b, r.newLeader !== "" && r.newLeader !== r.oldLeader, "the leadership did not move");
     check(b, r.outcomes.every((o) => o.status === "acked" || o.typed), "an append failed untyped");
     check(b, r.journal.lost === 0 && r.journal.duplicated === 0 && r.journal.messages === events, "the journal lost or duplicated an event");
-    check(b, r.ordered.lost === 0 && r.ordered.duplicated === 0, "the ordered subscriber lost or duplicated an event");
+    check(b, r.ordered.lost === 0 && r.ordered.duplicated === 0, "the live subscriber lost or duplicated an event");
     check(b, r.replicasCurrent, "the replicas did not catch up");
     return { record: r.record, broken: b };
   },

@@ -23,6 +23,7 @@ import { ParkedStore } from "./parking/parked-store.js";
 import type { Delivery } from "./subscribe/delivery.js";
 import type { EventFilter } from "./subscribe/filter.js";
 import type { SubscribeOptions } from "./subscribe/options.js";
+import { FeedHub } from "./subscribe/feed-hub.js";
 import { replay, type ReplayRequest } from "./subscribe/replay.js";
 import { type DurableSubscription, Subscription } from "./subscribe/subscription.js";
 import { SessionHandle } from "./session.js";
@@ -70,6 +71,8 @@ export class Jetloop<E = JetloopEvent> {
   readonly parked: ParkedStore;
   /** @internal Where subscriptions that start at "new" begin. */
   readonly journalPosition: JournalPosition;
+  /** @internal The live feed subscriptions that this bus's live subscriptions share. */
+  readonly feeds: FeedHub;
   #closed = false;
 
   private constructor(nc: NatsConnection, options: BusOptions<E>, ownsConnection: boolean) {
@@ -82,6 +85,7 @@ export class Jetloop<E = JetloopEvent> {
     requireMinimum(this.serverVersion);
     this.journalPosition = new JournalPosition(() => this.jetstreamManager(), this.settings.stream);
     this.parked = new ParkedStore(nc, () => this.jetstreamManager(), this.settings.namespace, defaultParkedStreamName(this.settings.namespace));
+    this.feeds = new FeedHub(nc, this.settings.namespace, this.settings.stream, this.log);
     this.#writer = new JournalWriter(nc, () => this.jetstreamManager(), this.settings, this.log);
     this.#publisher = new Publisher(nc, this.#writer, { ...this.settings, serverVersion: this.serverVersion }, this.registry);
     this.onPermissionViolation((e) => {
@@ -153,7 +157,8 @@ export class Jetloop<E = JetloopEvent> {
 
   /**
    * Subscribes to events: an async iterable of deliveries `{ event, journalSeq }`.
-   * Without `durable`, the journal part is an ordered consumer (live/UI); with it, a
+   * Without `durable`, the journal part is live (UI): history from the journal, then the
+   * stream's republished feed over core subscriptions shared within the bus; with it, a
    * named durable consumer whose deliveries are acknowledged explicitly.
    */
   subscribeEvents(filter: EventFilter, options: SubscribeOptions & { durable: string }): Promise<DurableSubscription<E>>;
@@ -191,8 +196,17 @@ export class Jetloop<E = JetloopEvent> {
     const jsm = await this.jetstreamManager();
     const replicas = request.replicas ?? (this.nc.info?.cluster ? 3 : 1);
     const mode = request.mode ?? "apply";
-    const report = await provisionStream(jsm, { namespace: this.namespace, stream: this.stream, maxEventBytes: this.settings.maxEventBytes, replicas, mode, maxAge, maxBytes });
-    const parked = await provisionParkedStream(jsm, { namespace: this.namespace, stream: this.parked.stream, replicas, mode });
+    const report = await provisionStream(jsm, {
+      namespace: this.namespace,
+      stream: this.stream,
+      maxEventBytes: this.settings.maxEventBytes,
+      replicas,
+      mode,
+      maxAge,
+      maxBytes,
+      serverVersion: this.serverVersion,
+    });
+    const parked = await provisionParkedStream(jsm, { namespace: this.namespace, stream: this.parked.stream, replicas, mode, serverVersion: this.serverVersion });
     const missing = (r: ProvisionReport) => r.drift.some((d) => d.field === "name" && d.live === undefined);
     const warnings = missing(report) ? [] : (await consumersReport(jsm, this.stream, missing(parked) ? undefined : this.parked)).warnings;
     return { ...report, parked, warnings };

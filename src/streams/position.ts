@@ -1,26 +1,38 @@
 import type { JetStreamManager } from "@nats-io/jetstream";
 
+/** What a subscription needs to know about the events stream when it starts or resyncs. */
+export interface JournalState {
+  readonly lastSeq: number;
+  /** The stream's republish destination (the live feed), if it has one. */
+  readonly republishDest: string | undefined;
+}
+
 /**
- * The journal's last sequence, for subscriptions that start at "new". Every answer is
- * read after its caller asked, but callers that ask before the read goes out share it:
- * a thousand subscriptions opened together cost one stream info, not a thousand.
+ * The journal's last sequence, for subscriptions that start at "new" and for the live
+ * feed's catch-ups. Every answer is read after its caller asked, but callers that ask
+ * before the read goes out share it: a thousand subscriptions opened together cost one
+ * stream info, not a thousand.
  */
 export class JournalPosition {
   readonly #jsm: () => Promise<JetStreamManager>;
   readonly #stream: string;
-  #next: Promise<number> | undefined;
+  #next: Promise<JournalState> | undefined;
 
   constructor(jsm: () => Promise<JetStreamManager>, stream: string) {
     this.#jsm = jsm;
     this.#stream = stream;
   }
 
-  lastSeq(): Promise<number> {
+  async lastSeq(): Promise<number> {
+    return (await this.state()).lastSeq;
+  }
+
+  state(): Promise<JournalState> {
     // The read starts in a microtask: whoever asks before then joins it.
     this.#next ??= Promise.resolve().then(async () => {
       this.#next = undefined;
       const info = await (await this.#jsm()).streams.info(this.#stream);
-      return info.state.last_seq;
+      return { lastSeq: info.state.last_seq, republishDest: info.config.republish?.dest };
     });
     return this.#next;
   }

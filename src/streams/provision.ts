@@ -5,7 +5,7 @@
  * ProvisionDriftError instead of being overwritten.
  */
 import { JetStreamApiCodes, JetStreamApiError, type JetStreamManager } from "@nats-io/jetstream";
-import { JetloopError, ProvisionDriftError } from "../errors.js";
+import { JetloopError, ProvisionDriftError, ServerUnsupportedError } from "../errors.js";
 import { declaredParkedStreamConfig, declaredStreamConfig, type StreamVars } from "./declared.js";
 
 /** Fields a live stream cannot change. */
@@ -26,6 +26,8 @@ export interface ProvisionReport {
 }
 
 export interface ProvisionOptions extends StreamVars {
+  /** The connected server's version, named in the error when it cannot republish. */
+  readonly serverVersion: string;
   /** `apply` (default) creates or updates; `verify` only reports. */
   readonly mode?: "apply" | "verify";
 }
@@ -46,20 +48,37 @@ export function diffStreamConfig(live: Record<string, unknown>, desired: Record<
   return drift;
 }
 
+/**
+ * Live subscriptions follow the stream's republished feed. A server that does not know
+ * `republish` (before 2.9) ignores the field and stores the stream without it: refuse
+ * that, or live subscriptions would wait for a feed that never comes.
+ */
+function requireRepublish(config: { republish?: unknown }, desired: Record<string, unknown>, serverVersion: string): void {
+  if (desired.republish !== undefined && !same(config.republish, desired.republish)) {
+    throw new ServerUnsupportedError("republishing the journal to the live feed (stream republish)", "2.9.0", serverVersion);
+  }
+}
+
 /** The events stream from `streams/events.json`. */
 export function provisionStream(jsm: JetStreamManager, options: ProvisionOptions): Promise<ProvisionReport> {
-  return provisionDeclared(jsm, options.stream, declaredStreamConfig(options), options.mode);
+  return provisionDeclared(jsm, options.stream, declaredStreamConfig(options), options.mode, options.serverVersion);
 }
 
 /** The parked store from `streams/parked.json`. */
 export function provisionParkedStream(
   jsm: JetStreamManager,
-  options: Pick<ProvisionOptions, "namespace" | "stream" | "replicas" | "mode">,
+  options: Pick<ProvisionOptions, "namespace" | "stream" | "replicas" | "mode" | "serverVersion">,
 ): Promise<ProvisionReport> {
-  return provisionDeclared(jsm, options.stream, declaredParkedStreamConfig(options), options.mode);
+  return provisionDeclared(jsm, options.stream, declaredParkedStreamConfig(options), options.mode, options.serverVersion);
 }
 
-async function provisionDeclared(jsm: JetStreamManager, stream: string, desired: Record<string, unknown>, mode: ProvisionOptions["mode"]): Promise<ProvisionReport> {
+async function provisionDeclared(
+  jsm: JetStreamManager,
+  stream: string,
+  desired: Record<string, unknown>,
+  mode: ProvisionOptions["mode"],
+  serverVersion: string,
+): Promise<ProvisionReport> {
   let live: Record<string, unknown> | undefined;
   try {
     live = (await jsm.streams.info(stream)).config;
@@ -71,7 +90,7 @@ async function provisionDeclared(jsm: JetStreamManager, stream: string, desired:
       return { stream, action: "drifted", drift: [{ field: "name", live: undefined, desired: stream, updatable: true }] };
     }
     try {
-      await jsm.streams.add({ ...desired, name: stream });
+      requireRepublish((await jsm.streams.add({ ...desired, name: stream })).config, desired, serverVersion);
     } catch (e) {
       // e.g. another stream already captures the journal subjects
       if (e instanceof JetStreamApiError) throw new JetloopError("PROVISION_DRIFT", `stream ${stream} could not be created (${e.message})`, { cause: e });
@@ -85,7 +104,7 @@ async function provisionDeclared(jsm: JetStreamManager, stream: string, desired:
   if (refused.length > 0) throw new ProvisionDriftError(stream, refused);
   if (mode === "verify") return { stream, action: "drifted", drift };
   try {
-    await jsm.streams.update(stream, { ...live, ...desired });
+    requireRepublish((await jsm.streams.update(stream, { ...live, ...desired })).config, desired, serverVersion);
   } catch (e) {
     if (e instanceof JetStreamApiError) {
       throw new JetloopError("PROVISION_DRIFT", `stream ${stream} refused the update (${e.message}); drift: ${drift.map((d) => d.field).join(", ")}`, { cause: e });

@@ -4,6 +4,7 @@
  *
  *   enduring   {ns}.journal.{sessionId}.{loopId|_}.{family}.{Type}
  *   ephemeral  {ns}.live.{sessionId}.{loopId|_}.{family}.{Type}
+ *   feed       {ns}.feed.{sessionId}.{loopId|_}.{family}.{Type}   (the stream republishes the journal)
  *   commands   {ns}.cmd.{sessionId}.{loopId}.{command}
  *   parked     {ns}.parked.{durable}.{held|replay}.{journalSeq}
  *
@@ -20,7 +21,8 @@ export class SubjectError extends JetloopError {
   }
 }
 
-export type Channel = "journal" | "live";
+/** `feed` is written by the server only: the events stream republishes each stored event there. */
+export type Channel = "journal" | "live" | "feed";
 
 /** The token that stands for "no loop". */
 export const NO_LOOP = "_";
@@ -52,7 +54,7 @@ function token(kind: string, pattern: RegExp, value: unknown): string {
 }
 
 function channelToken(channel: unknown): Channel {
-  if (channel !== "journal" && channel !== "live") throw new SubjectError(`channel ${JSON.stringify(channel)} is not journal or live`);
+  if (channel !== "journal" && channel !== "live" && channel !== "feed") throw new SubjectError(`channel ${JSON.stringify(channel)} is not journal, live or feed`);
   return channel;
 }
 
@@ -95,7 +97,7 @@ export function parseEventSubject(ns: string, subject: string): ParsedSubject {
   const parts = subject.slice(prefix.length).split(".");
   if (parts.length !== 5) throw new SubjectError(`subject ${JSON.stringify(subject)} is not an event subject`);
   const [channel, sessionId, loop, family, type] = parts as [string, string, string, string, string];
-  if (channel !== "journal" && channel !== "live") throw new SubjectError(`subject ${JSON.stringify(subject)} is not an event subject`);
+  if (channel !== "journal" && channel !== "live" && channel !== "feed") throw new SubjectError(`subject ${JSON.stringify(subject)} is not an event subject`);
   return {
     channel,
     sessionId: id("session id", sessionId),
@@ -108,6 +110,26 @@ export function parseEventSubject(ns: string, subject: string): ParsedSubject {
 /** The subjects the events stream captures: the journal root only. */
 export function streamSubjects(ns: string): string[] {
   return [`${checkNamespace(ns)}.journal.>`];
+}
+
+/** Where the events stream republishes what it stores (`streams/events.json` declares it). */
+export function feedRepublish(ns: string): { src: string; dest: string } {
+  return { src: `${checkNamespace(ns)}.journal.>`, dest: `${ns}.feed.>` };
+}
+
+/**
+ * The feed subject (or filter) of a journal subject (or filter), and back: the two
+ * spaces differ only in the channel token, so a filter maps token for token.
+ */
+export function switchChannel(ns: string, subject: string, from: "journal" | "feed", to: "journal" | "feed"): string {
+  const prefix = `${ns}.${from}.`;
+  if (!subject.startsWith(prefix)) throw new SubjectError(`subject ${JSON.stringify(subject)} is not a ${from} subject of namespace ${ns}`);
+  return `${ns}.${to}.${subject.slice(prefix.length)}`;
+}
+
+/** The advisory the server sends when the events stream elects a leader. */
+export function streamLeaderElectedSubject(stream: string): string {
+  return `$JS.EVENT.ADVISORY.STREAM.LEADER_ELECTED.${stream}`;
 }
 
 /** Every journal subject of one session: the scope of fencing (last subject sequence). */

@@ -33,6 +33,8 @@ export const MANY_FILTER_SUBJECTS = 16;
 
 export interface ResolvedFilter {
   readonly journalSubjects: readonly string[];
+  /** The same selection on the stream's republished feed (what live subscriptions follow). */
+  readonly feedSubjects: readonly string[];
   readonly liveSubjects: readonly string[];
   readonly includeInternal: boolean;
 }
@@ -71,7 +73,7 @@ function subjectsFor(
   selectors: { family?: string; type?: string }[],
 ): string[] {
   if (scope === undefined) return [];
-  const loops: (string | undefined)[] = scope === "all" ? [undefined] : [...ids(`${channel === "journal" ? "enduring" : "ephemeral"}.loops`, scope.loops), NO_LOOP];
+  const loops: (string | undefined)[] = scope === "all" ? [undefined] : [...ids(`${channel === "live" ? "ephemeral" : "enduring"}.loops`, scope.loops), NO_LOOP];
   const out: string[] = [];
   for (const sessionId of sessions) {
     for (const loopId of loops) {
@@ -99,6 +101,7 @@ export function resolveFilter(ns: string, filter: EventFilter, registry: EventRe
   const selectors = typeSelectors(filter, registry);
   return {
     journalSubjects: subjectsFor(ns, "journal", filter.enduring, sessions, selectors),
+    feedSubjects: subjectsFor(ns, "feed", filter.enduring, sessions, selectors),
     liveSubjects: subjectsFor(ns, "live", filter.ephemeral, sessions, selectors),
     includeInternal: filter.includeInternal === true,
   };

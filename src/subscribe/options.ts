@@ -18,7 +18,8 @@ const subscribeShape = z.object({
   start: start.optional(),
   /**
    * A durable consumer name: explicit acks, redelivery, shared work, resume from the ack
-   * floor. Omitted: an ordered consumer for live/UI use.
+   * floor. Omitted: a live subscription (history from the journal, then the stream's
+   * republished feed; no consumer while it follows).
    */
   durable: z
     .string()
@@ -68,7 +69,13 @@ export type SubscriptionReport =
   /** A durable delivery was copied to the parked store, then terminated. */
   | { readonly kind: "parked"; readonly journalSeq: number; readonly reason: ParkReason; readonly code: string }
   /** Parking failed: the delivery was not terminated and comes again. */
-  | { readonly kind: "park_failed"; readonly journalSeq: number; readonly error: Error };
+  | { readonly kind: "park_failed"; readonly journalSeq: number; readonly error: Error }
+  /**
+   * A live subscription read `fromSeq`..`toSeq` from the journal because the feed may have
+   * missed something there (`gap`: a missed sequence detected; `reconnect`,
+   * `leader_elected`, `slow_reader`: a loss the connection or the stream announced).
+   */
+  | { readonly kind: "gap_closed"; readonly fromSeq: number; readonly toSeq: number; readonly reason: "gap" | "reconnect" | "leader_elected" | "slow_reader" };
 
 export function parseSubscribeOptions(options: SubscribeOptions): SubscribeSettings {
   const { onReport: _onReport, ...rest } = options;

@@ -2,12 +2,12 @@
  * A bounded, ordered read of the journal: from a sequence to a sequence (or to the end
  * of the journal as it stood when the replay began), then it ends.
  */
-import { type Consumer, type ConsumerMessages, DeliverPolicy, jetstream } from "@nats-io/jetstream";
+import { jetstream } from "@nats-io/jetstream";
 import type { Jetloop } from "../bus.js";
 import { OptionsError } from "../errors.js";
-import { consumerError } from "./consumer-errors.js";
 import { decodeMessage, type Delivery } from "./delivery.js";
 import { resolveFilter } from "./filter.js";
+import { readJournalRange } from "./journal-range.js";
 import type { SubscriptionReport } from "./options.js";
 
 export interface ReplayRequest {
@@ -53,46 +53,15 @@ export async function* replay<E>(bus: Jetloop<E>, request: ReplayRequest): Async
   const toSeq = request.toSeq ?? Number.MAX_SAFE_INTEGER;
   if (fromSeq > toSeq) return;
   const decode = { namespace: bus.namespace, registry: bus.registry, maxEventBytes: bus.settings.maxEventBytes, includeInternal: resolved.includeInternal };
-  let consumer: Consumer;
-  let pending: number;
-  let messages: ConsumerMessages;
-  try {
-    // NATS.js creates the ordered consumer here (named, so on the create subject that
-    // carries the filter, which per-session permissions can allow), and its creation
-    // reply counts what matches from fromSeq: the end of the replay as the journal stood
-    // when it began, and an empty range ends at once instead of waiting.
-    consumer = await jetstream(bus.nc).consumers.get(bus.stream, {
-      filter_subjects: resolved.journalSubjects.length === 1 ? resolved.journalSubjects[0]! : [...resolved.journalSubjects],
-      deliver_policy: DeliverPolicy.StartSequence,
-      opt_start_seq: fromSeq,
-    });
-    pending = (await consumer.info(true)).num_pending;
-    if (pending === 0) {
-      void consumer.delete().catch(() => undefined);
-      return;
+  const range = { subjects: resolved.journalSubjects, from: { seq: fromSeq }, toSeq, batch: request.batch ?? 512 };
+  for await (const m of readJournalRange(jetstream(bus.nc), bus.stream, range, "starting a replay")) {
+    const seq = m.seq;
+    const d = decodeMessage(decode, m.subject, m.data);
+    if (!d.ok) {
+      bus.log.warn({ journalSeq: seq, subject: m.subject, code: d.error.code }, "replay skipped a malformed message");
+      request.onReport?.({ kind: "poison", journalSeq: seq, subject: m.subject, error: d.error });
+    } else if (!d.skip) {
+      yield { event: d.event, journalSeq: seq, subject: m.subject };
     }
-    messages = await consumer.consume({ max_messages: request.batch ?? 512 });
-  } catch (e) {
-    throw consumerError(e, bus.stream, "starting a replay");
-  }
-  try {
-    for await (const m of messages) {
-      const seq = m.seq;
-      if (seq > toSeq) break;
-      pending--;
-      const d = decodeMessage(decode, m.subject, m.data);
-      if (!d.ok) {
-        bus.log.warn({ journalSeq: seq, subject: m.subject, code: d.error.code }, "replay skipped a malformed message");
-        request.onReport?.({ kind: "poison", journalSeq: seq, subject: m.subject, error: d.error });
-      } else if (!d.skip) {
-        yield { event: d.event, journalSeq: seq, subject: m.subject };
-      }
-      if (pending <= 0 || seq >= toSeq || m.info.pending === 0) break;
-    }
-  } finally {
-    messages.stop();
-    await messages.close().catch(() => undefined);
-    // Released now rather than at its inactivity timeout: the server limits consumers per stream.
-    void consumer.delete().catch(() => undefined);
   }
 }

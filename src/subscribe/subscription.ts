@@ -3,18 +3,31 @@
  * the live subscriptions, with `close()` (idempotent) and `err()` (why it ended; nothing
  * after an intentional close). It mirrors the seed's `SubscribeEvents`.
  */
-import { jetstream } from "@nats-io/jetstream";
+import { jetstream, type JetStreamClient } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
+import type { Logger } from "pino";
 import type { Jetloop } from "../bus.js";
 import { ConnectionClosedError, OptionsError, PermissionDeniedError } from "../errors.js";
 import type { Delivery, DurableDelivery } from "./delivery.js";
 import { DeliveryQueue } from "./delivery-queue.js";
 import { DurableSource } from "./durable-source.js";
+import { FeedSource } from "./feed-source.js";
 import { type EventFilter, MANY_FILTER_SUBJECTS, resolveFilter } from "./filter.js";
 import { LiveSource } from "./live-source.js";
 import { type SubscribeOptions, parseSubscribeOptions, type SubscriptionReport } from "./options.js";
-import { OrderedSource } from "./ordered-source.js";
 import type { Source, SourceContext } from "./source.js";
 import type { ConsumerFigures } from "../streams/consumer-figures.js";
+
+// One JetStream client per connection and one logger per bus for all live subscriptions:
+// ten thousand viewers in a process should not carry ten thousand of each.
+const jetstreamClients = new WeakMap<NatsConnection, JetStreamClient>();
+const liveLogs = new WeakMap<Logger, Logger>();
+
+function shared<K extends object, V>(cache: WeakMap<K, V>, key: K, make: () => V): V {
+  let v = cache.get(key);
+  if (v === undefined) cache.set(key, (v = make()));
+  return v;
+}
 
 export interface SubscriptionStats {
   /** Deliveries handed to the reader. */
@@ -33,6 +46,7 @@ export class Subscription<E, D extends Delivery<E> = Delivery<E>> implements Asy
   readonly #onReport: ((r: SubscriptionReport) => void) | undefined;
   #filter: EventFilter;
   #enduring: Source | undefined;
+  #feed: FeedSource<E> | undefined;
   #live: LiveSource<E> | undefined;
   #error: Error | undefined;
   #closed = false;
@@ -50,27 +64,29 @@ export class Subscription<E, D extends Delivery<E> = Delivery<E>> implements Asy
     this.#filter = filter;
     this.#onReport = options.onReport;
     this.#queue = new DeliveryQueue(settings.enduringBuffer ?? (settings.durable ? 16 : 256), settings.ephemeralBuffer);
-    const log = bus.log.child({ component: "subscription", durable: settings.durable });
-    if (resolved.journalSubjects.length > MANY_FILTER_SUBJECTS) {
-      log.warn({ filterSubjects: resolved.journalSubjects.length }, "many filter subjects make a consumer slow; consider fewer loops per subscription");
-    }
     this.#ctx = {
       nc: bus.nc,
-      js: jetstream(bus.nc),
+      js: shared(jetstreamClients, bus.nc, () => jetstream(bus.nc)),
       jsm: () => bus.jetstreamManager(),
       stream: bus.stream,
       lastSeq: () => bus.journalPosition.lastSeq(),
+      journalState: () => bus.journalPosition.state(),
+      feeds: bus.feeds,
       decode: { namespace: bus.namespace, registry: bus.registry, maxEventBytes: bus.settings.maxEventBytes, includeInternal: resolved.includeInternal },
       queue: this.#queue,
       settings,
-      log,
+      log: settings.durable
+        ? bus.log.child({ component: "subscription", durable: settings.durable })
+        : shared(liveLogs, bus.log, () => bus.log.child({ component: "subscription" })),
       report: (r) => this.#report(r),
       fail: (e) => this.#fail(e),
     };
+    if (resolved.journalSubjects.length > MANY_FILTER_SUBJECTS) {
+      this.#ctx.log.warn({ filterSubjects: resolved.journalSubjects.length }, "many filter subjects make a consumer slow; consider fewer loops per subscription");
+    }
     if (resolved.journalSubjects.length > 0) {
-      this.#enduring = settings.durable
-        ? new DurableSource(this.#ctx, settings.durable, resolved.journalSubjects, settings.start ?? "all", bus.parked)
-        : new OrderedSource(this.#ctx, resolved.journalSubjects, settings.start ?? "new");
+      if (settings.durable) this.#enduring = new DurableSource(this.#ctx, settings.durable, resolved.journalSubjects, settings.start ?? "all", bus.parked);
+      else this.#enduring = this.#feed = new FeedSource(this.#ctx, resolved.feedSubjects, settings.start ?? "new");
     }
     if (resolved.liveSubjects.length > 0) this.#live = new LiveSource(this.#ctx, resolved.liveSubjects);
   }
@@ -78,7 +94,7 @@ export class Subscription<E, D extends Delivery<E> = Delivery<E>> implements Asy
   /** @internal Starts the sources; the bus awaits this before handing the subscription out. */
   async start(): Promise<this> {
     this.#unlisten = this.#bus.onPermissionViolation((e) => {
-      if (e.operation === "subscription" && this.#live?.owns(e.subject)) this.#fail(new PermissionDeniedError("subscribe", e.subject, { cause: e }));
+      if (e.operation === "subscription" && (this.#live?.owns(e.subject) || this.#feed?.owns(e.subject))) this.#fail(new PermissionDeniedError("subscribe", e.subject, { cause: e }));
     });
     try {
       if (this.#live) {
@@ -151,7 +167,7 @@ export class Subscription<E, D extends Delivery<E> = Delivery<E>> implements Asy
       throw new OptionsError("filter", "a filter update cannot add or remove the enduring or the ephemeral part");
     }
     await this.#live?.update(resolved.liveSubjects);
-    await this.#enduring?.update(resolved.journalSubjects);
+    await this.#enduring?.update(this.#feed ? resolved.feedSubjects : resolved.journalSubjects);
     this.#filter = filter;
   }
 

@@ -37,6 +37,7 @@ describe("resolveFilter: loops", () => {
   it("all loops of all sessions is one wildcard subject per channel", () => {
     expect(resolve({ enduring: "all", ephemeral: "all" })).toEqual({
       journalSubjects: ["acme.journal.*.*.>"],
+      feedSubjects: ["acme.feed.*.*.>"],
       liveSubjects: ["acme.live.*.*.>"],
       includeInternal: false,
     });
@@ -45,6 +46,8 @@ describe("resolveFilter: loops", () => {
   it("a set of loops is one subject per loop plus the `_` token for session-scoped events", () => {
     const r = resolve({ enduring: { loops: [L1, L2] } });
     expect(r.journalSubjects).toEqual([`acme.journal.*.${L1}.>`, `acme.journal.*.${L2}.>`, "acme.journal.*._.>"]);
+    // Live subscriptions follow the same selection on the feed.
+    expect(r.feedSubjects).toEqual([`acme.feed.*.${L1}.>`, `acme.feed.*.${L2}.>`, "acme.feed.*._.>"]);
     expect(r.liveSubjects).toEqual([]);
   });
 

@@ -12,7 +12,7 @@ import {
   SubjectError,
 } from "../../src/index.js";
 import { parseDuration } from "../../src/streams/declared.js";
-import { streamSubjects } from "../../src/subjects/subjects.js";
+import { feedRepublish, streamSubjects } from "../../src/subjects/subjects.js";
 
 const SECOND = 1e9;
 const MINUTE = 60 * SECOND;
@@ -76,6 +76,7 @@ describe("declaredStreamConfig", () => {
       name: "acme_prod_journal",
       description: "jetloop journal of namespace acme.prod",
       subjects: ["acme.prod.journal.>"],
+      republish: { src: "acme.prod.journal.>", dest: "acme.prod.feed.>" },
       storage: "file",
       retention: "limits",
       discard: "old",
@@ -99,6 +100,8 @@ describe("declaredStreamConfig", () => {
     expect(c.name).toBe("custom");
     expect(Object.keys(c).some((k) => k.startsWith("$"))).toBe(false);
     expect(c.subjects).toEqual(streamSubjects("jl"));
+    // The live feed: what the subject module says live subscriptions follow.
+    expect(c.republish).toEqual(feedRepublish("jl"));
     expect(JSON.stringify(c)).not.toContain("${");
     expect(JSON.stringify(c)).not.toContain(".live");
   });

@@ -12,7 +12,7 @@ import {
   type Channel,
   type SubjectAddress,
 } from "../../src/index.js";
-import { checkNamespace, sessionJournalSubject, streamSubjects, validEventSubject } from "../../src/subjects/subjects.js";
+import { checkNamespace, feedRepublish, sessionJournalSubject, streamLeaderElectedSubject, streamSubjects, switchChannel, validEventSubject } from "../../src/subjects/subjects.js";
 
 const S = "0190f2a1-5b3c-7d4e-8f60-000000000001";
 const L = "0190f2a1-5b3c-7d4e-8f60-000000000002";
@@ -261,5 +261,27 @@ describe("commandSubject", () => {
     for (const command of ["", "Answer", "an.swer", "answer*", ">", "an swer", "1answer", "answer-x", "a".repeat(33)]) {
       subjectError(() => commandSubject("jl", S, L, command));
     }
+  });
+});
+
+describe("the feed", () => {
+  it("is the journal republished under {ns}.feed: the same tokens, another channel", () => {
+    expect(feedRepublish("acme.prod")).toEqual({ src: "acme.prod.journal.>", dest: "acme.prod.feed.>" });
+    const journal = eventSubject("acme", "journal", { sessionId: S, loopId: L, family: "tool", type: "PermissionDecided" });
+    const feed = eventSubject("acme", "feed", { sessionId: S, loopId: L, family: "tool", type: "PermissionDecided" });
+    expect(feed).toBe(`acme.feed.${S}.${L}.tool.PermissionDecided`);
+    expect(switchChannel("acme", journal, "journal", "feed")).toBe(feed);
+    expect(switchChannel("acme", feed, "feed", "journal")).toBe(journal);
+    expect(switchChannel("acme", filterSubject("acme", "journal", { sessionId: S }), "journal", "feed")).toBe(filterSubject("acme", "feed", { sessionId: S }));
+    expect(parseEventSubject("acme", feed).channel).toBe("feed");
+  });
+
+  it("refuses to switch a subject of another channel or namespace", () => {
+    expect(() => switchChannel("acme", `acme.live.${S}.${L}.tool.ToolCallStarted`, "journal", "feed")).toThrow(SubjectError);
+    expect(() => switchChannel("acme", `other.journal.${S}.${L}.tool.PermissionDecided`, "journal", "feed")).toThrow(SubjectError);
+  });
+
+  it("names the stream's leader-election advisory", () => {
+    expect(streamLeaderElectedSubject("acme_journal")).toBe("$JS.EVENT.ADVISORY.STREAM.LEADER_ELECTED.acme_journal");
   });
 });

@@ -19,7 +19,7 @@ describe("reliability: per-session permissions and secrets", () => {
     expect(r.refusals.map((x) => [x.what, x.outcome])).toEqual(r.refusals.map((x) => [x.what, "PermissionDeniedError"]));
     for (const x of r.refusals) expect(x.ms, x.what).toBeLessThan(2000);
     // ... naming the subject the server refused.
-    for (const x of r.refusals) expect(x.subject, x.what).toMatch(/^(\$JS\.API\.CONSUMER\.CREATE\.acme_journal(\.|$)|acme\.(journal|live)\.)/);
+    for (const x of r.refusals) expect(x.subject, x.what).toMatch(/^(\$JS\.API\.CONSUMER\.CREATE\.acme_journal(\.|$)|acme\.(journal|live|feed)\.)/);
     // Her own session replays (the replay's consumers carry their filter in the create subject).
     expect(r.ownReplay).toBe(r.ownEnduring);
     // The raw API: every attempt refused, by the permissions or by the JetStream API.

@@ -6,7 +6,7 @@ import { serverRestartScenario } from "../../harness/reliability/scenarios/serve
 import { saveRecord } from "../../harness/reliability/save.js";
 
 describe("reliability: a server restart under load", () => {
-  it("loses no enduring event: the stream and the ordered subscriber hold each once, the durable one each at least once", async () => {
+  it("loses no enduring event: the stream and the live subscriber hold each once, the durable one each at least once", async () => {
     const r = await serverRestartScenario(defaultContext(), { events: 600, ratePerSec: 150, restartAfter: 200, downMs: 1000 });
     saveRecord(r.record);
 

@@ -5,7 +5,7 @@ import { connect, type JetloopEvent } from "../../../../src/index.js";
 import { row, tally } from "../figures.js";
 import { sleep, startServer } from "../../server.js";
 import { auditStream, collect, countAttempts, enduring, eventIdOf, faultAfter, newCoords, produce, resumedAfter, summarize, within } from "../workload.js";
-import { adminConnection, record, scenarioNamespace, type AppendScenarioResult, type ScenarioContext } from "./common.js";
+import { adminConnection, gapSummary, record, scenarioNamespace, type AppendScenarioResult, type ScenarioContext } from "./common.js";
 
 export interface ClientCutoffOptions {
   readonly events: number;
@@ -61,7 +61,9 @@ export async function clientCutoffScenario(ctx: ScenarioContext, o: ClientCutoff
     const coords = newCoords();
     const events: JetloopEvent[] = Array.from({ length: o.events }, () => enduring(coords));
     const published = events.map(eventIdOf);
-    const orderedSub = await bus.subscribeEvents({ enduring: "all" }, { start: "all" });
+    // A live subscription: it follows the stream's feed and repairs gaps from the journal.
+    const repairs: string[] = [];
+    const orderedSub = await bus.subscribeEvents({ enduring: "all" }, { start: "all", onReport: (rep) => void (rep.kind === "gap_closed" && repairs.push(rep.reason)) });
     const ordered = collect(orderedSub);
 
     let resumedAt = Number.POSITIVE_INFINITY;
@@ -128,7 +130,7 @@ export async function clientCutoffScenario(ctx: ScenarioContext, o: ClientCutoff
           "republished ok": summarize(republished).acked,
         }),
         row("journal (stream audit)", journal),
-        row("ordered subscriber", orderedT),
+        row("live subscriber (feed)", orderedT, { "gaps closed from the journal": gapSummary(repairs) }),
       ],
       {
         "frozen for (ms)": o.pauseMs,

@@ -47,3 +47,10 @@ export interface AppendScenarioResult {
   readonly journal: ReturnType<typeof tally> & { messages: number };
   readonly ordered: ReturnType<typeof tally>;
 }
+
+/** "reconnect 2, leader_elected 1": a live subscription's gap repairs by reason, "0" for none. */
+export function gapSummary(reasons: readonly string[]): string {
+  const counts = new Map<string, number>();
+  for (const r of reasons) counts.set(r, (counts.get(r) ?? 0) + 1);
+  return [...counts].map(([k, v]) => `${k} ${v}`).join(", ") || "0";
+}

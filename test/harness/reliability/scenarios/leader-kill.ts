@@ -6,7 +6,7 @@ import { provisionOnCluster, startCluster } from "../../cluster.js";
 import { sleep, waitFor } from "../../server.js";
 import { row, tally } from "../figures.js";
 import { auditStream, captureLogger, collect, countAttempts, enduring, resumedAfter, eventIdOf, faultAfter, newCoords, produce, summarize, within } from "../workload.js";
-import { adminConnection, record, scenarioNamespace, type AppendScenarioResult, type ScenarioContext } from "./common.js";
+import { adminConnection, gapSummary, record, scenarioNamespace, type AppendScenarioResult, type ScenarioContext } from "./common.js";
 
 export interface LeaderKillOptions {
   readonly events: number;
@@ -53,7 +53,9 @@ export async function leaderKillScenario(ctx: ScenarioContext, o: LeaderKillOpti
     const coords = newCoords();
     const events: JetloopEvent[] = Array.from({ length: o.events }, () => enduring(coords));
     const published = events.map(eventIdOf);
-    const orderedSub = await bus.subscribeEvents({ enduring: "all" }, { start: "all" });
+    // A live subscription: it follows the stream's feed and repairs gaps from the journal.
+    const repairs: string[] = [];
+    const orderedSub = await bus.subscribeEvents({ enduring: "all" }, { start: "all", onReport: (rep) => void (rep.kind === "gap_closed" && repairs.push(rep.reason)) });
     const ordered = collect(orderedSub);
 
     let killedAt = 0;
@@ -118,7 +120,7 @@ export async function leaderKillScenario(ctx: ScenarioContext, o: LeaderKillOpti
           "republished ok": summarize(republished).acked,
         }),
         row("journal (stream audit)", journal, { "stream messages": audit.messages }),
-        row("ordered subscriber", orderedT),
+        row("live subscriber (feed)", orderedT, { "gaps closed from the journal": gapSummary(repairs) }),
       ],
       {
         "kill after appends": o.killAfter,

@@ -206,6 +206,8 @@ export async function securityScenario(ctx: ScenarioContext, o: { events: number
       await attack(raw, "purge the stream", `$JS.API.STREAM.PURGE.${EXAMPLE.stream}`, {}),
       await snoop(raw, "subscribe to the journal subjects", `${namespace}.journal.>`),
       await snoop(raw, "subscribe to bob's previews", `${namespace}.live.${B.session}.>`),
+      await snoop(raw, "subscribe to bob's feed", `${namespace}.feed.${B.session}.>`),
+      await snoop(raw, "subscribe to every session's feed", `${namespace}.feed.>`),
       await snoop(raw, "subscribe to every inbox", "_INBOX.>"),
       await snoop(raw, "subscribe to bob's inbox", `${B.inbox}.>`),
     ];

@@ -4,7 +4,7 @@ import { connect, type JetloopEvent } from "../../../../src/index.js";
 import { row, tally } from "../figures.js";
 import { sleep, startServer } from "../../server.js";
 import { auditStream, collect, enduring, eventIdOf, faultAfter, newCoords, produce, resumedAfter, summarize, within } from "../workload.js";
-import { adminConnection, type AppendScenarioResult, record, scenarioNamespace, type ScenarioContext } from "./common.js";
+import { adminConnection, type AppendScenarioResult, gapSummary, record, scenarioNamespace, type ScenarioContext } from "./common.js";
 
 export interface ServerRestartOptions {
   readonly events: number;
@@ -41,7 +41,9 @@ export async function serverRestartScenario(ctx: ScenarioContext, o: ServerResta
     const events: JetloopEvent[] = Array.from({ length: o.events }, () => enduring(coords));
     const published = events.map(eventIdOf);
 
-    const orderedSub = await bus.subscribeEvents({ enduring: "all" }, { start: "all" });
+    // A live subscription: it follows the stream's feed and repairs gaps from the journal.
+    const repairs: string[] = [];
+    const orderedSub = await bus.subscribeEvents({ enduring: "all" }, { start: "all", onReport: (rep) => void (rep.kind === "gap_closed" && repairs.push(rep.reason)) });
     const durableSub = await bus.subscribeEvents({ enduring: "all" }, { durable: "restart-svc", ackWaitMs: 2000, batch: 32 });
     const ordered = collect(orderedSub);
     const durable = collect(durableSub);
@@ -88,7 +90,7 @@ export async function serverRestartScenario(ctx: ScenarioContext, o: ServerResta
           "republished ok": summarize(republished).acked,
         }),
         row("journal (stream audit)", journal),
-        row("ordered subscriber", orderedT),
+        row("live subscriber (feed)", orderedT, { "gaps closed from the journal": gapSummary(repairs) }),
         row("durable subscriber", durableT),
       ],
       {

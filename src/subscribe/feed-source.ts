@@ -1,0 +1,311 @@
+/**
+ * The enduring part of a live (non-durable) subscription: history and catch-up from the
+ * journal, then the stream's republished feed over shared core subscriptions (feed-hub.ts)
+ * — no JetStream consumer while it follows, no timers.
+ *
+ * The seam. The feed subscriptions are registered on the server (flush) before the
+ * journal's last sequence B is read, so every event stored after B is on the feed. The
+ * journal is read up to B; feed messages are buffered meanwhile and then taken in order,
+ * skipping any sequence already delivered. Delivery is by journal sequence, strictly
+ * increasing: never a duplicate, and the seam is proven by the sequences themselves.
+ *
+ * Gaps. `Nats-Last-Sequence` on a feed message is the previous sequence of the same
+ * journal subject, and a filter spans several subjects (one per event type of a loop),
+ * so the check is per subject: after a journal read up to B, everything of the filter up
+ * to B is known, and every sequence taken since is remembered; a message whose previous
+ * sequence is above B and was never taken reveals a missed message, and the journal is
+ * read from the missed one to just before this one. That check alone sees a miss only
+ * when its subject speaks again (then the missed event comes late, out of order, still
+ * exactly once), so the ways the feed really loses messages are caught where they
+ * happen: a reconnect (a slow consumer cut off, a restart, a network cut) and a stream
+ * leader election (the hub reports both), and a reader too slow for the buffer (the
+ * overflow is dropped and read back). Each resync reads the journal from the last
+ * delivered sequence to the journal's end, then takes the feed again.
+ */
+import type { JsMsg } from "@nats-io/jetstream";
+import { NotProvisionedError, PermissionDeniedError } from "../errors.js";
+import { feedRepublish, switchChannel } from "../subjects/subjects.js";
+import { decodeMessage } from "./delivery.js";
+import type { FeedMessage, FeedViewer, ResyncReason } from "./feed-hub.js";
+import { type JournalRange, readJournalRange } from "./journal-range.js";
+import type { StartPosition } from "./options.js";
+import { reportPoison, type Source, type SourceContext } from "./source.js";
+
+/** Feed messages buffered behind a slow reader before the rest is read back from the journal. */
+const INBOX_LIMIT = 4096;
+/** Sequences remembered for the gap check before the oldest is forgotten. */
+const TAKEN_MEMORY = 10_000;
+/** Waits between attempts when a journal read fails (a leader election, a restart). */
+const RETRY_MS = [250, 500, 1000, 2000, 4000, 8000];
+
+type Resync = ResyncReason | "gap" | "slow_reader" | "filter";
+
+export class FeedSource<E> implements Source, FeedViewer {
+  readonly #ctx: SourceContext<E>;
+  readonly #start: StartPosition;
+  /** The feed subjects followed: the journal filter, on the feed channel (the journal's is derived when read). */
+  #feeds: readonly string[];
+  /** Last journal sequence taken (delivered, skipped or reported). */
+  #lastSeq = 0;
+  /** Everything of the filter up to here has been read; `#taken` covers what follows. */
+  #baseline = 0;
+  /** Sequences taken above the baseline; made on first use (an idle viewer holds none). */
+  #taken: Set<number> | undefined;
+  #inbox: FeedMessage[] = [];
+  #overflowed = false;
+  #resync: Resync | undefined;
+  /** The pump runs only while there is work, so an idle viewer holds no suspended frame. */
+  #pump: Promise<void> | undefined;
+  /** False until start() has fixed the position: feed messages wait in the inbox until then. */
+  #ready = false;
+  /** The history read start() opened, for the pump to take first. */
+  #history: Reading | undefined;
+  /** Bumped by a filter change or stop: reads under an older filter stop. */
+  #generation = 0;
+  #stopped = false;
+  /** Set when the server refused a feed subscription. */
+  #refused: Error | undefined;
+
+  /** `subjects`: feed subjects (`ResolvedFilter.feedSubjects`). */
+  constructor(ctx: SourceContext<E>, subjects: readonly string[], start: StartPosition) {
+    this.#ctx = ctx;
+    this.#feeds = subjects;
+    this.#start = start;
+  }
+
+  async start(): Promise<void> {
+    const ctx = this.#ctx;
+    this.#follow();
+    // The feed subscriptions exist on the server before the journal position is read, and
+    // a refusal (permissions) has arrived by then: it fails subscribeEvents itself.
+    await ctx.feeds.registered();
+    if (this.#refused) throw this.#refused;
+    const state = await ctx.journalState();
+    const dest = feedRepublish(ctx.decode.namespace).dest;
+    if (state.republishDest !== dest) {
+      throw new NotProvisionedError(ctx.stream, `stream ${ctx.stream} does not republish the journal to ${dest}; run \`jetloop provision\``);
+    }
+    const start = this.#start;
+    let history: { from: JournalRange["from"]; to: number } | undefined;
+    if (start === "new") this.#lastSeq = state.lastSeq;
+    else if (start === "all") history = { from: { seq: 1 }, to: state.lastSeq };
+    else if ("seq" in start) {
+      this.#lastSeq = start.seq - 1;
+      history = { from: start, to: state.lastSeq };
+    } else history = { from: start, to: state.lastSeq };
+    this.#baseline = this.#lastSeq;
+    let first: Reading | undefined;
+    // The first read is opened here, so a refused consumer fails subscribeEvents itself.
+    if (history && history.to > this.#lastSeq) first = await this.#open(history.from, history.to);
+    this.#history = first;
+    this.#ready = true;
+    this.#kick();
+  }
+
+  /** `subjects`: feed subjects. */
+  async update(subjects: readonly string[]): Promise<void> {
+    this.#generation++;
+    this.#unfollow();
+    this.#feeds = subjects;
+    this.#follow();
+    await this.#ctx.feeds.registered();
+    // What the old filter had buffered is dropped; the new filter's events after the
+    // position are read from the journal.
+    this.#inbox = [];
+    this.#overflowed = false;
+    this.#requestResync("filter");
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    this.#generation++;
+    this.#unfollow();
+    this.#inbox = [];
+    await this.#pump;
+  }
+
+  /** True when one of this source's feed subscriptions is on `subject`. */
+  owns(subject: string): boolean {
+    return this.#feeds.includes(subject);
+  }
+
+  onFeed(message: FeedMessage): void {
+    if (this.#overflowed) return;
+    if (this.#inbox.length >= INBOX_LIMIT) {
+      // The reader is far behind: stop buffering; the journal holds the rest.
+      this.#overflowed = true;
+      return;
+    }
+    this.#inbox.push(message);
+    this.#kick();
+  }
+
+  resync(reason: ResyncReason): void {
+    this.#requestResync(reason);
+  }
+
+  fail(error: Error): void {
+    this.#refused ??= error;
+    this.#ctx.fail(error);
+  }
+
+  #requestResync(reason: Resync): void {
+    this.#resync ??= reason;
+    this.#kick();
+  }
+
+  #follow(): void {
+    for (const f of this.#feeds) this.#ctx.feeds.join(f, this);
+  }
+
+  #unfollow(): void {
+    for (const f of this.#feeds) this.#ctx.feeds.leave(f, this);
+  }
+
+  /** Starts the pump unless it runs. */
+  #kick(): void {
+    if (!this.#ready || this.#pump || this.#stopped) return;
+    this.#pump = this.#run().finally(() => {
+      this.#pump = undefined;
+      // Work that arrived while the pump was finishing.
+      if (this.#inbox.length > 0 || this.#resync !== undefined || this.#overflowed) this.#kick();
+    });
+  }
+
+  async #run(): Promise<void> {
+    try {
+      const history = this.#history;
+      this.#history = undefined;
+      if (history) await this.#read(history);
+      while (!this.#stopped) {
+        const reason = this.#resync;
+        if (reason !== undefined) {
+          this.#resync = undefined;
+          await this.#resyncNow(reason);
+          continue;
+        }
+        const m = this.#inbox.shift();
+        if (m) {
+          await this.#take(m);
+        } else if (this.#overflowed) {
+          this.#overflowed = false;
+          this.#resync = "slow_reader";
+        } else {
+          return;
+        }
+      }
+    } catch (e) {
+      if (!this.#stopped) this.#ctx.fail(e as Error);
+    }
+  }
+
+  /** One feed message, in order. */
+  async #take(m: FeedMessage): Promise<void> {
+    if (m.seq <= this.#lastSeq) return; // read from the journal already
+    if (m.lastSeq > this.#baseline && !this.#taken?.has(m.lastSeq)) {
+      // The previous message of this subject never arrived: read from it to just before this one.
+      const from = Math.min(m.lastSeq, this.#lastSeq + 1);
+      const generation = this.#generation;
+      await this.#catchUp(m.seq - 1, from);
+      if (generation !== this.#generation) return;
+      this.#ctx.log.info({ fromSeq: from, toSeq: m.seq - 1, missed: m.lastSeq }, "closed a feed gap from the journal");
+      this.#ctx.report({ kind: "gap_closed", fromSeq: from, toSeq: m.seq - 1, reason: "gap" });
+    }
+    this.#lastSeq = m.seq;
+    await this.#deliver(m.seq, m.subject, m.data);
+  }
+
+  async #resyncNow(reason: Resync): Promise<void> {
+    const from = this.#lastSeq + 1;
+    await this.#retrying(() => this.#ctx.feeds.registered());
+    const to = (await this.#retrying(() => this.#ctx.journalState())).lastSeq;
+    await this.#catchUp(to);
+    if (reason !== "filter") this.#ctx.report({ kind: "gap_closed", fromSeq: from, toSeq: to, reason });
+  }
+
+  /** Reads the journal from `from` (after the last sequence taken) up to `to`; takes what was not taken. */
+  async #catchUp(to: number, from = this.#lastSeq + 1): Promise<void> {
+    if (to < from) {
+      this.#settle(this.#lastSeq);
+      return;
+    }
+    const reading = await this.#retrying(() => this.#open({ seq: from }, to));
+    await this.#read(reading);
+  }
+
+  async #open(from: JournalRange["from"], to: number): Promise<Reading> {
+    const ns = this.#ctx.decode.namespace;
+    const subjects = this.#feeds.map((f) => switchChannel(ns, f, "feed", "journal"));
+    const range = { subjects, from, toSeq: to, batch: this.#ctx.settings.batch ?? 256 };
+    const messages = readJournalRange(this.#ctx.js, this.#ctx.stream, range, "reading the journal for a live subscription");
+    const first = await this.#ctx.feeds.limitCatchUp(() => messages.next());
+    return { messages, first, to, generation: this.#generation };
+  }
+
+  async #read(r: Reading): Promise<void> {
+    let next = r.first;
+    while (!next.done) {
+      if (r.generation !== this.#generation) {
+        await r.messages.return();
+        return;
+      }
+      const m = next.value;
+      if (m.seq > this.#lastSeq || (m.seq > this.#baseline && !this.#taken?.has(m.seq))) {
+        this.#lastSeq = Math.max(this.#lastSeq, m.seq);
+        await this.#deliver(m.seq, m.subject, m.data);
+      }
+      next = await r.messages.next();
+    }
+    if (r.generation === this.#generation) this.#settle(r.to);
+  }
+
+  /** Everything of the filter up to `to` has been read: the memory of what was taken starts over. */
+  #settle(to: number): void {
+    this.#lastSeq = Math.max(this.#lastSeq, to);
+    this.#baseline = this.#lastSeq;
+    this.#taken = undefined;
+  }
+
+  async #deliver(seq: number, subject: string, data: Uint8Array): Promise<void> {
+    this.#remember(seq);
+    const d = decodeMessage(this.#ctx.decode, subject, data);
+    if (!d.ok) {
+      reportPoison(this.#ctx, seq, subject, d.error);
+      return;
+    }
+    if (d.skip) return;
+    await this.#ctx.queue.pushEnduring({ event: d.event, journalSeq: seq, subject });
+  }
+
+  #remember(seq: number): void {
+    const taken = (this.#taken ??= new Set());
+    taken.add(seq);
+    if (taken.size > TAKEN_MEMORY) {
+      // Forget the oldest; it becomes the floor of the check.
+      const oldest = taken.values().next().value!;
+      taken.delete(oldest);
+      this.#baseline = Math.max(this.#baseline, oldest);
+    }
+  }
+
+  /** Retries a journal operation across a leader election or a restart; refusals fail at once. */
+  async #retrying<T>(op: () => Promise<T>): Promise<T> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await op();
+      } catch (e) {
+        if (e instanceof PermissionDeniedError || e instanceof NotProvisionedError || attempt >= RETRY_MS.length || this.#stopped) throw e;
+        this.#ctx.log.info({ attempt, reason: (e as Error).message }, "journal read failed; retrying");
+        await new Promise((resolve) => setTimeout(resolve, RETRY_MS[attempt]));
+      }
+    }
+  }
+}
+
+/** A journal read whose consumer exists, with its first result. */
+interface Reading {
+  readonly messages: AsyncGenerator<JsMsg, void, undefined>;
+  readonly first: IteratorResult<JsMsg, void>;
+  readonly to: number;
+  readonly generation: number;
+}

@@ -1,0 +1,69 @@
+/**
+ * A bounded read of the journal with an ordered consumer: from a sequence (or a time) to
+ * `toSeq`, or to the end of the journal as it stood when the read began; then it ends and
+ * deletes its consumer. Replay uses it, and so does the live feed for history and for
+ * closing gaps.
+ */
+import { type Consumer, type ConsumerMessages, DeliverPolicy, type JetStreamClient, type JsMsg, type OrderedConsumerOptions } from "@nats-io/jetstream";
+import { consumerError } from "./consumer-errors.js";
+
+/**
+ * Pull expiry (heartbeats at half of it). NATS.js recreates an ordered consumer that a
+ * server restart lost, but its first pull after that can ask for nothing (stale pending
+ * counts), so delivery resumes only after two missed heartbeats: 30 s with the default
+ * 30 s expiry. 5 s bounds that stall.
+ */
+const PULL_EXPIRES_MS = 5_000;
+
+export interface JournalRange {
+  readonly subjects: readonly string[];
+  readonly from: { readonly seq: number } | { readonly time: Date };
+  /** Last sequence, inclusive. */
+  readonly toSeq: number;
+  /** Messages pulled at once. */
+  readonly batch: number;
+}
+
+export async function* readJournalRange(js: JetStreamClient, stream: string, range: JournalRange, what: string): AsyncGenerator<JsMsg, void, undefined> {
+  const opts: Partial<OrderedConsumerOptions> = {
+    filter_subjects: range.subjects.length === 1 ? range.subjects[0]! : [...range.subjects],
+  };
+  if ("seq" in range.from) {
+    opts.deliver_policy = DeliverPolicy.StartSequence;
+    opts.opt_start_seq = range.from.seq;
+  } else {
+    opts.deliver_policy = DeliverPolicy.StartTime;
+    opts.opt_start_time = range.from.time.toISOString();
+  }
+  let consumer: Consumer;
+  let pending: number;
+  let messages: ConsumerMessages;
+  try {
+    // NATS.js creates the ordered consumer here (named, so on the create subject that
+    // carries the filter, which per-session permissions can allow), and its creation
+    // reply counts what matches from the start: the end of the read as the journal stood
+    // when it began, and an empty range ends at once instead of waiting.
+    consumer = await js.consumers.get(stream, opts);
+    pending = (await consumer.info(true)).num_pending;
+    if (pending === 0) {
+      void consumer.delete().catch(() => undefined);
+      return;
+    }
+    messages = await consumer.consume({ max_messages: range.batch, expires: PULL_EXPIRES_MS });
+  } catch (e) {
+    throw consumerError(e, stream, what);
+  }
+  try {
+    for await (const m of messages) {
+      if (m.seq > range.toSeq) break;
+      pending--;
+      yield m;
+      if (pending <= 0 || m.seq >= range.toSeq || m.info.pending === 0) break;
+    }
+  } finally {
+    messages.stop();
+    await messages.close().catch(() => undefined);
+    // Released now rather than at its inactivity timeout: the server limits consumers per stream.
+    void consumer.delete().catch(() => undefined);
+  }
+}

@@ -1,0 +1,123 @@
+// Live subscriptions over the stream's republished feed: provisioning declares it, the
+// hand-over from the journal to the feed is exact while appends continue, viewers of one
+// loop share one core subscription, and no consumer is left while they follow.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { connect, createEvent, newId, NotProvisionedError, type Jetloop, type JetloopEvent, type Subscription } from "../../src/index.js";
+import { natsServers, uniqueNamespace } from "../harness/context.js";
+import { Reader } from "../harness/reader.js";
+import { sleep, waitFor } from "../harness/server.js";
+
+function decided(sessionId: string, loopId: string): JetloopEvent {
+  return createEvent("PermissionDecided", { sessionId, loopId, turnId: newId(), stepId: newId(), toolExecutionId: newId(), effect: "approve" });
+}
+
+let bus: Jetloop;
+let viewers: Jetloop;
+
+async function consumers(b: Jetloop): Promise<number> {
+  let n = 0;
+  for await (const _ of (await b.jetstreamManager()).consumers.list(b.stream)) n++;
+  return n;
+}
+
+beforeAll(async () => {
+  const namespace = uniqueNamespace();
+  bus = await connect({ servers: natsServers(), namespace });
+  await bus.provision();
+  viewers = await connect({ servers: natsServers(), namespace });
+});
+
+afterAll(async () => {
+  await viewers?.close();
+  await (await bus?.jetstreamManager())?.streams.delete(bus.stream).catch(() => undefined);
+  await bus?.close();
+});
+
+describe("the feed declaration", () => {
+  it("provision declares the republish to {ns}.feed.>, reports its drift, and live subscriptions refuse a stream without it", async () => {
+    const own = await connect({ servers: natsServers(), namespace: uniqueNamespace() });
+    try {
+      await own.provision();
+      const jsm = await own.jetstreamManager();
+      const cfg = (await jsm.streams.info(own.stream)).config;
+      expect(cfg.republish).toEqual({ src: `${own.namespace}.journal.>`, dest: `${own.namespace}.feed.>` });
+
+      // An older stream, without the feed.
+      await jsm.streams.update(own.stream, { ...cfg, republish: undefined });
+      const err = await own.subscribeEvents({ enduring: "all" }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(NotProvisionedError);
+      expect((err as Error).message).toMatch(/does not republish the journal to .*\.feed\.>; run `jetloop provision`/);
+      const verify = await own.provision({ mode: "verify" });
+      expect(verify.action).toBe("drifted");
+      expect(verify.drift.map((d) => d.field)).toEqual(["republish"]);
+      expect((await own.provision()).action).toBe("updated");
+      const sub = await own.subscribeEvents({ enduring: "all" });
+      await sub.close();
+    } finally {
+      await (await own.jetstreamManager()).streams.delete(own.stream).catch(() => undefined);
+      await own.close();
+    }
+  });
+});
+
+describe("the seam between the journal and the feed", () => {
+  it("viewers opened from every start position while appends continue each get their loop's events exactly once, in journal order", async () => {
+    const sessionId = newId();
+    const loops = [newId(), newId(), newId()];
+    const sent = new Map<string, number[]>(loops.map((l) => [l, []]));
+    const before = await bus.publishAll(loops.flatMap((l) => [decided(sessionId, l), decided(sessionId, l)]));
+    before.forEach((r, i) => sent.get(loops[Math.floor(i / 2)]!)!.push(r.journalSeq));
+    const firstSeq = before[0]!.journalSeq;
+
+    // Appends keep going in the background while the viewers open and hand over.
+    let stop = false;
+    const producing = (async () => {
+      for (let i = 0; !stop; i++) {
+        const l = loops[i % loops.length]!;
+        sent.get(l)!.push((await bus.publish(decided(sessionId, l))).journalSeq);
+      }
+    })();
+    const opened: { sub: Subscription<JetloopEvent>; loop: string; start: "all" | "new" | { seq: number } }[] = [];
+    for (let i = 0; i < 24; i++) {
+      const loop = loops[i % loops.length]!;
+      const start = (["all", "new", { seq: firstSeq + 3 }] as const)[i % 3]!;
+      opened.push({ sub: await viewers.subscribeEvents({ sessions: [sessionId], enduring: { loops: [loop] } }, { start }), loop, start });
+      await sleep(5);
+    }
+    await sleep(200);
+    stop = true;
+    await producing;
+
+    for (const o of opened) {
+      const all = sent.get(o.loop)!;
+      const from = o.start === "all" ? 0 : o.start === "new" ? undefined : o.start.seq;
+      const reader = new Reader(o.sub);
+      if (from !== undefined) {
+        const want = all.filter((s) => s >= from);
+        expect((await reader.take(want.length)).map((d) => d.journalSeq)).toEqual(want);
+      } else {
+        // "new": whatever it starts with, it then has every later event of its loop, none twice.
+        const got: number[] = [];
+        while (got.at(-1) !== all.at(-1)) got.push((await reader.take(1))[0]!.journalSeq);
+        expect(got).toEqual(all.slice(all.indexOf(got[0]!)));
+      }
+      expect(await reader.extra(20)).toBeUndefined();
+    }
+    // The history reads are over: no consumer is left while the viewers follow the feed.
+    expect(await consumers(bus)).toBe(0);
+    for (const o of opened) await o.sub.close();
+  });
+
+  it("viewers of one loop in one process share one feed subscription per subject, released with the last", async () => {
+    const sessionId = newId();
+    const loop = newId();
+    const base = viewers.feeds.subscriptions;
+    const subs = await Promise.all(Array.from({ length: 5 }, () => viewers.subscribeEvents({ sessions: [sessionId], enduring: { loops: [loop] } })));
+    // The loop's subject and the session-scoped `_` subject.
+    expect(viewers.feeds.subscriptions - base).toBe(2);
+    const seqs = (await bus.publishAll([decided(sessionId, loop), decided(sessionId, loop)])).map((r) => r.journalSeq);
+    for (const s of subs) expect((await new Reader(s).take(2)).map((d) => d.journalSeq)).toEqual(seqs);
+    for (const s of subs) await s.close();
+    await waitFor("the shared subscriptions to be released", () => viewers.feeds.subscriptions === base, 2000, 10);
+  });
+});
