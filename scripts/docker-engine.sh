@@ -5,13 +5,15 @@
 #   eval "$(bash scripts/docker-engine.sh start)"   # install, start, build images; prints exports
 #   bash scripts/docker-engine.sh stop              # remove everything it started
 #   bash scripts/docker-engine.sh env               # the exports again, if it is running
+#   bash scripts/docker-engine.sh check             # fails if anything of it is left
 #
 # start: installs docker.io (and docker-compose) with apt when dockerd is missing, starts
 # dockerd in the background with its own data-root, exec-root, pidfile and socket under
 # $JETLOOP_DOCKER_DIR (default /tmp/jetloop-docker), changing neither iptables nor sysctl
 # (published ports are served by docker-proxy), and builds one image per nats-server in
 # .nats/bin (scripts/install-nats-server.sh) FROM scratch: the binary, the C library files
-# it links against and an empty /tmp. The images are tagged jetloop/nats-server:<version>;
+# it links against, an empty /tmp, and Debian's static busybox as wget (the healthcheck of
+# docker-compose.yml). The images are tagged jetloop/nats-server:<version>;
 # the test harness picks the one matching its server flavor (test/harness/containers.ts).
 # It prints `export DOCKER_HOST=…` and the testcontainers settings this engine needs.
 #
@@ -74,6 +76,21 @@ wait_until() { # wait_until <seconds> <what> <command...>
   done
 }
 
+# Debian's static busybox, for the wget that docker-compose.yml's healthcheck runs.
+fetch_busybox() {
+  [[ -x "$DIR/busybox" ]] && return 0
+  local dl="$DIR/busybox-dl"
+  local -a opts=(-qq -o APT::Sandbox::User=root)
+  mkdir -p "$dl"
+  if ! (cd "$dl" && apt-get "${opts[@]}" download busybox-static) >"$dl/log" 2>&1; then
+    apt-get update -qq >>"$dl/log" 2>&1 || true
+    (cd "$dl" && apt-get "${opts[@]}" download busybox-static) >>"$dl/log" 2>&1 || { cat "$dl/log" >&2; return 1; }
+  fi
+  dpkg-deb -x "$dl"/busybox-static_*.deb "$dl/x"
+  cp "$dl/x/bin/busybox" "$DIR/busybox"
+  rm -rf "$dl"
+}
+
 # build_image <nats-server binary>: prints the tag.
 build_image() {
   local bin version build tag lib
@@ -86,6 +103,9 @@ build_image() {
   mkdir -p "$build/rootfs/tmp"
   chmod 1777 "$build/rootfs/tmp"
   cp "$bin" "$build/rootfs/nats-server"
+  mkdir -p "$build/rootfs/bin"
+  cp "$DIR/busybox" "$build/rootfs/bin/busybox"
+  ln -s busybox "$build/rootfs/bin/wget"
   # The dynamic loader and the libraries the binary links against (libc.so.6 and
   # ld-linux-x86-64.so.2 on amd64), at the paths the binary looks for them.
   for lib in $(ldd "$bin" | grep -oE '/[^ ]+'); do
@@ -141,6 +161,7 @@ start_dockerd_and_build() {
     tail -n 30 "$LOG" >&2
     return 1
   fi
+  fetch_busybox
   for b in "$@"; do tags+=("$(build_image "$b")"); done
   # dockerd answers before its containerd is up; a first run can race with it.
   if ! wait_until 30 "containerd to run a container" docker_ run --rm "${tags[0]}" --version; then
@@ -199,10 +220,25 @@ stop() {
   rm -rf "$DIR"
 }
 
+# What stop must have removed: dockerd and its children, mounts, links, the folder.
+check() {
+  local left=()
+  [[ -n "$(pgrep -f -- "$EXEC_ROOT" || true)" ]] && left+=("processes: $(pgrep -f -- "$EXEC_ROOT" | tr '\n' ' ')")
+  grep -q " $DIR" /proc/mounts && left+=("mounts: $(awk -v d="$DIR" 'index($2, d) == 1 {print $2}' /proc/mounts | tr '\n' ' ')")
+  ip link show docker0 >/dev/null 2>&1 && left+=("link docker0")
+  [[ -e "$DIR" ]] && left+=("folder $DIR")
+  if [[ ${#left[@]} -gt 0 ]]; then
+    log "left behind: ${left[*]}"
+    return 1
+  fi
+  log "nothing left behind (no dockerd, containerd or docker-proxy of $DIR, no mount, no docker0, no folder)"
+}
+
 case "${1:-}" in
   start) start ;;
   stop) stop ;;
+  check) check ;;
   env) running && exports || { log "not running"; exit 1; } ;;
-  -h|--help|"") sed -n '2,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' ;;
+  -h|--help|"") sed -n '2,23p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' ;;
   *) log "unknown command: $1"; exit 2 ;;
 esac

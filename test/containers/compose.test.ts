@@ -3,6 +3,7 @@
 // `docker kill` mid-load and started again.
 import { describe, expect, it } from "vitest";
 import { startComposeCluster } from "../harness/compose.js";
+import { imageFor } from "../harness/containers.js";
 import { leaderKillScenario } from "../harness/reliability/scenarios/leader-kill.js";
 
 describe("docker-compose.yml brought up for real", () => {
@@ -16,8 +17,9 @@ describe("docker-compose.yml brought up for real", () => {
         killAfter: 100,
         downMs: 2000,
         cluster: async () => {
-          const c = await startComposeCluster();
-          say(`up: ${c.nodes.map((n) => `${n.name} (nats-server ${n.version}) at ${n.url}`).join(", ")}; meta leader ${await c.metaLeader()}`);
+          const image = await imageFor("newest");
+          const c = await startComposeCluster({ image });
+          say(`up and healthy (the file's healthcheck) with NATS_IMAGE=${image}: ${c.nodes.map((n) => `${n.name} (nats-server ${n.version}) at ${n.url}`).join(", ")}; meta leader ${await c.metaLeader()}`);
           return c;
         },
       },

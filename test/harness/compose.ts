@@ -62,7 +62,7 @@ export interface ComposeClusterOptions {
 
 /**
  * `docker compose up` on the repository's docker-compose.yml, under a project name of its
- * own, as a NatsCluster: kill() is `docker kill`, restart() `docker start`, close() removes
+ * own, waiting for every service's healthcheck, as a NatsCluster: kill() is `docker kill`, restart() `docker start`, close() removes
  * the containers, their volumes and the network (`down -v`).
  */
 export async function startComposeCluster(opts: ComposeClusterOptions = {}): Promise<NatsCluster> {
@@ -74,7 +74,8 @@ export async function startComposeCluster(opts: ComposeClusterOptions = {}): Pro
     .withProjectName(project)
     .withEnvironment({ NATS_IMAGE: image })
     .withClientOptions((await standaloneCompose()) ? { executable: { standalone: true } } : {})
-    .withDefaultWaitStrategy(Wait.forLogMessage(/Server is ready/))
+    // The file's own healthcheck (wget /healthz): the image must have wget.
+    .withDefaultWaitStrategy(Wait.forHealthCheck())
     .withStartupTimeout(readyTimeoutMs)
     .up();
   const ids = (await docker("ps", "-q", "--filter", `label=com.docker.compose.project=${project}`)).split(/\s+/).filter(Boolean);

@@ -35,7 +35,7 @@ const run = promisify(execFile);
 /** The images scripts/docker-engine.sh builds from the binaries in .nats/bin. */
 export const LOCAL_IMAGE_REPO = "jetloop/nats-server";
 /** Official images, pinned, for engines that can pull and have no local image. */
-export const OFFICIAL_IMAGES: Readonly<Record<ServerFlavor, string>> = { oldest: "nats:2.10.29-alpine", newest: "nats:2.11.8-alpine" };
+export const OFFICIAL_IMAGES: Readonly<Record<ServerFlavor, string>> = { oldest: "nats:2.10.29-alpine", newest: "nats:2.14.0-alpine" };
 
 const CONF_IN_CONTAINER = "/etc/nats/nats.conf";
 const STORE_IN_CONTAINER = "/data/jetstream";
