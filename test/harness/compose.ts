@@ -90,6 +90,7 @@ export async function startComposeCluster(opts: ComposeClusterOptions = {}): Pro
             configFile: configSource(c),
             env: {},
             args: [],
+            storeDir: envValue(c, "NATS_STORE_DIR"),
             port: hostPort(c, Number(envValue(c, "NATS_CLIENT_PORT"))),
             httpPort: hostPort(c, Number(envValue(c, "NATS_HTTP_PORT"))),
             waitHealthy: false,
@@ -98,7 +99,7 @@ export async function startComposeCluster(opts: ComposeClusterOptions = {}): Pro
           c.Id,
         ),
     )
-    .sort((a, b) => a.name.localeCompare(b.name));
+    .sort((a, b) => a.spec.name.localeCompare(b.spec.name));
   const clusterPort = Number(envValue(inspected[0] as Inspected, "NATS_CLUSTER_PORT"));
   const close = async (): Promise<void> => {
     await Promise.all(nodes.map((n) => n.close()));

@@ -27,6 +27,7 @@ import {
   type NatsServer,
   type ServerFlavor,
   type ServerHandle,
+  type ServerSpecBase,
   type StartServerOptions,
 } from "./server.js";
 
@@ -107,16 +108,14 @@ async function varzVersion(httpPort: number): Promise<string> {
   return ((await res.json()) as { version?: string }).version ?? "unknown";
 }
 
-export interface ContainerSpec {
-  readonly name: string;
+/**
+ * port and httpPort: host ports bound to the container's client and monitoring ports;
+ * configFile: the host file the container runs; storeDir: a path inside the container.
+ */
+export interface ContainerSpec extends ServerSpecBase {
   readonly image: string;
-  /** Host file copied into the container as its configuration. */
-  readonly configFile: string;
   readonly env: Record<string, string>;
   readonly args: string[];
-  /** Host ports bound to the container's client and monitoring ports. */
-  readonly port: number;
-  readonly httpPort: number;
   readonly network?: StartedNetwork;
   readonly waitHealthy: boolean;
   readonly readyTimeoutMs: number;
@@ -130,7 +129,6 @@ export class ServerContainer implements ServerHandle {
   private paused = false;
   private closed = false;
   version = "";
-  readonly storeDir = STORE_IN_CONTAINER;
 
   constructor(
     readonly spec: ContainerSpec,
@@ -142,18 +140,6 @@ export class ServerContainer implements ServerHandle {
     }
   }
 
-  get name(): string {
-    return this.spec.name;
-  }
-  get port(): number {
-    return this.spec.port;
-  }
-  get httpPort(): number {
-    return this.spec.httpPort;
-  }
-  get configFile(): string {
-    return this.spec.configFile;
-  }
   get running(): boolean {
     return this.isRunning;
   }
@@ -165,8 +151,8 @@ export class ServerContainer implements ServerHandle {
   }
 
   async start(): Promise<void> {
-    if (this.closed) throw new Error(`${this.name}: closed`);
-    if (this.isRunning) throw new Error(`${this.name}: already running`);
+    if (this.closed) throw new Error(`${this.spec.name}: closed`);
+    if (this.isRunning) throw new Error(`${this.spec.name}: already running`);
     if (this.id === undefined) {
       this.id = await this.create();
       track(this.id, this);
@@ -180,27 +166,27 @@ export class ServerContainer implements ServerHandle {
 
   /** Waits for the server to greet clients on its host port (and /healthz, if so specified). */
   async waitStarted(): Promise<void> {
-    await waitFor(`${this.name} to accept NATS clients`, () => natsGreets(this.port), this.spec.readyTimeoutMs, 100);
-    if (!this.version) this.version = await varzVersion(this.httpPort);
+    await waitFor(`${this.spec.name} to accept NATS clients`, () => natsGreets(this.spec.port), this.spec.readyTimeoutMs, 100);
+    if (!this.version) this.version = await varzVersion(this.spec.httpPort);
     if (this.spec.waitHealthy) await this.waitHealthy();
   }
 
   private async create(): Promise<string> {
     testcontainersDefaults();
     let c = new GenericContainer(this.spec.image)
-      .withName(this.name)
+      .withName(this.spec.name)
       .withCommand(["-c", CONF_IN_CONTAINER, ...this.spec.args])
       .withEnvironment(this.spec.env)
       .withCopyFilesToContainer([{ source: this.spec.configFile, target: CONF_IN_CONTAINER }])
-      .withExposedPorts({ container: CLIENT_PORT, host: this.port }, { container: HTTP_PORT, host: this.httpPort })
+      .withExposedPorts({ container: CLIENT_PORT, host: this.spec.port }, { container: HTTP_PORT, host: this.spec.httpPort })
       .withWaitStrategy(Wait.forLogMessage(/Server is ready/))
       .withStartupTimeout(this.spec.readyTimeoutMs);
-    if (this.spec.network) c = c.withNetwork(this.spec.network).withNetworkAliases(this.name);
+    if (this.spec.network) c = c.withNetwork(this.spec.network).withNetworkAliases(this.spec.name);
     return (await c.start()).getId();
   }
 
   async waitHealthy(timeoutMs = this.spec.readyTimeoutMs): Promise<void> {
-    await waitHealthz(this.name, this.httpPort, timeoutMs);
+    await waitHealthz(this.spec.name, this.spec.httpPort, timeoutMs);
   }
 
   /** docker stop: SIGTERM, SIGKILL after 10 s. The container and its store stay. */
@@ -227,13 +213,13 @@ export class ServerContainer implements ServerHandle {
 
   /** docker pause (the cgroup freezer): like SIGSTOP, the sockets stay open. */
   pause(): void {
-    if (!this.isRunning || this.id === undefined) throw new Error(`${this.name}: not running`);
+    if (!this.isRunning || this.id === undefined) throw new Error(`${this.spec.name}: not running`);
     dockerSync("pause", this.id);
     this.paused = true;
   }
 
   resume(): void {
-    if (!this.isRunning || this.id === undefined) throw new Error(`${this.name}: not running`);
+    if (!this.isRunning || this.id === undefined) throw new Error(`${this.spec.name}: not running`);
     dockerSync("unpause", this.id);
     this.paused = false;
   }
@@ -283,6 +269,7 @@ export async function startContainerServer(opts: StartServerOptions = {}): Promi
         ...opts.env,
       },
       args: opts.args ?? [],
+      storeDir: STORE_IN_CONTAINER,
       port: opts.port ?? (await freePort()),
       httpPort: opts.httpPort ?? (await freePort()),
       waitHealthy: true,
@@ -329,6 +316,7 @@ export async function startContainerCluster(opts: StartClusterOptions = {}): Pro
           NATS_STORE_DIR: STORE_IN_CONTAINER,
         },
         args: [],
+        storeDir: STORE_IN_CONTAINER,
         port: await freePort(),
         httpPort: await freePort(),
         network,

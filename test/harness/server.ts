@@ -189,33 +189,25 @@ function startWatchdog(serverPid: number, dir: string | undefined): void {
 // ---------------------------------------------------------------------------------------
 // What a test can do with one server, whether a process or a container (containers.ts)
 
-export interface ServerHandle {
+/** Where a server listens and what it runs, on the host. */
+export interface ServerSpecBase {
   readonly name: string;
   readonly port: number;
   readonly httpPort: number;
   readonly storeDir: string;
   readonly configFile: string;
-  readonly version: string;
-  readonly running: boolean;
-  readonly pid: number | undefined;
+}
+
+export interface ServerHandle extends Omit<NatsServer, "url" | "monitorUrl" | keyof ServerSpecBase> {
+  readonly spec: ServerSpecBase;
   start(): Promise<void>;
-  stop(): Promise<void>;
-  kill(signal?: NodeJS.Signals): Promise<void>;
-  restart(): Promise<void>;
-  pause(): void;
-  resume(): void;
-  close(): Promise<void>;
-  logs(): string;
-  waitHealthy(timeoutMs?: number): Promise<void>;
 }
 
 // ---------------------------------------------------------------------------------------
 // One nats-server process, restartable with the same ports and store directory
 
-export interface ServerProcessSpec {
+export interface ServerProcessSpec extends ServerSpecBase {
   bin: string;
-  name: string;
-  configFile: string;
   /** Environment for the config's $VARIABLE references (and anything else). */
   env: Record<string, string>;
   args: string[];
@@ -241,26 +233,6 @@ export class ServerProcess implements ServerHandle {
 
   constructor(readonly spec: ServerProcessSpec) {
     this.version = serverVersion(spec.bin);
-  }
-
-  get name(): string {
-    return this.spec.name;
-  }
-
-  get port(): number {
-    return this.spec.port;
-  }
-
-  get httpPort(): number {
-    return this.spec.httpPort;
-  }
-
-  get storeDir(): string {
-    return this.spec.storeDir;
-  }
-
-  get configFile(): string {
-    return this.spec.configFile;
   }
 
   get running(): boolean {
@@ -502,14 +474,15 @@ export function prepareConfig(dir: string, configFile: string, configText: strin
 
 /** The NatsServer view of a server process or container. */
 export function serverFacade(p: ServerHandle): NatsServer {
+  const s = p.spec;
   return {
-    url: `nats://${HOST}:${p.port}`,
-    port: p.port,
-    monitorUrl: `http://${HOST}:${p.httpPort}`,
-    httpPort: p.httpPort,
-    storeDir: p.storeDir,
-    configFile: p.configFile,
-    name: p.name,
+    url: `nats://${HOST}:${s.port}`,
+    port: s.port,
+    monitorUrl: `http://${HOST}:${s.httpPort}`,
+    httpPort: s.httpPort,
+    storeDir: s.storeDir,
+    configFile: s.configFile,
+    name: s.name,
     get version() {
       return p.version;
     },
