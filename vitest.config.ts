@@ -57,7 +57,7 @@ export default defineConfig(async () => {
     console.log(
       backend === "containers"
         ? `[jetloop] nats-server in containers: ${choice.reason}`
-        : `[jetloop] nats-server as processes: ${choice.reason}; test/containers/ (docker-compose.yml) needs a container engine and does not run`,
+        : `[jetloop] nats-server as processes: ${choice.reason}; test/containers/ (docker-compose.yml) runs only on containers, not in this run`,
     );
   }
   return {
