@@ -4,7 +4,7 @@ import { spawnSync } from "node:child_process";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import { afterAll, describe, expect, it } from "vitest";
-import { startCluster, type NatsCluster } from "../harness/cluster.js";
+import { provisionOnCluster, startCluster, type NatsCluster } from "../harness/cluster.js";
 import { connectTest, natsServerBackend, natsServerFlavor, natsServerVersion, natsUrl, uniqueNamespace } from "../harness/context.js";
 import { findServerBinary, serverVersion, startServer, waitFor, type NatsServer } from "../harness/server.js";
 
@@ -128,8 +128,9 @@ describe("the three-node cluster from deploy/nats/cluster.conf", () => {
 
     const nc = await connect({ servers: cluster.urls });
     const jsm = await jetstreamManager(nc);
-    const created = await jsm.streams.add({ name: stream, subjects: [subject], num_replicas: 3 });
-    expect(created.config.num_replicas).toBe(3);
+    // A fresh 2.10 cluster may refuse placement for a while (see provisionOnCluster).
+    await provisionOnCluster(() => jsm.streams.add({ name: stream, subjects: [subject], num_replicas: 3 }));
+    expect((await jsm.streams.info(stream)).config.num_replicas).toBe(3);
     await jetstream(nc).publish(subject, "replicated");
 
     const info = await jsm.streams.info(stream);
