@@ -63,8 +63,14 @@ export async function resolveBackend(setting: BackendSetting = backendSetting())
 
 let resolved: Promise<Backend> | undefined;
 
-/** The backend of this process: the concrete setting, else resolved once (scripts outside vitest). */
+/**
+ * The backend of this process. In a vitest run the setting is already concrete (see above).
+ * Scripts outside vitest (bench, reliability soak) run processes unless JETLOOP_NATS_BACKEND
+ * is set, so their figures do not change with whether a Docker engine happens to answer.
+ */
 export function harnessBackend(): Promise<Backend> {
-  resolved ??= resolveBackend().then((c) => c.backend);
+  resolved ??= process.env.JETLOOP_NATS_BACKEND?.trim()
+    ? resolveBackend().then((c) => c.backend)
+    : Promise.resolve("processes");
   return resolved;
 }
