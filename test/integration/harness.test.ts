@@ -157,5 +157,5 @@ describe("the three-node cluster from deploy/nats/cluster.conf", () => {
     // out while a new one is elected; the cluster and its store are removed anyway.
     await nc2.close();
     await nc.close();
-  });
+  }, 120_000); // a cluster, a placement that 2.10 may refuse for a while, an election
 });
