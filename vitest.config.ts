@@ -1,11 +1,12 @@
 import { defineConfig } from "vitest/config";
 import type { TestProjectInlineConfiguration } from "vitest/config";
+import { resolveBackend, type Backend } from "./test/harness/backend.js";
 
-// Unit tests cover pure code; integration tests talk to real nats-server processes
-// that the harness starts (see test/harness/README.md). The integration tests run
-// twice: against the oldest supported nats-server (2.10) and the newest one. With
+// Unit tests cover pure code; integration tests talk to real nats-server processes or
+// containers that the harness starts (see test/harness/README.md). The integration tests
+// run twice: against the oldest supported nats-server (2.10) and the newest one. With
 // NATS_URL set they run once, against that server.
-const integration = (flavor: "oldest" | "newest"): TestProjectInlineConfiguration => ({
+const integration = (flavor: "oldest" | "newest", backend: Backend): TestProjectInlineConfiguration => ({
   test: {
     name: `integration-${flavor}`,
     include: ["test/integration/**/*.test.ts"],
@@ -15,23 +16,63 @@ const integration = (flavor: "oldest" | "newest"): TestProjectInlineConfiguratio
     exclude: flavor === "oldest" ? ["test/integration/cluster.test.ts", "test/integration/reliability/leader-kill.test.ts"] : [],
     globalSetup: ["test/harness/global-setup.ts"],
     // Read by the globalSetup (project.config.env) and by servers the tests start.
-    env: { JETLOOP_NATS_SERVER: flavor },
+    env: { JETLOOP_NATS_SERVER: flavor, JETLOOP_NATS_BACKEND: backend },
     testTimeout: 30_000,
     hookTimeout: 60_000,
   },
 });
 
-export default defineConfig({
+// What only containers can do: docker-compose.yml brought up, the stock testcontainers
+// NATS module. A project only when the harness runs on containers.
+const containers: TestProjectInlineConfiguration = {
   test: {
-    projects: [
-      {
-        test: {
-          name: "unit",
-          include: ["test/unit/**/*.test.ts", "test/conformance/**/*.test.ts"],
-        },
-      },
-      integration("newest"),
-      ...(process.env.NATS_URL ? [] : [integration("oldest")]),
-    ],
+    name: "containers",
+    include: ["test/containers/**/*.test.ts"],
+    env: { JETLOOP_NATS_SERVER: "newest", JETLOOP_NATS_BACKEND: "containers" },
+    testTimeout: 60_000,
+    hookTimeout: 120_000,
   },
+};
+
+/** The --project names on the command line (none: all projects). */
+function selectedProjects(argv: string[]): string[] {
+  const names: string[] = [];
+  argv.forEach((a, i) => {
+    if (a === "--project" && argv[i + 1]) names.push(argv[i + 1] ?? "");
+    else if (a.startsWith("--project=")) names.push(a.slice("--project=".length));
+  });
+  return names;
+}
+
+export default defineConfig(async () => {
+  const selected = selectedProjects(process.argv);
+  const needsServers = selected.length === 0 || selected.some((p) => p !== "unit");
+  // Resolved once per run (JETLOOP_NATS_BACKEND, backend.ts) and said once; the concrete
+  // choice goes to the globalSetup and the workers through the environment.
+  let backend: Backend = "processes";
+  if (needsServers) {
+    const choice = await resolveBackend();
+    backend = choice.backend;
+    process.env.JETLOOP_NATS_BACKEND = backend;
+    console.log(
+      backend === "containers"
+        ? `[jetloop] nats-server in containers: ${choice.reason}`
+        : `[jetloop] nats-server as processes: ${choice.reason}; test/containers/ (docker-compose.yml) runs only on containers, not in this run`,
+    );
+  }
+  return {
+    test: {
+      projects: [
+        {
+          test: {
+            name: "unit",
+            include: ["test/unit/**/*.test.ts", "test/conformance/**/*.test.ts"],
+          },
+        },
+        integration("newest", backend),
+        ...(process.env.NATS_URL ? [] : [integration("oldest", backend)]),
+        ...(backend === "containers" ? [containers] : []),
+      ],
+    },
+  };
 });

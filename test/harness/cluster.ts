@@ -1,5 +1,6 @@
 // Starts a JetStream cluster from deploy/nats/cluster.conf (the file docker-compose.yml
-// uses) with free loopback ports passed in through the config's environment variables.
+// uses) with free loopback ports passed in through the config's environment variables:
+// processes here, containers in containers.ts (backend.ts chooses).
 import { join } from "node:path";
 import {
   CLUSTER_CONF,
@@ -13,7 +14,9 @@ import {
   waitFor,
   type NatsServer,
   type ServerFlavor,
+  type ServerHandle,
 } from "./server.js";
+import { harnessBackend } from "./backend.js";
 
 export interface StartClusterOptions {
   /** Number of nodes; default 3. */
@@ -67,6 +70,7 @@ async function jsz(monitorUrl: string): Promise<Jsz> {
  * taken by another process before a node binds it; such a start is tried again.
  */
 export async function startCluster(opts: StartClusterOptions = {}): Promise<NatsCluster> {
+  if ((await harnessBackend()) === "containers") return (await import("./containers.js")).startContainerCluster(opts);
   for (let attempt = 1; ; attempt++) {
     try {
       return await startClusterOnce(opts);
@@ -111,15 +115,31 @@ async function startClusterOnce(opts: StartClusterOptions): Promise<NatsCluster>
       readyTimeoutMs,
     });
   });
-  const nodes: ClusterNode[] = procs.map((p, i) => {
+  return launchCluster(
+    procs,
+    specs.map((s) => s.clusterPort),
+    readyTimeoutMs,
+    async () => {
+      await Promise.all(procs.map((p) => p.close()));
+    },
+  );
+}
+
+/**
+ * The NatsCluster over started or not yet started servers (processes or containers): starts
+ * those not running, waits for the meta leader, and removes everything if that fails.
+ */
+export async function launchCluster(
+  servers: ServerHandle[],
+  clusterPorts: number[],
+  readyTimeoutMs: number,
+  close: () => Promise<void>,
+): Promise<NatsCluster> {
+  const nodes: ClusterNode[] = servers.map((p, i) => {
     const facade = serverFacade(p) as ClusterNode;
-    Object.defineProperty(facade, "clusterPort", { value: specs[i]?.clusterPort, enumerable: true });
+    Object.defineProperty(facade, "clusterPort", { value: clusterPorts[i], enumerable: true });
     return facade;
   });
-
-  const close = async (): Promise<void> => {
-    await Promise.all(procs.map((p) => p.close()));
-  };
 
   const metaLeader = async (): Promise<string> => {
     const running = nodes.filter((n) => n.running);
@@ -133,12 +153,12 @@ async function startClusterOnce(opts: StartClusterOptions): Promise<NatsCluster>
 
   const waitReady = async (timeoutMs = readyTimeoutMs): Promise<string> => {
     const leader = await waitFor("the cluster's JetStream meta leader", metaLeader, timeoutMs, 200);
-    await Promise.all(procs.filter((p) => p.running).map((p) => p.waitHealthy(timeoutMs)));
+    await Promise.all(servers.filter((p) => p.running).map((p) => p.waitHealthy(timeoutMs)));
     return leader;
   };
 
   try {
-    await Promise.all(procs.map((p) => p.start()));
+    await Promise.all(servers.filter((p) => !p.running).map((p) => p.start()));
     await waitReady();
   } catch (err) {
     await close();
@@ -148,7 +168,7 @@ async function startClusterOnce(opts: StartClusterOptions): Promise<NatsCluster>
   return {
     nodes,
     urls: nodes.map((n) => n.url),
-    version: procs[0]?.version ?? "",
+    version: servers[0]?.version ?? "",
     waitReady,
     metaLeader,
     node(name: string): ClusterNode {
@@ -157,7 +177,7 @@ async function startClusterOnce(opts: StartClusterOptions): Promise<NatsCluster>
       return n;
     },
     stop: async () => {
-      await Promise.all(procs.map((p) => p.stop()));
+      await Promise.all(servers.map((p) => p.stop()));
     },
     close,
   };

@@ -23,6 +23,11 @@ export function natsServerFlavor(): string {
   return inject("natsServerFlavor");
 }
 
+/** "processes" | "containers" | "external": what the harness starts servers as. */
+export function natsServerBackend(): string {
+  return inject("natsServerBackend");
+}
+
 /** The shared server's version, e.g. "2.10.27" ("unknown" when external). */
 export function natsServerVersion(): string {
   return inject("natsServerVersion");

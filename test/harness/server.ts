@@ -9,6 +9,7 @@ import { createServer, connect as tcpConnect } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { harnessBackend } from "./backend.js";
 
 export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 export const SINGLE_CONF = join(REPO_ROOT, "deploy/nats/single.conf");
@@ -113,6 +114,19 @@ export async function waitFor<T>(
   }
 }
 
+/** Waits until a server's monitoring endpoint /healthz reports ok (JetStream is current). */
+export async function waitHealthz(name: string, httpPort: number, timeoutMs: number): Promise<void> {
+  await waitFor(
+    `${name} /healthz`,
+    async () => {
+      const res = await fetch(`http://${HOST}:${httpPort}/healthz`);
+      await res.body?.cancel();
+      return res.ok;
+    },
+    timeoutMs,
+  );
+}
+
 function tcpAccepts(port: number): Promise<boolean> {
   return new Promise((r) => {
     const s = tcpConnect({ host: HOST, port });
@@ -173,12 +187,27 @@ function startWatchdog(serverPid: number, dir: string | undefined): void {
 }
 
 // ---------------------------------------------------------------------------------------
+// What a test can do with one server, whether a process or a container (containers.ts)
+
+/** Where a server listens and what it runs, on the host. */
+export interface ServerSpecBase {
+  readonly name: string;
+  readonly port: number;
+  readonly httpPort: number;
+  readonly storeDir: string;
+  readonly configFile: string;
+}
+
+export interface ServerHandle extends Omit<NatsServer, "url" | "monitorUrl" | keyof ServerSpecBase> {
+  readonly spec: ServerSpecBase;
+  start(): Promise<void>;
+}
+
+// ---------------------------------------------------------------------------------------
 // One nats-server process, restartable with the same ports and store directory
 
-export interface ServerProcessSpec {
+export interface ServerProcessSpec extends ServerSpecBase {
   bin: string;
-  name: string;
-  configFile: string;
   /** Environment for the config's $VARIABLE references (and anything else). */
   env: Record<string, string>;
   args: string[];
@@ -194,7 +223,7 @@ export interface ServerProcessSpec {
 
 const LOG_LINES = 300;
 
-export class ServerProcess {
+export class ServerProcess implements ServerHandle {
   private child: ChildProcess | undefined;
   private exited: Promise<void> = Promise.resolve();
   private readonly logLines: string[] = [];
@@ -286,15 +315,7 @@ export class ServerProcess {
 
   /** Waits until the monitoring endpoint /healthz reports ok (JetStream is current). */
   async waitHealthy(timeoutMs = this.spec.readyTimeoutMs): Promise<void> {
-    await waitFor(
-      `${this.spec.name} /healthz`,
-      async () => {
-        const res = await fetch(`http://${HOST}:${this.spec.httpPort}/healthz`);
-        await res.body?.cancel();
-        return res.ok;
-      },
-      timeoutMs,
-    );
+    await waitHealthz(this.spec.name, this.spec.httpPort, timeoutMs);
   }
 
   /** Graceful stop (SIGTERM, then SIGKILL after 10 s). Keeps the store directory. */
@@ -440,6 +461,9 @@ function isAddrInUse(err: unknown): boolean {
   return err instanceof ServerStartError && /address already in use/i.test(err.log);
 }
 
+/** Default ready timeout of a standalone server. */
+export const SERVER_READY_TIMEOUT_MS = 20_000;
+
 /** Writes configFile + configText into dir/nats.conf when there is extra text. */
 export function prepareConfig(dir: string, configFile: string, configText: string | undefined): string {
   if (configText === undefined) return configFile;
@@ -448,8 +472,8 @@ export function prepareConfig(dir: string, configFile: string, configText: strin
   return out;
 }
 
-/** The NatsServer view of a ServerProcess. */
-export function serverFacade(p: ServerProcess): NatsServer {
+/** The NatsServer view of a server process or container. */
+export function serverFacade(p: ServerHandle): NatsServer {
   const s = p.spec;
   return {
     url: `nats://${HOST}:${s.port}`,
@@ -459,7 +483,9 @@ export function serverFacade(p: ServerProcess): NatsServer {
     storeDir: s.storeDir,
     configFile: s.configFile,
     name: s.name,
-    version: p.version,
+    get version() {
+      return p.version;
+    },
     get running() {
       return p.running;
     },
@@ -477,8 +503,12 @@ export function serverFacade(p: ServerProcess): NatsServer {
   };
 }
 
-/** Starts one JetStream nats-server on free loopback ports and waits until it is healthy. */
+/**
+ * Starts one JetStream nats-server on free loopback ports and waits until it is healthy:
+ * a process, or a container where the harness runs on containers (backend.ts).
+ */
 export async function startServer(opts: StartServerOptions = {}): Promise<NatsServer> {
+  if ((await harnessBackend()) === "containers") return (await import("./containers.js")).startContainerServer(opts);
   const bin = opts.bin ?? findServerBinary(opts.flavor);
   const fixedPorts = opts.port !== undefined || opts.httpPort !== undefined;
   for (let attempt = 1; ; attempt++) {
@@ -506,7 +536,7 @@ export async function startServer(opts: StartServerOptions = {}): Promise<NatsSe
       storeDir,
       workDir,
       waitHealthy: true,
-      readyTimeoutMs: opts.readyTimeoutMs ?? 20_000,
+      readyTimeoutMs: opts.readyTimeoutMs ?? SERVER_READY_TIMEOUT_MS,
     });
     try {
       await p.start();

@@ -2,7 +2,7 @@
 // (SIGKILL) mid-load and brought back.
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect, type JetloopEvent } from "../../../../src/index.js";
-import { provisionOnCluster, startCluster } from "../../cluster.js";
+import { provisionOnCluster, startCluster, type NatsCluster } from "../../cluster.js";
 import { sleep, waitFor } from "../../server.js";
 import { row, tally } from "../figures.js";
 import { auditStream, captureLogger, collect, countAttempts, enduring, resumedAfter, eventIdOf, faultAfter, newCoords, produce, summarize, within } from "../workload.js";
@@ -15,6 +15,8 @@ export interface LeaderKillOptions {
   readonly killAfter: number;
   /** How long the killed node stays down. */
   readonly downMs: number;
+  /** Starts the cluster; default startCluster() (cluster.conf, processes or containers). */
+  readonly cluster?: () => Promise<NatsCluster>;
 }
 
 export interface LeaderKillResult extends AppendScenarioResult {
@@ -31,7 +33,7 @@ export const LEADER_KILL = { id: "2-leader-kill", title: "Cluster stream leader 
 
 export async function leaderKillScenario(ctx: ScenarioContext, o: LeaderKillOptions): Promise<LeaderKillResult> {
   const t0 = Date.now();
-  const cluster = await startCluster();
+  const cluster = await (o.cluster ?? startCluster)();
   const ns = scenarioNamespace();
   const admin = await adminConnection(cluster.urls);
   const log = captureLogger("debug");
@@ -49,6 +51,8 @@ export async function leaderKillScenario(ctx: ScenarioContext, o: LeaderKillOpti
     const jsm = await jetstreamManager(admin, { checkAPI: false, timeout: 1000 });
     const leaderOf = async (): Promise<string> => (await jsm.streams.info(bus.stream)).cluster?.leader ?? "";
     const oldLeader = await waitFor("a stream leader", async () => (await leaderOf()) || false, 20_000);
+    const placed = (await jsm.streams.info(bus.stream)).cluster;
+    ctx.log?.(`  journal ${bus.stream} (R3) placed: leader ${oldLeader}, replicas ${(placed?.replicas ?? []).map((r) => r.name).join(", ")}`);
 
     const coords = newCoords();
     const events: JetloopEvent[] = Array.from({ length: o.events }, () => enduring(coords));
