@@ -32,7 +32,8 @@ export const DEFAULT_MAX_DEPTH = 512;
 
 // What may be a number: a token after ':', ',' or '[' (inside strings too, which only
 // costs a look). When every such token is written as JavaScript writes it back, no number
-// can be inexact and the scan is not needed.
+// can be inexact and the scan is not needed. Used where a number stands in an array;
+// numbers after keys are checked while the keys are counted.
 const NUMBER_TOKEN = /[:,[][ \t\n\r]*(-?\d[0-9.eE+-]*)/g;
 
 function mayBeInexact(text: string): boolean {
@@ -65,8 +66,9 @@ export function parseStrictJson(text: string, maxDepth = DEFAULT_MAX_DEPTH): unk
   // value has as many properties as the text has keys exactly when no object repeats a
   // key. Only when that fails, the nesting is too deep or a number may be inexact does the
   // full scan run, to name the duplicate key or the number and its offset.
+  numberInArray = false;
   const props = walk(value, 1, maxDepth);
-  if (props < 0 || props !== countKeys(text) || mayBeInexact(text)) scan(text, maxDepth);
+  if (props < 0 || props !== countKeys(text) || keyedNumberInexact || (numberInArray && mayBeInexact(text))) scan(text, maxDepth);
   if (SURROGATE_ESCAPE.test(text)) return wellFormed(value);
   return value;
 }
@@ -78,8 +80,17 @@ function checkNumber(v: unknown): void {
   }
 }
 
-// A key that may equal another one ignoring case: upper-case ASCII or anything non-ASCII.
-const FOLDABLE = /[A-Z\u0080-\uffff]/;
+/** A key that may equal another one ignoring case: upper-case ASCII or anything non-ASCII. */
+function isFoldable(k: string): boolean {
+  for (let i = 0; i < k.length; i++) {
+    const c = k.charCodeAt(i);
+    if ((c >= 0x41 && c <= 0x5a) || c >= 0x80) return true;
+  }
+  return false;
+}
+
+/** Set by `walk` when an array holds a number: `countKeys` sees only numbers after keys. */
+let numberInArray = false;
 
 /**
  * Counts the own properties of every object in a parsed value, checks its numbers, and
@@ -93,7 +104,10 @@ function walk(v: object, depth: number, maxDepth: number): number {
     for (let i = 0; i < v.length; i++) {
       const item: unknown = v[i];
       if (item === null || typeof item !== "object") {
-        checkNumber(item);
+        if (typeof item === "number") {
+          numberInArray = true;
+          checkNumber(item);
+        }
         continue;
       }
       const c = walk(item, depth + 1, maxDepth);
@@ -108,7 +122,7 @@ function walk(v: object, depth: number, maxDepth: number): number {
   let foldable = false;
   for (const k in v) {
     n++;
-    if (!foldable && FOLDABLE.test(k)) foldable = true;
+    if (!foldable && isFoldable(k)) foldable = true;
     const item: unknown = (v as Record<string, unknown>)[k];
     if (item === null || typeof item !== "object") {
       checkNumber(item);
@@ -143,6 +157,9 @@ function wellFormed(v: unknown): unknown {
 // JSON whitespace between a string and a colon, which only ever follows a key.
 const SPACED_KEY = /"[ \t\n\r]+:/;
 
+/** Set by `countKeys`: a number after a key is written otherwise than JavaScript writes it. */
+let keyedNumberInexact = false;
+
 /**
  * Counts the keys of text that JSON.parse has already accepted, if every key is followed
  * directly by its colon (as compact JSON writes it): the `":` whose quote is not escaped.
@@ -150,14 +167,24 @@ const SPACED_KEY = /"[ \t\n\r]+:/;
  * count is never below the number of keys, while the parsed value's property count is
  * below it by the duplicates: the two are equal only when no object repeats a key (and no
  * value starts with a colon). -1 when a key is spaced from its colon; the scan decides.
+ * On the way it checks the number that follows a key, if one does (`keyedNumberInexact`).
  */
 function countKeys(text: string): number {
+  keyedNumberInexact = false;
   if (SPACED_KEY.test(text)) return -1;
   let keys = 0;
   for (let i = text.indexOf('":'); i !== -1; i = text.indexOf('":', i + 2)) {
     let backslashes = 0;
     while (text.charCodeAt(i - 1 - backslashes) === BACKSLASH) backslashes++;
-    if (backslashes % 2 === 0) keys++;
+    if (backslashes % 2 !== 0) continue;
+    keys++;
+    const c = text.charCodeAt(i + 2);
+    if ((c >= 0x30 && c <= 0x39) || c === MINUS) {
+      let end = i + 3;
+      while (end < text.length && isNumberChar(text.charCodeAt(end))) end++;
+      const token = text.slice(i + 2, end);
+      if (String(Number(token)) !== token) keyedNumberInexact = true;
+    }
   }
   return keys;
 }
