@@ -69,7 +69,7 @@ export function parseStrictJson(text: string, maxDepth = DEFAULT_MAX_DEPTH): unk
   numberInArray = false;
   const props = walk(value, 1, maxDepth);
   if (props < 0 || props !== countKeys(text) || keyedNumberInexact || (numberInArray && mayBeInexact(text))) scan(text, maxDepth);
-  if (SURROGATE_ESCAPE.test(text)) return wellFormed(value);
+  if ((text.includes("\\ud") || text.includes("\\uD")) && SURROGATE_ESCAPE.test(text)) return wellFormed(value);
   return value;
 }
 
