@@ -23,14 +23,19 @@ function detail(e: JetloopEvent): string {
       return `gate=${e.gate?.id ? short(e.gate.id) : "?"} ${e.gate?.kind ?? ""}`;
     case "GateResolved":
       return `gate=${e.gateId ? short(e.gateId) : "?"} ${e.reason ?? ""}${e.action ? ` ${e.action}` : ""}`;
-    case "StepDone":
-      return `${e.messages.length} message(s)`;
+    case "StepDone": {
+      // The model's calls and the tool results, by the provider's ids (toolu_…).
+      const calls = e.messages[0]?.blocks?.filter((b) => b.type === "tool_use").length ?? 0;
+      const results = e.messages.slice(1);
+      const errors = results.filter((m) => m.role === "tool" && m.isError).length;
+      return `${calls} tool call(s), ${results.length} result(s)${errors ? `, ${errors} error(s)` : ""}`;
+    }
     case "TurnFailed":
-      return `turn ${e.turnIndex}: ${e.err.kind}`;
+      return `turn ${e.turnIndex ?? 0}: ${e.err.kind}`;
     case "TurnStarted":
     case "TurnDone":
     case "TurnInterrupted":
-      return `turn ${e.turnIndex}`;
+      return `turn ${e.turnIndex ?? 0}`;
     default:
       return "";
   }
