@@ -44,7 +44,7 @@ function detail(e: JetloopEvent): string {
 export function formatLine(d: Delivery<JetloopEvent>): string {
   const e = d.event;
   const seq = d.journalSeq > 0 ? `#${d.journalSeq}`.padEnd(7) : "live".padEnd(7);
-  return `${seq} ${e.createdAt} ${e.type.padEnd(19)} s=${short(e.sessionId)} l=${short(e.loopId)} ${detail(e)}`.trimEnd();
+  return `${seq} ${(e.createdAt ?? "-").padEnd(24)} ${e.type.padEnd(19)} s=${short(e.sessionId)} l=${short(e.loopId)} ${detail(e)}`.trimEnd();
 }
 
 export function formatJson(d: Delivery<JetloopEvent>): string {
