@@ -1,0 +1,88 @@
+/**
+ * `GET /v1/sessions/{sid}/events`: one session's frames over Server-Sent Events, from a
+ * live subscription (the journal from `Last-Event-ID`, then the republished feed; no
+ * JetStream consumer per client while it follows).
+ *
+ * Slow clients: the pump never waits for a socket. What the socket has not taken yet is
+ * bounded in bytes: past `previewDropBytes` previews are dropped, past `maxBufferedBytes`
+ * an enduring frame ends the stream, and the client resumes with `Last-Event-ID`.
+ */
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Jetloop } from "../bus.js";
+import type { JetloopEvent } from "../events/catalogue.js";
+import type { LoopScope } from "../subscribe/filter.js";
+import type { StartPosition } from "../subscribe/options.js";
+import type { Subscription } from "../subscribe/subscription.js";
+import { sendError } from "./envelope.js";
+import { frameFor, PING_FRAME } from "./sse-frames.js";
+
+export interface SseSettings {
+  readonly heartbeatMs: number;
+  readonly maxBufferedBytes: number;
+  readonly previewDropBytes: number;
+}
+
+export interface SseRequest {
+  readonly sessionId: string;
+  readonly loopId: string | undefined;
+  /** The last journal sequence the client has; the stream resumes after it. */
+  readonly lastEventId: number | undefined;
+}
+
+/** What the gateway counts about its SSE clients. */
+export interface SseCounters {
+  open: number;
+  previewsDropped: number;
+  slowDisconnects: number;
+}
+
+export async function serveEvents(bus: Jetloop, req: IncomingMessage, res: ServerResponse, r: SseRequest, settings: SseSettings, counters: SseCounters): Promise<void> {
+  const scope: LoopScope = r.loopId === undefined ? "all" : { loops: [r.loopId] };
+  const start: StartPosition = r.lastEventId === undefined ? "new" : { seq: r.lastEventId + 1 };
+  let sub: Subscription<JetloopEvent>;
+  try {
+    sub = await bus.session(r.sessionId).subscribeEvents({ enduring: scope, ephemeral: scope }, { start });
+  } catch (e) {
+    bus.log.warn({ err: e, sessionId: r.sessionId }, "gateway: could not subscribe to session events");
+    sendError(res, "subscribe_failed");
+    return;
+  }
+  if (req.destroyed) {
+    await sub.close();
+    return;
+  }
+  res.writeHead(200, { "Content-Type": "text/event-stream", "Cache-Control": "no-store", "X-Accel-Buffering": "no" });
+  // Headers go out now, not with the first frame: an idle session still shows as connected.
+  res.flushHeaders();
+  res.socket?.setNoDelay(true);
+  counters.open++;
+  const ping = setInterval(() => res.write(PING_FRAME), settings.heartbeatMs);
+  const stop = () => void sub.close();
+  res.on("close", stop);
+  try {
+    for await (const d of sub) {
+      const frame = frameFor(d);
+      if (frame === undefined) continue;
+      const buffered = res.writableLength;
+      if (d.journalSeq === 0 && buffered > settings.previewDropBytes) {
+        counters.previewsDropped++;
+        continue;
+      }
+      if (buffered > settings.maxBufferedBytes) {
+        counters.slowDisconnects++;
+        bus.log.info({ sessionId: r.sessionId, bufferedBytes: buffered, journalSeq: d.journalSeq }, "gateway: SSE client too slow, disconnected");
+        res.destroy();
+        break;
+      }
+      res.write(frame);
+    }
+    const err = sub.err();
+    if (err) bus.log.warn({ code: (err as { code?: string }).code, sessionId: r.sessionId }, "gateway: SSE subscription ended");
+  } finally {
+    clearInterval(ping);
+    res.off("close", stop);
+    counters.open--;
+    await sub.close();
+    if (!res.destroyed) res.end();
+  }
+}
