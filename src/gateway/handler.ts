@@ -15,7 +15,7 @@ import { fromSeqParam, INVALID, limitParam, pathId, skipParam } from "./params.j
 import { readBody } from "./body.js";
 import { route } from "./routes.js";
 import { journalSessions, readSessionStatus, sessionListJson, sortSessions, statusJson } from "./session-status.js";
-import { serveEvents, type SseCounters } from "./sse-stream.js";
+import { type OpenStreams, serveEvents, type SseCounters } from "./sse-stream.js";
 
 /** The runtime's full-surface capabilities: the gateway serves SSE and gate answers too. */
 export const CAPABILITIES_JSON = '{"protocol":"looprig.serve","version":1,"features":["journal","live_sse","ephemeral_sse","gate_response"]}';
@@ -24,6 +24,8 @@ export type GatewayHandler = ((req: IncomingMessage, res: ServerResponse) => voi
   /** Whether every request is authenticated (a public bind requires it). */
   readonly authenticated: boolean;
   readonly counters: Readonly<SseCounters>;
+  /** Ends every open SSE stream (their subscriptions closed). */
+  close(): Promise<void>;
 };
 
 interface Context {
@@ -31,12 +33,14 @@ interface Context {
   readonly settings: GatewaySettings;
   readonly counters: SseCounters;
   readonly principal: GatewayPrincipal;
+  readonly streams: OpenStreams;
 }
 
 export function createGatewayHandler(bus: Jetloop, options: GatewayOptions = {}): GatewayHandler {
   const settings = parseGatewayOptions(options);
   const auth: Authenticate | undefined = settings.authenticate ?? (settings.token === undefined ? undefined : bearerToken(settings.token));
   const counters: SseCounters = { open: 0, previewsDropped: 0, slowDisconnects: 0 };
+  const streams: OpenStreams = new Set();
   const handler = (req: IncomingMessage, res: ServerResponse): void => {
     void handle(req, res).catch((e: unknown) => {
       bus.log.error({ err: e }, "gateway: request failed");
@@ -47,7 +51,7 @@ export function createGatewayHandler(bus: Jetloop, options: GatewayOptions = {})
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const principal = await authenticate(auth, req);
     if (principal === undefined) return sendError(res, "unauthorized");
-    const ctx: Context = { bus, settings, counters, principal };
+    const ctx: Context = { bus, settings, counters, principal, streams };
     const r = route(req, res);
     if (r === undefined) return;
     switch (r.name) {
@@ -65,7 +69,10 @@ export function createGatewayHandler(bus: Jetloop, options: GatewayOptions = {})
         return gate(ctx, req, res, r.params.sid!, r.params.gid!);
     }
   }
-  return Object.assign(handler, { authenticated: auth !== undefined, counters });
+  const close = async () => {
+    await Promise.all([...streams].map((s) => s.close()));
+  };
+  return Object.assign(handler, { authenticated: auth !== undefined, counters, close });
 }
 
 /** The session id from the path: 400 if malformed, 404 if it cannot exist or the caller may not see it. */
@@ -146,7 +153,7 @@ async function events(ctx: Context, req: IncomingMessage, res: ServerResponse, r
     ctx.bus.log.warn({ err: e, sessionId: sid }, "gateway: could not check session");
     return sendError(res, "subscribe_failed");
   }
-  await serveEvents(ctx.bus, req, res, { sessionId: sid, loopId, lastEventId: last }, ctx.settings, ctx.counters);
+  await serveEvents(ctx.bus, req, res, { sessionId: sid, loopId, lastEventId: last }, ctx.settings, ctx.counters, ctx.streams);
 }
 
 async function gate(ctx: Context, req: IncomingMessage, res: ServerResponse, rawSid: string, rawGid: string): Promise<void> {

@@ -58,10 +58,12 @@ export async function startGateway(bus: Jetloop, options: ListenOptions): Promis
     server,
     handler,
     url,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
+    close: async () => {
+      await handler.close();
+      await new Promise<void>((resolve) => {
         server.close(() => resolve());
-      }),
+        server.closeAllConnections();
+      });
+    },
   };
 }

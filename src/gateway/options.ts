@@ -13,8 +13,10 @@ const shape = z.strictObject({
   heartbeatMs: z.number().int().min(10).default(20_000),
   /** Bytes an SSE client may leave unread before its previews are dropped. Default 256 KiB. */
   previewDropBytes: z.number().int().min(0).default(256 * 1024),
-  /** Bytes an SSE client may leave unread before an enduring frame disconnects it. Default 1 MiB. */
+  /** Bytes an SSE client may leave unread before the stream waits for it to drain. Default 1 MiB. */
   maxBufferedBytes: z.number().int().min(1).default(1024 * 1024),
+  /** How long an SSE client past `maxBufferedBytes` has to drain before it is disconnected. Default 10000 ms. */
+  slowClientMs: z.number().int().min(1).default(10_000),
   /** How long a gate answer waits for the loop actor; past it 503 gate_capacity. Default 5000 ms. */
   answerTimeoutMs: z.number().int().min(1).default(5000),
 });

@@ -3,9 +3,12 @@
  * live subscription (the journal from `Last-Event-ID`, then the republished feed; no
  * JetStream consumer per client while it follows).
  *
- * Slow clients: the pump never waits for a socket. What the socket has not taken yet is
- * bounded in bytes: past `previewDropBytes` previews are dropped, past `maxBufferedBytes`
- * an enduring frame ends the stream, and the client resumes with `Last-Event-ID`.
+ * Slow clients: what the socket has not taken yet is bounded in bytes. Past
+ * `previewDropBytes` previews are dropped; past `maxBufferedBytes` the pump waits for the
+ * socket to drain, at most `slowClientMs`, and meanwhile the subscription's own bounded
+ * queue holds the rest (the feed reads its overflow back from the journal; old previews
+ * are dropped). A client that has not drained by then is disconnected, and resumes with
+ * `Last-Event-ID`. Nothing here slows another client: each has its own pump.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Jetloop } from "../bus.js";
@@ -20,6 +23,24 @@ export interface SseSettings {
   readonly heartbeatMs: number;
   readonly maxBufferedBytes: number;
   readonly previewDropBytes: number;
+  readonly slowClientMs: number;
+}
+
+/** Whether the socket drained within `ms`. */
+function drained(res: ServerResponse, ms: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const done = (ok: boolean) => {
+      clearTimeout(timer);
+      res.off("drain", onDrain);
+      res.off("close", onClose);
+      resolve(ok);
+    };
+    const onDrain = () => done(true);
+    const onClose = () => done(false);
+    const timer = setTimeout(() => done(false), ms);
+    res.on("drain", onDrain);
+    res.on("close", onClose);
+  });
 }
 
 export interface SseRequest {
@@ -36,7 +57,18 @@ export interface SseCounters {
   slowDisconnects: number;
 }
 
-export async function serveEvents(bus: Jetloop, req: IncomingMessage, res: ServerResponse, r: SseRequest, settings: SseSettings, counters: SseCounters): Promise<void> {
+/** The streams a handler has open, closed together when it shuts down. */
+export type OpenStreams = Set<Subscription<JetloopEvent>>;
+
+export async function serveEvents(
+  bus: Jetloop,
+  req: IncomingMessage,
+  res: ServerResponse,
+  r: SseRequest,
+  settings: SseSettings,
+  counters: SseCounters,
+  streams: OpenStreams,
+): Promise<void> {
   const scope: LoopScope = r.loopId === undefined ? "all" : { loops: [r.loopId] };
   const start: StartPosition = r.lastEventId === undefined ? "new" : { seq: r.lastEventId + 1 };
   let sub: Subscription<JetloopEvent>;
@@ -56,6 +88,7 @@ export async function serveEvents(bus: Jetloop, req: IncomingMessage, res: Serve
   res.flushHeaders();
   res.socket?.setNoDelay(true);
   counters.open++;
+  streams.add(sub);
   const ping = setInterval(() => res.write(PING_FRAME), settings.heartbeatMs);
   const stop = () => void sub.close();
   res.on("close", stop);
@@ -68,7 +101,8 @@ export async function serveEvents(bus: Jetloop, req: IncomingMessage, res: Serve
         counters.previewsDropped++;
         continue;
       }
-      if (buffered > settings.maxBufferedBytes) {
+      if (buffered > settings.maxBufferedBytes && !(await drained(res, settings.slowClientMs))) {
+        if (res.destroyed) break;
         counters.slowDisconnects++;
         bus.log.info({ sessionId: r.sessionId, bufferedBytes: buffered, journalSeq: d.journalSeq }, "gateway: SSE client too slow, disconnected");
         res.destroy();
@@ -82,6 +116,7 @@ export async function serveEvents(bus: Jetloop, req: IncomingMessage, res: Serve
     clearInterval(ping);
     res.off("close", stop);
     counters.open--;
+    streams.delete(sub);
     await sub.close();
     if (!res.destroyed) res.end();
   }
