@@ -14,6 +14,7 @@ import { type GatewayOptions, type GatewaySettings, parseGatewayOptions } from "
 import { fromSeqParam, INVALID, limitParam, pathId, skipParam } from "./params.js";
 import { readBody } from "./body.js";
 import { route } from "./routes.js";
+import { sendAsset } from "./web-assets.js";
 import { journalSessions, readSessionStatus, sessionListJson, sortSessions, statusJson } from "./session-status.js";
 import { type OpenStreams, serveEvents, type SseCounters } from "./sse-stream.js";
 
@@ -55,6 +56,9 @@ export function createGatewayHandler(bus: Jetloop, options: GatewayOptions = {})
     const r = route(req, res);
     if (r === undefined) return;
     switch (r.name) {
+      case "page":
+      case "script":
+        return sendAsset(res, r.name);
       case "capabilities":
         return sendJson(res, 200, CAPABILITIES_JSON);
       case "sessions":

@@ -6,7 +6,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { sendMethodNotAllowed, sendNotFound } from "./envelope.js";
 
-export type RouteName = "capabilities" | "sessions" | "status" | "journal" | "events" | "gate";
+export type RouteName = "page" | "script" | "capabilities" | "sessions" | "status" | "journal" | "events" | "gate";
 
 interface Pattern {
   readonly method: "GET" | "POST";
@@ -19,6 +19,8 @@ const pattern = (method: "GET" | "POST", path: string, name: RouteName): Pattern
 // The runtime's create/input/interrupt/restore routes are not served: a gateway does not
 // drive sessions. They answer as the read-only mux does (404, or 405 on /v1/sessions).
 const ROUTES: readonly Pattern[] = [
+  pattern("GET", "/", "page"),
+  pattern("GET", "/app.js", "script"),
   pattern("GET", "/v1/capabilities", "capabilities"),
   pattern("GET", "/v1/sessions", "sessions"),
   pattern("GET", "/v1/sessions/{sid}/status", "status"),
