@@ -16,7 +16,8 @@ import { readBody } from "./body.js";
 import { route } from "./routes.js";
 import { sendAsset } from "./web-assets.js";
 import { journalSessions, readSessionStatus, sessionListJson, sortSessions, statusJson } from "./session-status.js";
-import { type OpenStreams, serveEvents, type SseCounters } from "./sse-stream.js";
+import { FrameCache } from "./sse-frames.js";
+import { serveEvents, type SharedStreams } from "./sse-stream.js";
 
 /** The runtime's full-surface capabilities: the gateway serves SSE and gate answers too. */
 export const CAPABILITIES_JSON = '{"protocol":"looprig.serve","version":1,"features":["journal","live_sse","ephemeral_sse","gate_response"]}';
@@ -24,7 +25,7 @@ export const CAPABILITIES_JSON = '{"protocol":"looprig.serve","version":1,"featu
 export type GatewayHandler = ((req: IncomingMessage, res: ServerResponse) => void) & {
   /** Whether every request is authenticated (a public bind requires it). */
   readonly authenticated: boolean;
-  readonly counters: Readonly<SseCounters>;
+  readonly counters: Readonly<SharedStreams["counters"]>;
   /** Ends every open SSE stream (their subscriptions closed). */
   close(): Promise<void>;
 };
@@ -32,16 +33,14 @@ export type GatewayHandler = ((req: IncomingMessage, res: ServerResponse) => voi
 interface Context {
   readonly bus: Jetloop;
   readonly settings: GatewaySettings;
-  readonly counters: SseCounters;
   readonly principal: GatewayPrincipal;
-  readonly streams: OpenStreams;
+  readonly streams: SharedStreams;
 }
 
 export function createGatewayHandler(bus: Jetloop, options: GatewayOptions = {}): GatewayHandler {
   const settings = parseGatewayOptions(options);
   const auth: Authenticate | undefined = settings.authenticate ?? (settings.token === undefined ? undefined : bearerToken(settings.token));
-  const counters: SseCounters = { open: 0, previewsDropped: 0, slowDisconnects: 0 };
-  const streams: OpenStreams = new Set();
+  const streams: SharedStreams = { open: new Set(), counters: { open: 0, previewsDropped: 0, slowDisconnects: 0 }, frames: new FrameCache() };
   const handler = (req: IncomingMessage, res: ServerResponse): void => {
     void handle(req, res).catch((e: unknown) => {
       bus.log.error({ err: e }, "gateway: request failed");
@@ -52,7 +51,7 @@ export function createGatewayHandler(bus: Jetloop, options: GatewayOptions = {})
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const principal = await authenticate(auth, req);
     if (principal === undefined) return sendError(res, "unauthorized");
-    const ctx: Context = { bus, settings, counters, principal, streams };
+    const ctx: Context = { bus, settings, principal, streams };
     const r = route(req, res);
     if (r === undefined) return;
     switch (r.name) {
@@ -74,16 +73,21 @@ export function createGatewayHandler(bus: Jetloop, options: GatewayOptions = {})
     }
   }
   const close = async () => {
-    await Promise.all([...streams].map((s) => s.close()));
+    await Promise.all([...streams.open].map((s) => s.close()));
   };
-  return Object.assign(handler, { authenticated: auth !== undefined, counters, close });
+  return Object.assign(handler, { authenticated: auth !== undefined, counters: streams.counters, close });
 }
 
-/** The session id from the path: 400 if malformed, 404 if it cannot exist or the caller may not see it. */
+/** A session id no journal can hold (the nil UUID), or one the caller may not see. */
+function hidden(ctx: Context, sid: string): boolean {
+  return !isCanonicalUuid(sid) || (ctx.principal.canSee !== undefined && !ctx.principal.canSee(sid));
+}
+
+/** The session id from the path: 400 if malformed, 404 if hidden. */
 function visibleSession(ctx: Context, res: ServerResponse, raw: string): string | undefined {
   const sid = pathId(raw);
   if (sid === undefined) return void sendError(res, "invalid_session_id");
-  if (!isCanonicalUuid(sid) || (ctx.principal.canSee && !ctx.principal.canSee(sid))) return void sendError(res, "session_not_found");
+  if (hidden(ctx, sid)) return void sendError(res, "session_not_found");
   return sid;
 }
 
@@ -127,7 +131,7 @@ async function journal(ctx: Context, res: ServerResponse, raw: string, q: URLSea
   const limit = limitParam(q);
   if (from === INVALID || limit === INVALID) return sendError(res, "invalid_query");
   // The journal route never answers 404 (reference §4): an unseen session reads as empty.
-  if (!isCanonicalUuid(sid) || (ctx.principal.canSee && !ctx.principal.canSee(sid))) return sendJson(res, 200, journalPageJson({ events: [], nextSeq: 0, done: true }));
+  if (hidden(ctx, sid)) return sendJson(res, 200, journalPageJson({ events: [], nextSeq: 0, done: true }));
   try {
     sendJson(res, 200, journalPageJson(await readJournalPage(ctx.bus, sid, from, limit)));
   } catch (e) {
@@ -157,7 +161,7 @@ async function events(ctx: Context, req: IncomingMessage, res: ServerResponse, r
     ctx.bus.log.warn({ err: e, sessionId: sid }, "gateway: could not check session");
     return sendError(res, "subscribe_failed");
   }
-  await serveEvents(ctx.bus, req, res, { sessionId: sid, loopId, lastEventId: last }, ctx.settings, ctx.counters, ctx.streams);
+  await serveEvents(ctx.bus, req, res, { sessionId: sid, loopId, lastEventId: last }, ctx.settings, ctx.streams);
 }
 
 async function gate(ctx: Context, req: IncomingMessage, res: ServerResponse, rawSid: string, rawGid: string): Promise<void> {
@@ -165,7 +169,7 @@ async function gate(ctx: Context, req: IncomingMessage, res: ServerResponse, raw
   if (sid === undefined) return sendError(res, "invalid_session_id");
   const gid = pathId(rawGid);
   if (gid === undefined) return sendError(res, "invalid_gate_id");
-  if (!isCanonicalUuid(sid) || (ctx.principal.canSee && !ctx.principal.canSee(sid))) return sendError(res, "session_not_found");
+  if (hidden(ctx, sid)) return sendError(res, "session_not_found");
   try {
     if (!(await sessionExists(ctx.bus, sid))) return sendError(res, "session_not_found");
   } catch (e) {

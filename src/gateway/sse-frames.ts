@@ -39,9 +39,27 @@ function ephemeralFrame(event: JetloopEvent): string | undefined {
   return `event: ephemeral\ndata: {"v":1,"kind":"${kind}","header":${goJson(header)},"delta":${deltaJson}}\n\n`;
 }
 
-/** The frame for one delivery, or undefined when the runtime writes none for it. */
-export function frameFor(d: Delivery<JetloopEvent>): string | undefined {
-  return d.journalSeq > 0 ? enduringFrame(d.journalSeq, eventJson(d.event)) : ephemeralFrame(d.event);
+/**
+ * Enduring frames by journal sequence, shared by a handler's clients: every viewer of a
+ * session gets the same bytes for the same sequence, so they are encoded once. Bounded;
+ * the oldest entry goes first.
+ */
+export class FrameCache {
+  readonly #frames = new Map<number, string>();
+
+  constructor(readonly capacity = 4096) {}
+
+  /** The frame for one delivery, or undefined when the runtime writes none for it. */
+  frameFor(d: Delivery<JetloopEvent>): string | undefined {
+    if (d.journalSeq === 0) return ephemeralFrame(d.event);
+    let frame = this.#frames.get(d.journalSeq);
+    if (frame === undefined) {
+      frame = enduringFrame(d.journalSeq, eventJson(d.event));
+      this.#frames.set(d.journalSeq, frame);
+      if (this.#frames.size > this.capacity) this.#frames.delete(this.#frames.keys().next().value!);
+    }
+    return frame;
+  }
 }
 
 export const PING_FRAME = ": ping\n\n";

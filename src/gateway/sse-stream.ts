@@ -17,7 +17,7 @@ import type { LoopScope } from "../subscribe/filter.js";
 import type { StartPosition } from "../subscribe/options.js";
 import type { Subscription } from "../subscribe/subscription.js";
 import { sendError } from "./envelope.js";
-import { frameFor, PING_FRAME } from "./sse-frames.js";
+import { type FrameCache, PING_FRAME } from "./sse-frames.js";
 
 export interface SseSettings {
   readonly heartbeatMs: number;
@@ -57,8 +57,12 @@ export interface SseCounters {
   slowDisconnects: number;
 }
 
-/** The streams a handler has open, closed together when it shuts down. */
-export type OpenStreams = Set<Subscription<JetloopEvent>>;
+/** What a handler's streams share: the open subscriptions (closed together on shutdown), counters, frames. */
+export interface SharedStreams {
+  readonly open: Set<Subscription<JetloopEvent>>;
+  readonly counters: SseCounters;
+  readonly frames: FrameCache;
+}
 
 export async function serveEvents(
   bus: Jetloop,
@@ -66,9 +70,9 @@ export async function serveEvents(
   res: ServerResponse,
   r: SseRequest,
   settings: SseSettings,
-  counters: SseCounters,
-  streams: OpenStreams,
+  shared: SharedStreams,
 ): Promise<void> {
+  const counters = shared.counters;
   const scope: LoopScope = r.loopId === undefined ? "all" : { loops: [r.loopId] };
   const start: StartPosition = r.lastEventId === undefined ? "new" : { seq: r.lastEventId + 1 };
   let sub: Subscription<JetloopEvent>;
@@ -88,13 +92,13 @@ export async function serveEvents(
   res.flushHeaders();
   res.socket?.setNoDelay(true);
   counters.open++;
-  streams.add(sub);
+  shared.open.add(sub);
   const ping = setInterval(() => res.write(PING_FRAME), settings.heartbeatMs);
   const stop = () => void sub.close();
   res.on("close", stop);
   try {
     for await (const d of sub) {
-      const frame = frameFor(d);
+      const frame = shared.frames.frameFor(d);
       if (frame === undefined) continue;
       const buffered = res.writableLength;
       if (d.journalSeq === 0 && buffered > settings.previewDropBytes) {
@@ -116,7 +120,7 @@ export async function serveEvents(
     clearInterval(ping);
     res.off("close", stop);
     counters.open--;
-    streams.delete(sub);
+    shared.open.delete(sub);
     await sub.close();
     if (!res.destroyed) res.end();
   }
