@@ -30,7 +30,8 @@ export type JetloopErrorCode =
   | "COMMAND_INVALID"
   | "GATE_UNKNOWN"
   | "GATE_RESOLVED"
-  | "PARKING_FAILED";
+  | "PARKING_FAILED"
+  | "GATEWAY_BIND";
 
 export class JetloopError extends Error {
   readonly code: JetloopErrorCode;
@@ -318,5 +319,19 @@ export class ParkingError extends JetloopError {
     options?: { cause?: unknown },
   ) {
     super("PARKING_FAILED", `durable ${durable}, journal sequence ${journalSeq}: ${message}`, options);
+  }
+}
+
+/**
+ * The gateway refused to listen: a malformed address, or a non-loopback one without
+ * authentication (pass `insecurePublicBind` to mean it).
+ */
+export class GatewayBindError extends JetloopError {
+  constructor(
+    readonly address: string,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super("GATEWAY_BIND", `${address}: ${message}`, options);
   }
 }

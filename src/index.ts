@@ -80,3 +80,4 @@ export type { ConsumerFigures, ConsumersReport } from "./streams/consumer-figure
 export { retentionLimits, retentionWarnings, type RetentionLimit, type RetentionWarning } from "./streams/retention.js";
 export { defaultParkedStreamName, declaredParkedStreamConfig } from "./streams/declared.js";
 export { parkedFilter, parkedSubject, parseParkedSubject, type ParkedState } from "./subjects/subjects.js";
+export * from "./gateway/index.js";

@@ -1,9 +1,10 @@
 #!/usr/bin/env node
-/** The `jetloop` command line: provision, tail, replay, parked, consumers, demo. */
+/** The `jetloop` command line: provision, tail, replay, parked, consumers, demo, gateway. */
 import { isJetloopError } from "../errors.js";
 import { UsageError } from "./args.js";
 import { consumersCommand } from "./consumers.js";
 import { demoAnswererCommand, demoCommand } from "./demo.js";
+import { gatewayCommand } from "./gateway.js";
 import { parkedCommand } from "./parked.js";
 import { provisionCommand } from "./provision.js";
 import { replayCommand } from "./replay.js";
@@ -20,6 +21,7 @@ Commands:
   parked      list, show, replay or drop parked durable deliveries
   consumers   list the durables with their lag and parked counts
   demo        run the seed's approval sequence end to end
+  gateway     serve the runtime's HTTP surface (journal, SSE, gate answers)
 
 Run jetloop <command> --help for a command's options.`;
 
@@ -41,6 +43,8 @@ async function main(argv: string[]): Promise<number> {
       return consumersCommand(rest, out, err);
     case "demo":
       return demoCommand(rest, out, err);
+    case "gateway":
+      return gatewayCommand(rest, out);
     case "demo-answerer":
       return demoAnswererCommand(rest, out);
     case undefined:

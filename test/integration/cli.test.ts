@@ -24,7 +24,7 @@ function jetloop(args: string[], env: NodeJS.ProcessEnv = process.env): Promise<
 
 describe("jetloop CLI", () => {
   it("prints help for every command and refuses bad usage", async () => {
-    for (const command of ["provision", "tail", "replay", "parked", "consumers", "demo"]) {
+    for (const command of ["provision", "tail", "replay", "parked", "consumers", "demo", "gateway"]) {
       const r = await jetloop([command, "--help"]);
       expect(r.code, command).toBe(0);
       expect(r.stdout).toContain(`jetloop ${command}`);
@@ -39,6 +39,14 @@ describe("jetloop CLI", () => {
       expect((await jetloop([...args, "--server", natsUrl()])).code, args.join(" ")).toBe(2);
     }
   }, 120_000);
+
+  it("gateway refuses a public address without authentication, and a token variable that is not set", async () => {
+    const open = await jetloop(["gateway", "--listen", "0.0.0.0:0", "--server", natsUrl(), "--namespace", uniqueNamespace()]);
+    expect(open.code).toBe(1);
+    expect(open.stderr).toContain("GATEWAY_BIND");
+    const unset = await jetloop(["gateway", "--auth-token-env", "JETLOOP_TEST_UNSET_TOKEN", "--server", natsUrl()]);
+    expect([unset.code, unset.stderr.includes("JETLOOP_TEST_UNSET_TOKEN")]).toEqual([2, true]);
+  }, 60_000);
 
   it("provisions idempotently and reports drift with --verify", async () => {
     const ns = uniqueNamespace();

@@ -1,0 +1,47 @@
+import { parseArgs } from "node:util";
+import { connect } from "../bus.js";
+import { startGateway } from "../gateway/listen.js";
+import { connectionFlags, connectionHelp, connectOptions, parse, UsageError } from "./args.js";
+
+export const gatewayHelp = `jetloop gateway --listen HOST:PORT [--auth-token-env VAR] [--insecure-public-bind]
+
+Serves the Go runtime's HTTP surface (journal pages, SSE, gate answers, capabilities)
+from the journal and the live feed. Runs until interrupted (Ctrl-C).
+
+  --listen HOST:PORT       where to listen (default 127.0.0.1:8080)
+  --auth-token-env VAR     require "Authorization: Bearer <token>", the token read from
+                           the environment variable VAR (never from the command line)
+  --insecure-public-bind   allow a non-loopback address without authentication
+  --max-body-bytes N       request body cap (default 1048576)
+
+${connectionHelp}`;
+
+export async function gatewayCommand(argv: string[], out: (s: string) => void): Promise<number> {
+  const { values } = parse(() => parseArgs({ args: argv, options: { ...connectionFlags,
+    listen: { type: "string" },
+    "auth-token-env": { type: "string" },
+    "insecure-public-bind": { type: "boolean" },
+    "max-body-bytes": { type: "string" },
+  }, strict: true }));
+  if (values.help) {
+    out(gatewayHelp);
+    return 0;
+  }
+  const tokenVar = values["auth-token-env"];
+  const token = tokenVar === undefined ? undefined : process.env[tokenVar];
+  if (tokenVar !== undefined && !token) throw new UsageError(`--auth-token-env: the environment variable ${tokenVar} is not set`);
+  const maxBodyBytes = values["max-body-bytes"] === undefined ? undefined : Number(values["max-body-bytes"]);
+  const bus = await connect({ ...connectOptions(values), name: "jetloop-gateway" });
+  try {
+    const gw = await startGateway(bus, { listen: values.listen ?? "127.0.0.1:8080", token, maxBodyBytes, insecurePublicBind: values["insecure-public-bind"] === true });
+    out(`jetloop gateway listening on ${gw.url} (namespace ${bus.namespace})`);
+    await new Promise<void>((resolve) => {
+      process.once("SIGINT", resolve);
+      process.once("SIGTERM", resolve);
+    });
+    await gw.close();
+    return 0;
+  } finally {
+    await bus.close();
+  }
+}

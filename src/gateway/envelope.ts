@@ -1,0 +1,62 @@
+/**
+ * What the gateway writes besides events: JSON bodies as Go's json.Encoder writes them
+ * (compact, HTML-safe, a trailing newline), the reference's error envelope with its fixed
+ * messages, and the router's plain-text 404/405.
+ */
+import type { ServerResponse } from "node:http";
+import { goJson } from "../codec/wire.js";
+
+/** Every error the surface answers, with the status and the fixed message of the reference (§9). */
+export const GATEWAY_ERRORS = {
+  invalid_session_id: [400, "invalid_parameter", "invalid session id"],
+  invalid_gate_id: [400, "invalid_parameter", "invalid gate id"],
+  invalid_query: [400, "invalid_parameter", "invalid query parameter"],
+  invalid_body: [400, "invalid_body", "malformed request body"],
+  gate_action_invalid: [400, "gate_action_invalid", "invalid gate action"],
+  gate_kind_mismatch: [400, "gate_kind_mismatch", "gate kind mismatch"],
+  unauthorized: [401, "unauthorized", "authentication required"],
+  session_not_found: [404, "session_not_found", "session not found"],
+  gate_not_found: [404, "gate_not_found", "gate not found"],
+  gate_not_ready: [409, "gate_not_ready", "gate not ready"],
+  list_failed: [500, "internal", "could not list sessions"],
+  status_failed: [500, "internal", "could not read session status"],
+  journal_failed: [500, "internal", "could not read session journal"],
+  subscribe_failed: [500, "internal", "could not subscribe to session events"],
+  gate_failed: [500, "internal", "could not respond to gate"],
+  gate_capacity: [503, "gate_capacity", "gate capacity exceeded"],
+} as const satisfies Record<string, readonly [number, string, string]>;
+
+export type GatewayErrorName = keyof typeof GATEWAY_ERRORS;
+
+/** A JSON body: `json` is already Go-encoded; the newline is json.Encoder's. */
+export function sendJson(res: ServerResponse, status: number, json: string): void {
+  const body = Buffer.from(`${json}\n`, "utf8");
+  res.writeHead(status, { "Content-Type": "application/json", "Content-Length": body.length });
+  res.end(body);
+}
+
+export function errorBody(name: GatewayErrorName): string {
+  const [, code, message] = GATEWAY_ERRORS[name];
+  // Only gate_capacity is worth retrying (reference §6).
+  return `{"error":{"code":${goJson(code)},"message":${goJson(message)},"retryable":${String(name === "gate_capacity")}}}`;
+}
+
+export function sendError(res: ServerResponse, name: GatewayErrorName): void {
+  sendJson(res, GATEWAY_ERRORS[name][0], errorBody(name));
+}
+
+function sendPlain(res: ServerResponse, status: number, text: string, headers: Record<string, string> = {}): void {
+  const body = Buffer.from(text, "utf8");
+  res.writeHead(status, { ...headers, "Content-Type": "text/plain; charset=utf-8", "X-Content-Type-Options": "nosniff", "Content-Length": body.length });
+  res.end(body);
+}
+
+/** Go ServeMux's answer to an unknown path. */
+export function sendNotFound(res: ServerResponse): void {
+  sendPlain(res, 404, "404 page not found\n");
+}
+
+/** Go ServeMux's answer to a known path with another method. */
+export function sendMethodNotAllowed(res: ServerResponse, allow: string): void {
+  sendPlain(res, 405, "Method Not Allowed\n", { Allow: allow });
+}

@@ -1,0 +1,120 @@
+/**
+ * `POST /v1/sessions/{sid}/gates/{gid}`: the runtime's gate response, turned into
+ * jetloop's answer command to the loop that opened the gate (reference §6, §10).
+ */
+import { createHash } from "node:crypto";
+import { TimeoutError } from "@nats-io/transport-node";
+import type { Jetloop } from "../bus.js";
+import type { AnswerInput } from "../commands/protocol.js";
+import { isCommandError } from "../errors.js";
+import type { GatewayErrorName } from "./envelope.js";
+
+/** The decoded body: Go's lenient decoding (unknown keys ignored, key case ignored). */
+export interface GateRequest {
+  readonly action: string;
+  readonly values: Record<string, unknown>;
+}
+
+/** Decodes a gate body as Go's encoding/json would into gate.ResponseRequest; undefined is invalid_body. */
+export function decodeGateRequest(body: string): GateRequest | undefined {
+  if (body.trim() === "") return { action: "", values: {} };
+  let v: unknown;
+  try {
+    v = JSON.parse(body);
+  } catch {
+    return undefined;
+  }
+  if (v === null) return { action: "", values: {} };
+  if (typeof v !== "object" || Array.isArray(v)) return undefined;
+  const field = (name: string): unknown => {
+    const o = v as Record<string, unknown>;
+    if (name in o) return o[name];
+    const key = Object.keys(o).find((k) => k.toLowerCase() === name);
+    return key === undefined ? undefined : o[key];
+  };
+  const action = field("action");
+  const values = field("values");
+  if (action !== undefined && action !== null && typeof action !== "string") return undefined;
+  if (values !== undefined && values !== null && (typeof values !== "object" || Array.isArray(values))) return undefined;
+  return { action: action ?? "", values: (values as Record<string, unknown> | null) ?? {} };
+}
+
+/** The gate as its GateOpened described it. */
+export interface OpenedGate {
+  readonly loopId: string | undefined;
+  readonly kind: string | undefined;
+  readonly controls: readonly string[];
+}
+
+/**
+ * Finds the GateOpened of `gateId` in the session's journal. A resolved gate is still
+ * found: a retried answer (same command id) gets its first outcome from the loop actor,
+ * any other answer GATE_RESOLVED.
+ */
+export async function findGate(bus: Jetloop, sessionId: string, gateId: string): Promise<OpenedGate | undefined> {
+  for await (const { event: e } of bus.session(sessionId).replay({ types: ["GateOpened"] })) {
+    if (e.type === "GateOpened" && e.gate?.id === gateId) {
+      return { loopId: e.loopId, kind: e.gate.kind, controls: (e.gate.prompt?.controls ?? []).flatMap((c) => (c.action ? [c.action] : [])) };
+    }
+  }
+  return undefined;
+}
+
+const FORM_ACTIONS = new Set(["accept", "decline", "cancel"]);
+
+/** The jetloop answer for a runtime gate response, or the error the reference gives. */
+export function toAnswer(gateId: string, gate: OpenedGate, req: GateRequest): AnswerInput | GatewayErrorName {
+  if (gate.kind === "harness.permission") {
+    if (FORM_ACTIONS.has(req.action)) return "gate_kind_mismatch";
+    if (gate.controls.length > 0 && !gate.controls.includes(req.action)) return "gate_action_invalid";
+    // "Approve always for this workspace" has no jetloop equivalent.
+    if (req.action === "Approve") return { kind: "permission", gateId, effect: "approve" };
+    if (req.action === "Deny") return { kind: "permission", gateId, effect: "deny" };
+    return "gate_action_invalid";
+  }
+  if (gate.kind === "harness.ask_user") {
+    if (FORM_ACTIONS.has(req.action)) return "gate_kind_mismatch";
+    const answer = req.values.answer;
+    return typeof answer === "string" && answer !== "" ? { kind: "input", gateId, answer } : "gate_action_invalid";
+  }
+  // Forms and open_url gates have no jetloop answer.
+  return "gate_action_invalid";
+}
+
+/**
+ * The answer's command id: from the Idempotency-Key, else from the gate and the answer, so
+ * a retried POST is the same command and gets the first outcome (the gate server dedups).
+ */
+export function commandIdFor(sessionId: string, answer: AnswerInput, idempotencyKey: string | undefined): string {
+  const basis = idempotencyKey === undefined ? JSON.stringify(answer) : `key:${idempotencyKey}`;
+  const h = createHash("sha256").update(`${sessionId}\n${answer.gateId ?? ""}\n${basis}`).digest("hex");
+  // A version-8 (custom) UUID: the digest with the version and variant bits set.
+  const variant = ((parseInt(h[16]!, 16) & 0x3) | 0x8).toString(16);
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-8${h.slice(13, 16)}-${variant}${h.slice(17, 20)}-${h.slice(20, 32)}`;
+}
+
+function timedOut(e: unknown): boolean {
+  for (let c: unknown = e; c instanceof Error; c = c.cause) if (c instanceof TimeoutError) return true;
+  return false;
+}
+
+/** Sends the answer; undefined on success (202), else the error to answer with. */
+export async function sendAnswer(bus: Jetloop, sessionId: string, loopId: string, answer: AnswerInput, timeoutMs: number): Promise<GatewayErrorName | undefined> {
+  try {
+    await bus.session(sessionId).answer(loopId, answer, { timeoutMs });
+    return undefined;
+  } catch (e) {
+    if (!isCommandError(e)) throw e;
+    switch (e.code) {
+      case "COMMAND_NO_LISTENER":
+        return "session_not_found";
+      case "GATE_UNKNOWN":
+      case "GATE_RESOLVED":
+        return "gate_not_found";
+      case "COMMAND_INVALID":
+        return "gate_action_invalid";
+      default:
+        return timedOut(e) ? "gate_capacity" : "gate_failed";
+    }
+  }
+}

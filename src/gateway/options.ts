@@ -1,0 +1,36 @@
+import { z } from "zod";
+import { OptionsError } from "../errors.js";
+import type { Authenticate } from "./auth.js";
+
+const shape = z.strictObject({
+  /** Bearer token every request must carry (`Authorization: Bearer …`). Default: none. */
+  token: z.string().min(1).optional(),
+  /** Authentication function (instead of `token`). Default: none, every request passes. */
+  authenticate: z.custom<Authenticate>((v) => typeof v === "function", "must be a function").optional(),
+  /** Request body cap in bytes; over it is 400 invalid_body. Default 1 MiB. */
+  maxBodyBytes: z.number().int().min(1).default(1024 * 1024),
+  /** SSE heartbeat (`: ping`) interval. Default 20000 ms, the runtime's. */
+  heartbeatMs: z.number().int().min(10).default(20_000),
+  /** Bytes an SSE client may leave unread before its previews are dropped. Default 256 KiB. */
+  previewDropBytes: z.number().int().min(0).default(256 * 1024),
+  /** Bytes an SSE client may leave unread before the stream waits for it to drain. Default 1 MiB. */
+  maxBufferedBytes: z.number().int().min(1).default(1024 * 1024),
+  /** How long an SSE client past `maxBufferedBytes` has to drain before it is disconnected. Default 10000 ms. */
+  slowClientMs: z.number().int().min(1).default(10_000),
+  /** How long a gate answer waits for the loop actor; past it 503 gate_capacity. Default 5000 ms. */
+  answerTimeoutMs: z.number().int().min(1).default(5000),
+});
+
+export type GatewayOptions = z.input<typeof shape>;
+export type GatewaySettings = z.output<typeof shape>;
+
+export function parseGatewayOptions(options: GatewayOptions): GatewaySettings {
+  const r = shape.safeParse(options);
+  if (!r.success) {
+    const issue = r.error.issues[0]!;
+    throw new OptionsError(issue.path.join(".") || "options", issue.message);
+  }
+  if (r.data.token !== undefined && r.data.authenticate !== undefined) throw new OptionsError("token", "give token or authenticate, not both");
+  if (r.data.previewDropBytes > r.data.maxBufferedBytes) throw new OptionsError("previewDropBytes", "must not exceed maxBufferedBytes");
+  return r.data;
+}

@@ -1,0 +1,73 @@
+/**
+ * The route table, matched as Go 1.22's ServeMux matches the runtime's patterns: exact
+ * segments, `{name}` wildcards of one segment, GET patterns answering HEAD, plain-text
+ * 404 for an unknown path and 405 with `Allow` for another method.
+ */
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { sendMethodNotAllowed, sendNotFound } from "./envelope.js";
+
+export type RouteName = "page" | "script" | "capabilities" | "sessions" | "status" | "journal" | "events" | "gate";
+
+interface Pattern {
+  readonly method: "GET" | "POST";
+  readonly segments: readonly string[];
+  readonly name: RouteName;
+}
+
+const pattern = (method: "GET" | "POST", path: string, name: RouteName): Pattern => ({ method, segments: path.split("/").slice(1), name });
+
+// The runtime's create/input/interrupt/restore routes are not served: a gateway does not
+// drive sessions. They answer as the read-only mux does (404, or 405 on /v1/sessions).
+const ROUTES: readonly Pattern[] = [
+  pattern("GET", "/", "page"),
+  pattern("GET", "/app.js", "script"),
+  pattern("GET", "/v1/capabilities", "capabilities"),
+  pattern("GET", "/v1/sessions", "sessions"),
+  pattern("GET", "/v1/sessions/{sid}/status", "status"),
+  pattern("GET", "/v1/sessions/{sid}/journal", "journal"),
+  pattern("GET", "/v1/sessions/{sid}/events", "events"),
+  pattern("POST", "/v1/sessions/{sid}/gates/{gid}", "gate"),
+];
+
+export interface Matched {
+  readonly name: RouteName;
+  readonly params: Readonly<Record<string, string>>;
+  readonly query: URLSearchParams;
+}
+
+function match(p: Pattern, segments: readonly string[]): Record<string, string> | undefined {
+  if (p.segments.length !== segments.length) return undefined;
+  const params: Record<string, string> = {};
+  for (let i = 0; i < segments.length; i++) {
+    const want = p.segments[i]!;
+    const got = segments[i]!;
+    if (want.startsWith("{")) {
+      if (got === "") return undefined;
+      params[want.slice(1, -1)] = got;
+    } else if (want !== got) return undefined;
+  }
+  return params;
+}
+
+/** The matched route, or undefined after answering 404/405 itself. */
+export function route(req: IncomingMessage, res: ServerResponse): Matched | undefined {
+  const url = new URL(req.url ?? "/", "http://gateway");
+  let segments: string[];
+  try {
+    segments = url.pathname.split("/").slice(1).map(decodeURIComponent);
+  } catch {
+    sendNotFound(res);
+    return undefined;
+  }
+  const method = req.method === "HEAD" ? "GET" : req.method;
+  const allowed = new Set<string>();
+  for (const p of ROUTES) {
+    const params = match(p, segments);
+    if (params === undefined) continue;
+    if (p.method === method) return { name: p.name, params, query: url.searchParams };
+    allowed.add(p.method === "GET" ? "GET, HEAD" : p.method);
+  }
+  if (allowed.size > 0) sendMethodNotAllowed(res, [...allowed].sort().join(", "));
+  else sendNotFound(res);
+  return undefined;
+}

@@ -1,0 +1,127 @@
+/**
+ * `GET /v1/sessions/{sid}/events`: one session's frames over Server-Sent Events, from a
+ * live subscription (the journal from `Last-Event-ID`, then the republished feed; no
+ * JetStream consumer per client while it follows).
+ *
+ * Slow clients: what the socket has not taken yet is bounded in bytes. Past
+ * `previewDropBytes` previews are dropped; past `maxBufferedBytes` the pump waits for the
+ * socket to drain, at most `slowClientMs`, and meanwhile the subscription's own bounded
+ * queue holds the rest (the feed reads its overflow back from the journal; old previews
+ * are dropped). A client that has not drained by then is disconnected, and resumes with
+ * `Last-Event-ID`. Nothing here slows another client: each has its own pump.
+ */
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Jetloop } from "../bus.js";
+import type { JetloopEvent } from "../events/catalogue.js";
+import type { LoopScope } from "../subscribe/filter.js";
+import type { StartPosition } from "../subscribe/options.js";
+import type { Subscription } from "../subscribe/subscription.js";
+import { sendError } from "./envelope.js";
+import { type FrameCache, PING_FRAME } from "./sse-frames.js";
+
+export interface SseSettings {
+  readonly heartbeatMs: number;
+  readonly maxBufferedBytes: number;
+  readonly previewDropBytes: number;
+  readonly slowClientMs: number;
+}
+
+/** Whether the socket drained within `ms`. */
+function drained(res: ServerResponse, ms: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const done = (ok: boolean) => {
+      clearTimeout(timer);
+      res.off("drain", onDrain);
+      res.off("close", onClose);
+      resolve(ok);
+    };
+    const onDrain = () => done(true);
+    const onClose = () => done(false);
+    const timer = setTimeout(() => done(false), ms);
+    res.on("drain", onDrain);
+    res.on("close", onClose);
+  });
+}
+
+export interface SseRequest {
+  readonly sessionId: string;
+  readonly loopId: string | undefined;
+  /** The last journal sequence the client has; the stream resumes after it. */
+  readonly lastEventId: number | undefined;
+}
+
+/** What the gateway counts about its SSE clients. */
+export interface SseCounters {
+  open: number;
+  previewsDropped: number;
+  slowDisconnects: number;
+}
+
+/** What a handler's streams share: the open subscriptions (closed together on shutdown), counters, frames. */
+export interface SharedStreams {
+  readonly open: Set<Subscription<JetloopEvent>>;
+  readonly counters: SseCounters;
+  readonly frames: FrameCache;
+}
+
+export async function serveEvents(
+  bus: Jetloop,
+  req: IncomingMessage,
+  res: ServerResponse,
+  r: SseRequest,
+  settings: SseSettings,
+  shared: SharedStreams,
+): Promise<void> {
+  const counters = shared.counters;
+  const scope: LoopScope = r.loopId === undefined ? "all" : { loops: [r.loopId] };
+  const start: StartPosition = r.lastEventId === undefined ? "new" : { seq: r.lastEventId + 1 };
+  let sub: Subscription<JetloopEvent>;
+  try {
+    sub = await bus.session(r.sessionId).subscribeEvents({ enduring: scope, ephemeral: scope }, { start });
+  } catch (e) {
+    bus.log.warn({ err: e, sessionId: r.sessionId }, "gateway: could not subscribe to session events");
+    sendError(res, "subscribe_failed");
+    return;
+  }
+  if (req.destroyed) {
+    await sub.close();
+    return;
+  }
+  res.writeHead(200, { "Content-Type": "text/event-stream", "Cache-Control": "no-store", "X-Accel-Buffering": "no" });
+  // Headers go out now, not with the first frame: an idle session still shows as connected.
+  res.flushHeaders();
+  res.socket?.setNoDelay(true);
+  counters.open++;
+  shared.open.add(sub);
+  const ping = setInterval(() => res.write(PING_FRAME), settings.heartbeatMs);
+  const stop = () => void sub.close();
+  res.on("close", stop);
+  try {
+    for await (const d of sub) {
+      const frame = shared.frames.frameFor(d);
+      if (frame === undefined) continue;
+      const buffered = res.writableLength;
+      if (d.journalSeq === 0 && buffered > settings.previewDropBytes) {
+        counters.previewsDropped++;
+        continue;
+      }
+      if (buffered > settings.maxBufferedBytes && !(await drained(res, settings.slowClientMs))) {
+        if (res.destroyed) break;
+        counters.slowDisconnects++;
+        bus.log.info({ sessionId: r.sessionId, bufferedBytes: buffered, journalSeq: d.journalSeq }, "gateway: SSE client too slow, disconnected");
+        res.destroy();
+        break;
+      }
+      res.write(frame);
+    }
+    const err = sub.err();
+    if (err) bus.log.warn({ code: (err as { code?: string }).code, sessionId: r.sessionId }, "gateway: SSE subscription ended");
+  } finally {
+    clearInterval(ping);
+    res.off("close", stop);
+    counters.open--;
+    shared.open.delete(sub);
+    await sub.close();
+    if (!res.destroyed) res.end();
+  }
+}
