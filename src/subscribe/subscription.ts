@@ -8,6 +8,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "pino";
 import type { Jetloop } from "../bus.js";
 import { ConnectionClosedError, OptionsError, PermissionDeniedError } from "../errors.js";
+import type { JetloopEvent } from "../events/catalogue.js";
 import type { Delivery, DurableDelivery } from "./delivery.js";
 import { DeliveryQueue } from "./delivery-queue.js";
 import { DurableSource } from "./durable-source.js";
@@ -40,7 +41,7 @@ export interface SubscriptionStats {
   readonly parked: number;
 }
 
-export class Subscription<E, D extends Delivery<E> = Delivery<E>> implements AsyncIterable<D> {
+export class Subscription<E = JetloopEvent, D extends Delivery<E> = Delivery<E>> implements AsyncIterable<D> {
   readonly #bus: Jetloop<E>;
   readonly #queue: DeliveryQueue<Delivery<E>>;
   readonly #onReport: ((r: SubscriptionReport) => void) | undefined;
@@ -203,4 +204,4 @@ export class Subscription<E, D extends Delivery<E> = Delivery<E>> implements Asy
   }
 }
 
-export type DurableSubscription<E> = Subscription<E, DurableDelivery<E>>;
+export type DurableSubscription<E = JetloopEvent> = Subscription<E, DurableDelivery<E>>;
