@@ -25,6 +25,7 @@ export type JetloopErrorCode =
   | "SUBSCRIPTION_FAILED"
   | "DELIVERY_INVALID"
   | "CONNECTION_CLOSED"
+  | "CONNECTION_FAILED"
   | "COMMAND_FAILED"
   | "COMMAND_NO_LISTENER"
   | "COMMAND_INVALID"
@@ -249,6 +250,21 @@ export class ServerUnsupportedError extends JetloopError {
 export class ConnectionClosedError extends JetloopError {
   constructor(message = "the connection is closed", options?: { cause?: unknown }) {
     super("CONNECTION_CLOSED", message, options);
+  }
+}
+
+/**
+ * `connect` could not open a usable connection: no server answered (`unreachable`; the
+ * servers tried are named), or the server runs without JetStream (`jetstream_disabled`).
+ */
+export class ConnectionFailedError extends JetloopError {
+  constructor(
+    readonly servers: readonly string[],
+    readonly reason: "unreachable" | "jetstream_disabled",
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super("CONNECTION_FAILED", message, options);
   }
 }
 

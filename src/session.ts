@@ -2,7 +2,7 @@ import type { Jetloop } from "./bus.js";
 import { answerGate, type AnswerOptions } from "./commands/answer.js";
 import type { AnswerInput, AnswerOutcome } from "./commands/protocol.js";
 import { OptionsError } from "./errors.js";
-import { isCanonicalUuid } from "./events/ids.js";
+import { idProblem } from "./events/ids.js";
 import type { Delivery } from "./subscribe/delivery.js";
 import type { EventFilter } from "./subscribe/filter.js";
 import type { SubscribeOptions } from "./subscribe/options.js";
@@ -15,7 +15,8 @@ export class SessionHandle<E> {
     readonly bus: Jetloop<E>,
     readonly sessionId: string,
   ) {
-    if (!isCanonicalUuid(sessionId)) throw new OptionsError("sessionId", `${JSON.stringify(sessionId)} is not a canonical lowercase UUID`);
+    const problem = idProblem(sessionId);
+    if (problem) throw new OptionsError("sessionId", `${JSON.stringify(sessionId)} ${problem}`);
   }
 
   subscribeEvents(filter: Omit<EventFilter, "sessions">, options: SubscribeOptions & { durable: string }): Promise<DurableSubscription<E>>;

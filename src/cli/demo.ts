@@ -9,7 +9,7 @@ import { createEvent } from "../events/factories.js";
 import { newId } from "../events/ids.js";
 import { ToolActivityProjection } from "../projection/index.js";
 import { parseArgs } from "node:util";
-import { connectionFlags, connectionHelp, connectOptions, parse, UsageError } from "./args.js";
+import { connectionFlags, connectionHelp, connectOptions, ids, parse, UsageError } from "./args.js";
 import { formatLine } from "./format.js";
 import { findNatsServer, startLocalServer, type LocalServer } from "./local-server.js";
 
@@ -134,6 +134,8 @@ async function runDemo(bus: Jetloop, servers: string | string[] | undefined, out
 export async function demoAnswererCommand(argv: string[], out: (s: string) => void): Promise<number> {
   const { values } = parse(() => parseArgs({ args: argv, options: { ...connectionFlags, session: { type: "string" }, loop: { type: "string" } }, strict: true }));
   if (!values.session || !values.loop) throw new UsageError("demo-answerer needs --session and --loop");
+  ids("session", [values.session]);
+  ids("loop", [values.loop]);
   const bus = await connect(connectOptions(values));
   try {
     const session = bus.session(values.session);

@@ -1,26 +1,12 @@
 // The command line, spawned as a process the way a user runs it.
-import { execFile } from "node:child_process";
 import { execSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
 import { connect, createEvent, newId, type DurableDelivery, type JetloopEvent } from "../../src/index.js";
 import { jetstreamManager } from "@nats-io/jetstream";
+import { jetloop } from "../harness/cli.js";
 import { Reader } from "../harness/reader.js";
 import { waitFor } from "../harness/server.js";
 import { natsUrl, uniqueNamespace } from "../harness/context.js";
-
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-function jetloop(args: string[], env: NodeJS.ProcessEnv = process.env): Promise<Run> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, ["--import", "tsx", "src/cli/main.ts", ...args], { env, timeout: 60_000 }, (error, stdout, stderr) => {
-      resolve({ code: error ? (typeof error.code === "number" ? error.code : 1) : 0, stdout, stderr });
-    });
-  });
-}
 
 describe("jetloop CLI", () => {
   it("prints help for every command and refuses bad usage", async () => {
@@ -165,7 +151,7 @@ describe("jetloop CLI", () => {
       expect(limited.stderr).toContain("warning: stream");
       expect(limited.stderr).toContain("durable svc has not acknowledged (1)");
       expect((await jetloop(["consumers", ...base])).stderr).toContain("warning: stream");
-      expect((await jetloop(["provision", ...base, "--max-age", "soon"])).code).toBe(1);
+      expect((await jetloop(["provision", ...base, "--max-age", "soon"])).code).toBe(2);
     } finally {
       await bus.close();
     }
