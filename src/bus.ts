@@ -172,7 +172,7 @@ export class Jetloop<E = JetloopEvent> {
     return replay(this, request);
   }
 
-  /** A handle scoped to one session, reading like the seed's `live.SubscribeEvents`. */
+  /** A handle scoped to one session, reading like the Go runtime's `live.SubscribeEvents`. */
   session(sessionId: string): SessionHandle<E> {
     return new SessionHandle(this, sessionId);
   }

@@ -25,7 +25,7 @@ export class SessionHandle<E> {
     return this.bus.subscribeEvents({ ...filter, sessions: [this.sessionId] }, options);
   }
 
-  /** Answers a gate of one of this session's loops (the seed's "App → Loop: answer"). */
+  /** Answers a gate of one of this session's loops (in the Go runtime's approval sequence, the subscriber's answer to the loop). */
   answer(loopId: string, answer: AnswerInput, options?: AnswerOptions): Promise<AnswerOutcome> {
     return answerGate(this.bus, this.sessionId, loopId, answer, options);
   }

@@ -30,7 +30,7 @@ function detail(e: JetloopEvent): string {
     case "TurnStarted":
     case "TurnDone":
     case "TurnInterrupted":
-      return `turn ${e.turnIndex}`;
+      return e.turnIndex === undefined ? "" : `turn ${e.turnIndex}`;
     default:
       return "";
   }

@@ -1,5 +1,5 @@
 /**
- * The event filter of a subscription, after the seed's `EventFilter`: an ephemeral and
+ * The event filter of a subscription, after the Go runtime's `event.EventFilter`: an ephemeral and
  * an enduring loop scope, narrowed by session, type or family. Every part becomes a
  * server-side subject filter, so a subscriber to one loop never receives another
  * loop's messages over the wire. Visibility is the one client-side part: it is in the

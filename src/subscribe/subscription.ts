@@ -1,7 +1,7 @@
 /**
  * A subscription: an async iterable of deliveries merged from the journal consumer and
  * the live subscriptions, with `close()` (idempotent) and `err()` (why it ended; nothing
- * after an intentional close). It mirrors the seed's `SubscribeEvents`.
+ * after an intentional close). It mirrors the Go runtime's `session.SubscribeEvents`.
  */
 import { jetstream, type JetStreamClient } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
@@ -126,7 +126,7 @@ export class Subscription<E = JetloopEvent, D extends Delivery<E> = Delivery<E>>
     };
   }
 
-  /** The seed's `sub.Events()`: the subscription is itself the iterable. */
+  /** The Go runtime's `sub.Events()`: the subscription is itself the iterable. */
   events(): AsyncIterable<D> {
     return this;
   }

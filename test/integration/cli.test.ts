@@ -91,6 +91,27 @@ describe("jetloop CLI", () => {
     expect(left).toEqual([]);
   }, 60_000);
 
+  it("runs the demo against --server: prints its namespace, a legend, the answerer before its effect, and a replay that finds the run", async () => {
+    const r = await jetloop(["demo", "--server", natsUrl()]);
+    expect(r.code).toBe(0);
+    const ns = /^namespace (\S+)$/m.exec(r.stdout)?.[1];
+    const session = /^session +(\S+)$/m.exec(r.stdout)?.[1];
+    expect(ns).toMatch(/^demo/);
+    expect(r.stdout).toContain('"live" (a preview, never stored)');
+    expect(r.stdout).toContain("its\noutput is simulated");
+    expect(r.stdout).not.toContain("npm run");
+    const lines = r.stdout.split("\n");
+    for (const [effect, resolved] of [["approve", "answered Approve"], ["deny", "answered Deny"]]) {
+      const answered = lines.findIndex((l) => l.includes(`[answerer] answering gate`) && l.includes(`: ${effect} (`));
+      const gateResolved = lines.findIndex((l) => l.includes("GateResolved") && l.includes(resolved!));
+      expect(answered, effect).toBeGreaterThan(0);
+      expect(answered, effect).toBeLessThan(gateResolved);
+    }
+    expect(r.stdout).toContain(`replay it: jetloop replay --namespace ${ns} --session ${session} --server ${natsUrl()}`);
+    const replayed = await jetloop(["replay", "--namespace", ns!, "--session", session!, "--server", natsUrl()]);
+    expect(replayed.stderr).toContain("12 event(s)");
+  }, 60_000);
+
   it("parked list/show/replay/drop and consumers, as lines or JSON; provision --max-age warns of an unacknowledged backlog", async () => {
     const ns = uniqueNamespace();
     const bus = await connect({ servers: natsUrl(), namespace: ns });
