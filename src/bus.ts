@@ -80,7 +80,7 @@ export class Jetloop<E = JetloopEvent> {
     this.nc = nc;
     this.#ownsConnection = ownsConnection;
     this.registry = options.registry ?? (defaultRegistry);
-    this.log = (options.logger ?? pino({ name: "jetloop", level: "warn" }, pino.destination(2))).child({ namespace: this.settings.namespace });
+    this.log = (options.logger ?? pino({ name: "jetloop", level: "warn" }, process.stderr)).child({ namespace: this.settings.namespace });
     this.serverVersion = nc.info?.version ?? "0.0.0";
     requireMinimum(this.serverVersion);
     this.journalPosition = new JournalPosition(() => this.jetstreamManager(), this.settings.stream);

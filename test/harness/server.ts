@@ -4,7 +4,7 @@
 // temporary directory removed, when the Node process exits; a small watchdog shell
 // also kills the server if Node dies without running its exit handlers.
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync, writeFileSync, readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync, readFileSync } from "node:fs";
 import { createServer, connect as tcpConnect } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
@@ -136,6 +136,32 @@ function tcpAccepts(port: number): Promise<boolean> {
     });
     s.once("error", () => r(false));
   });
+}
+
+/**
+ * Spins until /proc says every thread of `pid` is stopped (state T): a few microseconds
+ * in practice, synchronous so pause() keeps its signature. Without /proc it returns.
+ */
+function waitAllThreadsStopped(pid: number, timeoutMs = 2_000): void {
+  const deadline = Date.now() + timeoutMs;
+  const state = (stat: string) => stat.charAt(stat.lastIndexOf(")") + 2);
+  for (;;) {
+    let tasks: string[];
+    try {
+      tasks = readdirSync(`/proc/${pid}/task`);
+    } catch {
+      return;
+    }
+    const running = tasks.filter((t) => {
+      try {
+        return !/[tT]/.test(state(readFileSync(`/proc/${pid}/task/${t}/stat`, "utf8")));
+      } catch {
+        return false; // the thread is gone
+      }
+    });
+    if (running.length === 0) return;
+    if (Date.now() > deadline) throw new Error(`pid ${pid}: ${running.length} thread(s) still running ${timeoutMs} ms after SIGSTOP`);
+  }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -354,10 +380,15 @@ export class ServerProcess implements ServerHandle {
     await this.start();
   }
 
-  /** SIGSTOP: the server stops responding but keeps its sockets open. */
+  /**
+   * SIGSTOP: the server stops responding but keeps its sockets open. Returns once every
+   * thread is stopped: the signal reaches the threads asynchronously, and a request sent
+   * right after kill() could still be answered.
+   */
   pause(): void {
     if (!this.child) throw new Error(`${this.spec.name}: not running`);
     this.child.kill("SIGSTOP");
+    if (this.child.pid !== undefined) waitAllThreadsStopped(this.child.pid);
     this.paused = true;
   }
 
