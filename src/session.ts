@@ -1,4 +1,4 @@
-import type { Jetloop } from "./bus.js";
+import type { BusContext } from "./bus-context.js";
 import { answerGate, type AnswerOptions } from "./commands/answer.js";
 import type { AnswerInput, AnswerOutcome } from "./commands/protocol.js";
 import { OptionsError } from "./errors.js";
@@ -9,10 +9,17 @@ import type { SubscribeOptions } from "./subscribe/options.js";
 import type { ReplayRequest } from "./subscribe/replay.js";
 import type { DurableSubscription, Subscription } from "./subscribe/subscription.js";
 
+/** What a session handle needs of the bus: its context, subscribing and replaying. */
+export interface SessionBus<E> extends BusContext<E> {
+  subscribeEvents(filter: EventFilter, options: SubscribeOptions & { durable: string }): Promise<DurableSubscription<E>>;
+  subscribeEvents(filter: EventFilter, options?: SubscribeOptions): Promise<Subscription<E>>;
+  replay(request?: ReplayRequest): AsyncGenerator<Delivery<E>, void, undefined>;
+}
+
 /** One session's view of the bus: `bus.session(id).subscribeEvents(filter)`. */
 export class SessionHandle<E> {
   constructor(
-    readonly bus: Jetloop<E>,
+    readonly bus: SessionBus<E>,
     readonly sessionId: string,
   ) {
     const problem = idProblem(sessionId);

@@ -6,7 +6,7 @@
 import { jetstream, type JetStreamClient } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "pino";
-import type { Jetloop } from "../bus.js";
+import type { BusContext } from "../bus-context.js";
 import { ConnectionClosedError, OptionsError, PermissionDeniedError } from "../errors.js";
 import type { JetloopEvent } from "../events/catalogue.js";
 import type { Delivery, DurableDelivery } from "./delivery.js";
@@ -42,7 +42,7 @@ export interface SubscriptionStats {
 }
 
 export class Subscription<E = JetloopEvent, D extends Delivery<E> = Delivery<E>> implements AsyncIterable<D> {
-  readonly #bus: Jetloop<E>;
+  readonly #bus: BusContext<E>;
   readonly #queue: DeliveryQueue<Delivery<E>>;
   readonly #onReport: ((r: SubscriptionReport) => void) | undefined;
   #filter: EventFilter;
@@ -58,7 +58,7 @@ export class Subscription<E = JetloopEvent, D extends Delivery<E> = Delivery<E>>
   readonly #ctx: SourceContext<E>;
 
   /** @internal Use `bus.subscribeEvents` or `bus.session(id).subscribeEvents`. */
-  constructor(bus: Jetloop<E>, filter: EventFilter, options: SubscribeOptions) {
+  constructor(bus: BusContext<E>, filter: EventFilter, options: SubscribeOptions) {
     const settings = parseSubscribeOptions(options);
     const resolved = resolveFilter(bus.namespace, filter, bus.registry);
     this.#bus = bus;
