@@ -141,22 +141,14 @@ export class OptionsError extends JetloopError {
   }
 }
 
-export function isJetloopError(e: unknown): e is JetloopError {
-  return e instanceof JetloopError;
+/**
+ * The one guard: a JetloopError, and with `code` one with that code
+ * (`isJetloopError(e, "PUBLISH_CONFLICT")`). Narrow further with `instanceof` for a
+ * class's own fields.
+ */
+export function isJetloopError<C extends JetloopErrorCode>(e: unknown, code?: C): e is JetloopError & { readonly code: C } {
+  return e instanceof JetloopError && (code === undefined || e.code === code);
 }
-export function isEventValidationError(e: unknown): e is EventValidationError {
-  return e instanceof EventValidationError;
-}
-export function isEventDecodeError(e: unknown): e is EventDecodeError {
-  return e instanceof EventDecodeError;
-}
-export function isEventEncodeError(e: unknown): e is EventEncodeError {
-  return e instanceof EventEncodeError;
-}
-export function isRequestDecodeError(e: unknown): e is RequestDecodeError {
-  return e instanceof RequestDecodeError;
-}
-
 // --- NATS-facing errors ------------------------------------------------------------
 
 /** The server refused an append for a reason that retrying will not fix. */
@@ -281,13 +273,6 @@ export class ProvisionDriftError extends JetloopError {
   }
 }
 
-export function isPublishConflictError(e: unknown): e is PublishConflictError {
-  return e instanceof PublishConflictError;
-}
-export function isPermissionDeniedError(e: unknown): e is PermissionDeniedError {
-  return e instanceof PermissionDeniedError;
-}
-
 /** A journal or live message whose event does not belong to the subject it arrived on. */
 export class DeliveryMismatchError extends JetloopError {
   constructor(
@@ -316,10 +301,6 @@ export class CommandError extends JetloopError {
   ) {
     super(code, message, options);
   }
-}
-
-export function isCommandError(e: unknown): e is CommandError {
-  return e instanceof CommandError;
 }
 
 /**

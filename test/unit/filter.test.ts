@@ -4,9 +4,9 @@ import {
   defaultRegistry,
   defineEventType,
   OptionsError,
-  resolveFilter,
   type EventFilter,
 } from "../../src/index.js";
+import { resolveFilter } from "../../src/subscribe/filter.js";
 import { ID } from "./fixtures.js";
 
 const NS = "acme";
