@@ -10,6 +10,7 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { harnessBackend } from "./backend.js";
+import { waitFor, within } from "./async.js";
 
 export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 export const SINGLE_CONF = join(REPO_ROOT, "deploy/nats/single.conf");
@@ -79,40 +80,7 @@ export function freePort(): Promise<number> {
   });
 }
 
-export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-/** Resolves to the promise's value, or to `onTimeout` after ms; the timer never holds the process open. */
-function within<T, U>(p: Promise<T>, ms: number, onTimeout: U): Promise<T | U> {
-  let timer: NodeJS.Timeout | undefined;
-  const t = new Promise<U>((r) => {
-    timer = setTimeout(() => r(onTimeout), ms);
-  });
-  return Promise.race([p, t]).finally(() => clearTimeout(timer));
-}
-
-/** Polls `check` until it returns true (or a non-false value); throws the last error on timeout. */
-export async function waitFor<T>(
-  what: string,
-  check: () => Promise<T | false> | T | false,
-  timeoutMs = 30_000,
-  intervalMs = 100,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const r = await check();
-      if (r !== false) return r;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline) {
-      const why = last instanceof Error ? `: ${last.message}` : "";
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${why}`);
-    }
-    await sleep(intervalMs);
-  }
-}
 
 /** Waits until a server's monitoring endpoint /healthz reports ok (JetStream is current). */
 export async function waitHealthz(name: string, httpPort: number, timeoutMs: number): Promise<void> {

@@ -5,7 +5,7 @@ import { connect, createEvent, newId, type DurableDelivery, type JetloopEvent } 
 import { jetstreamManager } from "@nats-io/jetstream";
 import { jetloop } from "../harness/cli.js";
 import { Reader } from "../harness/reader.js";
-import { waitFor } from "../harness/server.js";
+import { waitFor } from "../harness/async.js";
 import { natsUrl, uniqueNamespace } from "../harness/context.js";
 
 describe("jetloop CLI", () => {

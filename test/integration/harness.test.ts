@@ -6,7 +6,8 @@ import { connect } from "@nats-io/transport-node";
 import { afterAll, describe, expect, it } from "vitest";
 import { provisionOnCluster, startCluster, type NatsCluster } from "../harness/cluster.js";
 import { connectTest, natsServerBackend, natsServerFlavor, natsServerVersion, natsUrl, uniqueNamespace } from "../harness/context.js";
-import { findServerBinary, serverVersion, startServer, waitFor, type NatsServer } from "../harness/server.js";
+import { findServerBinary, serverVersion, startServer, type NatsServer } from "../harness/server.js";
+import { waitFor } from "../harness/async.js";
 
 const ns = uniqueNamespace();
 
