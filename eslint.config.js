@@ -19,6 +19,19 @@ export default tseslint.config(
     },
   },
   {
+    // The facade (bus.ts) sits on top: the layers below it depend on the narrow
+    // BusContext (bus-context.ts), never on the Jetloop class.
+    files: ["src/**/*.ts", "src/**/*.cts"],
+    // Above the facade: the CLI and the gateway are the SDK's own users.
+    ignores: ["src/bus.ts", "src/index.ts", "src/cli/**", "src/gateway/**"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        { patterns: [{ regex: "(^|/)bus\\.js$", message: "Below the facade: depend on BusContext (src/bus-context.ts), not on bus.ts." }] },
+      ],
+    },
+  },
+  {
     files: ["**/*.js"],
     ...tseslint.configs.disableTypeChecked,
   },

@@ -15,6 +15,8 @@ const integration = (flavor: "oldest" | "newest", backend: Backend): TestProject
     // minute under load. `npm run reliability:soak` runs the leader-kill scenario on 2.10.
     exclude: flavor === "oldest" ? ["test/integration/cluster.test.ts", "test/integration/reliability/leader-kill.test.ts"] : [],
     globalSetup: ["test/harness/global-setup.ts"],
+    // The bus's warnings are shown for failing tests only (quiet-logs.ts).
+    setupFiles: ["test/harness/quiet-logs.ts"],
     // Read by the globalSetup (project.config.env) and by servers the tests start.
     env: { JETLOOP_NATS_SERVER: flavor, JETLOOP_NATS_BACKEND: backend },
     testTimeout: 30_000,

@@ -80,7 +80,7 @@ export class Jetloop<E = JetloopEvent> {
     this.nc = nc;
     this.#ownsConnection = ownsConnection;
     this.registry = options.registry ?? (defaultRegistry);
-    this.log = (options.logger ?? pino({ name: "jetloop", level: "warn" }, pino.destination(2))).child({ namespace: this.settings.namespace });
+    this.log = (options.logger ?? pino({ name: "jetloop", level: "warn" }, process.stderr)).child({ namespace: this.settings.namespace });
     this.serverVersion = nc.info?.version ?? "0.0.0";
     requireMinimum(this.serverVersion);
     this.journalPosition = new JournalPosition(() => this.jetstreamManager(), this.settings.stream);
@@ -172,7 +172,7 @@ export class Jetloop<E = JetloopEvent> {
     return replay(this, request);
   }
 
-  /** A handle scoped to one session, reading like the seed's `live.SubscribeEvents`. */
+  /** A handle scoped to one session, reading like the Go runtime's `live.SubscribeEvents`. */
   session(sessionId: string): SessionHandle<E> {
     return new SessionHandle(this, sessionId);
   }

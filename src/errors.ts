@@ -25,6 +25,7 @@ export type JetloopErrorCode =
   | "SUBSCRIPTION_FAILED"
   | "DELIVERY_INVALID"
   | "CONNECTION_CLOSED"
+  | "CONNECTION_FAILED"
   | "COMMAND_FAILED"
   | "COMMAND_NO_LISTENER"
   | "COMMAND_INVALID"
@@ -141,22 +142,14 @@ export class OptionsError extends JetloopError {
   }
 }
 
-export function isJetloopError(e: unknown): e is JetloopError {
-  return e instanceof JetloopError;
+/**
+ * The one guard: a JetloopError, and with `code` one with that code
+ * (`isJetloopError(e, "PUBLISH_CONFLICT")`). Narrow further with `instanceof` for a
+ * class's own fields.
+ */
+export function isJetloopError<C extends JetloopErrorCode>(e: unknown, code?: C): e is JetloopError & { readonly code: C } {
+  return e instanceof JetloopError && (code === undefined || e.code === code);
 }
-export function isEventValidationError(e: unknown): e is EventValidationError {
-  return e instanceof EventValidationError;
-}
-export function isEventDecodeError(e: unknown): e is EventDecodeError {
-  return e instanceof EventDecodeError;
-}
-export function isEventEncodeError(e: unknown): e is EventEncodeError {
-  return e instanceof EventEncodeError;
-}
-export function isRequestDecodeError(e: unknown): e is RequestDecodeError {
-  return e instanceof RequestDecodeError;
-}
-
 // --- NATS-facing errors ------------------------------------------------------------
 
 /** The server refused an append for a reason that retrying will not fix. */
@@ -253,6 +246,21 @@ export class ConnectionClosedError extends JetloopError {
   }
 }
 
+/**
+ * `connect` could not open a usable connection: no server answered (`unreachable`; the
+ * servers tried are named), or the server runs without JetStream (`jetstream_disabled`).
+ */
+export class ConnectionFailedError extends JetloopError {
+  constructor(
+    readonly servers: readonly string[],
+    readonly reason: "unreachable" | "jetstream_disabled",
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super("CONNECTION_FAILED", message, options);
+  }
+}
+
 /** The live stream differs from the declared one in ways `provision` must not overwrite. */
 export class ProvisionDriftError extends JetloopError {
   constructor(
@@ -264,13 +272,6 @@ export class ProvisionDriftError extends JetloopError {
       `stream ${stream} cannot take the declared configuration: ${drift.map((d) => `${d.field} is ${JSON.stringify(d.live)}, declared ${JSON.stringify(d.desired)}`).join("; ")}`,
     );
   }
-}
-
-export function isPublishConflictError(e: unknown): e is PublishConflictError {
-  return e instanceof PublishConflictError;
-}
-export function isPermissionDeniedError(e: unknown): e is PermissionDeniedError {
-  return e instanceof PermissionDeniedError;
 }
 
 /** A journal or live message whose event does not belong to the subject it arrived on. */
@@ -301,10 +302,6 @@ export class CommandError extends JetloopError {
   ) {
     super(code, message, options);
   }
-}
-
-export function isCommandError(e: unknown): e is CommandError {
-  return e instanceof CommandError;
 }
 
 /**

@@ -1,12 +1,91 @@
-// The public surface of jetloop. Everything a user imports comes from here.
-export * from "./errors.js";
+// The public surface of jetloop. Everything a user imports comes from here, each name
+// listed: a new export is a decision, and internals (filter resolution, consumer
+// templates, the bus's context) stay inside.
+export {
+  CommandError,
+  ConnectionClosedError,
+  ConnectionFailedError,
+  DeliveryMismatchError,
+  EventDecodeError,
+  EventEncodeError,
+  EventNotPersistableError,
+  EventValidationError,
+  GatewayBindError,
+  isJetloopError,
+  JetloopError,
+  MessageTooLargeError,
+  NotProvisionedError,
+  OptionsError,
+  ParkingError,
+  PermissionDeniedError,
+  ProvisionDriftError,
+  PublishConflictError,
+  PublishError,
+  PublishTimeoutError,
+  RegistryError,
+  RequestDecodeError,
+  ServerUnsupportedError,
+  SubscriptionError,
+  type CommandErrorCode,
+  type DecodeFailure,
+  type JetloopErrorCode,
+  type ValidationRule,
+} from "./errors.js";
 export { NIL_UUID, isCanonicalUuid, newId, uuidSchema } from "./events/ids.js";
 export { limits, capText } from "./events/text.js";
 export { AGENCY_MACHINE, AGENCY_USER, goTimestamp } from "./events/header.js";
 export type { Cause, EventHeader, Visibility } from "./events/header.js";
-export * from "./events/content.js";
-export * from "./events/gate.js";
-export * from "./events/runtime.js";
+export {
+  aiMessageSchema,
+  audioBlockSchema,
+  contentBlockSchema,
+  documentBlockSchema,
+  imageBlockSchema,
+  MESSAGE_ROLES,
+  messageUsageSchema,
+  refusalBlockSchema,
+  stepMessageSchema,
+  textBlockSchema,
+  thinkingBlockSchema,
+  toolResultBlockSchema,
+  toolUseBlockSchema,
+  turnUsageSchema,
+  userMessageSchema,
+  type AIMessage,
+  type ContentBlock,
+  type StepMessage,
+  type ToolResultBlock,
+  type Usage,
+  type UserMessage,
+} from "./events/content.js";
+export {
+  GATE_KINDS,
+  GATE_RESOLUTION_REASONS,
+  GATE_RESOLVERS,
+  gateAuditSchema,
+  gateFieldSchema,
+  gateIdentity,
+  gatePromptSchema,
+  gateResponsePolicySchema,
+  gateSchema,
+  gateSourceSchema,
+  type Gate,
+  type GateAudit,
+  type GatePrompt,
+} from "./events/gate.js";
+export {
+  agentRuntimeSchema,
+  checkLoopRuntime,
+  checkManifest,
+  configFingerprintSchema,
+  configManifestSchema,
+  EFFORTS,
+  MANIFEST_SCHEMA_VERSION,
+  modelRuntimeSchema,
+  type AgentRuntime,
+  type ConfigManifest,
+  type ModelRuntime,
+} from "./events/runtime.js";
 export {
   defineEventType,
   EventRegistry,
@@ -20,7 +99,34 @@ export {
   type Presence,
   type Violation,
 } from "./events/registry.js";
-export * from "./events/catalogue.js";
+export {
+  builtInTypes,
+  defaultRegistry,
+  GateOpened,
+  GateResolved,
+  LoopIdle,
+  LoopStarted,
+  PermissionDecided,
+  permissionEffectSchema,
+  PermissionRequested,
+  SessionIdle,
+  SessionStarted,
+  SessionStopped,
+  StepDone,
+  ToolCallCompleted,
+  ToolCallStarted,
+  TurnDone,
+  turnErrorSchema,
+  TurnFailed,
+  TurnInterrupted,
+  TurnStarted,
+  UserInputRequested,
+  type BuiltInDefinition,
+  type EventType,
+  type JetloopEvent,
+  type PermissionEffect,
+  type TurnError,
+} from "./events/catalogue.js";
 export {
   COMMAND_EXECUTE,
   COMMAND_START_GRANT,
@@ -62,22 +168,54 @@ export {
   type SubjectAddress,
   type SubjectSelector,
 } from "./subjects/subjects.js";
-export { declaredConsumerTemplates, declaredStreamConfig, defaultStreamName } from "./streams/declared.js";
+export { declaredStreamConfig, defaultStreamName } from "./streams/declared.js";
 export { diffStreamConfig, type FieldDrift, type ProvisionReport } from "./streams/provision.js";
 export { SessionHandle } from "./session.js";
 export type { Delivery, DurableDelivery, DeliveryFailure } from "./subscribe/delivery.js";
-export { MANY_FILTER_SUBJECTS, resolveFilter, type EventFilter, type LoopScope, type ResolvedFilter } from "./subscribe/filter.js";
+export type { EventFilter, LoopScope } from "./subscribe/filter.js";
 export type { StartPosition, SubscribeOptions, SubscriptionReport } from "./subscribe/options.js";
 export type { ReplayRequest } from "./subscribe/replay.js";
 export { Subscription, type DurableSubscription, type SubscriptionStats } from "./subscribe/subscription.js";
 export { GateServer, type InputAnswer, type InputGate, type PermissionAnswer, type PermissionGate, type StepCoordinates } from "./commands/gate-server.js";
 export type { AnswerOptions } from "./commands/answer.js";
 export type { Answer, AnswerInput, AnswerOutcome } from "./commands/protocol.js";
-export * from "./projection/index.js";
+export {
+  ProjectionDeliveryError,
+  rebuildToolActivity,
+  ToolActivityProjection,
+  type ApplyResult,
+  type DecisionFact,
+  type GateFact,
+  type GateResolutionFact,
+  type InputFact,
+  type JournalRef,
+  type LiveCompletionFact,
+  type LiveOverlay,
+  type LiveStartFact,
+  type RequestFact,
+  type ResultFact,
+  type ToolActivity,
+  type ToolActivityDelivery,
+  type ToolKey,
+  type ToolStatus,
+  type TurnOutcome,
+} from "./projection/index.js";
 export { ParkedStore, type ParkedSelection } from "./parking/parked-store.js";
 export type { ParkedEntry, ParkInput, ParkReason } from "./parking/parked-entry.js";
 export type { ConsumerFigures, ConsumersReport } from "./streams/consumer-figures.js";
 export { retentionLimits, retentionWarnings, type RetentionLimit, type RetentionWarning } from "./streams/retention.js";
 export { defaultParkedStreamName, declaredParkedStreamConfig } from "./streams/declared.js";
 export { parkedFilter, parkedSubject, parseParkedSubject, type ParkedState } from "./subjects/subjects.js";
-export * from "./gateway/index.js";
+export {
+  bearerToken,
+  CAPABILITIES_JSON,
+  createGatewayHandler,
+  isLoopback,
+  startGateway,
+  type Authenticate,
+  type GatewayHandler,
+  type GatewayOptions,
+  type GatewayPrincipal,
+  type ListenOptions,
+  type RunningGateway,
+} from "./gateway/index.js";

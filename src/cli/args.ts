@@ -1,5 +1,7 @@
 import type { ParseArgsConfig } from "node:util";
 import type { ConnectOptions } from "../bus.js";
+import { JetloopError, type OptionsError } from "../errors.js";
+import { idProblem } from "../events/ids.js";
 
 /** Flags every command that talks to NATS accepts. */
 export const connectionFlags = {
@@ -24,12 +26,36 @@ export const connectionHelp = `Connection:
       --user U --password P | --token T | --creds FILE | --nkey SEED
       --tls-ca FILE --tls-cert FILE --tls-key FILE`;
 
-/** Thrown for a command line that cannot be run; main prints it with the usage. */
-export class UsageError extends Error {
+/**
+ * A command line that cannot be run, found before anything is sent; main prints it with
+ * the command's usage and exits 2. The message names the flag.
+ */
+export class UsageError extends JetloopError {
   constructor(message: string) {
-    super(message);
-    this.name = "UsageError";
+    super("OPTIONS_INVALID", message);
   }
+}
+
+/** The flag a library option is given with, for messages about bad input. */
+const FLAG_OF_OPTION: Record<string, string> = {
+  servers: "--server",
+  namespace: "--namespace",
+  stream: "--stream",
+  sessionId: "--session",
+  sessions: "--session",
+  loops: "--loop",
+  maxAge: "--max-age",
+  maxBytes: "--max-bytes",
+  maxEventBytes: "--max-event-bytes",
+  replicas: "--replicas",
+  fromSeq: "--from-seq",
+  toSeq: "--to-seq",
+};
+
+/** An OptionsError of the library, reworded to name the flag the option came from. */
+export function asUsageError(e: OptionsError): UsageError {
+  const flag = FLAG_OF_OPTION[e.option] ?? e.option;
+  return new UsageError(`${flag} ${e.message.slice(e.option.length + 2)}`);
 }
 
 /** Runs node's parseArgs (given the command's flags plus connectionFlags); bad flags are a UsageError. */
@@ -39,6 +65,23 @@ export function parse<T>(run: () => T): T {
   } catch (e) {
     throw new UsageError((e as Error).message);
   }
+}
+
+/** A flag that holds ids (sessions, loops): each checked before connecting. */
+export function ids(name: string, values: string[] | undefined): string[] | undefined {
+  for (const v of values ?? []) {
+    const problem = idProblem(v);
+    if (problem) throw new UsageError(`--${name} ${JSON.stringify(v)} ${problem}`);
+  }
+  return values;
+}
+
+/** A journal range: both bounds positive, the first not past the last. */
+export function seqRange(values: { "from-seq"?: string | undefined; "to-seq"?: string | undefined }): { fromSeq?: number; toSeq?: number } {
+  const fromSeq = positiveInt("from-seq", values["from-seq"]);
+  const toSeq = positiveInt("to-seq", values["to-seq"]);
+  if (fromSeq !== undefined && toSeq !== undefined && fromSeq > toSeq) throw new UsageError(`--from-seq ${fromSeq} is past --to-seq ${toSeq}: the range is empty`);
+  return { fromSeq, toSeq };
 }
 
 type Values = Partial<Record<keyof typeof connectionFlags, string | boolean>>;
@@ -64,7 +107,7 @@ export function connectOptions(values: Values): ConnectOptions {
 export function positiveInt(name: string, value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
   const n = Number(value);
-  if (!Number.isSafeInteger(n) || n < 1) throw new UsageError(`--${name} must be a positive integer`);
+  if (!Number.isSafeInteger(n) || n < 1) throw new UsageError(`--${name} must be a positive integer, not ${JSON.stringify(value)}`);
   return n;
 }
 

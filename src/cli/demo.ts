@@ -1,5 +1,5 @@
 /**
- * `jetloop demo`: a simulated loop runs the seed's approval sequence twice — one call
+ * `jetloop demo`: a simulated loop runs the tool approval sequence twice — one call
  * approved, one denied — while a second process answers the gates over NATS and this
  * one watches as a UI would, then rebuilds the same state from the journal alone.
  */
@@ -9,23 +9,32 @@ import { createEvent } from "../events/factories.js";
 import { newId } from "../events/ids.js";
 import { ToolActivityProjection } from "../projection/index.js";
 import { parseArgs } from "node:util";
-import { connectionFlags, connectionHelp, connectOptions, parse, UsageError } from "./args.js";
+import { connectionFlags, connectionHelp, connectOptions, ids, parse, UsageError } from "./args.js";
 import { formatLine } from "./format.js";
 import { findNatsServer, startLocalServer, type LocalServer } from "./local-server.js";
 
 export const demoHelp = `jetloop demo [--server URL]
 
-Runs the seed's approval sequence end to end: a loop asks permission for two tool
+Runs a tool approval sequence end to end: a loop asks permission for two tool
 calls, a second process answers (approve, then deny), the loop records each
-decision, runs the approved tool and finalizes the step. Prints what a UI
-subscriber sees, then the tool states rebuilt from the journal alone.
+decision, "runs" the approved tool (its output is simulated) and finalizes the
+step. Prints what a UI subscriber sees, then the tool states rebuilt from the
+journal alone. Prints the namespace and session, so the run can be replayed.
 
 With no --server and no NATS_URL, starts a throwaway local nats-server (from
-npm run setup, NATS_SERVER_BIN or PATH) and stops it at the end.
+NATS_SERVER_BIN, a source checkout's .nats/, or PATH) and stops it at the end.
 
 ${connectionHelp}`;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+const LEGEND = `
+Each line: #N (the event's journal sequence) or "live" (a preview, never stored), the
+time, the event type, s= session and l= loop (last 8 characters of their ids), then
+tool= / gate= (last 8 characters) and what happened. [answerer] lines come from the
+second process just before its answer takes effect. The tool does not really run: its
+output is simulated.
+`;
 
 export async function demoCommand(argv: string[], out: (s: string) => void, err: (s: string) => void): Promise<number> {
   const { values } = parse(() => parseArgs({ args: argv, options: connectionFlags, strict: true }));
@@ -36,7 +45,7 @@ export async function demoCommand(argv: string[], out: (s: string) => void, err:
   let local: LocalServer | undefined;
   if (!values.server && !process.env.NATS_URL) {
     const bin = findNatsServer();
-    if (!bin) throw new UsageError("no NATS_URL and no nats-server found: run `npm run setup`, set NATS_SERVER_BIN, or pass --server");
+    if (!bin) throw new UsageError("no --server, no NATS_URL and no nats-server found: pass --server URL, set NATS_URL, or install nats-server (on PATH or NATS_SERVER_BIN)");
     local = await startLocalServer(bin);
     err(`started a throwaway nats-server at ${local.url}`);
   }
@@ -57,7 +66,8 @@ async function runDemo(bus: Jetloop, servers: string | string[] | undefined, out
   const sessionId = newId();
   const loopId = newId();
   const turnId = newId();
-  out(`session ${sessionId}\nloop    ${loopId}\n`);
+  out(`namespace ${bus.namespace}\nsession   ${sessionId}\nloop      ${loopId}`);
+  out(LEGEND);
 
   const ui = new ToolActivityProjection();
   const watcher = await bus.session(sessionId).subscribeEvents({ enduring: { loops: [loopId] }, ephemeral: { loops: [loopId] } }, { start: "all" });
@@ -127,6 +137,8 @@ async function runDemo(bus: Jetloop, servers: string | string[] | undefined, out
     return 1;
   }
   out("\ndemo complete: approve and deny branches recorded; rebuilt state matches.");
+  const server = servers ? ` --server ${[servers].flat().join(",")}` : "";
+  out(`replay it: jetloop replay --namespace ${bus.namespace} --session ${sessionId}${server}${servers ? "" : "  (while a server is running; this one is gone)"}`);
   return 0;
 }
 
@@ -134,6 +146,8 @@ async function runDemo(bus: Jetloop, servers: string | string[] | undefined, out
 export async function demoAnswererCommand(argv: string[], out: (s: string) => void): Promise<number> {
   const { values } = parse(() => parseArgs({ args: argv, options: { ...connectionFlags, session: { type: "string" }, loop: { type: "string" } }, strict: true }));
   if (!values.session || !values.loop) throw new UsageError("demo-answerer needs --session and --loop");
+  ids("session", [values.session]);
+  ids("loop", [values.loop]);
   const bus = await connect(connectOptions(values));
   try {
     const session = bus.session(values.session);
@@ -144,8 +158,12 @@ export async function demoAnswererCommand(argv: string[], out: (s: string) => vo
     for await (const d of sub) {
       if (d.event.type !== "GateOpened") continue;
       const effect = effects[answered]!;
-      const outcome = await session.answer(values.loop, { kind: "permission", gateId: d.event.gate!.id!, effect, reason: effect === "deny" ? "outside the allowed paths" : "looks safe" });
-      out(`        [answerer] ${effect} gate ${outcome.gateId.slice(-8)} → journal #${outcome.journalSeq}`);
+      const gateId = d.event.gate!.id!;
+      const reason = effect === "deny" ? "outside the allowed paths" : "looks safe";
+      // Printed before answering: stdout is shared with the loop's process, and the
+      // answer's effect (GateResolved, PermissionDecided) must not be printed first.
+      out(`        [answerer] answering gate ${gateId.slice(-8)}: ${effect} (${reason})`);
+      await session.answer(values.loop, { kind: "permission", gateId, effect, reason });
       if (++answered === effects.length) break;
     }
     clearTimeout(timer);

@@ -35,7 +35,7 @@ function detail(e: JetloopEvent): string {
     case "TurnStarted":
     case "TurnDone":
     case "TurnInterrupted":
-      return `turn ${e.turnIndex ?? 0}`;
+      return e.turnIndex === undefined ? "" : `turn ${e.turnIndex}`;
     default:
       return "";
   }

@@ -1,6 +1,11 @@
 import { connect } from "../bus.js";
 import { parseArgs } from "node:util";
-import { connectionFlags, connectionHelp, connectOptions, parse, positiveInt } from "./args.js";
+import { parseDuration } from "../streams/declared.js";
+import type { ProvisionReport } from "../streams/provision.js";
+import { connectionFlags, connectionHelp, connectOptions, parse, positiveInt, UsageError } from "./args.js";
+
+/** A verify of a stream that does not exist: reported as one drift of its name. */
+const isMissing = (r: ProvisionReport) => r.action === "drifted" && r.drift.some((d) => d.field === "name" && d.live === undefined);
 
 export const provisionHelp = `jetloop provision [--verify] [--replicas N] [--max-event-bytes N] [--max-age D] [--max-bytes N]
 
@@ -31,17 +36,30 @@ export async function provisionCommand(argv: string[], out: (s: string) => void,
     out(provisionHelp);
     return 0;
   }
+  // Everything is checked before connecting.
   const maxEventBytes = positiveInt("max-event-bytes", values["max-event-bytes"]);
+  const request = {
+    mode: values.verify ? "verify" : "apply",
+    replicas: positiveInt("replicas", values.replicas),
+    maxAge: values["max-age"],
+    maxBytes: positiveInt("max-bytes", values["max-bytes"]),
+  } as const;
+  if (request.maxAge !== undefined) {
+    try {
+      parseDuration(request.maxAge);
+    } catch (e) {
+      throw new UsageError(`--max-age ${(e as Error).message}`);
+    }
+  }
   const bus = await connect({ ...connectOptions(values), ...(maxEventBytes ? { maxEventBytes } : {}) });
   try {
     out(`provisioning stream ${bus.stream} (namespace ${bus.namespace}) on nats-server ${bus.serverVersion}…`);
-    const report = await bus.provision({
-      mode: values.verify ? "verify" : "apply",
-      replicas: positiveInt("replicas", values.replicas),
-      maxAge: values["max-age"],
-      maxBytes: positiveInt("max-bytes", values["max-bytes"]),
-    });
+    const report = await bus.provision(request);
     for (const r of [report, report.parked]) {
+      if (isMissing(r)) {
+        out(`stream ${r.stream}: missing (--verify changes nothing; provision without --verify creates it)`);
+        continue;
+      }
       for (const d of r.drift) out(`  ${d.field}: live ${JSON.stringify(d.live)} → declared ${JSON.stringify(d.desired)}`);
       out(`stream ${r.stream}: ${r.action}`);
     }

@@ -1,7 +1,7 @@
 import { connect } from "../bus.js";
 import { parseArgs } from "node:util";
 import { formatJson, formatLine } from "./format.js";
-import { connectionFlags, connectionHelp, connectOptions, list, parse, positiveInt, UsageError } from "./args.js";
+import { connectionFlags, connectionHelp, connectOptions, ids, list, parse, seqRange, UsageError } from "./args.js";
 
 export const replayHelp = `jetloop replay --session ID [--loop ID …] [--from-seq N] [--to-seq N] [--json]
 
@@ -32,15 +32,20 @@ export async function replayCommand(argv: string[], out: (s: string) => void, er
     return 0;
   }
   if (!values.session) throw new UsageError("--session is required");
-  const fromSeq = positiveInt("from-seq", values["from-seq"]);
-  const toSeq = positiveInt("to-seq", values["to-seq"]);
+  const [session] = ids("session", [values.session])!;
+  const loops = ids("loop", list(values.loop));
+  const { fromSeq, toSeq } = seqRange(values);
+  const types = list(values.type);
   const bus = await connect(connectOptions(values));
+  for (const t of types ?? []) {
+    if (bus.registry.get(t)?.class === "ephemeral") err(`note: ${t} is a live preview and never stored in the journal, so replay cannot return it (jetloop tail shows previews as they happen)`);
+  }
   let printed = 0;
   let skipped = 0;
   try {
-    const deliveries = bus.session(values.session).replay({
-      loops: list(values.loop),
-      types: list(values.type),
+    const deliveries = bus.session(session!).replay({
+      loops,
+      types,
       fromSeq,
       toSeq,
       onReport: (r) => {

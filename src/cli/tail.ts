@@ -1,7 +1,7 @@
 import { connect } from "../bus.js";
 import { parseArgs } from "node:util";
 import { formatJson, formatLine } from "./format.js";
-import { connectionFlags, connectionHelp, connectOptions, list, parse, positiveInt } from "./args.js";
+import { connectionFlags, connectionHelp, connectOptions, ids, list, parse, positiveInt } from "./args.js";
 
 export const tailHelp = `jetloop tail [--session ID …] [--loop ID …] [--type T …] [--from-seq N] [--no-live] [--json]
 
@@ -38,12 +38,18 @@ export async function tailCommand(argv: string[], out: (s: string) => void, err:
   }
   const fromSeq = positiveInt("from-seq", values["from-seq"]);
   const count = positiveInt("count", values.count);
-  const loops = list(values.loop);
+  const loops = ids("loop", list(values.loop));
+  const sessions = ids("session", list(values.session));
   const scope = loops ? { loops } : ("all" as const);
   const bus = await connect(connectOptions(values));
   try {
+    // A stream that cannot be read here is left for the subscription to report.
+    const last = fromSeq === undefined ? undefined : await bus.jetstreamManager().then((jsm) => jsm.streams.info(bus.stream)).then((i) => i.state.last_seq, () => undefined);
+    if (fromSeq !== undefined && last !== undefined && fromSeq > last + 1) {
+      err(`note: --from-seq ${fromSeq} is past the journal's end (last sequence ${last}); waiting until the journal reaches it`);
+    }
     const sub = await bus.subscribeEvents(
-      { enduring: scope, ephemeral: values["no-live"] ? undefined : scope, sessions: list(values.session), types: list(values.type), families: list(values.family) },
+      { enduring: scope, ephemeral: values["no-live"] ? undefined : scope, sessions, types: list(values.type), families: list(values.family) },
       {
         start: fromSeq ? { seq: fromSeq } : values.all ? "all" : "new",
         onReport: (r) => {

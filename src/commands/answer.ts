@@ -1,6 +1,6 @@
 /** The subscriber's side of the answer path: answer a gate and get the outcome. */
 import { NoRespondersError, RequestError, TimeoutError } from "@nats-io/transport-node";
-import type { Jetloop } from "../bus.js";
+import type { BusContext } from "../bus-context.js";
 import { CommandError } from "../errors.js";
 import { newId } from "../events/ids.js";
 import { commandSubject } from "../subjects/subjects.js";
@@ -16,7 +16,7 @@ export interface AnswerOptions {
  * (the first one again for a repeated command id); rejects with CommandError:
  * COMMAND_NO_LISTENER, GATE_UNKNOWN, GATE_RESOLVED, COMMAND_INVALID or COMMAND_FAILED.
  */
-export async function answerGate<E>(bus: Jetloop<E>, sessionId: string, loopId: string, input: AnswerInput, options: AnswerOptions = {}): Promise<AnswerOutcome> {
+export async function answerGate<E>(bus: BusContext<E>, sessionId: string, loopId: string, input: AnswerInput, options: AnswerOptions = {}): Promise<AnswerOutcome> {
   const parsed = answerSchema.safeParse({ ...input, commandId: input.commandId ?? newId() });
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;

@@ -6,7 +6,7 @@
  * is refused with GATE_RESOLVED.
  */
 import type { Msg, Subscription } from "@nats-io/transport-node";
-import type { Jetloop } from "../bus.js";
+import type { BusContext } from "../bus-context.js";
 import { CommandError, ConnectionClosedError } from "../errors.js";
 import { createEvent } from "../events/factories.js";
 import { AGENCY_USER } from "../events/header.js";
@@ -83,7 +83,7 @@ function remember<K, V>(map: Map<K, V>, key: K, value: V): void {
 }
 
 export class GateServer {
-  readonly #bus: Jetloop<JetloopEvent>;
+  readonly #bus: BusContext<JetloopEvent>;
   readonly #sessionId: string;
   readonly #loopId: string;
   readonly #open = new Map<string, OpenGate>();
@@ -91,14 +91,14 @@ export class GateServer {
   readonly #commands = new Map<string, Reply>();
   #sub: Subscription | undefined;
 
-  private constructor(bus: Jetloop<JetloopEvent>, sessionId: string, loopId: string) {
+  private constructor(bus: BusContext<JetloopEvent>, sessionId: string, loopId: string) {
     this.#bus = bus;
     this.#sessionId = sessionId;
     this.#loopId = loopId;
   }
 
   /** Starts serving answers for one loop. */
-  static async start(bus: Jetloop<JetloopEvent>, sessionId: string, loopId: string): Promise<GateServer> {
+  static async start(bus: BusContext<JetloopEvent>, sessionId: string, loopId: string): Promise<GateServer> {
     const server = new GateServer(bus, sessionId, loopId);
     const subject = commandSubject(bus.namespace, sessionId, loopId, ANSWER_COMMAND);
     server.#sub = bus.nc.subscribe(subject, { callback: (err, msg) => (err ? undefined : server.#onCommand(msg)) });

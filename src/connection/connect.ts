@@ -6,7 +6,7 @@ import {
   type ConnectionOptions,
   type NatsConnection,
 } from "@nats-io/transport-node";
-import { OptionsError } from "../errors.js";
+import { ConnectionFailedError, OptionsError } from "../errors.js";
 
 /** How to reach NATS: servers, auth and TLS pass straight through to NATS.js. */
 export interface ConnectionSettings {
@@ -51,6 +51,25 @@ export function connectionOptions(s: ConnectionSettings): ConnectionOptions {
   return opts;
 }
 
+/**
+ * Connects, turning NATS.js's failures into typed errors that name the servers: a URL
+ * it cannot parse is an OptionsError, no answer a ConnectionFailedError, and a server
+ * without JetStream (which the journal needs) is refused with the flag that enables it.
+ */
 export async function openConnection(s: ConnectionSettings): Promise<NatsConnection> {
-  return natsConnect(connectionOptions(s));
+  const options = connectionOptions(s);
+  const servers = [options.servers ?? []].flat();
+  let nc: NatsConnection;
+  try {
+    nc = await natsConnect(options);
+  } catch (e) {
+    if ((e as { code?: unknown }).code === "ERR_INVALID_URL") throw new OptionsError("servers", `${servers.map((u) => JSON.stringify(u)).join(", ")} is not a valid NATS URL`);
+    throw new ConnectionFailedError(servers, "unreachable", `cannot connect to ${servers.join(", ")}: ${(e as Error).message}`, { cause: e });
+  }
+  if (nc.info?.jetstream !== true) {
+    const url = nc.getServer();
+    await nc.close();
+    throw new ConnectionFailedError(servers, "jetstream_disabled", `nats-server at ${url} runs without JetStream: start it with -js (or a jetstream {} block in its configuration)`);
+  }
+  return nc;
 }

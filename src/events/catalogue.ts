@@ -1,5 +1,5 @@
 /**
- * The built-in event types: the seed's tool events and the gate, step, turn, loop and
+ * The built-in event types: the Go runtime's tool events and the gate, step, turn, loop and
  * session events around them, each with every field the Go runtime defines for it. See
  * README.md in this folder for the model.
  */
@@ -20,7 +20,7 @@ const LOOP_ONLY = { loopId: "required", turnId: "forbidden", stepId: "forbidden"
 /** Gates: which coordinates depends on the resolver, checked by `gateIdentity`. */
 const GATE = { loopId: "optional", turnId: "optional", stepId: "optional" } as const;
 
-// --- tool (seed) ---------------------------------------------------------------
+// --- tool ---------------------------------------------------------------------
 
 export const PermissionRequested = defineEventType(
   {

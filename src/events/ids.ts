@@ -12,6 +12,15 @@ export function isCanonicalUuid(value: unknown): value is string {
   return typeof value === "string" && CANONICAL_UUID.test(value) && value !== NIL_UUID;
 }
 
+/**
+ * Why `value` cannot be an id (a subject token), or undefined when it can. The nil UUID
+ * has its own reason: it is well formed but means "no id".
+ */
+export function idProblem(value: unknown): string | undefined {
+  if (value === NIL_UUID) return "is the nil UUID, which names nothing";
+  return isCanonicalUuid(value) ? undefined : "is not a canonical lowercase UUID";
+}
+
 /** A new time-ordered (v7) id: event ids sort by creation time. */
 export function newId(): string {
   return uuidv7();

@@ -6,7 +6,7 @@ import { createHash } from "node:crypto";
 import { TimeoutError } from "@nats-io/transport-node";
 import type { Jetloop } from "../bus.js";
 import type { AnswerInput } from "../commands/protocol.js";
-import { isCommandError } from "../errors.js";
+import { CommandError } from "../errors.js";
 import type { GatewayErrorName } from "./envelope.js";
 
 /** The decoded body: Go's lenient decoding (unknown keys ignored, key case ignored). */
@@ -104,7 +104,7 @@ export async function sendAnswer(bus: Jetloop, sessionId: string, loopId: string
     await bus.session(sessionId).answer(loopId, answer, { timeoutMs });
     return undefined;
   } catch (e) {
-    if (!isCommandError(e)) throw e;
+    if (!(e instanceof CommandError)) throw e;
     switch (e.code) {
       case "COMMAND_NO_LISTENER":
         return "session_not_found";

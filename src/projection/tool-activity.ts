@@ -136,9 +136,20 @@ export class ToolActivityProjection {
     return this.#flush("applied");
   }
 
-  /** Applies deliveries in order; returns the projection. */
-  applyAll(deliveries: Iterable<ToolActivityDelivery>): this {
+  /**
+   * Applies deliveries in order; returns the projection. Given an async iterable (what
+   * `replay` returns), resolves with it once the iterable has ended.
+   */
+  applyAll(deliveries: Iterable<ToolActivityDelivery>): this;
+  applyAll(deliveries: AsyncIterable<ToolActivityDelivery>): Promise<this>;
+  applyAll(deliveries: Iterable<ToolActivityDelivery> | AsyncIterable<ToolActivityDelivery>): this | Promise<this> {
+    if (Symbol.asyncIterator in deliveries) return this.#applyAllAsync(deliveries);
     for (const d of deliveries) this.apply(d);
+    return this;
+  }
+
+  async #applyAllAsync(deliveries: AsyncIterable<ToolActivityDelivery>): Promise<this> {
+    for await (const d of deliveries) this.apply(d);
     return this;
   }
 

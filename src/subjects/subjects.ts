@@ -13,7 +13,7 @@
  * live roots are disjoint, so the stream over `{ns}.journal.>` never captures a preview.
  */
 import { JetloopError } from "../errors.js";
-import { isCanonicalUuid } from "../events/ids.js";
+import { idProblem } from "../events/ids.js";
 
 export class SubjectError extends JetloopError {
   constructor(message: string) {
@@ -44,8 +44,9 @@ export function checkNamespace(ns: string): string {
 }
 
 function id(kind: string, value: unknown): string {
-  if (!isCanonicalUuid(value)) throw new SubjectError(`${kind} ${JSON.stringify(value)} is not a canonical lowercase UUID`);
-  return value;
+  const problem = idProblem(value);
+  if (problem) throw new SubjectError(`${kind} ${JSON.stringify(value)} ${problem}`);
+  return value as string;
 }
 
 function token(kind: string, pattern: RegExp, value: unknown): string {

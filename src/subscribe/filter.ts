@@ -1,12 +1,12 @@
 /**
- * The event filter of a subscription, after the seed's `EventFilter`: an ephemeral and
+ * The event filter of a subscription, after the Go runtime's `event.EventFilter`: an ephemeral and
  * an enduring loop scope, narrowed by session, type or family. Every part becomes a
  * server-side subject filter, so a subscriber to one loop never receives another
  * loop's messages over the wire. Visibility is the one client-side part: it is in the
  * payload, not the subject (see README.md).
  */
 import { OptionsError } from "../errors.js";
-import { isCanonicalUuid } from "../events/ids.js";
+import { idProblem } from "../events/ids.js";
 import type { EventRegistry } from "../events/registry.js";
 import { type Channel, filterSubject, NO_LOOP, type SubjectSelector } from "../subjects/subjects.js";
 
@@ -41,7 +41,10 @@ export interface ResolvedFilter {
 
 function ids(what: string, values: Iterable<string>): string[] {
   const list = [...new Set(values)];
-  for (const v of list) if (!isCanonicalUuid(v)) throw new OptionsError(what, `${JSON.stringify(v)} is not a canonical lowercase UUID`);
+  for (const v of list) {
+    const problem = idProblem(v);
+    if (problem) throw new OptionsError(what, `${JSON.stringify(v)} ${problem}`);
+  }
   return list;
 }
 

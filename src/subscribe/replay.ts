@@ -3,7 +3,7 @@
  * of the journal as it stood when the replay began), then it ends.
  */
 import { jetstream } from "@nats-io/jetstream";
-import type { Jetloop } from "../bus.js";
+import type { BusContext } from "../bus-context.js";
 import { OptionsError } from "../errors.js";
 import { decodeMessage, type Delivery } from "./delivery.js";
 import { resolveFilter } from "./filter.js";
@@ -33,7 +33,7 @@ function checkSeq(name: string, v: number | undefined): void {
   if (v !== undefined && (!Number.isSafeInteger(v) || v < 1)) throw new OptionsError(name, "must be a positive integer");
 }
 
-export async function* replay<E>(bus: Jetloop<E>, request: ReplayRequest): AsyncGenerator<Delivery<E>, void, undefined> {
+export async function* replay<E>(bus: BusContext<E>, request: ReplayRequest): AsyncGenerator<Delivery<E>, void, undefined> {
   checkSeq("fromSeq", request.fromSeq);
   checkSeq("toSeq", request.toSeq);
   if (request.sessionId !== undefined && request.sessions !== undefined) throw new OptionsError("sessionId", "give sessionId or sessions, not both");

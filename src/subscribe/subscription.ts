@@ -1,13 +1,14 @@
 /**
  * A subscription: an async iterable of deliveries merged from the journal consumer and
  * the live subscriptions, with `close()` (idempotent) and `err()` (why it ended; nothing
- * after an intentional close). It mirrors the seed's `SubscribeEvents`.
+ * after an intentional close). It mirrors the Go runtime's `session.SubscribeEvents`.
  */
 import { jetstream, type JetStreamClient } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "pino";
-import type { Jetloop } from "../bus.js";
+import type { BusContext } from "../bus-context.js";
 import { ConnectionClosedError, OptionsError, PermissionDeniedError } from "../errors.js";
+import type { JetloopEvent } from "../events/catalogue.js";
 import type { Delivery, DurableDelivery } from "./delivery.js";
 import { DeliveryQueue } from "./delivery-queue.js";
 import { DurableSource } from "./durable-source.js";
@@ -40,8 +41,8 @@ export interface SubscriptionStats {
   readonly parked: number;
 }
 
-export class Subscription<E, D extends Delivery<E> = Delivery<E>> implements AsyncIterable<D> {
-  readonly #bus: Jetloop<E>;
+export class Subscription<E = JetloopEvent, D extends Delivery<E> = Delivery<E>> implements AsyncIterable<D> {
+  readonly #bus: BusContext<E>;
   readonly #queue: DeliveryQueue<Delivery<E>>;
   readonly #onReport: ((r: SubscriptionReport) => void) | undefined;
   #filter: EventFilter;
@@ -57,7 +58,7 @@ export class Subscription<E, D extends Delivery<E> = Delivery<E>> implements Asy
   readonly #ctx: SourceContext<E>;
 
   /** @internal Use `bus.subscribeEvents` or `bus.session(id).subscribeEvents`. */
-  constructor(bus: Jetloop<E>, filter: EventFilter, options: SubscribeOptions) {
+  constructor(bus: BusContext<E>, filter: EventFilter, options: SubscribeOptions) {
     const settings = parseSubscribeOptions(options);
     const resolved = resolveFilter(bus.namespace, filter, bus.registry);
     this.#bus = bus;
@@ -125,7 +126,7 @@ export class Subscription<E, D extends Delivery<E> = Delivery<E>> implements Asy
     };
   }
 
-  /** The seed's `sub.Events()`: the subscription is itself the iterable. */
+  /** The Go runtime's `sub.Events()`: the subscription is itself the iterable. */
   events(): AsyncIterable<D> {
     return this;
   }
@@ -203,4 +204,4 @@ export class Subscription<E, D extends Delivery<E> = Delivery<E>> implements Asy
   }
 }
 
-export type DurableSubscription<E> = Subscription<E, DurableDelivery<E>>;
+export type DurableSubscription<E = JetloopEvent> = Subscription<E, DurableDelivery<E>>;

@@ -2,20 +2,8 @@
 // uses) with free loopback ports passed in through the config's environment variables:
 // processes here, containers in containers.ts (backend.ts chooses).
 import { join } from "node:path";
-import {
-  CLUSTER_CONF,
-  ServerProcess,
-  findServerBinary,
-  freePort,
-  makeTempDir,
-  prepareConfig,
-  serverFacade,
-  uniqueName,
-  waitFor,
-  type NatsServer,
-  type ServerFlavor,
-  type ServerHandle,
-} from "./server.js";
+import { CLUSTER_CONF, ServerProcess, findServerBinary, freePort, makeTempDir, prepareConfig, serverFacade, uniqueName, type NatsServer, type ServerFlavor, type ServerHandle } from "./server.js";
+import { waitFor } from "./async.js";
 import { harnessBackend } from "./backend.js";
 
 export interface StartClusterOptions {

@@ -9,27 +9,8 @@ import { promisify } from "node:util";
 import { GenericContainer, Network, Wait, type StartedNetwork } from "testcontainers";
 import { testcontainersDefaults } from "./backend.js";
 import { launchCluster, type NatsCluster, type StartClusterOptions } from "./cluster.js";
-import {
-  CLUSTER_CONF,
-  SERVER_READY_TIMEOUT_MS,
-  SINGLE_CONF,
-  findServerBinary,
-  freePort,
-  makeTempDir,
-  prepareConfig,
-  removeTempDir,
-  serverFacade,
-  serverFlavor,
-  serverVersion,
-  uniqueName,
-  waitFor,
-  waitHealthz,
-  type NatsServer,
-  type ServerFlavor,
-  type ServerHandle,
-  type ServerSpecBase,
-  type StartServerOptions,
-} from "./server.js";
+import { CLUSTER_CONF, SERVER_READY_TIMEOUT_MS, SINGLE_CONF, findServerBinary, freePort, makeTempDir, prepareConfig, removeTempDir, serverFacade, serverFlavor, serverVersion, uniqueName, waitHealthz, type NatsServer, type ServerFlavor, type ServerHandle, type ServerSpecBase, type StartServerOptions } from "./server.js";
+import { waitFor } from "./async.js";
 
 const run = promisify(execFile);
 

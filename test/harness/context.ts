@@ -4,6 +4,7 @@ import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { connect, type ConnectionOptions, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, inject } from "vitest";
 import { connect as connectBus, type Jetloop } from "../../src/index.js";
+import { uniqueNamespace } from "./namespace.js";
 
 /** Client URL of the server that the globalSetup provided (or NATS_URL). */
 export function natsUrl(): string {
@@ -33,15 +34,7 @@ export function natsServerVersion(): string {
   return inject("natsServerVersion");
 }
 
-/**
- * A short unique lowercase token ("t" + base36), usable in stream names and subjects.
- * Give each test file its own, so files never share a stream.
- */
-export function uniqueNamespace(prefix = "t"): string {
-  const rand = Math.floor(Math.random() * 36 ** 6).toString(36).padStart(6, "0");
-  const time = (Date.now() % 36 ** 4).toString(36).padStart(4, "0");
-  return `${prefix}${time}${rand}`;
-}
+export { uniqueNamespace };
 
 const open = new Set<NatsConnection>();
 

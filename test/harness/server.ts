@@ -4,12 +4,13 @@
 // temporary directory removed, when the Node process exits; a small watchdog shell
 // also kills the server if Node dies without running its exit handlers.
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync, writeFileSync, readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync, readFileSync } from "node:fs";
 import { createServer, connect as tcpConnect } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { harnessBackend } from "./backend.js";
+import { waitFor, within } from "./async.js";
 
 export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 export const SINGLE_CONF = join(REPO_ROOT, "deploy/nats/single.conf");
@@ -79,40 +80,7 @@ export function freePort(): Promise<number> {
   });
 }
 
-export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-/** Resolves to the promise's value, or to `onTimeout` after ms; the timer never holds the process open. */
-function within<T, U>(p: Promise<T>, ms: number, onTimeout: U): Promise<T | U> {
-  let timer: NodeJS.Timeout | undefined;
-  const t = new Promise<U>((r) => {
-    timer = setTimeout(() => r(onTimeout), ms);
-  });
-  return Promise.race([p, t]).finally(() => clearTimeout(timer));
-}
-
-/** Polls `check` until it returns true (or a non-false value); throws the last error on timeout. */
-export async function waitFor<T>(
-  what: string,
-  check: () => Promise<T | false> | T | false,
-  timeoutMs = 30_000,
-  intervalMs = 100,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const r = await check();
-      if (r !== false) return r;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline) {
-      const why = last instanceof Error ? `: ${last.message}` : "";
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${why}`);
-    }
-    await sleep(intervalMs);
-  }
-}
 
 /** Waits until a server's monitoring endpoint /healthz reports ok (JetStream is current). */
 export async function waitHealthz(name: string, httpPort: number, timeoutMs: number): Promise<void> {
@@ -136,6 +104,32 @@ function tcpAccepts(port: number): Promise<boolean> {
     });
     s.once("error", () => r(false));
   });
+}
+
+/**
+ * Spins until /proc says every thread of `pid` is stopped (state T): a few microseconds
+ * in practice, synchronous so pause() keeps its signature. Without /proc it returns.
+ */
+function waitAllThreadsStopped(pid: number, timeoutMs = 2_000): void {
+  const deadline = Date.now() + timeoutMs;
+  const state = (stat: string) => stat.charAt(stat.lastIndexOf(")") + 2);
+  for (;;) {
+    let tasks: string[];
+    try {
+      tasks = readdirSync(`/proc/${pid}/task`);
+    } catch {
+      return;
+    }
+    const running = tasks.filter((t) => {
+      try {
+        return !/[tT]/.test(state(readFileSync(`/proc/${pid}/task/${t}/stat`, "utf8")));
+      } catch {
+        return false; // the thread is gone
+      }
+    });
+    if (running.length === 0) return;
+    if (Date.now() > deadline) throw new Error(`pid ${pid}: ${running.length} thread(s) still running ${timeoutMs} ms after SIGSTOP`);
+  }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -354,10 +348,15 @@ export class ServerProcess implements ServerHandle {
     await this.start();
   }
 
-  /** SIGSTOP: the server stops responding but keeps its sockets open. */
+  /**
+   * SIGSTOP: the server stops responding but keeps its sockets open. Returns once every
+   * thread is stopped: the signal reaches the threads asynchronously, and a request sent
+   * right after kill() could still be answered.
+   */
   pause(): void {
     if (!this.child) throw new Error(`${this.spec.name}: not running`);
     this.child.kill("SIGSTOP");
+    if (this.child.pid !== undefined) waitAllThreadsStopped(this.child.pid);
     this.paused = true;
   }
 

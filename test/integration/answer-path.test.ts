@@ -1,7 +1,7 @@
 // The seed's approval sequence end to end: PermissionRequested → the answer over NATS →
 // PermissionDecided → ToolCallStarted → ToolCallCompleted → StepDone, both branches.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { connect, createEvent, isCommandError, type Jetloop, newId } from "../../src/index.js";
+import { connect, createEvent, isJetloopError, type Jetloop, newId } from "../../src/index.js";
 import { natsServers, uniqueNamespace } from "../harness/context.js";
 
 let bus: Jetloop;
@@ -18,7 +18,7 @@ async function codeOf(p: Promise<unknown>): Promise<string> {
     await p;
     return "resolved";
   } catch (e) {
-    return isCommandError(e) ? e.code : String(e);
+    return isJetloopError(e) ? e.code : String(e);
   }
 }
 

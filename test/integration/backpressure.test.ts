@@ -14,7 +14,7 @@ import {
   type SubscriptionReport,
 } from "../../src/index.js";
 import { natsServers, uniqueNamespace } from "../harness/context.js";
-import { sleep, waitFor } from "../harness/server.js";
+import { sleep, waitFor } from "../harness/async.js";
 
 let pub: Jetloop;
 let subBus: Jetloop;

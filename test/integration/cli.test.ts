@@ -1,26 +1,12 @@
 // The command line, spawned as a process the way a user runs it.
-import { execFile } from "node:child_process";
 import { execSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
 import { connect, createEvent, newId, type DurableDelivery, type JetloopEvent } from "../../src/index.js";
 import { jetstreamManager } from "@nats-io/jetstream";
+import { jetloop } from "../harness/cli.js";
 import { Reader } from "../harness/reader.js";
-import { waitFor } from "../harness/server.js";
+import { waitFor } from "../harness/async.js";
 import { natsUrl, uniqueNamespace } from "../harness/context.js";
-
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-function jetloop(args: string[], env: NodeJS.ProcessEnv = process.env): Promise<Run> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, ["--import", "tsx", "src/cli/main.ts", ...args], { env, timeout: 60_000 }, (error, stdout, stderr) => {
-      resolve({ code: error ? (typeof error.code === "number" ? error.code : 1) : 0, stdout, stderr });
-    });
-  });
-}
 
 describe("jetloop CLI", () => {
   it("prints help for every command and refuses bad usage", async () => {
@@ -113,6 +99,27 @@ describe("jetloop CLI", () => {
     expect(left).toEqual([]);
   }, 60_000);
 
+  it("runs the demo against --server: prints its namespace, a legend, the answerer before its effect, and a replay that finds the run", async () => {
+    const r = await jetloop(["demo", "--server", natsUrl()]);
+    expect(r.code).toBe(0);
+    const ns = /^namespace (\S+)$/m.exec(r.stdout)?.[1];
+    const session = /^session +(\S+)$/m.exec(r.stdout)?.[1];
+    expect(ns).toMatch(/^demo/);
+    expect(r.stdout).toContain('"live" (a preview, never stored)');
+    expect(r.stdout).toContain("its\noutput is simulated");
+    expect(r.stdout).not.toContain("npm run");
+    const lines = r.stdout.split("\n");
+    for (const [effect, resolved] of [["approve", "answered Approve"], ["deny", "answered Deny"]]) {
+      const answered = lines.findIndex((l) => l.includes(`[answerer] answering gate`) && l.includes(`: ${effect} (`));
+      const gateResolved = lines.findIndex((l) => l.includes("GateResolved") && l.includes(resolved!));
+      expect(answered, effect).toBeGreaterThan(0);
+      expect(answered, effect).toBeLessThan(gateResolved);
+    }
+    expect(r.stdout).toContain(`replay it: jetloop replay --namespace ${ns} --session ${session} --server ${natsUrl()}`);
+    const replayed = await jetloop(["replay", "--namespace", ns!, "--session", session!, "--server", natsUrl()]);
+    expect(replayed.stderr).toContain("12 event(s)");
+  }, 60_000);
+
   it("parked list/show/replay/drop and consumers, as lines or JSON; provision --max-age warns of an unacknowledged backlog", async () => {
     const ns = uniqueNamespace();
     const bus = await connect({ servers: natsUrl(), namespace: ns });
@@ -173,7 +180,7 @@ describe("jetloop CLI", () => {
       expect(limited.stderr).toContain("warning: stream");
       expect(limited.stderr).toContain("durable svc has not acknowledged (1)");
       expect((await jetloop(["consumers", ...base])).stderr).toContain("warning: stream");
-      expect((await jetloop(["provision", ...base, "--max-age", "soon"])).code).toBe(1);
+      expect((await jetloop(["provision", ...base, "--max-age", "soon"])).code).toBe(2);
     } finally {
       await bus.close();
     }

@@ -17,7 +17,7 @@ import {
   type SubscriptionReport,
 } from "../../src/index.js";
 import { natsServers, provisionedBus, uniqueNamespace } from "../harness/context.js";
-import { sleep, waitFor } from "../harness/server.js";
+import { sleep, waitFor } from "../harness/async.js";
 import { Reader } from "../harness/reader.js";
 
 type D = DurableDelivery<JetloopEvent>;

@@ -14,6 +14,7 @@ import {
   ProvisionDriftError,
 } from "../../src/index.js";
 import { connectTest, natsServers, uniqueNamespace } from "../harness/context.js";
+import { rejection } from "../harness/async.js";
 
 const HOUR = 3600e9;
 
@@ -39,16 +40,6 @@ function freshBus(options: { maxEventBytes?: number } = {}): Jetloop {
 
 async function liveConfig(stream: string): Promise<StreamConfig> {
   return (await jsm.streams.info(stream)).config;
-}
-
-/** What `p` rejects with; fails the test if it resolves. */
-async function rejection(p: Promise<unknown>): Promise<unknown> {
-  try {
-    await p;
-  } catch (e) {
-    return e;
-  }
-  return expect.fail("expected a rejection");
 }
 
 function declared(bus: Jetloop): Record<string, unknown> {

@@ -27,7 +27,8 @@ import {
 } from "../../src/index.js";
 import { supports } from "../../src/connection/server-version.js";
 import { connectTest, natsServerFlavor, natsServers, natsServerVersion, uniqueNamespace } from "../harness/context.js";
-import { startServer, waitFor, type NatsServer } from "../harness/server.js";
+import { startServer, type NatsServer } from "../harness/server.js";
+import { rejection, waitFor } from "../harness/async.js";
 
 const ns = uniqueNamespace();
 /** Fencing needs 2.11+: the oldest project asserts the refusal, the others the fence. */
@@ -60,16 +61,6 @@ const preview = (c: Coords) => createEvent("ToolCallStarted", { ...c, toolExecut
 
 async function messageCount(j: JetStreamManager = jsm, stream = bus.stream): Promise<number> {
   return (await j.streams.info(stream)).state.messages;
-}
-
-/** What `p` rejects with; fails the test if it resolves. */
-async function rejection(p: Promise<unknown>): Promise<unknown> {
-  try {
-    await p;
-  } catch (e) {
-    return e;
-  }
-  return expect.fail("expected a rejection");
 }
 
 /**

@@ -11,7 +11,7 @@ import {
   type ReplayRequest,
 } from "../../src/index.js";
 import { natsServers, uniqueNamespace } from "../harness/context.js";
-import { waitFor } from "../harness/server.js";
+import { waitFor } from "../harness/async.js";
 
 interface Stored {
   readonly seq: number;

@@ -19,7 +19,7 @@ import {
   type JetloopEvent,
 } from "../../src/index.js";
 import { connectTest, natsServers, uniqueNamespace } from "../harness/context.js";
-import { waitFor } from "../harness/server.js";
+import { waitFor } from "../harness/async.js";
 
 const ns = uniqueNamespace();
 let bus: Jetloop;

@@ -14,7 +14,7 @@ import {
   type SubscribeOptions,
 } from "../../src/index.js";
 import { natsServers, provisionedBus } from "../harness/context.js";
-import { sleep } from "../harness/server.js";
+import { sleep } from "../harness/async.js";
 import { Reader, TIMEOUT } from "../harness/reader.js";
 
 

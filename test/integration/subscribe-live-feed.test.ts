@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connect, createEvent, newId, NotProvisionedError, type Jetloop, type JetloopEvent, type Subscription } from "../../src/index.js";
 import { natsServers, uniqueNamespace } from "../harness/context.js";
 import { Reader } from "../harness/reader.js";
-import { sleep, waitFor } from "../harness/server.js";
+import { sleep, waitFor } from "../harness/async.js";
 
 function decided(sessionId: string, loopId: string): JetloopEvent {
   return createEvent("PermissionDecided", { sessionId, loopId, turnId: newId(), stepId: newId(), toolExecutionId: newId(), effect: "approve" });

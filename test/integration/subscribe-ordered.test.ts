@@ -14,7 +14,8 @@ import {
   type Subscription,
 } from "../../src/index.js";
 import { natsServers, uniqueNamespace } from "../harness/context.js";
-import { sleep, startServer, waitFor } from "../harness/server.js";
+import { startServer } from "../harness/server.js";
+import { sleep, waitFor } from "../harness/async.js";
 import { Reader, TIMEOUT } from "../harness/reader.js";
 
 

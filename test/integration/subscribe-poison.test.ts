@@ -21,7 +21,7 @@ import {
   type SubscriptionReport,
 } from "../../src/index.js";
 import { natsServers, uniqueNamespace } from "../harness/context.js";
-import { sleep } from "../harness/server.js";
+import { sleep } from "../harness/async.js";
 import { Reader } from "../harness/reader.js";
 
 

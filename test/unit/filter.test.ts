@@ -4,9 +4,9 @@ import {
   defaultRegistry,
   defineEventType,
   OptionsError,
-  resolveFilter,
   type EventFilter,
 } from "../../src/index.js";
+import { resolveFilter } from "../../src/subscribe/filter.js";
 import { ID } from "./fixtures.js";
 
 const NS = "acme";
@@ -165,7 +165,6 @@ describe("resolveFilter: invalid filters", () => {
     ["whitespace", ` ${L1}`],
     ["uppercase", L1.toUpperCase()],
     ["a UUID without dashes", L1.replaceAll("-", "")],
-    ["the nil UUID", "00000000-0000-0000-0000-000000000000"],
     ["an empty string", ""],
     ["a subject injection", `${L1}.>`],
   ] as const;
@@ -177,6 +176,12 @@ describe("resolveFilter: invalid filters", () => {
 
   it.each(bad)("refuses a session id with %s", (_what, id) => {
     expectOptionsError(() => resolve({ enduring: "all", sessions: [S1, id] }), "sessions", /canonical lowercase UUID/);
+  });
+
+  it("refuses the nil UUID for its own reason: it is well formed but names nothing", () => {
+    const nil = "00000000-0000-0000-0000-000000000000";
+    expectOptionsError(() => resolve({ enduring: { loops: [nil] } }), "enduring.loops", /is the nil UUID, which names nothing/);
+    expectOptionsError(() => resolve({ enduring: "all", sessions: [nil] }), "sessions", /is the nil UUID, which names nothing/);
   });
 
   it("refuses a filter that selects neither the enduring nor the ephemeral part", () => {

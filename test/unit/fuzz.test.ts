@@ -304,13 +304,15 @@ function mutate(bytes: Uint8Array, m: Mutation): { input: Uint8Array | string; e
     case "duplicateKey": {
       // Repeat one "key": of the text right before itself, with another value.
       const keys = [...text.matchAll(/"([a-z_]+)":/g)];
-      const k = keys[m.pick % keys.length]!;
+      const k = keys[m.pick % keys.length];
+      if (!k) return { input: bytes, equivalent: true }; // "{}": no key to repeat
       return { input: text.slice(0, k.index) + `${k[0]}"dup",` + text.slice(k.index), equivalent: false };
     }
     case "escapeKey": {
       // Spell one key's first character as a \u escape: same JSON, must decode the same.
       const keys = [...text.matchAll(/"([a-z_]+)":/g)];
-      const k = keys[m.pick % keys.length]!;
+      const k = keys[m.pick % keys.length];
+      if (!k) return { input: bytes, equivalent: true }; // "{}": no key to escape
       const escaped = `"\\u${k[1]!.charCodeAt(0).toString(16).padStart(4, "0")}${k[1]!.slice(1)}":`;
       return { input: text.slice(0, k.index) + escaped + text.slice(k.index + k[0].length), equivalent: true };
     }

@@ -142,6 +142,17 @@ describe("the seed's approval and execution sequence", () => {
     expect(p.lastJournalSeq).toBe(4);
   });
 
+  it("applyAll takes an async iterable, as replay returns, and resolves once it has ended", async () => {
+    const j = journal();
+    const deliveries = [j.durable(ev.requested()), j.durable(ev.decided("approve"))];
+    async function* replayed() {
+      for (const d of deliveries) yield await Promise.resolve(d);
+    }
+    const p = await new ToolActivityProjection().applyAll(replayed());
+    expect(p.lastJournalSeq).toBe(2);
+    expect(p.get(C1.loopId, ID.tool)).toEqual(rebuildToolActivity(deliveries).get(C1.loopId, ID.tool));
+  });
+
   it("a completion preview carries isError, and StepDone's tool message decides where a gate linked the call", () => {
     const j = journal();
     const p = rebuildToolActivity([

@@ -3,7 +3,6 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import {
-  declaredConsumerTemplates,
   declaredStreamConfig,
   defaultStreamName,
   DEFAULT_MAX_EVENT_BYTES,
@@ -11,7 +10,7 @@ import {
   OptionsError,
   SubjectError,
 } from "../../src/index.js";
-import { parseDuration } from "../../src/streams/declared.js";
+import { declaredConsumerTemplates, parseDuration } from "../../src/streams/declared.js";
 import { feedRepublish, streamSubjects } from "../../src/subjects/subjects.js";
 
 const SECOND = 1e9;

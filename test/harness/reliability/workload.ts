@@ -7,7 +7,7 @@ import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import { pino, type Logger } from "pino";
 import { createEvent, isJetloopError, newId, type Delivery, type Jetloop, type JetloopEvent, type Subscription } from "../../../src/index.js";
-import { sleep } from "../server.js";
+import { sleep } from "../async.js";
 
 export interface Coords {
   readonly sessionId: string;

@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connect, createEvent, GatewayBindError, type GateServer, type Jetloop, newId, startGateway, type RunningGateway } from "../../../src/index.js";
 import { natsServers, uniqueNamespace } from "../../harness/context.js";
-import { waitFor } from "../../harness/server.js";
+import { waitFor } from "../../harness/async.js";
 import { request } from "./http.js";
 
 let bus: Jetloop;

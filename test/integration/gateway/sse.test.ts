@@ -6,7 +6,7 @@ import { get, type IncomingMessage } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connect, createEvent, type Jetloop, type JetloopEvent, newId, startGateway, type RunningGateway } from "../../../src/index.js";
 import { natsServers, uniqueNamespace } from "../../harness/context.js";
-import { waitFor } from "../../harness/server.js";
+import { waitFor } from "../../harness/async.js";
 import { frameIds, frames, SseReader } from "./http.js";
 
 let bus: Jetloop;

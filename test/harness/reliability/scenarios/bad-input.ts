@@ -17,7 +17,8 @@ import {
   type SubscribeOptions,
   type SubscriptionReport,
 } from "../../../../src/index.js";
-import { REPO_ROOT, sleep } from "../../server.js";
+import { REPO_ROOT } from "../../server.js";
+import { sleep } from "../../async.js";
 import { badMessages, INJECTION_IDS, JOURNAL_KINDS, LIVE_KINDS, SECRET_ARGUMENT, SECRET_GRANT, STRIPPED_KINDS } from "../bad-input.js";
 import { row, tally, type ScenarioRecord } from "../figures.js";
 import { captureLogger, collect, enduring, ephemeral, eventIdOf, newCoords } from "../workload.js";

@@ -3,7 +3,8 @@
 // stale and reconnects; then the server is resumed (SIGCONT).
 import { connect, type JetloopEvent } from "../../../../src/index.js";
 import { row, tally } from "../figures.js";
-import { sleep, startServer } from "../../server.js";
+import { startServer } from "../../server.js";
+import { sleep } from "../../async.js";
 import { auditStream, collect, countAttempts, enduring, eventIdOf, faultAfter, newCoords, produce, resumedAfter, summarize, within } from "../workload.js";
 import { adminConnection, gapSummary, record, scenarioNamespace, type AppendScenarioResult, type ScenarioContext } from "./common.js";
 

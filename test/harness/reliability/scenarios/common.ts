@@ -4,6 +4,7 @@ import { connect as natsConnect, type NatsConnection } from "@nats-io/transport-
 import type { FigureRow, ScenarioRecord, tally } from "../figures.js";
 import type { AppendOutcome } from "../workload.js";
 import { serverFlavor } from "../../server.js";
+import { uniqueNamespace } from "../../namespace.js";
 
 export interface ScenarioContext {
   /** "newest" | "oldest" in the suite, "soak-newest" … from the soak script. */
@@ -17,9 +18,7 @@ export function defaultContext(): ScenarioContext {
 }
 
 /** A short unique namespace (stream name and subject prefix). */
-export function scenarioNamespace(prefix = "r"): string {
-  return `${prefix}${Date.now().toString(36).slice(-5)}${Math.random().toString(36).slice(2, 8)}`;
-}
+export const scenarioNamespace = (prefix = "r"): string => uniqueNamespace(prefix);
 
 export function record(
   ctx: ScenarioContext,

@@ -4,7 +4,8 @@ import type { ChildProcess } from "node:child_process";
 import { join } from "node:path";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect, type JetloopEvent } from "../../../../src/index.js";
-import { makeTempDir, sleep, waitFor } from "../../server.js";
+import { makeTempDir, removeTempDir } from "../../server.js";
+import { sleep, waitFor } from "../../async.js";
 import { killAll, readRecordLines, startChild as startScript } from "../child-process.js";
 import { row, tally, type ScenarioRecord } from "../figures.js";
 import { enduring, eventIdOf, newCoords } from "../workload.js";
@@ -125,5 +126,6 @@ export async function consumerCrashScenario(ctx: ScenarioContext, o: ConsumerCra
   } finally {
     killAll(children);
     await bus.close();
+    removeTempDir(dir); // vitest workers never run the exit hook that would remove it
   }
 }

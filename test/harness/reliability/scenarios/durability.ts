@@ -4,10 +4,10 @@
 // sync_interval, 2 minutes) and with `sync_interval: always` (fsync before every ack),
 // and once with a memory-storage stream to show what the storage setting decides.
 import { readFileSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect, type JetloopEvent } from "../../../../src/index.js";
-import { SINGLE_CONF, makeTempDir, serverVersion, startServer, type NatsServer } from "../../server.js";
+import { SINGLE_CONF, makeTempDir, removeTempDir, serverVersion, startServer, type NatsServer } from "../../server.js";
 import { row, type FigureRow, type ScenarioRecord } from "../figures.js";
 import { auditStream, enduring, newCoords, produce } from "../workload.js";
 import { adminConnection, record, scenarioNamespace, type ScenarioContext } from "./common.js";
@@ -140,10 +140,15 @@ async function memoryRun(events: number): Promise<{ published: number; survived:
 
 export async function durabilityScenario(ctx: ScenarioContext, o: DurabilityOptions): Promise<DurabilityResult> {
   const t0 = Date.now();
-  const runs = [
-    await crashRun(ctx, "default (sync_interval 2m)", undefined, o),
-    await crashRun(ctx, "sync_interval: always", singleConfWithJetstream("sync_interval: always"), o),
-  ];
+  const syncAlways = singleConfWithJetstream("sync_interval: always");
+  // Removed here: vitest workers never run the exit hook that would remove it.
+  const runs = await (async () => {
+    try {
+      return [await crashRun(ctx, "default (sync_interval 2m)", undefined, o), await crashRun(ctx, "sync_interval: always", syncAlways, o)];
+    } finally {
+      removeTempDir(dirname(syncAlways));
+    }
+  })();
   const memory = await memoryRun(Math.min(200, o.events));
   const version = serverVersion();
   const rows: FigureRow[] = runs.map((r) =>

@@ -13,7 +13,8 @@
 // again, exactly once but late; the phase counts it under "out of order".
 import { connect, createEvent, newId, type Jetloop, type JetloopEvent, type Subscription, type SubscriptionReport } from "../../../../src/index.js";
 import { startProxy } from "../../proxy.js";
-import { sleep, startServer } from "../../server.js";
+import { startServer } from "../../server.js";
+import { sleep } from "../../async.js";
 import { row, tally, type FigureRow, type ScenarioRecord } from "../figures.js";
 import { collect, eventIdOf, newCoords, type Collected, type Coords } from "../workload.js";
 import { record, scenarioNamespace, type ScenarioContext } from "./common.js";

@@ -3,7 +3,7 @@
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect, type JetloopEvent } from "../../../../src/index.js";
 import { provisionOnCluster, startCluster, type NatsCluster } from "../../cluster.js";
-import { sleep, waitFor } from "../../server.js";
+import { sleep, waitFor } from "../../async.js";
 import { row, tally } from "../figures.js";
 import { auditStream, captureLogger, collect, countAttempts, enduring, resumedAfter, eventIdOf, faultAfter, newCoords, produce, summarize, within } from "../workload.js";
 import { adminConnection, gapSummary, record, scenarioNamespace, type AppendScenarioResult, type ScenarioContext } from "./common.js";

@@ -6,7 +6,8 @@ import type { ChildProcess } from "node:child_process";
 import { join } from "node:path";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect, type JetloopEvent } from "../../../../src/index.js";
-import { makeTempDir, sleep, waitFor } from "../../server.js";
+import { makeTempDir, removeTempDir } from "../../server.js";
+import { sleep, waitFor } from "../../async.js";
 import { killAll, readRecordLines, startChild } from "../child-process.js";
 import { row, tally, type ScenarioRecord } from "../figures.js";
 import { enduring, eventIdOf, newCoords } from "../workload.js";
@@ -163,5 +164,6 @@ export async function parkingScenario(ctx: ScenarioContext, o: ParkingOptions): 
   } finally {
     killAll(children);
     await bus.close();
+    removeTempDir(dir); // vitest workers never run the exit hook that would remove it
   }
 }

@@ -18,7 +18,8 @@ import {
   type JetloopEvent,
   type SubscriptionReport,
 } from "../../../../src/index.js";
-import { REPO_ROOT, sleep, startServer } from "../../server.js";
+import { REPO_ROOT, startServer } from "../../server.js";
+import { sleep } from "../../async.js";
 import { row, tally, type ScenarioRecord } from "../figures.js";
 import { auditStream, captureLogger, collect, enduring, ephemeral, eventIdOf, newCoords, type CapturedLog } from "../workload.js";
 import { record, type ScenarioContext } from "./common.js";

@@ -2,7 +2,8 @@
 // while a producer appends and an ordered and a durable subscriber consume.
 import { connect, type JetloopEvent } from "../../../../src/index.js";
 import { row, tally } from "../figures.js";
-import { sleep, startServer } from "../../server.js";
+import { startServer } from "../../server.js";
+import { sleep } from "../../async.js";
 import { auditStream, collect, enduring, eventIdOf, faultAfter, newCoords, produce, resumedAfter, summarize, within } from "../workload.js";
 import { adminConnection, type AppendScenarioResult, gapSummary, record, scenarioNamespace, type ScenarioContext } from "./common.js";
 

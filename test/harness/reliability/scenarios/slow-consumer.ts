@@ -3,7 +3,8 @@
 // Previews beyond the ephemeral buffer are dropped and counted; journal events wait on
 // the server (pull-based flow control) and all arrive; the heap stays bounded.
 import { connect, encodeEvent, type JetloopEvent } from "../../../../src/index.js";
-import { sleep, startServer } from "../../server.js";
+import { startServer } from "../../server.js";
+import { sleep } from "../../async.js";
 import { row, tally, type ScenarioRecord } from "../figures.js";
 import { enduring, ephemeral, eventIdOf, MiB, newCoords, retainedHeap } from "../workload.js";
 import { record, scenarioNamespace, type ScenarioContext } from "./common.js";
