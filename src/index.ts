@@ -161,14 +161,18 @@ export {
   eventSubject,
   filterSubject,
   NO_LOOP,
+  parkedFilter,
+  parkedSubject,
   parseEventSubject,
+  parseParkedSubject,
   SubjectError,
   type Channel,
+  type ParkedState,
   type ParsedSubject,
   type SubjectAddress,
   type SubjectSelector,
 } from "./subjects/subjects.js";
-export { declaredStreamConfig, defaultStreamName } from "./streams/declared.js";
+export { declaredParkedStreamConfig, declaredStreamConfig, defaultParkedStreamName, defaultStreamName } from "./streams/declared.js";
 export { diffStreamConfig, type FieldDrift, type ProvisionReport } from "./streams/provision.js";
 export { SessionHandle } from "./session.js";
 export type { Delivery, DurableDelivery, DeliveryFailure } from "./subscribe/delivery.js";
@@ -204,8 +208,6 @@ export { ParkedStore, type ParkedSelection } from "./parking/parked-store.js";
 export type { ParkedEntry, ParkInput, ParkReason } from "./parking/parked-entry.js";
 export type { ConsumerFigures, ConsumersReport } from "./streams/consumer-figures.js";
 export { retentionLimits, retentionWarnings, type RetentionLimit, type RetentionWarning } from "./streams/retention.js";
-export { defaultParkedStreamName, declaredParkedStreamConfig } from "./streams/declared.js";
-export { parkedFilter, parkedSubject, parseParkedSubject, type ParkedState } from "./subjects/subjects.js";
 export {
   bearerToken,
   CAPABILITIES_JSON,

@@ -145,12 +145,17 @@ function walk(v: object, depth: number, maxDepth: number): number {
 
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
 
+/** `s` with each lone surrogate replaced by U+FFFD, as Go reads and writes it. */
+export function wellFormedText(s: string): string {
+  return s.replace(LONE_SURROGATE, "\ufffd");
+}
+
 function wellFormed(v: unknown): unknown {
-  if (typeof v === "string") return v.replace(LONE_SURROGATE, "\ufffd");
+  if (typeof v === "string") return wellFormedText(v);
   if (v === null || typeof v !== "object") return v;
   if (Array.isArray(v)) return v.map(wellFormed);
   const out: Record<string, unknown> = {};
-  for (const k in v) out[k.replace(LONE_SURROGATE, "\ufffd")] = wellFormed((v as Record<string, unknown>)[k]);
+  for (const k in v) out[wellFormedText(k)] = wellFormed((v as Record<string, unknown>)[k]);
   return out;
 }
 

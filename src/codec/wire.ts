@@ -18,6 +18,7 @@
  * as Go ignores them, except in strict objects, which refuse them.
  */
 import type { z } from "zod";
+import { wellFormedText } from "./strict-json.js";
 
 export interface ValueCodec {
   toWire(value: unknown): unknown;
@@ -56,7 +57,7 @@ export function wireField<S extends z.ZodType>(schema: S, options: WireFieldOpti
   return copy;
 }
 
-/** Marks an object or record schema as written with its keys sorted (a Go map). */
+/** Marks an object schema as written with its keys sorted (Go writes it as a map). Records always are. */
 export function sortedKeys<S extends z.ZodType>(schema: S): S {
   sortedSchemas.add(schema);
   return schema;
@@ -105,7 +106,8 @@ type WireNode =
   | ObjectNode
   | VariantNode
   | { readonly kind: "array"; readonly element: WireNode }
-  | { readonly kind: "record"; readonly element: WireNode; readonly sorted: boolean }
+  /** A Go map: written with its keys sorted, as encoding/json writes every map. */
+  | { readonly kind: "record"; readonly element: WireNode }
   | { readonly kind: "value"; readonly scalar: ScalarKind; readonly codec?: ValueCodec }
   | { readonly kind: "opaque" };
 
@@ -253,7 +255,7 @@ function compile(schema: z.ZodType): WireNode {
       node = { kind: "array", element: compile(def.element!) };
       break;
     case "record":
-      node = { kind: "record", element: compile(def.valueType!), sorted: sortedSchemas.has(schema) };
+      node = { kind: "record", element: compile(def.valueType!) };
       break;
     case "optional":
     case "nullable":
@@ -324,12 +326,11 @@ const GO_ESCAPES: Record<string, string> = {
   "\u2028": "\\u2028",
   "\u2029": "\\u2029",
 };
-const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
 
 /** A string as Go's encoding/json writes it (HTML-safe, invalid UTF-16 as U+FFFD). */
 export function goString(s: string): string {
   if (PLAIN_STRING.test(s)) return `"${s}"`;
-  return JSON.stringify(s.replace(LONE_SURROGATE, "\ufffd")).replace(GO_ESCAPED, (c) => GO_ESCAPES[c]!);
+  return JSON.stringify(wellFormedText(s)).replace(GO_ESCAPED, (c) => GO_ESCAPES[c]!);
 }
 
 /** A value the wire cannot carry so that it reads back the same (see strict-json.ts). */
@@ -352,23 +353,22 @@ function goNumber(v: number): string {
  * what the reader would refuse (keys differing only in letter case, inexact numbers), so
  * that nothing is written that cannot be read back.
  */
-export function goJson(v: unknown, sorted = false): string {
+export function goJson(v: unknown): string {
   if (typeof v === "string") return goString(v);
   if (typeof v === "number") return goNumber(v);
   if (typeof v === "boolean") return v ? "true" : "false";
   if (v === null || v === undefined) return "null";
   if (Array.isArray(v)) {
     let out = "[";
-    for (let i = 0; i < v.length; i++) out += `${i === 0 ? "" : ","}${goJson(v[i], sorted)}`;
+    for (let i = 0; i < v.length; i++) out += `${i === 0 ? "" : ","}${goJson(v[i])}`;
     return `${out}]`;
   }
   const keys = Object.keys(v);
-  if (sorted) keys.sort();
   checkFoldedKeys(keys);
   let out = "{";
   for (let i = 0; i < keys.length; i++) {
     const k = keys[i]!;
-    out += `${i === 0 ? "" : ","}${goString(k)}:${goJson((v as Record<string, unknown>)[k], sorted)}`;
+    out += `${i === 0 ? "" : ","}${goString(k)}:${goJson((v as Record<string, unknown>)[k])}`;
   }
   return `${out}}`;
 }
@@ -456,9 +456,8 @@ function writeArray(values: readonly unknown[], element: WireNode): string {
   return `${out}]`;
 }
 
-function writeRecord(value: Record<string, unknown>, node: { element: WireNode; sorted: boolean }): string {
-  const keys = Object.keys(value);
-  if (node.sorted) keys.sort();
+function writeRecord(value: Record<string, unknown>, node: { element: WireNode }): string {
+  const keys = Object.keys(value).sort();
   checkFoldedKeys(keys);
   let out = "{";
   for (let i = 0; i < keys.length; i++) {

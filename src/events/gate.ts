@@ -5,7 +5,7 @@
  * reads a gate; only `resolver` matters to validation (see `gateIdentity`).
  */
 import { z } from "zod";
-import { sortedKeys, wireField } from "../codec/wire.js";
+import { wireField } from "../codec/wire.js";
 import { uuidSchema } from "./ids.js";
 import { text } from "./text.js";
 import type { Violation } from "./registry.js";
@@ -37,7 +37,7 @@ export const gatePromptSchema = z.object({
 });
 
 /** Answer values by field name (a Go map: written with sorted keys). */
-const values = sortedKeys(z.record(z.string(), z.unknown()));
+const values = z.record(z.string(), z.unknown());
 const response = z.object({ action: text().optional(), values: values.optional() });
 
 export type GatePrompt = z.output<typeof gatePromptSchema>;
@@ -97,7 +97,7 @@ export const gateAuditSchema = z.discriminatedUnion("kind", [
     data: data({ requirementDescriptions: z.array(z.string()).optional(), candidateDescriptions: z.array(z.string()).optional() }),
   }),
   z.strictObject({ kind: z.literal("ask_user"), data: data({ answerPreview: text().optional() }) }),
-  z.strictObject({ kind: z.literal("form"), data: data({ values: sortedKeys(z.record(z.string(), z.string())).optional() }) }),
+  z.strictObject({ kind: z.literal("form"), data: data({ values: z.record(z.string(), z.string()).optional() }) }),
 ]);
 export type GateAudit = z.output<typeof gateAuditSchema>;
 

@@ -9,7 +9,7 @@ import { z } from "zod";
 import { RequestDecodeError } from "../errors.js";
 import { parseStrictJson, StrictJsonError } from "../codec/strict-json.js";
 import { fromWire, toWireJson, wireField, WireKeyError } from "../codec/wire.js";
-import { isTrimmedText } from "./text.js";
+import { isSet, isTrimmedText } from "./text.js";
 
 /** The grant class of an approved `command.execute` requirement. */
 export const COMMAND_START_GRANT = "command.start.v1";
@@ -52,13 +52,12 @@ const requestShape = z.strictObject({
   requirements: z.array(requirementSchema).optional(),
 });
 
-const set = (v: string | undefined): v is string => v !== undefined && v !== "";
 
 type Path = (string | number)[];
 type Issue = (path: Path, message: string) => void;
 
 function checkTrimmed(issue: Issue, path: Path, v: string | undefined, required: boolean): void {
-  if (!set(v)) {
+  if (!isSet(v)) {
     if (required) issue(path, "must not be empty");
   } else if (!isTrimmedText(v)) issue(path, "must have no surrounding white space and no NUL");
 }
@@ -73,9 +72,9 @@ function checkRequirement(issue: Issue, req: z.output<typeof requestShape>, r: P
   checkTrimmed(issue, at("scope"), r.scope, false);
   checkTrimmed(issue, at("grantClass"), r.grantClass, false);
   checkTrimmed(issue, at("grantTarget"), r.grantTarget, false);
-  if (set(r.grantClass) !== set(r.grantTarget)) issue(at("grantClass"), "grant class and grant target must be set together");
+  if (isSet(r.grantClass) !== isSet(r.grantTarget)) issue(at("grantClass"), "grant class and grant target must be set together");
   if (r.kind === COMMAND_EXECUTE) {
-    if (set(r.scope)) issue(at("scope"), `must be empty for ${COMMAND_EXECUTE}`);
+    if (isSet(r.scope)) issue(at("scope"), `must be empty for ${COMMAND_EXECUTE}`);
     if (r.grantClass !== COMMAND_START_GRANT) issue(at("grantClass"), `must be ${COMMAND_START_GRANT} for ${COMMAND_EXECUTE}`);
     if (r.grantTarget !== r.match || r.match !== req.command) issue(at("grantTarget"), "must equal the requirement's match and the request's command");
   }
@@ -85,7 +84,7 @@ function checkRequirement(issue: Issue, req: z.output<typeof requestShape>, r: P
   for (let j = 0; j < candidates.length; j++) {
     const c = candidates[j]!;
     checkTrimmed(issue, at("candidates", j, "match"), c.match, true);
-    if (!set(c.description)) issue(at("candidates", j, "description"), "must not be empty");
+    if (!isSet(c.description)) issue(at("candidates", j, "description"), "must not be empty");
     if (c.kind !== r.kind) issue(at("candidates", j, "kind"), "must equal its requirement's kind");
     if (grantOf(c) !== grant) issue(at("candidates", j, "grantClass"), "must carry its requirement's grant exactly");
     if (seen) {
@@ -106,7 +105,7 @@ export const permissionRequestSchema = requestShape.superRefine((req, ctx) => {
   for (let i = 0; i < requirements.length; i++) {
     const r = requirements[i]!;
     checkRequirement(issue, req, r, i);
-    wantsGrant ||= set(r.grantClass) || set(r.grantTarget);
+    wantsGrant ||= isSet(r.grantClass) || isSet(r.grantTarget);
     if (seen) {
       const key = `${r.kind}\u0000${r.scope ?? ""}\u0000${r.match}\u0000${grantOf(r)}`;
       if (seen.has(key)) issue(["requirements", i], "duplicates an earlier requirement");
@@ -115,7 +114,7 @@ export const permissionRequestSchema = requestShape.superRefine((req, ctx) => {
   }
   if (wantsGrant) {
     for (const field of ["executionId", "command", "workingDirectory"] as const) {
-      if (!set(req[field])) issue([field], "must be set when a requirement asks for a grant");
+      if (!isSet(req[field])) issue([field], "must be set when a requirement asks for a grant");
     }
     if (req.expiresAtUnixMilli === undefined) issue(["expiresAtUnixMilli"], "must be set when a requirement asks for a grant");
     checkTrimmed(issue, ["command"], req.command, false);

@@ -3,8 +3,8 @@
  * them in LoopStarted and SessionStarted, with the runtime's own checks.
  */
 import { z } from "zod";
-import { sortedKeys, wireField } from "../codec/wire.js";
-import { text } from "./text.js";
+import { wireField } from "../codec/wire.js";
+import { isSet, text } from "./text.js";
 import type { Violation } from "./registry.js";
 
 const tokens = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
@@ -47,35 +47,34 @@ export const agentRuntimeSchema = z.object({
 });
 export type AgentRuntime = z.output<typeof agentRuntimeSchema>;
 
-const set = (v: string | undefined) => v !== undefined && v !== "";
 const isZeroRuntime = (r: ModelRuntime | undefined) =>
   r === undefined ||
-  (!set(r.key?.provider) && !set(r.key?.model) && !r.limits?.windowTokens && !r.limits?.maxInputTokens && !r.limits?.maxOutputTokens && !set(r.effort) && !set(r.apiFormat) && !set(r.baseUrl));
+  (!isSet(r.key?.provider) && !isSet(r.key?.model) && !r.limits?.windowTokens && !r.limits?.maxInputTokens && !r.limits?.maxOutputTokens && !isSet(r.effort) && !isSet(r.apiFormat) && !isSet(r.baseUrl));
 
 function checkModelRuntime(r: ModelRuntime): Violation | undefined {
-  if (!set(r.key?.provider)) return { field: "runtime.key.provider", rule: "must be set" };
-  if (!set(r.key?.model)) return { field: "runtime.key.model", rule: "must be set" };
+  if (!isSet(r.key?.provider)) return { field: "runtime.key.provider", rule: "must be set" };
+  if (!isSet(r.key?.model)) return { field: "runtime.key.model", rule: "must be set" };
   const window = r.limits?.windowTokens ?? 0;
   if (window > 0 && ((r.limits?.maxInputTokens ?? 0) > window || (r.limits?.maxOutputTokens ?? 0) > window)) {
     return { field: "runtime.limits", rule: "is invalid", detail: "a limit exceeds the context window" };
   }
-  if (set(r.effort) && !(EFFORTS as readonly string[]).includes(r.effort!)) return { field: "runtime.effort", rule: "is invalid" };
+  if (isSet(r.effort) && !(EFFORTS as readonly string[]).includes(r.effort)) return { field: "runtime.effort", rule: "is invalid" };
   return undefined;
 }
 
 function checkAgentRuntime(a: AgentRuntime): Violation | undefined {
   const at = (f: string): string => `agentRuntime.${f}`;
-  for (const f of ["harness", "profile", "credentialMode"] as const) if (!set(a[f])) return { field: at(f), rule: "must be set" };
+  for (const f of ["harness", "profile", "credentialMode"] as const) if (!isSet(a[f])) return { field: at(f), rule: "must be set" };
   if (a.credentialMode !== "native-auth" && a.credentialMode !== "gateway-backed") return { field: at("credentialMode"), rule: "is invalid" };
-  if (set(a.source) !== set(a.selectionKind)) return { field: at("selectionKind"), rule: "is invalid", detail: "source and selection kind go together" };
-  if (set(a.source) && a.source !== "gateway" && a.source !== "native") return { field: at("source"), rule: "is invalid" };
-  if (set(a.selectionKind) && a.selectionKind !== "explicit" && a.selectionKind !== "harness-managed") return { field: at("selectionKind"), rule: "is invalid" };
+  if (isSet(a.source) !== isSet(a.selectionKind)) return { field: at("selectionKind"), rule: "is invalid", detail: "source and selection kind go together" };
+  if (isSet(a.source) && a.source !== "gateway" && a.source !== "native") return { field: at("source"), rule: "is invalid" };
+  if (isSet(a.selectionKind) && a.selectionKind !== "explicit" && a.selectionKind !== "harness-managed") return { field: at("selectionKind"), rule: "is invalid" };
   if ((a.source === "gateway" && a.credentialMode !== "gateway-backed") || (a.source === "native" && a.credentialMode !== "native-auth")) {
     return { field: at("credentialMode"), rule: "is invalid", detail: "does not match the source" };
   }
   if (a.selectionKind === "harness-managed") {
-    if (a.source !== "native" || set(a.modelAlias) || set(a.smallModelAlias)) return { field: at("selectionKind"), rule: "is invalid" };
-  } else if (!set(a.modelAlias)) return { field: at("modelAlias"), rule: "must be set" };
+    if (a.source !== "native" || isSet(a.modelAlias) || isSet(a.smallModelAlias)) return { field: at("selectionKind"), rule: "is invalid" };
+  } else if (!isSet(a.modelAlias)) return { field: at("modelAlias"), rule: "must be set" };
   return undefined;
 }
 
@@ -121,7 +120,7 @@ export const configManifestSchema = z.object({
   runtimeProfile: text().optional(),
   runtimeCatalogRev: text().optional(),
   runtimeIdentityRev: text().optional(),
-  appFields: sortedKeys(z.record(z.string(), z.string())).optional(),
+  appFields: z.record(z.string(), z.string()).optional(),
 });
 export type ConfigManifest = z.output<typeof configManifestSchema>;
 
@@ -129,10 +128,10 @@ export type ConfigManifest = z.output<typeof configManifestSchema>;
 export function checkManifest(m: ConfigManifest | undefined): Violation | undefined {
   if (m === undefined) return undefined;
   const v = m.schemaVersion ?? 0;
-  const runtimeFields = set(m.runtimeProfile) || set(m.runtimeCatalogRev) || set(m.runtimeIdentityRev);
+  const runtimeFields = isSet(m.runtimeProfile) || isSet(m.runtimeCatalogRev) || isSet(m.runtimeIdentityRev);
   const bad = { field: "manifest.schemaVersion", rule: "is invalid" as const };
   if (v > MANIFEST_SCHEMA_VERSION) return bad;
-  if (v <= 1 && set(m.hookPolicyRev)) return bad;
+  if (v <= 1 && isSet(m.hookPolicyRev)) return bad;
   if (v <= 2 && runtimeFields) return { ...bad, detail: `schema version ${v} has no runtime fields` };
   return undefined;
 }

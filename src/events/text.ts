@@ -24,6 +24,11 @@ export function text() {
 const SPACE = "[\\t\\n\\v\\f\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]";
 const UNTRIMMED = new RegExp(`^${SPACE}|${SPACE}$`);
 
+/** Set, in the wire's sense: "" is the zero value and means absent. */
+export function isSet(v: string | undefined): v is string {
+  return v !== undefined && v !== "";
+}
+
 /** Text the Go runtime's request validator checks: no surrounding white space, no NUL. */
 export function isTrimmedText(value: string): boolean {
   return !UNTRIMMED.test(value) && !value.includes("\u0000");
