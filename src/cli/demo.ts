@@ -125,7 +125,7 @@ async function runDemo(bus: Jetloop, servers: string | string[] | undefined, out
 
   // A UI that reconnects rebuilds the same state from the journal alone.
   const rebuilt = new ToolActivityProjection();
-  for await (const d of bus.session(sessionId).replay({ loops: [loopId] })) rebuilt.apply(d);
+  for await (const d of bus.session(sessionId).replay({ enduring: { loops: [loopId] } })) rebuilt.apply(d);
   out("\ntool activity (live UI | rebuilt from the journal):");
   for (const a of ui.list({ loopId })) {
     const again = rebuilt.get(loopId, a.toolExecutionId);
