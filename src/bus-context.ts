@@ -33,7 +33,10 @@ export interface BusContext<E> {
   jetstreamManager(): Promise<JetStreamManager>;
   /** Permission errors the server sends asynchronously; returns the unsubscribe. */
   onPermissionViolation(listener: (e: PermissionViolationError) => void): () => void;
-  /** `close` runs when the bus closes (an intentional close of what registered it); returns the unregister. */
+  /**
+   * `close` runs when the bus closes (an intentional close of what registered it); returns
+   * the unregister. Throws ConnectionClosedError once the bus is closed.
+   */
   onClose(close: () => Promise<void>): () => void;
   publish(event: E, options?: PublishOptions): Promise<PublishResult>;
   /** One durable's figures, or undefined when there is no such durable. */

@@ -114,6 +114,8 @@ export class Jetloop<E = JetloopEvent> {
         return () => this.#violationListeners.delete(listener);
       },
       onClose: (close) => {
+        // Nothing would close it: a bus over a caller's connection can outlive its close().
+        if (this.#closed) throw new ConnectionClosedError("the bus is closed");
         this.#closers.add(close);
         return () => this.#closers.delete(close);
       },

@@ -78,6 +78,9 @@ async function runDemo(bus: Jetloop, servers: string | string[] | undefined, out
       if (d.event.type === "TurnDone") break;
     }
   })();
+  // A failed watcher rejects `watching`, awaited below (main prints the code); marked
+  // handled now so a failure before that await is not an unhandled rejection.
+  watching.catch(() => undefined);
 
   // The answering side runs in its own process, as a UI or policy service would.
   const answerer = fork(process.argv[1]!, ["demo-answerer", "--session", sessionId, "--loop", loopId, "--namespace", bus.namespace, ...(servers ? ["--server", [servers].flat().join(",")] : [])], {

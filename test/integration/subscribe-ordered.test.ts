@@ -291,6 +291,7 @@ describe("ordered subscriptions on the shared server", () => {
       expect(got).toEqual([s1]);
       expect(sub.closed).toBe(true);
       expect(sub.err()).toBeUndefined();
+      await expect(own.subscribeEvents({ enduring: "all" })).rejects.toBeInstanceOf(ConnectionClosedError);
     });
   });
 
