@@ -27,7 +27,7 @@ import type { SubscribeOptions } from "./subscribe/options.js";
 import { FeedHub } from "./subscribe/feed-hub.js";
 import { replay, type ReplayOptions } from "./subscribe/replay.js";
 import { type DurableSubscription, subscribe, type Subscription } from "./subscribe/subscription.js";
-import { SessionHandle } from "./session.js";
+import { type SessionHandle, sessionHandle } from "./session.js";
 import { GateServer } from "./commands/gate-server.js";
 
 export type ConnectOptions<E = JetloopEvent> = ConnectionSettings & BusOptions<E>;
@@ -195,7 +195,7 @@ export class Jetloop<E = JetloopEvent> {
 
   /** A handle scoped to one session, reading like the Go runtime's `live.SubscribeEvents`. */
   session(sessionId: string): SessionHandle<E> {
-    return new SessionHandle(this.#ctx, sessionId);
+    return sessionHandle(this.#ctx, sessionId);
   }
 
   /**

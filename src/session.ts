@@ -9,12 +9,23 @@ import type { SubscribeOptions } from "./subscribe/options.js";
 import { replay, type ReplayOptions } from "./subscribe/replay.js";
 import { type DurableSubscription, subscribe, type Subscription } from "./subscribe/subscription.js";
 
+// The constructor is private: a handle comes from `bus.session(id)` (sessionHandle below).
+let create: <E>(bus: BusContext<E>, sessionId: string) => SessionHandle<E>;
+
+/** A session handle over a bus's context; throws OptionsError for a malformed session id. */
+export function sessionHandle<E>(bus: BusContext<E>, sessionId: string): SessionHandle<E> {
+  return create(bus, sessionId);
+}
+
 /** One session's view of the bus (`bus.session(id)`): its filters carry no `sessions`, the handle fixes it. */
 export class SessionHandle<E> {
+  static {
+    create = (bus, sessionId) => new SessionHandle(bus, sessionId);
+  }
+
   readonly #bus: BusContext<E>;
 
-  /** @internal Use `bus.session(id)`. */
-  constructor(
+  private constructor(
     bus: BusContext<E>,
     readonly sessionId: string,
   ) {

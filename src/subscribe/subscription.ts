@@ -29,9 +29,12 @@ function liveLog(log: Logger): Logger {
   return child;
 }
 
+// The constructor is private, so a subscription is handed out started, by subscribe() only.
+let open: <E>(bus: BusContext<E>, filter: EventFilter, options: SubscribeOptions) => Promise<Subscription<E>>;
+
 /** Opens a subscription: resolves once it is in place (what is published from then on is delivered). */
 export function subscribe<E>(bus: BusContext<E>, filter: EventFilter, options: SubscribeOptions = {}): Promise<Subscription<E>> {
-  return new Subscription<E>(bus, filter, options).start();
+  return open(bus, filter, options);
 }
 
 export interface SubscriptionStats {
@@ -46,6 +49,10 @@ export interface SubscriptionStats {
 }
 
 export class Subscription<E = JetloopEvent, D extends Delivery<E> = Delivery<E>> implements AsyncIterable<D> {
+  static {
+    open = <T>(bus: BusContext<T>, filter: EventFilter, options: SubscribeOptions) => new Subscription<T>(bus, filter, options).#start();
+  }
+
   readonly #bus: BusContext<E>;
   readonly #queue: DeliveryQueue<Delivery<E>>;
   readonly #onReport: ((r: SubscriptionReport) => void) | undefined;
@@ -62,8 +69,7 @@ export class Subscription<E = JetloopEvent, D extends Delivery<E> = Delivery<E>>
   #unregister: (() => void) | undefined;
   readonly #ctx: SourceContext<E>;
 
-  /** @internal Use `bus.subscribeEvents` or `bus.session(id).subscribeEvents` (`subscribe` above). */
-  constructor(bus: BusContext<E>, filter: EventFilter, options: SubscribeOptions) {
+  private constructor(bus: BusContext<E>, filter: EventFilter, options: SubscribeOptions) {
     const settings = parseSubscribeOptions(options);
     const resolved = resolveFilter(bus.namespace, filter, bus.registry);
     this.#bus = bus;
@@ -97,8 +103,8 @@ export class Subscription<E = JetloopEvent, D extends Delivery<E> = Delivery<E>>
     if (resolved.liveSubjects.length > 0) this.#live = new LiveSource(this.#ctx, resolved.liveSubjects);
   }
 
-  /** @internal Starts the sources; `subscribe` awaits this before handing the subscription out. */
-  async start(): Promise<this> {
+  /** Starts the sources; `subscribe` awaits this before handing the subscription out. */
+  async #start(): Promise<this> {
     // Closing the bus closes its subscriptions on purpose: their readers end quietly.
     this.#unregister = this.#bus.onClose(() => this.close());
     this.#unlisten = this.#bus.onPermissionViolation((e) => {

@@ -53,6 +53,14 @@ describe("the public surface (src/index.ts)", () => {
     expect(Object.getOwnPropertyNames(api.Jetloop).filter((n) => !["length", "name", "prototype"].includes(n))).toEqual([]);
   });
 
+  it("the bus's handles have no @internal member either: a subscription and a session handle come from the bus", () => {
+    for (const [file, name] of [["subscribe/subscription.ts", "Subscription"], ["session.ts", "SessionHandle"]] as const) {
+      const all = members(file, name);
+      expect(all.filter((m) => m.internal).map((m) => m.name), name).toEqual([]);
+      expect(all.filter((m) => m.name === "constructor").map((m) => m.hidden), name).toEqual([true]);
+    }
+  });
+
   it("one form of each thing: a bus comes from connect() or fromConnection(), the class's constructor is private", () => {
     expect(members("bus.ts", "Jetloop").filter((m) => m.name === "constructor").map((m) => m.hidden)).toEqual([true]);
     expect(members("bus.ts", "Jetloop").filter((m) => m.isStatic && !m.hidden)).toEqual([]);
