@@ -185,7 +185,7 @@ export class Subscription<E = JetloopEvent, D extends Delivery<E> = Delivery<E>>
     this.#filter = filter;
   }
 
-  /** Stops delivery and releases the consumer. Idempotent; `err()` stays as it was. */
+  /** Stops delivery and releases the consumer; the reader's loop ends quietly. Idempotent; `err()` stays as it was. */
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
