@@ -20,6 +20,7 @@ import { DeliverPolicy, type ConsumerMessages } from "@nats-io/jetstream";
 import { jetstream } from "@nats-io/jetstream";
 import { connect as natsConnect, type NatsConnection, type Subscription as NatsSub } from "@nats-io/transport-node";
 import { connect, type Jetloop, type Subscription } from "../src/index.js";
+import { busContext } from "../src/bus.js";
 import { type BenchContext, type Row, type Setup, compareRow } from "./lib/context.js";
 import { coordinates, enduringEvent, type Coordinates } from "./lib/events.js";
 import { gc, nowMs, sleep } from "./lib/stats.js";
@@ -304,11 +305,11 @@ async function scaleTrial(ctx: BenchContext, s: Setup, loops: Coordinates[], sdk
     for await (const _ of s.jsm.consumers.list(s.stream)) consumers++;
     // A replay needs a consumer: with a consumer per viewer, 2.15 would refuse it here.
     let replayed = 0;
-    for await (const _ of reader.replay({ sessionId: loops[0]!.sessionId, fromSeq: firstSeq })) replayed++;
+    for await (const _ of reader.replay({ enduring: "all", sessions: [loops[0]!.sessionId] }, { fromSeq: firstSeq })) replayed++;
     // Both rounds of this trial (without and with the subscriptions) of the session's loops.
     const sessionLoops = loops.filter((c) => c.sessionId === loops[0]!.sessionId).length;
     if (replayed !== 2 * sessionLoops * SCALE_EVENTS_PER_LOOP) throw new Error(`fan-out: the replay read ${replayed} events`);
-    const feedSubscriptions = reader.feeds.subscriptions;
+    const feedSubscriptions = busContext(reader).feeds.subscriptions;
 
     const c0 = nowMs();
     await Promise.all(subs.map((sub) => sub.close()));

@@ -38,7 +38,7 @@ export async function runReplay(ctx: BenchContext): Promise<Row[]> {
       jetloop: async (): Promise<number> => {
         const t0 = nowMs();
         let count = 0;
-        for await (const _d of s.bus.replay({ batch: BATCH })) count++;
+        for await (const _d of s.bus.replay({ enduring: "all" }, { batch: BATCH })) count++;
         if (count !== n) throw new Error(`jetloop replay read ${count} of ${n}`);
         return (n / (nowMs() - t0)) * 1000;
       },
@@ -47,7 +47,7 @@ export async function runReplay(ctx: BenchContext): Promise<Row[]> {
     };
     const names = ["jetloop", "raw", "parse"] as const;
     // Warm-up (JIT, the server's block cache): a tenth of the journal each.
-    for await (const _d of s.bus.replay({ batch: BATCH, toSeq: Math.ceil(n / 10) })) void _d;
+    for await (const _d of s.bus.replay({ enduring: "all" }, { batch: BATCH, toSeq: Math.ceil(n / 10) })) void _d;
     await rawRead(false, Math.ceil(n / 10));
     for (let r = 0; r < ctx.options.reps; r++) {
       const order = names.map((_, i) => names[(i + r) % names.length]!);

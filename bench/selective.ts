@@ -7,7 +7,7 @@
  *     one of them);
  *   - burst:  one session whose 100 events were appended back to back in the middle of
  *     the stream (how a real session looks: its events are close in time).
- * The time of `bus.replay({ sessionId })` must not grow with the stream. Raw reference:
+ * The time of `bus.session(id).replay({ enduring: "all" })` must not grow with the stream. Raw reference:
  * an ordered consumer filtered on the session's subjects, counting to 100.
  */
 import { DeliverPolicy } from "@nats-io/jetstream";
@@ -39,7 +39,7 @@ async function measure(ctx: BenchContext, size: number): Promise<Samples> {
       jetloop: async (sessionId: string): Promise<number> => {
         const t = nowMs();
         let count = 0;
-        for await (const _d of s.bus.replay({ sessionId })) count++;
+        for await (const _d of s.bus.session(sessionId).replay({ enduring: "all" })) count++;
         if (count !== PER_SESSION) throw new Error(`jetloop selective replay read ${count} of ${PER_SESSION}`);
         return nowMs() - t;
       },

@@ -5,7 +5,7 @@
  * `Jetloop` class (bus.ts), so each can be built and tested without the facade; the
  * lint configuration refuses an import of bus.ts below it.
  */
-import type { JetStreamManager } from "@nats-io/jetstream";
+import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection, PermissionViolationError } from "@nats-io/transport-node";
 import type { Logger } from "pino";
 import type { BusSettings } from "./connection/options.js";
@@ -18,6 +18,8 @@ import type { FeedHub } from "./subscribe/feed-hub.js";
 
 export interface BusContext<E> {
   readonly nc: NatsConnection;
+  /** One JetStream client for all the bus's reads: ten thousand viewers need not carry one each. */
+  readonly js: JetStreamClient;
   readonly namespace: string;
   readonly stream: string;
   readonly settings: BusSettings;
@@ -31,6 +33,11 @@ export interface BusContext<E> {
   jetstreamManager(): Promise<JetStreamManager>;
   /** Permission errors the server sends asynchronously; returns the unsubscribe. */
   onPermissionViolation(listener: (e: PermissionViolationError) => void): () => void;
+  /**
+   * `close` runs when the bus closes (an intentional close of what registered it); returns
+   * the unregister. Throws ConnectionClosedError once the bus is closed.
+   */
+  onClose(close: () => Promise<void>): () => void;
   publish(event: E, options?: PublishOptions): Promise<PublishResult>;
   /** One durable's figures, or undefined when there is no such durable. */
   consumer(durable: string): Promise<ConsumerFigures | undefined>;

@@ -3,9 +3,10 @@
  * entry point; each job it offers lives in its own module (publish/, subscribe/,
  * streams/), and this file only wires them together.
  */
-import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
+import { jetstream, jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { type NatsConnection, PermissionViolationError } from "@nats-io/transport-node";
 import { pino, type Logger } from "pino";
+import type { BusContext } from "./bus-context.js";
 import { type ConnectionSettings, openConnection } from "./connection/connect.js";
 import { type BusOptions, type BusSettings, parseBusOptions } from "./connection/options.js";
 import { requireMinimum, supports, type Feature } from "./connection/server-version.js";
@@ -24,9 +25,9 @@ import type { Delivery } from "./subscribe/delivery.js";
 import type { EventFilter } from "./subscribe/filter.js";
 import type { SubscribeOptions } from "./subscribe/options.js";
 import { FeedHub } from "./subscribe/feed-hub.js";
-import { replay, type ReplayRequest } from "./subscribe/replay.js";
-import { type DurableSubscription, Subscription } from "./subscribe/subscription.js";
-import { SessionHandle } from "./session.js";
+import { replay, type ReplayOptions } from "./subscribe/replay.js";
+import { type DurableSubscription, subscribe, type Subscription } from "./subscribe/subscription.js";
+import { type SessionHandle, sessionHandle } from "./session.js";
 import { GateServer } from "./commands/gate-server.js";
 
 export type ConnectOptions<E = JetloopEvent> = ConnectionSettings & BusOptions<E>;
@@ -55,24 +56,34 @@ export interface BusProvisionReport extends ProvisionReport {
 /** Listeners for permission violations the server reports asynchronously. */
 type ViolationListener = (e: PermissionViolationError) => void;
 
+// The constructor is private, so a bus comes from connect() or fromConnection() only; the
+// class's static block hands these two module functions what they need of it.
+let construct: <E>(nc: NatsConnection, options: BusOptions<E>, ownsConnection: boolean) => Jetloop<E>;
+let contextOf: <E>(bus: Jetloop<E>) => BusContext<E>;
+
 export class Jetloop<E = JetloopEvent> {
+  static {
+    construct = (nc, options, ownsConnection) => new Jetloop(nc, options, ownsConnection);
+    contextOf = (bus) => bus.#ctx;
+  }
+
   readonly nc: NatsConnection;
   readonly settings: BusSettings;
   readonly registry: EventRegistry<E>;
   readonly log: Logger;
   /** The connected server's version, e.g. `2.10.27`. */
   readonly serverVersion: string;
+  /** Durable deliveries kept after their last attempt, for replay or drop. */
+  readonly parked: ParkedStore;
   readonly #ownsConnection: boolean;
   readonly #writer: JournalWriter;
   readonly #publisher: Publisher<E>;
   readonly #violationListeners = new Set<ViolationListener>();
+  /** What closes with the bus: its open subscriptions. */
+  readonly #closers = new Set<() => Promise<void>>();
+  /** What the layers below get of the bus (bus-context.ts); never handed to users. */
+  readonly #ctx: BusContext<E>;
   #jsm: Promise<JetStreamManager> | undefined;
-  /** Durable deliveries kept after their last attempt, for replay or drop. */
-  readonly parked: ParkedStore;
-  /** @internal Where subscriptions that start at "new" begin. */
-  readonly journalPosition: JournalPosition;
-  /** @internal The live feed subscriptions that this bus's live subscriptions share. */
-  readonly feeds: FeedHub;
   #closed = false;
 
   private constructor(nc: NatsConnection, options: BusOptions<E>, ownsConnection: boolean) {
@@ -83,35 +94,41 @@ export class Jetloop<E = JetloopEvent> {
     this.log = (options.logger ?? pino({ name: "jetloop", level: "warn" }, process.stderr)).child({ namespace: this.settings.namespace });
     this.serverVersion = nc.info?.version ?? "0.0.0";
     requireMinimum(this.serverVersion);
-    this.journalPosition = new JournalPosition(() => this.jetstreamManager(), this.settings.stream);
     this.parked = new ParkedStore(nc, () => this.jetstreamManager(), this.settings.namespace, defaultParkedStreamName(this.settings.namespace));
-    this.feeds = new FeedHub(nc, this.settings.namespace, this.settings.stream, this.log);
     this.#writer = new JournalWriter(nc, () => this.jetstreamManager(), this.settings, this.log);
     this.#publisher = new Publisher(nc, this.#writer, { ...this.settings, serverVersion: this.serverVersion }, this.registry);
-    this.onPermissionViolation((e) => {
+    this.#ctx = {
+      nc,
+      js: jetstream(nc),
+      namespace: this.settings.namespace,
+      stream: this.settings.stream,
+      settings: this.settings,
+      registry: this.registry,
+      log: this.log,
+      parked: this.parked,
+      journalPosition: new JournalPosition(() => this.jetstreamManager(), this.settings.stream),
+      feeds: new FeedHub(nc, this.settings.namespace, this.settings.stream, this.log),
+      jetstreamManager: () => this.jetstreamManager(),
+      onPermissionViolation: (listener) => {
+        this.#violationListeners.add(listener);
+        return () => this.#violationListeners.delete(listener);
+      },
+      onClose: (close) => {
+        // Nothing would close it: a bus over a caller's connection can outlive its close().
+        if (this.#closed) throw new ConnectionClosedError("the bus is closed");
+        this.#closers.add(close);
+        return () => this.#closers.delete(close);
+      },
+      publish: (event, options) => this.publish(event, options),
+      consumer: (durable) => this.consumer(durable),
+    };
+    this.#ctx.onPermissionViolation((e) => {
       if (e.operation !== "publish") return;
       const denied = new PermissionDeniedError("publish", e.subject, { cause: e });
       this.#writer.failSubject(e.subject, denied);
       this.#publisher.previewDenied(e.subject, denied);
     });
     void this.#watchStatus();
-  }
-
-  /** Connects to NATS and returns a bus that owns the connection. */
-  static async connect<E = JetloopEvent>(options: ConnectOptions<E> = {}): Promise<Jetloop<E>> {
-    parseBusOptions(options as Record<string, unknown>); // fail before dialing
-    const nc = await openConnection(options);
-    try {
-      return new Jetloop<E>(nc, options, true);
-    } catch (e) {
-      await nc.close();
-      throw e;
-    }
-  }
-
-  /** A bus over a connection the caller owns; `close()` leaves the connection open. */
-  static fromConnection<E = JetloopEvent>(nc: NatsConnection, options: BusOptions<E> = {}): Jetloop<E> {
-    return new Jetloop<E>(nc, options, false);
   }
 
   get namespace(): string {
@@ -164,17 +181,21 @@ export class Jetloop<E = JetloopEvent> {
   subscribeEvents(filter: EventFilter, options: SubscribeOptions & { durable: string }): Promise<DurableSubscription<E>>;
   subscribeEvents(filter: EventFilter, options?: SubscribeOptions): Promise<Subscription<E>>;
   async subscribeEvents(filter: EventFilter, options: SubscribeOptions = {}): Promise<Subscription<E>> {
-    return new Subscription<E>(this, filter, options).start();
+    return subscribe(this.#ctx, filter, options);
   }
 
-  /** Reads a bounded range of the journal in order, then ends. */
-  replay(request: ReplayRequest = {}): AsyncGenerator<Delivery<E>, void, undefined> {
-    return replay(this, request);
+  /**
+   * Reads the journal events `filter` selects (the filter of `subscribeEvents`; its
+   * enduring part: previews are never stored) from `fromSeq` to `toSeq` in order, then
+   * ends. Filter and options are checked at the call (OptionsError).
+   */
+  replay(filter: EventFilter, options?: ReplayOptions): AsyncGenerator<Delivery<E>, void, undefined> {
+    return replay(this.#ctx, filter, options);
   }
 
   /** A handle scoped to one session, reading like the Go runtime's `live.SubscribeEvents`. */
   session(sessionId: string): SessionHandle<E> {
-    return new SessionHandle(this, sessionId);
+    return sessionHandle(this.#ctx, sessionId);
   }
 
   /**
@@ -182,7 +203,7 @@ export class Jetloop<E = JetloopEvent> {
    * answers to them. Built-in catalogue only (it publishes built-in events).
    */
   serveGates(this: Jetloop<JetloopEvent>, sessionId: string, loopId: string): Promise<GateServer> {
-    return GateServer.start(this, sessionId, loopId);
+    return GateServer.start(this.#ctx, sessionId, loopId);
   }
 
   /**
@@ -222,16 +243,15 @@ export class Jetloop<E = JetloopEvent> {
     return (await this.consumers()).consumers.find((c) => c.durable === durable);
   }
 
-  /** @internal Lets subscriptions learn of permission errors the server sends asynchronously. */
-  onPermissionViolation(listener: ViolationListener): () => void {
-    this.#violationListeners.add(listener);
-    return () => this.#violationListeners.delete(listener);
-  }
-
-  /** Fails in-flight appends, and closes the connection if the bus opened it. Idempotent. */
+  /**
+   * Closes the bus's subscriptions (their iteration ends quietly, as after their own
+   * `close()`), fails in-flight appends, and closes the connection if the bus opened it.
+   * Idempotent.
+   */
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    await Promise.allSettled([...this.#closers].map((close) => close()));
     this.#writer.close();
     if (this.#ownsConnection && !this.nc.isClosed()) await this.nc.close();
   }
@@ -252,9 +272,32 @@ export class Jetloop<E = JetloopEvent> {
   }
 }
 
-/** Connects to NATS: `const bus = await connect({ servers, namespace })`. */
-export function connect<E = JetloopEvent>(options?: ConnectOptions<E>): Promise<Jetloop<E>> {
-  return Jetloop.connect(options);
+/**
+ * Connects to NATS and returns a bus that owns the connection:
+ * `const bus = await connect({ servers, namespace })`. Options are checked before dialing.
+ */
+export async function connect<E = JetloopEvent>(options: ConnectOptions<E> = {}): Promise<Jetloop<E>> {
+  parseBusOptions(options as Record<string, unknown>); // fail before dialing
+  const nc = await openConnection(options);
+  try {
+    return construct<E>(nc, options, true);
+  } catch (e) {
+    await nc.close();
+    throw e;
+  }
+}
+
+/** A bus over a connection the caller owns; the bus's `close()` leaves the connection open. */
+export function fromConnection<E = JetloopEvent>(nc: NatsConnection, options: BusOptions<E> = {}): Jetloop<E> {
+  return construct<E>(nc, options, false);
+}
+
+/**
+ * The context a bus hands the layers below it. For jetloop's own tests and benchmarks
+ * (a feed hub's test hook, its subscription count); not exported by the package.
+ */
+export function busContext<E>(bus: Jetloop<E>): BusContext<E> {
+  return contextOf(bus);
 }
 
 /** A retention option: a positive number (ns or bytes), checked before anything is sent. */

@@ -151,7 +151,7 @@ export {
   type CodecOptions,
   type DecodeError,
 } from "./codec/codec.js";
-export { connect, Jetloop, type BusProvisionReport, type ConnectOptions, type ProvisionRequest } from "./bus.js";
+export { connect, fromConnection, Jetloop, type BusProvisionReport, type ConnectOptions, type ProvisionRequest } from "./bus.js";
 export type { ConnectionSettings } from "./connection/connect.js";
 export type { BusOptions, BusSettings } from "./connection/options.js";
 export { FEATURES, MINIMUM_SERVER, type Feature } from "./connection/server-version.js";
@@ -178,7 +178,7 @@ export { SessionHandle } from "./session.js";
 export type { Delivery, DurableDelivery, DeliveryFailure } from "./subscribe/delivery.js";
 export type { EventFilter, LoopScope } from "./subscribe/filter.js";
 export type { StartPosition, SubscribeOptions, SubscriptionReport } from "./subscribe/options.js";
-export type { ReplayRequest } from "./subscribe/replay.js";
+export type { ReplayOptions } from "./subscribe/replay.js";
 export { Subscription, type DurableSubscription, type SubscriptionStats } from "./subscribe/subscription.js";
 export { GateServer, type InputAnswer, type InputGate, type PermissionAnswer, type PermissionGate, type StepCoordinates } from "./commands/gate-server.js";
 export type { AnswerOptions } from "./commands/answer.js";

@@ -6,38 +6,51 @@ import { idProblem } from "./events/ids.js";
 import type { Delivery } from "./subscribe/delivery.js";
 import type { EventFilter } from "./subscribe/filter.js";
 import type { SubscribeOptions } from "./subscribe/options.js";
-import type { ReplayRequest } from "./subscribe/replay.js";
-import type { DurableSubscription, Subscription } from "./subscribe/subscription.js";
+import { replay, type ReplayOptions } from "./subscribe/replay.js";
+import { type DurableSubscription, subscribe, type Subscription } from "./subscribe/subscription.js";
 
-/** What a session handle needs of the bus: its context, subscribing and replaying. */
-export interface SessionBus<E> extends BusContext<E> {
-  subscribeEvents(filter: EventFilter, options: SubscribeOptions & { durable: string }): Promise<DurableSubscription<E>>;
-  subscribeEvents(filter: EventFilter, options?: SubscribeOptions): Promise<Subscription<E>>;
-  replay(request?: ReplayRequest): AsyncGenerator<Delivery<E>, void, undefined>;
+// The constructor is private: a handle comes from `bus.session(id)` (sessionHandle below).
+let create: <E>(bus: BusContext<E>, sessionId: string) => SessionHandle<E>;
+
+/** A session handle over a bus's context; throws OptionsError for a malformed session id. */
+export function sessionHandle<E>(bus: BusContext<E>, sessionId: string): SessionHandle<E> {
+  return create(bus, sessionId);
 }
 
-/** One session's view of the bus: `bus.session(id).subscribeEvents(filter)`. */
+/** One session's view of the bus (`bus.session(id)`): its filters carry no `sessions`, the handle fixes it. */
 export class SessionHandle<E> {
-  constructor(
-    readonly bus: SessionBus<E>,
+  static {
+    create = (bus, sessionId) => new SessionHandle(bus, sessionId);
+  }
+
+  readonly #bus: BusContext<E>;
+
+  private constructor(
+    bus: BusContext<E>,
     readonly sessionId: string,
   ) {
     const problem = idProblem(sessionId);
     if (problem) throw new OptionsError("sessionId", `${JSON.stringify(sessionId)} ${problem}`);
+    this.#bus = bus;
   }
 
   subscribeEvents(filter: Omit<EventFilter, "sessions">, options: SubscribeOptions & { durable: string }): Promise<DurableSubscription<E>>;
   subscribeEvents(filter: Omit<EventFilter, "sessions">, options?: SubscribeOptions): Promise<Subscription<E>>;
   subscribeEvents(filter: Omit<EventFilter, "sessions">, options: SubscribeOptions = {}): Promise<Subscription<E>> {
-    return this.bus.subscribeEvents({ ...filter, sessions: [this.sessionId] }, options);
+    return subscribe(this.#bus, this.#scoped(filter), options);
+  }
+
+  /** This session's part of the journal that `filter` selects, `fromSeq` to `toSeq`, in order; then it ends. */
+  replay(filter: Omit<EventFilter, "sessions">, options?: ReplayOptions): AsyncGenerator<Delivery<E>, void, undefined> {
+    return replay(this.#bus, this.#scoped(filter), options);
   }
 
   /** Answers a gate of one of this session's loops (in the Go runtime's approval sequence, the subscriber's answer to the loop). */
   answer(loopId: string, answer: AnswerInput, options?: AnswerOptions): Promise<AnswerOutcome> {
-    return answerGate(this.bus, this.sessionId, loopId, answer, options);
+    return answerGate(this.#bus, this.sessionId, loopId, answer, options);
   }
 
-  replay(request: Omit<ReplayRequest, "sessionId" | "sessions"> = {}): AsyncGenerator<Delivery<E>, void, undefined> {
-    return this.bus.replay({ ...request, sessionId: this.sessionId });
+  #scoped(filter: Omit<EventFilter, "sessions">): EventFilter {
+    return { ...filter, sessions: [this.sessionId] };
   }
 }

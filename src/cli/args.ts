@@ -44,6 +44,8 @@ const FLAG_OF_OPTION: Record<string, string> = {
   sessionId: "--session",
   sessions: "--session",
   loops: "--loop",
+  types: "--type",
+  families: "--family",
   maxAge: "--max-age",
   maxBytes: "--max-bytes",
   maxEventBytes: "--max-event-bytes",

@@ -78,6 +78,9 @@ async function runDemo(bus: Jetloop, servers: string | string[] | undefined, out
       if (d.event.type === "TurnDone") break;
     }
   })();
+  // A failed watcher rejects `watching`, awaited below (main prints the code); marked
+  // handled now so a failure before that await is not an unhandled rejection.
+  watching.catch(() => undefined);
 
   // The answering side runs in its own process, as a UI or policy service would.
   const answerer = fork(process.argv[1]!, ["demo-answerer", "--session", sessionId, "--loop", loopId, "--namespace", bus.namespace, ...(servers ? ["--server", [servers].flat().join(",")] : [])], {
@@ -125,7 +128,7 @@ async function runDemo(bus: Jetloop, servers: string | string[] | undefined, out
 
   // A UI that reconnects rebuilds the same state from the journal alone.
   const rebuilt = new ToolActivityProjection();
-  for await (const d of bus.session(sessionId).replay({ loops: [loopId] })) rebuilt.apply(d);
+  for await (const d of bus.session(sessionId).replay({ enduring: { loops: [loopId] } })) rebuilt.apply(d);
   out("\ntool activity (live UI | rebuilt from the journal):");
   for (const a of ui.list({ loopId })) {
     const again = rebuilt.get(loopId, a.toolExecutionId);

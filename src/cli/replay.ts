@@ -1,4 +1,6 @@
 import { connect } from "../bus.js";
+import { defaultRegistry } from "../events/catalogue.js";
+import { checkReplayFilter } from "../subscribe/replay.js";
 import { parseArgs } from "node:util";
 import { formatJson, formatLine } from "./format.js";
 import { connectionFlags, connectionHelp, connectOptions, ids, list, parse, seqRange, UsageError } from "./args.js";
@@ -11,7 +13,7 @@ stderr, never printed as events.
 
   --session ID     the session (required)
   --loop ID        only these loops (session-scoped events always pass)
-  --type T         only these event types
+  --type T         only these event types (journal events: previews are never stored)
   --from-seq N     first journal sequence (default 1)
   --to-seq N       last journal sequence (default: the journal's end now)
   --json           one JSON object per line
@@ -35,17 +37,13 @@ export async function replayCommand(argv: string[], out: (s: string) => void, er
   const [session] = ids("session", [values.session])!;
   const loops = ids("loop", list(values.loop));
   const { fromSeq, toSeq } = seqRange(values);
-  const types = list(values.type);
+  // A preview type (never stored) is refused before connecting.
+  const filter = checkReplayFilter(defaultRegistry, { enduring: loops ? { loops } : "all", types: list(values.type) });
   const bus = await connect(connectOptions(values));
-  for (const t of types ?? []) {
-    if (bus.registry.get(t)?.class === "ephemeral") err(`note: ${t} is a live preview and never stored in the journal, so replay cannot return it (jetloop tail shows previews as they happen)`);
-  }
   let printed = 0;
   let skipped = 0;
   try {
-    const deliveries = bus.session(session!).replay({
-      loops,
-      types,
+    const deliveries = bus.session(session!).replay(filter, {
       fromSeq,
       toSeq,
       onReport: (r) => {

@@ -62,16 +62,15 @@ export async function tailCommand(argv: string[], out: (s: string) => void, err:
     process.once("SIGTERM", stop);
     err(`following ${bus.stream} on nats-server ${bus.serverVersion}…`);
     let n = 0;
-    for await (const d of sub) {
-      out(values.json ? formatJson(d) : formatLine(d));
-      if (count !== undefined && ++n >= count) break;
-    }
-    process.off("SIGINT", stop);
-    process.off("SIGTERM", stop);
-    const e = sub.err();
-    if (e) {
-      err(`tail ended: ${e.message}`);
-      return 1;
+    try {
+      // A failure (permission denied, the connection closed) rejects the loop: main prints its code, exit 1.
+      for await (const d of sub) {
+        out(values.json ? formatJson(d) : formatLine(d));
+        if (count !== undefined && ++n >= count) break;
+      }
+    } finally {
+      process.off("SIGINT", stop);
+      process.off("SIGTERM", stop);
     }
     return 0;
   } finally {

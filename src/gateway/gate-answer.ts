@@ -52,7 +52,7 @@ export interface OpenedGate {
  * any other answer GATE_RESOLVED.
  */
 export async function findGate(bus: Jetloop, sessionId: string, gateId: string): Promise<OpenedGate | undefined> {
-  for await (const { event: e } of bus.session(sessionId).replay({ types: ["GateOpened"] })) {
+  for await (const { event: e } of bus.session(sessionId).replay({ enduring: "all", types: ["GateOpened"] })) {
     if (e.type === "GateOpened" && e.gate?.id === gateId) {
       return { loopId: e.loopId, kind: e.gate.kind, controls: (e.gate.prompt?.controls ?? []).flatMap((c) => (c.action ? [c.action] : [])) };
     }

@@ -25,7 +25,7 @@ export function eventJson(event: JetloopEvent): string {
 export async function readJournalPage(bus: Jetloop, sessionId: string, fromSeq: number, limit: number): Promise<JournalPage> {
   const events: { journalSeq: number; json: string }[] = [];
   // One more than the page so that the read does not pull far past what it returns.
-  for await (const d of bus.session(sessionId).replay({ fromSeq: Math.max(fromSeq, 1), batch: Math.min(limit + 1, 512) })) {
+  for await (const d of bus.session(sessionId).replay({ enduring: "all" }, { fromSeq: Math.max(fromSeq, 1), batch: Math.min(limit + 1, 512) })) {
     events.push({ journalSeq: d.journalSeq, json: eventJson(d.event) });
     // An exact fill says done:false (the Go reader stops at limit without looking further).
     if (events.length === limit) return { events, nextSeq: d.journalSeq + 1, done: false };

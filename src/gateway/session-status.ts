@@ -43,7 +43,7 @@ export async function readSessionStatus(bus: Jetloop, sessionId: string): Promis
   let stopped = false;
   const activeTurns = new Map<string, string>(); // loop → turn
   const openGates = new Set<string>();
-  for await (const d of bus.session(sessionId).replay()) {
+  for await (const d of bus.session(sessionId).replay({ enduring: "all" })) {
     const e: JetloopEvent = d.event;
     lastJournalSeq = d.journalSeq;
     first ??= e.createdAt;

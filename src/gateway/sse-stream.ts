@@ -114,8 +114,9 @@ export async function serveEvents(
       }
       res.write(frame);
     }
-    const err = sub.err();
-    if (err) bus.log.warn({ code: (err as { code?: string }).code, sessionId: r.sessionId }, "gateway: SSE subscription ended");
+  } catch (err) {
+    // The subscription failed (its iteration rejects with why): the client reconnects with Last-Event-ID.
+    bus.log.warn({ code: (err as { code?: string }).code, sessionId: r.sessionId }, "gateway: SSE subscription ended");
   } finally {
     clearInterval(ping);
     res.off("close", stop);

@@ -1,3 +1,4 @@
+import type { BusContext } from "../bus-context.js";
 import { safeDecodeEvent, type DecodeError } from "../codec/codec.js";
 import { DeliveryMismatchError } from "../errors.js";
 import type { EventRegistry } from "../events/registry.js";
@@ -47,6 +48,11 @@ export interface DecodeContext<E> {
   readonly registry: EventRegistry<E>;
   readonly maxEventBytes: number;
   readonly includeInternal: boolean;
+}
+
+/** How a bus's subscriptions and replays decode: `includeInternal` comes from the filter. */
+export function decodeContext<E>(bus: BusContext<E>, includeInternal: boolean): DecodeContext<E> {
+  return { namespace: bus.namespace, registry: bus.registry, maxEventBytes: bus.settings.maxEventBytes, includeInternal };
 }
 
 export type Decoded<E> =

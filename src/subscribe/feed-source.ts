@@ -25,11 +25,11 @@
 import type { JsMsg } from "@nats-io/jetstream";
 import { NotProvisionedError, PermissionDeniedError } from "../errors.js";
 import { feedRepublish, switchChannel } from "../subjects/subjects.js";
-import { decodeMessage } from "./delivery.js";
 import type { FeedMessage, FeedViewer, ResyncReason } from "./feed-hub.js";
+import { journalDelivery } from "./journal-read.js";
 import { type JournalRange, readJournalRange } from "./journal-range.js";
 import type { StartPosition } from "./options.js";
-import { reportPoison, type Source, type SourceContext } from "./source.js";
+import type { Source, SourceContext } from "./source.js";
 
 /** Feed messages buffered behind a slow reader before the rest is read back from the journal. */
 const INBOX_LIMIT = 4096;
@@ -268,13 +268,8 @@ export class FeedSource<E> implements Source, FeedViewer {
 
   async #deliver(seq: number, subject: string, data: Uint8Array): Promise<void> {
     this.#remember(seq);
-    const d = decodeMessage(this.#ctx.decode, subject, data);
-    if (!d.ok) {
-      reportPoison(this.#ctx, seq, subject, d.error);
-      return;
-    }
-    if (d.skip) return;
-    await this.#ctx.queue.pushEnduring({ event: d.event, journalSeq: seq, subject });
+    const d = journalDelivery(this.#ctx, seq, subject, data);
+    if (d) await this.#ctx.queue.pushEnduring(d);
   }
 
   #remember(seq: number): void {

@@ -89,8 +89,13 @@ function subjectsFor(
   return out;
 }
 
+const FILTER_KEYS = new Set(["ephemeral", "enduring", "sessions", "types", "families", "includeInternal"]);
+
 /** Turns a filter into subject filters; throws OptionsError for an invalid filter. */
 export function resolveFilter(ns: string, filter: EventFilter, registry: EventRegistry<unknown>): ResolvedFilter {
+  // A misspelt or stray key (`sessionId`, `loops`) would otherwise widen the filter silently.
+  const stray = Object.keys(filter).find((k) => !FILTER_KEYS.has(k));
+  if (stray !== undefined) throw new OptionsError("filter", `${JSON.stringify(stray)} is not a filter field (${[...FILTER_KEYS].join(", ")})`);
   if (filter.enduring === undefined && filter.ephemeral === undefined) {
     throw new OptionsError("filter", "select at least one of enduring and ephemeral");
   }

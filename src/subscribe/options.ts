@@ -77,17 +77,29 @@ export type SubscriptionReport =
    */
   | { readonly kind: "gap_closed"; readonly fromSeq: number; readonly toSeq: number; readonly reason: "gap" | "reconnect" | "leader_elected" | "slow_reader" };
 
-export function parseSubscribeOptions(options: SubscribeOptions): SubscribeSettings {
-  const { onReport: _onReport, ...rest } = options;
-  const r = subscribeShape.safeParse(rest);
+/** Options parsed by `shape`; the first problem is an OptionsError naming the option. */
+export function parseOptions<S extends z.ZodType>(shape: S, options: unknown): z.output<S> {
+  const r = shape.safeParse(options);
   if (!r.success) {
     const issue = r.error.issues[0]!;
     throw new OptionsError(issue.path.join(".") || "options", issue.message);
   }
-  if (r.data.durable === undefined) {
+  return r.data;
+}
+
+/** `onReport`, checked apart from the data options: zod does not describe functions. */
+export function checkOnReport(onReport: unknown): void {
+  if (onReport !== undefined && typeof onReport !== "function") throw new OptionsError("onReport", "must be a function");
+}
+
+export function parseSubscribeOptions(options: SubscribeOptions): SubscribeSettings {
+  const { onReport, ...rest } = options;
+  checkOnReport(onReport);
+  const settings = parseOptions(subscribeShape, rest);
+  if (settings.durable === undefined) {
     for (const k of ["ackWaitMs", "maxDeliver", "backoffMs", "maxAckPending"] as const) {
-      if (r.data[k] !== undefined) throw new OptionsError(k, "applies to durable subscriptions only");
+      if (settings[k] !== undefined) throw new OptionsError(k, "applies to durable subscriptions only");
     }
   }
-  return r.data;
+  return settings;
 }

@@ -1,67 +1,75 @@
 /**
- * A bounded, ordered read of the journal: from a sequence to a sequence (or to the end
- * of the journal as it stood when the replay began), then it ends.
+ * A bounded, ordered read of the journal: the events a filter selects (the filter of
+ * `subscribeEvents`, its enduring part) from a sequence to a sequence, or to the end of the
+ * journal as it stood when the replay began; then it ends. It reads through the same path
+ * as a live subscription's history (journal-read.ts).
  */
-import { jetstream } from "@nats-io/jetstream";
+import { z } from "zod";
 import type { BusContext } from "../bus-context.js";
 import { OptionsError } from "../errors.js";
-import { decodeMessage, type Delivery } from "./delivery.js";
-import { resolveFilter } from "./filter.js";
-import { readJournalRange } from "./journal-range.js";
-import type { SubscriptionReport } from "./options.js";
+import type { EventRegistry } from "../events/registry.js";
+import { decodeContext, type Delivery } from "./delivery.js";
+import { type EventFilter, resolveFilter } from "./filter.js";
+import { type JournalReader, readDeliveries } from "./journal-read.js";
+import { checkOnReport, parseOptions, type SubscriptionReport } from "./options.js";
 
-export interface ReplayRequest {
-  /** One session; omit (with `sessions`) for several or all. */
-  readonly sessionId?: string | undefined;
-  readonly sessions?: "all" | Iterable<string> | undefined;
-  /** Only these loops (session-scoped events always pass). Default: all loops. */
-  readonly loops?: Iterable<string> | undefined;
-  readonly types?: Iterable<string> | undefined;
-  readonly families?: Iterable<string> | undefined;
+/** The range of a replay and how it reads. */
+export interface ReplayOptions {
   /** First journal sequence. Default 1. */
   readonly fromSeq?: number | undefined;
-  /** Last journal sequence, inclusive. Default: the journal's last sequence when the replay begins. */
+  /** Last journal sequence, inclusive, not below `fromSeq`. Default: the journal's last sequence when the replay begins. */
   readonly toSeq?: number | undefined;
-  readonly includeInternal?: boolean | undefined;
-  /** Malformed messages in the range are reported here and skipped. */
+  /** Malformed messages in the range are reported here (`poison`) and skipped. */
   readonly onReport?: ((report: SubscriptionReport) => void) | undefined;
   /** Messages pulled at once. Default 512. */
   readonly batch?: number | undefined;
 }
 
-function checkSeq(name: string, v: number | undefined): void {
-  if (v !== undefined && (!Number.isSafeInteger(v) || v < 1)) throw new OptionsError(name, "must be a positive integer");
+const replayShape = z
+  .object({
+    fromSeq: z.number().int().min(1).optional(),
+    toSeq: z.number().int().min(1).optional(),
+    batch: z.number().int().min(1).max(10_000).optional(),
+  })
+  .strict();
+
+/** What the journal never holds, named for the filter part that asked for it. */
+const NEVER_STORED = "previews are never stored in the journal, so replay cannot return them (subscribeEvents delivers them as they happen)";
+
+/**
+ * Refuses a filter a replay cannot serve: one with an ephemeral part (an `ephemeral`
+ * scope, a preview type, a family of previews only) would select nothing, silently; one
+ * without an enduring part reads nothing. Returns the filter with its lists read once
+ * (an iterable may be a generator).
+ */
+export function checkReplayFilter(registry: EventRegistry<unknown>, filter: EventFilter): EventFilter {
+  if (filter.ephemeral !== undefined) throw new OptionsError("ephemeral", NEVER_STORED);
+  if (filter.enduring === undefined) throw new OptionsError("enduring", 'replay reads the journal: give "all" or { loops: [...] }');
+  const types = filter.types === undefined ? undefined : [...filter.types];
+  const families = filter.families === undefined ? undefined : [...filter.families];
+  for (const t of types ?? []) {
+    if (registry.get(t)?.class === "ephemeral") throw new OptionsError("types", `${t} is a live preview: ${NEVER_STORED}`);
+  }
+  for (const f of families ?? []) {
+    const members = [...registry.types()].filter((d) => d.family === f);
+    if (members.length > 0 && members.every((d) => d.class === "ephemeral")) throw new OptionsError("families", `${f} holds live previews only: ${NEVER_STORED}`);
+  }
+  return { ...filter, types, families };
 }
 
-export async function* replay<E>(bus: BusContext<E>, request: ReplayRequest): AsyncGenerator<Delivery<E>, void, undefined> {
-  checkSeq("fromSeq", request.fromSeq);
-  checkSeq("toSeq", request.toSeq);
-  if (request.sessionId !== undefined && request.sessions !== undefined) throw new OptionsError("sessionId", "give sessionId or sessions, not both");
-  const sessions = request.sessionId !== undefined ? [request.sessionId] : request.sessions;
-  const resolved = resolveFilter(
-    bus.namespace,
-    {
-      enduring: request.loops === undefined ? "all" : { loops: request.loops },
-      sessions,
-      types: request.types,
-      families: request.families,
-      includeInternal: request.includeInternal,
-    },
-    bus.registry,
-  );
-  const fromSeq = request.fromSeq ?? 1;
-  const toSeq = request.toSeq ?? Number.MAX_SAFE_INTEGER;
-  if (fromSeq > toSeq) return;
-  const decode = { namespace: bus.namespace, registry: bus.registry, maxEventBytes: bus.settings.maxEventBytes, includeInternal: resolved.includeInternal };
-  const range = { subjects: resolved.journalSubjects, from: { seq: fromSeq }, toSeq, batch: request.batch ?? 512 };
-  for await (const m of readJournalRange(jetstream(bus.nc), bus.stream, range, "starting a replay")) {
-    const seq = m.seq;
-    const d = decodeMessage(decode, m.subject, m.data);
-    if (!d.ok) {
-      bus.log.warn({ journalSeq: seq, subject: m.subject, code: d.error.code }, "replay skipped a malformed message");
-      request.onReport?.({ kind: "poison", journalSeq: seq, subject: m.subject, error: d.error });
-    } else if (!d.skip) {
-      yield { event: d.event, journalSeq: seq, subject: m.subject };
-    }
-  }
+/** Checks the filter and options now (OptionsError), then reads. */
+export function replay<E>(bus: BusContext<E>, filter: EventFilter, options: ReplayOptions = {}): AsyncGenerator<Delivery<E>, void, undefined> {
+  const { onReport, ...rest } = options;
+  checkOnReport(onReport);
+  const { fromSeq = 1, toSeq = Number.MAX_SAFE_INTEGER, batch = 512 } = parseOptions(replayShape, rest);
+  if (fromSeq > toSeq) throw new OptionsError("toSeq", `${toSeq} is below fromSeq ${fromSeq}: the range is empty`);
+  const resolved = resolveFilter(bus.namespace, checkReplayFilter(bus.registry, filter), bus.registry);
+  const reader: JournalReader<E> = {
+    js: bus.js,
+    stream: bus.stream,
+    decode: decodeContext(bus, resolved.includeInternal),
+    log: bus.log.child({ component: "replay" }),
+    report: (r) => onReport?.(r),
+  };
+  return readDeliveries(reader, { subjects: resolved.journalSubjects, from: { seq: fromSeq }, toSeq, batch }, "starting a replay");
 }

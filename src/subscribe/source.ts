@@ -36,7 +36,7 @@ export interface Source {
   stop(): Promise<void>;
 }
 
-export function reportPoison<E>(ctx: SourceContext<E>, journalSeq: number, subject: string, error: DeliveryFailure): void {
+export function reportPoison(ctx: Pick<SourceContext<unknown>, "log" | "report">, journalSeq: number, subject: string, error: DeliveryFailure): void {
   // The payload is never logged: it may be exactly what must not leak.
   ctx.log.warn({ journalSeq, subject, code: error.code, reason: error.message }, "skipped a malformed message");
   ctx.report({ kind: "poison", journalSeq, subject, error });

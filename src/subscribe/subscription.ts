@@ -1,15 +1,15 @@
 /**
  * A subscription: an async iterable of deliveries merged from the journal consumer and
  * the live subscriptions, with `close()` (idempotent) and `err()` (why it ended; nothing
- * after an intentional close). It mirrors the Go runtime's `session.SubscribeEvents`.
+ * after an intentional close). It mirrors the Go runtime's `session.SubscribeEvents`. A
+ * subscription that fails ends its reader's iteration with the error, once what was
+ * buffered has been read: a `for await` loop cannot mistake a failure for the end.
  */
-import { jetstream, type JetStreamClient } from "@nats-io/jetstream";
-import type { NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "pino";
 import type { BusContext } from "../bus-context.js";
 import { ConnectionClosedError, OptionsError, PermissionDeniedError } from "../errors.js";
 import type { JetloopEvent } from "../events/catalogue.js";
-import type { Delivery, DurableDelivery } from "./delivery.js";
+import { decodeContext, type Delivery, type DurableDelivery } from "./delivery.js";
 import { DeliveryQueue } from "./delivery-queue.js";
 import { DurableSource } from "./durable-source.js";
 import { FeedSource } from "./feed-source.js";
@@ -19,15 +19,22 @@ import { type SubscribeOptions, parseSubscribeOptions, type SubscriptionReport }
 import type { Source, SourceContext } from "./source.js";
 import type { ConsumerFigures } from "../streams/consumer-figures.js";
 
-// One JetStream client per connection and one logger per bus for all live subscriptions:
-// ten thousand viewers in a process should not carry ten thousand of each.
-const jetstreamClients = new WeakMap<NatsConnection, JetStreamClient>();
+// One logger per bus for all live subscriptions: ten thousand viewers in a process should
+// not carry ten thousand.
 const liveLogs = new WeakMap<Logger, Logger>();
 
-function shared<K extends object, V>(cache: WeakMap<K, V>, key: K, make: () => V): V {
-  let v = cache.get(key);
-  if (v === undefined) cache.set(key, (v = make()));
-  return v;
+function liveLog(log: Logger): Logger {
+  let child = liveLogs.get(log);
+  if (child === undefined) liveLogs.set(log, (child = log.child({ component: "subscription" })));
+  return child;
+}
+
+// The constructor is private, so a subscription is handed out started, by subscribe() only.
+let open: <E>(bus: BusContext<E>, filter: EventFilter, options: SubscribeOptions) => Promise<Subscription<E>>;
+
+/** Opens a subscription: resolves once it is in place (what is published from then on is delivered). */
+export function subscribe<E>(bus: BusContext<E>, filter: EventFilter, options: SubscribeOptions = {}): Promise<Subscription<E>> {
+  return open(bus, filter, options);
 }
 
 export interface SubscriptionStats {
@@ -42,6 +49,10 @@ export interface SubscriptionStats {
 }
 
 export class Subscription<E = JetloopEvent, D extends Delivery<E> = Delivery<E>> implements AsyncIterable<D> {
+  static {
+    open = <T>(bus: BusContext<T>, filter: EventFilter, options: SubscribeOptions) => new Subscription<T>(bus, filter, options).#start();
+  }
+
   readonly #bus: BusContext<E>;
   readonly #queue: DeliveryQueue<Delivery<E>>;
   readonly #onReport: ((r: SubscriptionReport) => void) | undefined;
@@ -55,10 +66,10 @@ export class Subscription<E = JetloopEvent, D extends Delivery<E> = Delivery<E>>
   #poison = 0;
   #parked = 0;
   #unlisten: (() => void) | undefined;
+  #unregister: (() => void) | undefined;
   readonly #ctx: SourceContext<E>;
 
-  /** @internal Use `bus.subscribeEvents` or `bus.session(id).subscribeEvents`. */
-  constructor(bus: BusContext<E>, filter: EventFilter, options: SubscribeOptions) {
+  private constructor(bus: BusContext<E>, filter: EventFilter, options: SubscribeOptions) {
     const settings = parseSubscribeOptions(options);
     const resolved = resolveFilter(bus.namespace, filter, bus.registry);
     this.#bus = bus;
@@ -67,18 +78,18 @@ export class Subscription<E = JetloopEvent, D extends Delivery<E> = Delivery<E>>
     this.#queue = new DeliveryQueue(settings.enduringBuffer ?? (settings.durable ? 16 : 256), settings.ephemeralBuffer);
     this.#ctx = {
       nc: bus.nc,
-      js: shared(jetstreamClients, bus.nc, () => jetstream(bus.nc)),
+      js: bus.js,
       jsm: () => bus.jetstreamManager(),
       stream: bus.stream,
       lastSeq: () => bus.journalPosition.lastSeq(),
       journalState: () => bus.journalPosition.state(),
       feeds: bus.feeds,
-      decode: { namespace: bus.namespace, registry: bus.registry, maxEventBytes: bus.settings.maxEventBytes, includeInternal: resolved.includeInternal },
+      decode: decodeContext(bus, resolved.includeInternal),
       queue: this.#queue,
       settings,
       log: settings.durable
         ? bus.log.child({ component: "subscription", durable: settings.durable })
-        : shared(liveLogs, bus.log, () => bus.log.child({ component: "subscription" })),
+        : liveLog(bus.log),
       report: (r) => this.#report(r),
       fail: (e) => this.#fail(e),
     };
@@ -92,8 +103,10 @@ export class Subscription<E = JetloopEvent, D extends Delivery<E> = Delivery<E>>
     if (resolved.liveSubjects.length > 0) this.#live = new LiveSource(this.#ctx, resolved.liveSubjects);
   }
 
-  /** @internal Starts the sources; the bus awaits this before handing the subscription out. */
-  async start(): Promise<this> {
+  /** Starts the sources; `subscribe` awaits this before handing the subscription out. */
+  async #start(): Promise<this> {
+    // Closing the bus closes its subscriptions on purpose: their readers end quietly.
+    this.#unregister = this.#bus.onClose(() => this.close());
     this.#unlisten = this.#bus.onPermissionViolation((e) => {
       if (e.operation === "subscription" && (this.#live?.owns(e.subject) || this.#feed?.owns(e.subject))) this.#fail(new PermissionDeniedError("subscribe", e.subject, { cause: e }));
     });
@@ -117,6 +130,8 @@ export class Subscription<E = JetloopEvent, D extends Delivery<E> = Delivery<E>>
       next: async () => {
         const r = await this.#queue.next();
         if (!r.done) this.#delivered++;
+        // Drained after a failure: the reader's loop rejects with it; after close() it just ends.
+        else if (this.#error !== undefined && !this.#closed) throw this.#error;
         return r as IteratorResult<D>;
       },
       return: async () => {
@@ -126,12 +141,10 @@ export class Subscription<E = JetloopEvent, D extends Delivery<E> = Delivery<E>>
     };
   }
 
-  /** The Go runtime's `sub.Events()`: the subscription is itself the iterable. */
-  events(): AsyncIterable<D> {
-    return this;
-  }
-
-  /** Why the subscription ended, or undefined (still running, or closed on purpose). */
+  /**
+   * Why the subscription ended, or undefined (still running, or closed on purpose): the
+   * error its iteration rejected with.
+   */
   err(): Error | undefined {
     return this.#error;
   }
@@ -172,7 +185,7 @@ export class Subscription<E = JetloopEvent, D extends Delivery<E> = Delivery<E>>
     this.#filter = filter;
   }
 
-  /** Stops delivery and releases the consumer. Idempotent; `err()` stays as it was. */
+  /** Stops delivery and releases the consumer; the reader's loop ends quietly. Idempotent; `err()` stays as it was. */
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
@@ -182,6 +195,7 @@ export class Subscription<E = JetloopEvent, D extends Delivery<E> = Delivery<E>>
 
   async #shutdown(): Promise<void> {
     this.#unlisten?.();
+    this.#unregister?.();
     this.#queue.end();
     await Promise.allSettled([this.#live?.stop(), this.#enduring?.stop()]);
   }

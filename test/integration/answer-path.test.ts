@@ -86,7 +86,7 @@ describe("answer path", () => {
     const raw = await bus.nc.request(`${bus.namespace}.cmd.${sessionId}.${loopId}.answer`, new TextEncoder().encode('{"kind":"permission","command_id":"' + newId() + '","tool_execution_id":"' + toolExecutionId + '","effect":"approve","grant_token":"x"}'));
     expect(new TextDecoder().decode(raw.data)).toContain("COMMAND_INVALID");
     const decided = [];
-    for await (const d of session.replay({ types: ["PermissionDecided", "GateResolved"] })) decided.push(d.event.type);
+    for await (const d of session.replay({ enduring: "all", types: ["PermissionDecided", "GateResolved"] })) decided.push(d.event.type);
     expect(decided).toEqual(["GateResolved", "PermissionDecided"]);
     await gates.close();
   });

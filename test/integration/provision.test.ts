@@ -8,7 +8,8 @@ import {
   createEvent,
   declaredStreamConfig,
   diffStreamConfig,
-  Jetloop,
+  fromConnection,
+  type Jetloop,
   JetloopError,
   newId,
   ProvisionDriftError,
@@ -33,7 +34,7 @@ afterAll(async () => {
 
 /** A bus on a namespace of its own; its stream is deleted after the file. */
 function freshBus(options: { maxEventBytes?: number } = {}): Jetloop {
-  const bus = Jetloop.fromConnection(nc, { namespace: uniqueNamespace(), ...options });
+  const bus = fromConnection(nc, { namespace: uniqueNamespace(), ...options });
   created.push(bus.stream, bus.parked.stream);
   return bus;
 }
@@ -139,7 +140,7 @@ describe("provision", () => {
   it("reports a bus with another maxEventBytes as max_msg_size drift", async () => {
     const bus = freshBus();
     await bus.provision();
-    const bigger = Jetloop.fromConnection(nc, { namespace: bus.namespace, maxEventBytes: 4 * 1024 * 1024 });
+    const bigger = fromConnection(nc, { namespace: bus.namespace, maxEventBytes: 4 * 1024 * 1024 });
     expect(await bigger.provision({ mode: "verify" })).toMatchObject({
       stream: bus.stream,
       action: "drifted",

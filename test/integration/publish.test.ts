@@ -11,7 +11,8 @@ import {
   createEvent,
   EventEncodeError,
   EventValidationError,
-  Jetloop,
+  fromConnection,
+  type Jetloop,
   marshalEvent,
   MessageTooLargeError,
   newId,
@@ -190,7 +191,7 @@ describe("an enduring append", () => {
   });
 
   it("keeps the order when appends wait for an in-flight slot (maxInFlight 4)", async () => {
-    const narrow = Jetloop.fromConnection(nc, { namespace: ns, maxInFlight: 4 });
+    const narrow = fromConnection(nc, { namespace: ns, maxInFlight: 4 });
     try {
       const c = coords();
       const events = Array.from({ length: 200 }, () => decided(c));
@@ -400,7 +401,7 @@ describe("bad input gets a typed error and nothing is published", () => {
   });
 
   it("an event over maxEventBytes: EventEncodeError too_large", async () => {
-    const small = Jetloop.fromConnection(nc, { namespace: ns, maxEventBytes: 1024 });
+    const small = fromConnection(nc, { namespace: ns, maxEventBytes: 1024 });
     try {
       const before = await messageCount();
       const err = await rejection(small.publish(decided(coords(), { reason: "x".repeat(2000) })));
@@ -451,7 +452,7 @@ describe("bad input gets a typed error and nothing is published", () => {
         expect(err).toMatchObject({ code: "OPTIONS_INVALID", option });
         expect(Date.now() - started).toBeLessThan(500);
         // And over a connection the caller owns, synchronously.
-        expect(() => Jetloop.fromConnection(nc, options as Parameters<typeof connect>[0])).toThrow(OptionsError);
+        expect(() => fromConnection(nc, options as Parameters<typeof connect>[0])).toThrow(OptionsError);
       }
       expect(accepted).toBe(0);
     } finally {
@@ -460,7 +461,7 @@ describe("bad input gets a typed error and nothing is published", () => {
   });
 
   it("before provisioning: NotProvisionedError at once, not after the publish deadline", async () => {
-    const other = Jetloop.fromConnection(nc, { namespace: uniqueNamespace(), publishDeadlineMs: 30_000 });
+    const other = fromConnection(nc, { namespace: uniqueNamespace(), publishDeadlineMs: 30_000 });
     try {
       const started = Date.now();
       const err = await rejection(other.publish(decided(coords())));
@@ -480,7 +481,7 @@ describe("bad input gets a typed error and nothing is published", () => {
     const before = await messageCount();
     const owned = await connect({ servers: natsServers(), namespace: ns });
     await owned.close();
-    const borrowed = Jetloop.fromConnection(nc, { namespace: ns });
+    const borrowed = fromConnection(nc, { namespace: ns });
     await borrowed.close();
     const live = await watchLive();
     for (const closed of [owned, borrowed]) {
@@ -493,7 +494,7 @@ describe("bad input gets a typed error and nothing is published", () => {
       expect(await rejection(closed.publishAll([decided(c)]))).toBeInstanceOf(ConnectionClosedError);
     }
     // Nothing went out on the borrowed connection before a control sent on it.
-    const control = Jetloop.fromConnection(nc, { namespace: ns });
+    const control = fromConnection(nc, { namespace: ns });
     expect(await live.untilControl(control)).toEqual([]);
     await control.close();
     expect(nc.isClosed()).toBe(false);

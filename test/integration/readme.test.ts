@@ -9,6 +9,7 @@ import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { natsUrl } from "../harness/context.js";
+import { oldestNode, refusedEngines } from "../harness/engines.js";
 
 const run = promisify(execFile);
 const repo = resolve(import.meta.dirname, "../..");
@@ -22,6 +23,8 @@ function tsBlocks(markdown: string): string[] {
 let work: string;
 let app: string;
 let blocks: string[];
+/** What `npm install` of the packed package printed. */
+let install: string;
 
 async function runNode(file: string): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
@@ -46,7 +49,8 @@ beforeAll(async () => {
   app = join(work, "app");
   await mkdir(app);
   await writeFile(join(app, "package.json"), JSON.stringify({ name: "readme-app", private: true, type: "module" }));
-  await run("npm", ["install", "--prefer-offline", "--no-audit", "--no-fund", "--ignore-scripts", tarball, "@types/node@20"], { cwd: app });
+  const installed = await run("npm", ["install", "--prefer-offline", "--no-audit", "--no-fund", "--ignore-scripts", tarball, "@types/node@20"], { cwd: app });
+  install = `${installed.stdout}${installed.stderr}`;
   await writeFile(
     join(app, "tsconfig.json"),
     JSON.stringify({
@@ -63,6 +67,12 @@ afterAll(async () => {
 });
 
 describe("README.md", () => {
+  it("installs without an engine warning: every dependency a user gets admits the oldest Node supported", () => {
+    expect(install).not.toContain("EBADENGINE");
+    // The same on a newer Node, where npm would not warn.
+    expect(refusedEngines(join(app, "package-lock.json"), oldestNode())).toEqual([]);
+  });
+
   it("has TypeScript blocks, and all of them type-check against the packed package", async () => {
     expect(blocks.length).toBeGreaterThanOrEqual(4);
     const result = await run(process.execPath, [tsc, "-p", "tsconfig.json"], { cwd: app }).then(

@@ -1,4 +1,5 @@
-// Replay: a bounded, ordered read of the journal that ends.
+// Replay: a bounded, ordered read of the journal that ends, taking the filter of
+// subscribeEvents and a range.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   connect,
@@ -6,9 +7,10 @@ import {
   newId,
   OptionsError,
   type Delivery,
+  type EventFilter,
   type Jetloop,
   type JetloopEvent,
-  type ReplayRequest,
+  type ReplayOptions,
 } from "../../src/index.js";
 import { natsServers, uniqueNamespace } from "../harness/context.js";
 import { waitFor } from "../harness/async.js";
@@ -58,11 +60,24 @@ function loopEvents(sessionId: string, loopId: string, i: number): JetloopEvent[
 }
 
 /** Collects a replay, timing how long it took to end. */
-async function collect(request: ReplayRequest): Promise<{ got: Delivery<JetloopEvent>[]; ms: number }> {
+async function collect(filter: EventFilter, options?: ReplayOptions): Promise<{ got: Delivery<JetloopEvent>[]; ms: number }> {
   const t = Date.now();
   const got: Delivery<JetloopEvent>[] = [];
-  for await (const d of bus.replay(request)) got.push(d);
+  for await (const d of bus.replay(filter, options)) got.push(d);
   return { got, ms: Date.now() - t };
+}
+
+/** Session S1's journal events, narrowed by `more`. */
+const s1 = (more: Omit<EventFilter, "sessions"> = {}): EventFilter => ({ enduring: "all", ...more, sessions: [S1] });
+
+/** What `call` threw synchronously (undefined when it returned). */
+function thrown(call: () => unknown): unknown {
+  try {
+    call();
+  } catch (e) {
+    return e;
+  }
+  return undefined;
 }
 
 const seqs = (xs: readonly { seq?: number; journalSeq?: number }[]) => xs.map((x) => x.seq ?? x.journalSeq);
@@ -102,7 +117,7 @@ describe("replay", () => {
   });
 
   it("one session, whole journal: every visible event of it, in order, with its journal sequence", async () => {
-    const { got } = await collect({ sessionId: S1 });
+    const { got } = await collect(s1());
     const want = journal.filter((s) => inS1(s) && visible(s));
     expect(seqs(got)).toEqual(seqs(want));
     expect(got.map((d) => d.event.eventId)).toEqual(want.map((s) => s.eventId));
@@ -112,7 +127,7 @@ describe("replay", () => {
   it("a bounded range: fromSeq and toSeq inclusive", async () => {
     const from = 10;
     const to = 30;
-    const { got } = await collect({ sessionId: S1, fromSeq: from, toSeq: to });
+    const { got } = await collect(s1(), { fromSeq: from, toSeq: to });
     expect(seqs(got)).toEqual(seqs(journal.filter((s) => inS1(s) && visible(s) && s.seq >= from && s.seq <= to)));
     expect(got[0]!.journalSeq).toBeGreaterThanOrEqual(from);
     expect(got.at(-1)!.journalSeq).toBeLessThanOrEqual(to);
@@ -120,14 +135,14 @@ describe("replay", () => {
 
   it("the range bounds are sequences, matching or not", async () => {
     const target = journal.find((s) => inS1(s) && s.loopId === B && s.type === "StepDone")!;
-    const exact = await collect({ sessionId: S1, loops: [B], types: ["StepDone"], fromSeq: target.seq, toSeq: target.seq });
+    const exact = await collect(s1({ enduring: { loops: [B] }, types: ["StepDone"] }), { fromSeq: target.seq, toSeq: target.seq });
     expect(seqs(exact.got)).toEqual([target.seq]);
-    const before = await collect({ sessionId: S1, loops: [B], types: ["StepDone"], fromSeq: target.seq - 1, toSeq: target.seq - 1 });
+    const before = await collect(s1({ enduring: { loops: [B] }, types: ["StepDone"] }), { fromSeq: target.seq - 1, toSeq: target.seq - 1 });
     expect(before.got).toEqual([]);
   });
 
   it("loops: only the selected loops, plus session-scoped events", async () => {
-    const { got } = await collect({ sessionId: S1, loops: [A] });
+    const { got } = await collect(s1({ enduring: { loops: [A] } }));
     const want = journal.filter((s) => inS1(s) && visible(s) && (s.loopId === A || s.loopId === undefined));
     expect(seqs(got)).toEqual(seqs(want));
     expect(got.some((d) => d.event.loopId === undefined)).toBe(true);
@@ -135,58 +150,57 @@ describe("replay", () => {
   });
 
   it("types and families narrow the range", async () => {
-    const types = await collect({ sessionId: S1, types: ["PermissionDecided", "SessionStopped"], fromSeq: 5 });
+    const types = await collect(s1({ types: ["PermissionDecided", "SessionStopped"] }), { fromSeq: 5 });
     expect(seqs(types.got)).toEqual(seqs(journal.filter((s) => inS1(s) && s.seq >= 5 && ["PermissionDecided", "SessionStopped"].includes(s.type))));
-    const families = await collect({ sessionId: S1, loops: [B], families: ["gate"] });
+    const families = await collect(s1({ enduring: { loops: [B] }, families: ["gate"] }));
     expect(seqs(families.got)).toEqual(seqs(journal.filter((s) => inS1(s) && s.loopId === B && s.type.startsWith("Gate"))));
     expect(families.got).toHaveLength(8);
   });
 
   it("several sessions, and all sessions", async () => {
-    const several = await collect({ sessions: [S1, S2], toSeq: 20 });
+    const several = await collect({ enduring: "all", sessions: [S1, S2] }, { toSeq: 20 });
     expect(seqs(several.got)).toEqual(seqs(journal.filter((s) => visible(s) && s.seq <= 20)));
-    const all = await collect({ sessions: "all" });
+    const all = await collect({ enduring: "all", sessions: "all" });
     expect(seqs(all.got)).toEqual(seqs(journal.filter(visible)));
-    const handle = await collect({ sessions: [S2] });
+    const handle = await collect({ enduring: "all", sessions: [S2] });
     const viaHandle: number[] = [];
-    for await (const d of bus.session(S2).replay()) viaHandle.push(d.journalSeq);
+    for await (const d of bus.session(S2).replay({ enduring: "all" })) viaHandle.push(d.journalSeq);
     expect(viaHandle).toEqual(seqs(handle.got));
   });
 
   it("internal events only for a trusted caller", async () => {
     const internal = journal.filter((s) => s.internal);
     expect(internal).toHaveLength(1);
-    const plain = await collect({ sessionId: S1, loops: [A] });
+    const plain = await collect(s1({ enduring: { loops: [A] } }));
     expect(seqs(plain.got)).not.toContain(internal[0]!.seq);
-    const trusted = await collect({ sessionId: S1, loops: [A], includeInternal: true });
+    const trusted = await collect(s1({ enduring: { loops: [A] }, includeInternal: true }));
     expect(seqs(trusted.got)).toEqual(seqs(journal.filter((s) => inS1(s) && (s.loopId === A || s.loopId === undefined))));
     expect(trusted.got.find((d) => d.journalSeq === internal[0]!.seq)!.event.visibility).toBe("internal");
   });
 
   it("an empty range ends at once", async () => {
-    const cases: ReplayRequest[] = [
-      { sessionId: S1, fromSeq: 20, toSeq: 10 },
-      { sessionId: S1, loops: [newId()], types: ["StepDone"] },
-      { sessionId: S3 },
-      { sessionId: S1, fromSeq: journal.length, toSeq: journal.length }, // the last event is S2's
-      { sessionId: S1, fromSeq: journal.length + 1 },
+    const cases: [EventFilter, ReplayOptions?][] = [
+      [s1({ enduring: { loops: [newId()] }, types: ["StepDone"] })],
+      [{ enduring: "all", sessions: [S3] }],
+      [s1(), { fromSeq: journal.length, toSeq: journal.length }], // the last event is S2's
+      [s1(), { fromSeq: journal.length + 1 }],
     ];
-    for (const c of cases) {
-      const { got, ms } = await collect(c);
-      expect(got, JSON.stringify(c)).toEqual([]);
+    for (const [filter, options] of cases) {
+      const { got, ms } = await collect(filter, options);
+      expect(got, JSON.stringify([filter, options])).toEqual([]);
       expect(ms).toBeLessThan(1000);
     }
   });
 
   it("a range beyond the end ends with the last event", async () => {
-    const { got, ms } = await collect({ sessionId: S1, fromSeq: 30, toSeq: journal.length + 1000 });
+    const { got, ms } = await collect(s1(), { fromSeq: 30, toSeq: journal.length + 1000 });
     expect(seqs(got)).toEqual(seqs(journal.filter((s) => inS1(s) && visible(s) && s.seq >= 30)));
     expect(ms).toBeLessThan(2000);
   });
 
   it("events published during the replay, beyond the snapshot, are not included", async () => {
     const snapshot = journal.length;
-    const it = bus.replay({ sessionId: S1, batch: 2 });
+    const it = bus.replay(s1(), { batch: 2 });
     const got: number[] = [];
     const published: number[] = [];
     for await (const d of it) {
@@ -200,13 +214,13 @@ describe("replay", () => {
     expect(Math.min(...published)).toBeGreaterThan(snapshot);
     expect(got).toEqual(seqs(journal.filter((s) => inS1(s) && visible(s) && s.seq <= snapshot)));
     // They are in the journal, for the next replay.
-    const { got: next } = await collect({ sessionId: S1, fromSeq: snapshot + 1 });
+    const { got: next } = await collect(s1(), { fromSeq: snapshot + 1 });
     expect(seqs(next)).toEqual(published);
   });
 
   it("breaking out early ends the replay cleanly", async () => {
     const got: number[] = [];
-    for await (const d of bus.replay({ sessionId: S1, batch: 4 })) {
+    for await (const d of bus.replay(s1(), { batch: 4 })) {
       got.push(d.journalSeq);
       if (got.length === 3) break;
     }
@@ -214,27 +228,58 @@ describe("replay", () => {
   });
 
   it("leaves no consumer on the stream, however it ended", async () => {
-    await collect({ sessionId: S1 });
-    await collect({ sessionId: S3 }); // empty
-    for await (const _d of bus.replay({ sessionId: S1, batch: 2 })) break;
+    await collect(s1());
+    await collect({ enduring: "all", sessions: [S3] }); // empty
+    for await (const _d of bus.replay(s1(), { batch: 2 })) break;
     const jsm = await bus.jetstreamManager();
     // Deleted as each replay ends, not after the server's inactivity timeout (minutes).
     await waitFor("the replay consumers to be deleted", async () => (await jsm.streams.info(bus.stream)).state.consumer_count === 0, 5_000);
   });
 
-  it("refuses invalid requests", async () => {
-    const bad: ReplayRequest[] = [
-      { fromSeq: 0 },
-      { toSeq: -1 },
-      { fromSeq: 1.5 },
-      { sessionId: S1, sessions: [S2] },
-      { sessionId: "not-a-uuid" },
-      { loops: [A.toUpperCase()] },
-      { types: [] },
-      { types: ["NoSuchType"] },
+  it("takes the filter of subscribeEvents: the same filter replays what a subscription from the start delivers", async () => {
+    const filter: EventFilter = { enduring: { loops: [A] }, sessions: [S1], types: ["PermissionDecided", "StepDone"] };
+    const { got } = await collect(filter);
+    expect(got.length).toBeGreaterThan(0);
+    const sub = await bus.subscribeEvents(filter, { start: "all" });
+    const followed: number[] = [];
+    for await (const d of sub) if (followed.push(d.journalSeq) === got.length) break;
+    expect(followed).toEqual(seqs(got));
+  });
+
+  it("checks filter and options at the call, before any read (OptionsError naming the option)", () => {
+    const refused: [EventFilter, ReplayOptions | undefined, string][] = [
+      [s1(), { fromSeq: 0 }, "fromSeq"],
+      [s1(), { toSeq: -1 }, "toSeq"],
+      [s1(), { fromSeq: 1.5 }, "fromSeq"],
+      [s1(), { fromSeq: 20, toSeq: 10 }, "toSeq"],
+      [s1(), { batch: 0 }, "batch"],
+      [s1(), { sessionId: S1 } as ReplayOptions, "options"],
+      [s1(), { onReport: "log" } as unknown as ReplayOptions, "onReport"],
+      [{ enduring: "all", sessionId: S1 } as EventFilter, undefined, "filter"],
+      [{ sessions: [S1] }, undefined, "enduring"],
+      [{ enduring: "all", sessions: ["not-a-uuid"] }, undefined, "sessions"],
+      [{ enduring: { loops: [A.toUpperCase()] } }, undefined, "enduring.loops"],
+      [s1({ types: [] }), undefined, "types"],
+      [s1({ types: ["NoSuchType"] }), undefined, "types"],
     ];
-    for (const request of bad) {
-      await expect(collect(request), JSON.stringify(request)).rejects.toBeInstanceOf(OptionsError);
+    for (const [filter, options, option] of refused) {
+      const e = thrown(() => bus.replay(filter, options));
+      expect(e, JSON.stringify([filter, options])).toBeInstanceOf(OptionsError);
+      expect((e as OptionsError).option).toBe(option);
+    }
+  });
+
+  it("refuses a filter with an ephemeral part: previews are never stored", () => {
+    for (const [filter, option] of [
+      [{ enduring: "all", ephemeral: "all" }, "ephemeral"],
+      [{ ephemeral: { loops: [A] } }, "ephemeral"],
+      [s1({ types: ["StepDone", "ToolCallStarted"] }), "types"],
+    ] as [EventFilter, string][]) {
+      const e = thrown(() => bus.replay(filter));
+      expect(e, JSON.stringify(filter)).toBeInstanceOf(OptionsError);
+      expect(e).toMatchObject({ code: "OPTIONS_INVALID", option });
+      expect((e as Error).message).toContain("previews are never stored in the journal");
+      expect(() => bus.session(S1).replay(filter)).toThrow(/previews are never stored in the journal/);
     }
   });
 });

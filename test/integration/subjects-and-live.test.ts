@@ -10,7 +10,8 @@ import {
   encodeEvent,
   filterSubject,
   HEADER_LAST_JOURNAL_SEQ,
-  Jetloop,
+  fromConnection,
+  type Jetloop,
   newId,
   NO_LOOP,
   NotProvisionedError,
@@ -179,7 +180,7 @@ describe("ephemeral events", () => {
   });
 
   it("are captured by a journal stream widened by hand to the live subjects — provision reports that drift and undoes it", async () => {
-    const own = Jetloop.fromConnection(nc, { namespace: uniqueNamespace() });
+    const own = fromConnection(nc, { namespace: uniqueNamespace() });
     extraStreams.push(own.stream);
     extraStreams.push(own.parked.stream);
     await own.provision();
@@ -208,7 +209,7 @@ describe("ephemeral events", () => {
   });
 
   it("are captured by a separate namespace-wide stream, which the journal's appends refuse to use", async () => {
-    const own = Jetloop.fromConnection(nc, { namespace: uniqueNamespace() });
+    const own = fromConnection(nc, { namespace: uniqueNamespace() });
     const wiretap = `${own.namespace}_wiretap`;
     extraStreams.push(wiretap);
     await jsm.streams.add({ name: wiretap, subjects: [`${own.namespace}.>`] });

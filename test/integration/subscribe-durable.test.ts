@@ -228,15 +228,24 @@ describe.concurrent("durable subscriptions", () => {
       }
     }
     await crashBus.nc.close();
-    // What was already buffered is still handed out (it can no longer be acknowledged), then it ends.
+    // What was already buffered is still handed out (it can no longer be acknowledged), then
+    // the iteration rejects with the failure.
+    let failure: unknown;
     for (;;) {
-      const d = await r1.next(5000);
+      let d: IteratorResult<D> | typeof TIMEOUT;
+      try {
+        d = await r1.next(5000);
+      } catch (e) {
+        failure = e;
+        break;
+      }
       if (d === TIMEOUT) throw new Error("process 1 did not end");
-      if (d.done) break;
+      if (d.done) throw new Error("process 1 ended without its failure");
       handed1.add(d.value.journalSeq);
       processed.set(d.value.journalSeq, (processed.get(d.value.journalSeq) ?? 0) + 1);
     }
-    expect(sub1.err()).toBeInstanceOf(ConnectionClosedError);
+    expect(failure).toBeInstanceOf(ConnectionClosedError);
+    expect(sub1.err()).toBe(failure);
     expect(acked1).toEqual(new Set(seqs.slice(0, 8)));
 
     // Process 2, same durable: gets the unsettled ones again (after their ack wait) and the rest.

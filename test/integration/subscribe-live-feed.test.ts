@@ -2,6 +2,7 @@
 // hand-over from the journal to the feed is exact while appends continue, viewers of one
 // loop share one core subscription, and no consumer is left while they follow.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { busContext } from "../../src/bus.js";
 import { connect, createEvent, newId, NotProvisionedError, type Jetloop, type JetloopEvent, type Subscription } from "../../src/index.js";
 import { natsServers, uniqueNamespace } from "../harness/context.js";
 import { Reader } from "../harness/reader.js";
@@ -111,13 +112,13 @@ describe("the seam between the journal and the feed", () => {
   it("viewers of one loop in one process share one feed subscription per subject, released with the last", async () => {
     const sessionId = newId();
     const loop = newId();
-    const base = viewers.feeds.subscriptions;
+    const base = busContext(viewers).feeds.subscriptions;
     const subs = await Promise.all(Array.from({ length: 5 }, () => viewers.subscribeEvents({ sessions: [sessionId], enduring: { loops: [loop] } })));
     // The loop's subject and the session-scoped `_` subject.
-    expect(viewers.feeds.subscriptions - base).toBe(2);
+    expect(busContext(viewers).feeds.subscriptions - base).toBe(2);
     const seqs = (await bus.publishAll([decided(sessionId, loop), decided(sessionId, loop)])).map((r) => r.journalSeq);
     for (const s of subs) expect((await new Reader(s).take(2)).map((d) => d.journalSeq)).toEqual(seqs);
     for (const s of subs) await s.close();
-    await waitFor("the shared subscriptions to be released", () => viewers.feeds.subscriptions === base, 2000, 10);
+    await waitFor("the shared subscriptions to be released", () => busContext(viewers).feeds.subscriptions === base, 2000, 10);
   });
 });

@@ -244,19 +244,54 @@ describe("ordered subscriptions on the shared server", () => {
       expect(sub.err()).toBeUndefined();
     });
 
-    it("a connection closed under the subscription ends it with ConnectionClosedError", async () => {
+    it("a connection closed under the subscription rejects its iteration with ConnectionClosedError, after what was buffered", async () => {
       const own = await connect({ servers: natsServers(), namespace: bus.namespace });
       const session = newId();
       const sub = await own.subscribeEvents({ sessions: [session], enduring: "all" }, { start: "all" });
-      const [s1] = await publishSteps(bus, session, newId(), 1);
-      const r = new Reader(sub);
-      expect(seqsOf(await r.take(1))).toEqual([s1]);
-      await own.nc.close();
-      expect(await r.next(5000)).toEqual({ done: true, value: undefined });
-      expect(sub.err()).toBeInstanceOf(ConnectionClosedError);
+      const seqs = await publishSteps(bus, session, newId(), 3);
+      await sleep(1000); // the source has buffered all three; the reader has taken none
+      const got: number[] = [];
+      let failure: unknown;
+      let polled = false;
+      try {
+        for await (const d of sub) {
+          // The connection goes once the first delivery is in hand; the rest is buffered.
+          if (!polled) {
+            polled = true;
+            await own.nc.close();
+          }
+          got.push(d.journalSeq);
+        }
+      } catch (e) {
+        failure = e;
+      }
+      expect(got).toEqual(seqs);
+      expect(failure).toBeInstanceOf(ConnectionClosedError);
+      expect(sub.err(), "err() is the error the loop rejected with").toBe(failure);
       await sub.close();
-      expect(sub.err(), "close() keeps the reason it had").toBeInstanceOf(ConnectionClosedError);
+      expect(sub.err(), "close() keeps the reason it had").toBe(failure);
+      // After close() the iteration just ends.
+      expect(await sub[Symbol.asyncIterator]().next()).toEqual({ done: true, value: undefined });
       await own.close();
+    });
+
+    it("closing the bus closes its subscriptions: their loops end quietly", async () => {
+      const own = await connect({ servers: natsServers(), namespace: bus.namespace });
+      const session = newId();
+      const sub = await own.subscribeEvents({ sessions: [session], enduring: "all", ephemeral: "all" }, { start: "all" });
+      const [s1] = await publishSteps(bus, session, newId(), 1);
+      const got: number[] = [];
+      const reading = (async () => {
+        for await (const d of sub) {
+          got.push(d.journalSeq);
+          await own.close();
+        }
+      })();
+      await expect(reading).resolves.toBeUndefined();
+      expect(got).toEqual([s1]);
+      expect(sub.closed).toBe(true);
+      expect(sub.err()).toBeUndefined();
+      await expect(own.subscribeEvents({ enduring: "all" })).rejects.toBeInstanceOf(ConnectionClosedError);
     });
   });
 

@@ -228,9 +228,13 @@ describe("poison in the journal", () => {
   it("replay reports each and yields only the good events", async () => {
     const reports: SubscriptionReport[] = [];
     const got: Delivery<JetloopEvent>[] = [];
-    for await (const d of bus.session(session).replay({ loops: [loop], onReport: (r) => reports.push(r) })) got.push(d);
+    const logged = logs.length;
+    for await (const d of bus.session(session).replay({ enduring: { loops: [loop] } }, { onReport: (r) => reports.push(r) })) got.push(d);
     checkGoods(got);
     checkReports(reports);
+    // The live subscription's journal path: the same report and the same log line.
+    const lines = logs.slice(logged).map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(lines.filter((l) => l.msg === "skipped a malformed message" && l.component === "replay").map((l) => l.journalSeq)).toEqual(planted.map((p) => p.seq));
   });
 
   it("internal events are skipped, not reported as poison", async () => {

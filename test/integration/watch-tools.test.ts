@@ -69,7 +69,7 @@ describe("watchTools", () => {
         ]),
       );
       const replayed = [];
-      for await (const d of bus.session(sessionId).replay({ loops: [otherLoop] })) replayed.push(d.journalSeq);
+      for await (const d of bus.session(sessionId).replay({ enduring: { loops: [otherLoop] } })) replayed.push(d.journalSeq);
       expect(replayed).toEqual([2, 4]);
     } finally {
       await bus.close();

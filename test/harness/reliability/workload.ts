@@ -203,8 +203,11 @@ export interface Collected {
   /** When each delivery arrived (ms since the epoch). */
   readonly times: number[];
   readonly deliveries: Delivery<JetloopEvent>[];
-  /** Resolves when the subscription's iterator ends. */
-  readonly ended: Promise<void>;
+  /**
+   * Resolves when the subscription's iteration ends: with the error it failed with (the
+   * scenarios read it from `sub.err()`), or undefined after a close.
+   */
+  readonly ended: Promise<Error | undefined>;
   /** Distinct ids seen. */
   distinct(): Set<string>;
   /** Waits until every id in `want` has been seen. */
@@ -227,7 +230,7 @@ export function collect(sub: Subscription<JetloopEvent>, opts: CollectOptions = 
   const times: number[] = [];
   const deliveries: Delivery<JetloopEvent>[] = [];
   const seen = new Set<string>();
-  const ended = (async () => {
+  const read = async (): Promise<void> => {
     for await (const d of sub) {
       await opts.onDelivery?.(d);
       const id = eventIdOf(d.event);
@@ -243,7 +246,9 @@ export function collect(sub: Subscription<JetloopEvent>, opts: CollectOptions = 
         await ack.call(d).catch(() => undefined);
       }
     }
-  })();
+  };
+  // A failed subscription rejects its iteration: kept here, never an unhandled rejection.
+  const ended = read().then(() => undefined, (e: unknown) => e as Error);
   return {
     ids,
     seqs,

@@ -171,7 +171,7 @@ export async function badInputScenario(ctx: ScenarioContext, o: BadInputOptions)
 
     const replayIds: string[] = [];
     const replayed: JetloopEvent[] = [];
-    for await (const d of reader.replay({ sessions: "all", onReport: onReport(poison.replay) })) {
+    for await (const d of reader.replay({ enduring: "all" }, { onReport: onReport(poison.replay) })) {
       replayIds.push(eventIdOf(d.event));
       replayed.push(d.event);
     }
@@ -198,7 +198,7 @@ export async function badInputScenario(ctx: ScenarioContext, o: BadInputOptions)
       boundaries.push(await outcomeOf("subscribe sessions", shown, () => reader.subscribeEvents({ enduring: "all", sessions: [id] })));
       boundaries.push(await outcomeOf("subscribe loops", shown, () => reader.subscribeEvents({ enduring: { loops: [id] }, ephemeral: { loops: [id] } })));
       boundaries.push(await outcomeOf("replay sessionId", shown, async () => {
-        for await (const _ of reader.replay({ sessionId: id })) break;
+        for await (const _ of reader.replay({ enduring: "all", sessions: [id] })) break;
       }));
       boundaries.push(await outcomeOf("eventSubject", shown, () => eventSubject(ns, "journal", { sessionId: id, family: "session", type: "SessionStarted" })));
       // "_" is the documented no-loop selector of filterSubject, not an injection.
@@ -241,7 +241,7 @@ export async function badInputScenario(ctx: ScenarioContext, o: BadInputOptions)
       ["fromSeq 1.5", { fromSeq: 1.5 }],
     ] as const) {
       boundaries.push(await outcomeOf("replay range", shown, async () => {
-        for await (const _ of reader.replay(req)) break;
+        for await (const _ of reader.replay({ enduring: "all" }, req)) break;
       }));
     }
     // Oversize appends: over the bus's cap, and over the server's max_payload.

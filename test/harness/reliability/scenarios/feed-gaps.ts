@@ -12,6 +12,7 @@
 // per subject: a view over many subjects gets the missed event when its subject speaks
 // again, exactly once but late; the phase counts it under "out of order".
 import { connect, createEvent, newId, type Jetloop, type JetloopEvent, type Subscription, type SubscriptionReport } from "../../../../src/index.js";
+import { busContext } from "../../../../src/bus.js";
 import { startProxy } from "../../proxy.js";
 import { startServer } from "../../server.js";
 import { sleep } from "../../async.js";
@@ -144,14 +145,14 @@ export async function feedGapsScenario(ctx: ScenarioContext, o: FeedGapsOptions)
       const sent: { c: Coords; id: string }[] = [];
       let seen = 0;
       let dropped = 0;
-      viewerBus.feeds.dropForTest = () => {
+      busContext(viewerBus).feeds.dropForTest = () => {
         if (++seen % o.dropEvery !== 0) return false;
         dropped++;
         return true;
       };
       await publishRound(o.events, sent);
       await sleep(200);
-      viewerBus.feeds.dropForTest = undefined;
+      busContext(viewerBus).feeds.dropForTest = undefined;
       await publishRound(loops.length + 1, sent);
       // A loop's viewers follow one subject each; the session and all-sessions views span
       // many, where a drop shows only when the same subject speaks again (see RELIABILITY.md).

@@ -2,7 +2,7 @@
 // of previews (ephemeral) and journal events (enduring) arrives, then reads slowly.
 // Previews beyond the ephemeral buffer are dropped and counted; journal events wait on
 // the server (pull-based flow control) and all arrive; the heap stays bounded.
-import { connect, encodeEvent, type JetloopEvent } from "../../../../src/index.js";
+import { connect, encodeEvent, type Delivery, type JetloopEvent } from "../../../../src/index.js";
 import { startServer } from "../../server.js";
 import { sleep } from "../../async.js";
 import { row, tally, type ScenarioRecord } from "../figures.js";
@@ -80,7 +80,9 @@ export async function slowConsumerScenario(ctx: ScenarioContext, o: SlowConsumer
     const it = sub[Symbol.asyncIterator]();
     const deadline = Date.now() + 60_000;
     for (;;) {
-      const next = await Promise.race([it.next(), sleep(seenJournal >= wantJournal.size ? 300 : 10_000).then(() => "idle" as const)]);
+      // A failure ends the read as the end does; err() below says why.
+      const reading = it.next().catch((): IteratorResult<Delivery<JetloopEvent>> => ({ done: true, value: undefined }));
+      const next = await Promise.race([reading, sleep(seenJournal >= wantJournal.size ? 300 : 10_000).then(() => "idle" as const)]);
       if (next === "idle") break;
       if (next.done) break;
       const d = next.value;

@@ -1,0 +1,31 @@
+/**
+ * The journal read into deliveries: the one path replay and a live subscription's history
+ * and catch-up share. A range of journal subjects is read with an ordered consumer
+ * (journal-range.ts); each message is decoded, validated and checked against its subject
+ * (delivery.ts); a malformed one is reported and skipped (reportPoison), an internal one
+ * skipped unless the filter asked for it.
+ */
+import { type Delivery, decodeMessage } from "./delivery.js";
+import { type JournalRange, readJournalRange } from "./journal-range.js";
+import { reportPoison, type SourceContext } from "./source.js";
+
+/** What a journal read needs: the client and stream, how to decode, where poison goes. */
+export type JournalReader<E> = Pick<SourceContext<E>, "js" | "stream" | "decode" | "log" | "report">;
+
+/** One journal message as a delivery; undefined when it is skipped (malformed and reported, or internal). */
+export function journalDelivery<E>(reader: JournalReader<E>, journalSeq: number, subject: string, data: Uint8Array): Delivery<E> | undefined {
+  const d = decodeMessage(reader.decode, subject, data);
+  if (!d.ok) {
+    reportPoison(reader, journalSeq, subject, d.error);
+    return undefined;
+  }
+  return d.skip ? undefined : { event: d.event, journalSeq, subject };
+}
+
+/** The deliveries of a journal range, in order; ends with the range. `what` names the read in errors. */
+export async function* readDeliveries<E>(reader: JournalReader<E>, range: JournalRange, what: string): AsyncGenerator<Delivery<E>, void, undefined> {
+  for await (const m of readJournalRange(reader.js, reader.stream, range, what)) {
+    const d = journalDelivery(reader, m.seq, m.subject, m.data);
+    if (d) yield d;
+  }
+}
