@@ -19,7 +19,7 @@ import {
   type SubscriptionReport,
 } from "../../../../src/index.js";
 import { REPO_ROOT, startServer } from "../../server.js";
-import { sleep } from "../../async.js";
+import { heldWithin, sleep } from "../../async.js";
 import { row, tally, type ScenarioRecord } from "../figures.js";
 import { auditStream, captureLogger, collect, enduring, ephemeral, eventIdOf, newCoords, type CapturedLog } from "../workload.js";
 import { record, type ScenarioContext } from "./common.js";
@@ -165,8 +165,7 @@ export async function securityScenario(ctx: ScenarioContext, o: { events: number
     refusals.push(
       await timed("alice follows bob's previews", async () => {
         const s = await alice.session(B.session).subscribeEvents({ ephemeral: "all" });
-        const deadline = Date.now() + 3000;
-        while (!s.err() && Date.now() < deadline) await sleep(10);
+        await heldWithin(() => s.err() !== undefined, 3000, 10);
         const err = s.err();
         await s.close();
         if (err) throw err;
@@ -258,8 +257,7 @@ export async function securityScenario(ctx: ScenarioContext, o: { events: number
       else opsRaw.publish(subject, data);
     }
     await opsRaw.flush();
-    const deadline = Date.now() + 5000;
-    while (poison.length < poisonPayloads.length && Date.now() < deadline) await sleep(20);
+    await heldWithin(() => poison.length >= poisonPayloads.length, 5000);
     await sleep(200);
 
     // --- scan ----------------------------------------------------------------------------
