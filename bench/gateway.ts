@@ -17,6 +17,7 @@ import { get, Agent } from "node:http";
 import { join } from "node:path";
 import { connect as natsConnect } from "@nats-io/transport-node";
 import { connect, createEvent, newId, type Jetloop } from "../src/index.js";
+import { uniqueNamespace } from "../test/harness/namespace.js";
 import { freePort, REPO_ROOT, startServer } from "../test/harness/server.js";
 import { percentile, sleep } from "./lib/stats.js";
 
@@ -119,7 +120,7 @@ interface TrialResult {
 }
 
 async function gatewayTrial(natsUrl: string, gatewayCount: number): Promise<TrialResult> {
-  const ns = `gwbench${gatewayCount}${Date.now().toString(36)}`;
+  const ns = uniqueNamespace(`gwbench${gatewayCount}x`);
   const bus = await connect({ servers: natsUrl, namespace: ns, name: "gateway-bench" });
   await bus.provision();
   const sessions = Array.from({ length: SESSIONS }, () => newId());
@@ -160,7 +161,7 @@ async function gatewayTrial(natsUrl: string, gatewayCount: number): Promise<Tria
 
 /** The floor: core subscriptions on the sessions' feed subjects, one per client, no HTTP. */
 async function rawTrial(natsUrl: string): Promise<TrialResult> {
-  const ns = `gwraw${Date.now().toString(36)}`;
+  const ns = uniqueNamespace("gwraw");
   const bus = await connect({ servers: natsUrl, namespace: ns, name: "gateway-bench-raw" });
   await bus.provision();
   const nc = await natsConnect({ servers: natsUrl, name: "raw-feed" });

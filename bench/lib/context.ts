@@ -3,6 +3,7 @@ import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManage
 import { connect as natsConnect, type NatsConnection } from "@nats-io/transport-node";
 import { connect, type Jetloop } from "../../src/index.js";
 import { median } from "./stats.js";
+import { uniqueNamespace } from "../../test/harness/namespace.js";
 import type { NatsServer } from "../../test/harness/server.js";
 
 export interface BenchOptions {
@@ -33,11 +34,8 @@ export interface Setup {
   close(): Promise<void>;
 }
 
-let namespaces = 0;
-
 export async function makeSetup(server: NatsServer, name: string, busOptions: { maxInFlight?: number } = {}): Promise<Setup> {
-  namespaces += 1;
-  const ns = `bench${namespaces}-${name.replace(/[^A-Za-z0-9]/g, "")}`;
+  const ns = uniqueNamespace(`bench${name.replace(/[^A-Za-z0-9]/g, "")}`);
   const bus = await connect({ servers: server.url, namespace: ns, ...busOptions, name: `jetloop-${name}` });
   await bus.provision();
   const nc = await natsConnect({ servers: server.url, name: `raw-${name}` });

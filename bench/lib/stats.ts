@@ -25,7 +25,8 @@ export function nowUs(): number {
   return Number(process.hrtime.bigint()) / 1e3;
 }
 
-export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+// The benchmarks already run on the test harness (its servers): one sleep for both.
+export { sleep } from "../../test/harness/async.js";
 
 /** Runs `n` tasks keeping at most `window` in flight; resolves when all have settled. */
 export async function windowed(n: number, window: number, task: (i: number) => Promise<unknown>): Promise<void> {

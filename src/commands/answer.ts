@@ -2,9 +2,8 @@
 import { NoRespondersError, RequestError, TimeoutError } from "@nats-io/transport-node";
 import type { BusContext } from "../bus-context.js";
 import { CommandError } from "../errors.js";
-import { newId } from "../events/ids.js";
 import { commandSubject } from "../subjects/subjects.js";
-import { ANSWER_COMMAND, type Answer, answerSchema, type AnswerInput, type AnswerOutcome, decodeReply, encodeAnswer } from "./protocol.js";
+import { ANSWER_COMMAND, answerCommand, type AnswerInput, type AnswerOutcome, encodeAnswer, outcomeOf } from "./protocol.js";
 
 export interface AnswerOptions {
   /** How long to wait for the loop actor. Default 5000 ms. */
@@ -17,25 +16,24 @@ export interface AnswerOptions {
  * COMMAND_NO_LISTENER, GATE_UNKNOWN, GATE_RESOLVED, COMMAND_INVALID or COMMAND_FAILED.
  */
 export async function answerGate<E>(bus: BusContext<E>, sessionId: string, loopId: string, input: AnswerInput, options: AnswerOptions = {}): Promise<AnswerOutcome> {
-  const parsed = answerSchema.safeParse({ ...input, commandId: input.commandId ?? newId() });
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    throw new CommandError("COMMAND_INVALID", `${issue.path.join(".") || "answer"}: ${issue.message}`);
-  }
-  const command: Answer = parsed.data;
+  const command = answerCommand(input);
   const subject = commandSubject(bus.namespace, sessionId, loopId, ANSWER_COMMAND);
+  const timeoutMs = options.timeoutMs ?? 5000;
   let data: Uint8Array;
   try {
-    data = (await bus.nc.request(subject, encodeAnswer(command), { timeout: options.timeoutMs ?? 5000 })).data;
+    data = (await bus.nc.request(subject, encodeAnswer(command), { timeout: timeoutMs })).data;
   } catch (e) {
-    const cause = e instanceof RequestError ? e.cause : e;
-    if (cause instanceof NoRespondersError) {
-      throw new CommandError("COMMAND_NO_LISTENER", `no loop actor is listening for session ${sessionId} loop ${loopId}`, { cause: e });
-    }
-    if (cause instanceof TimeoutError) throw new CommandError("COMMAND_FAILED", `the loop actor did not reply within ${options.timeoutMs ?? 5000} ms`, { cause: e });
-    throw new CommandError("COMMAND_FAILED", `answer failed: ${(e as Error).message}`, { cause: e });
+    throw requestFailure(e, sessionId, loopId, timeoutMs);
   }
-  const reply = decodeReply(data);
-  if (reply.status === "refused") throw new CommandError(reply.code, reply.message);
-  return reply;
+  return outcomeOf(data);
+}
+
+/** What a failed request means to the answerer: nobody listens, nobody replied in time, or the request failed. */
+export function requestFailure(e: unknown, sessionId: string, loopId: string, timeoutMs: number): CommandError {
+  const cause = e instanceof RequestError ? e.cause : e;
+  if (cause instanceof NoRespondersError) {
+    return new CommandError("COMMAND_NO_LISTENER", `no loop actor is listening for session ${sessionId} loop ${loopId}`, { cause: e });
+  }
+  if (cause instanceof TimeoutError) return new CommandError("COMMAND_FAILED", `the loop actor did not reply within ${timeoutMs} ms`, { cause: e });
+  return new CommandError("COMMAND_FAILED", `answer failed: ${(e as Error).message}`, { cause: e });
 }

@@ -7,26 +7,16 @@
  */
 import type { Msg, Subscription } from "@nats-io/transport-node";
 import type { BusContext } from "../bus-context.js";
-import { CommandError, ConnectionClosedError } from "../errors.js";
+import { ConnectionClosedError } from "../errors.js";
 import { createEvent } from "../events/factories.js";
-import { AGENCY_USER } from "../events/header.js";
 import { newId } from "../events/ids.js";
 import type { JetloopEvent, PermissionEffect } from "../events/catalogue.js";
-import type { GateAudit } from "../events/gate.js";
 import type { PermissionRequest } from "../events/request.js";
 import { commandSubject } from "../subjects/subjects.js";
-import { ANSWER_COMMAND, type Answer, type AnswerOutcome, decodeAnswer, encodeReply, type Reply } from "./protocol.js";
+import { failureReply, GateBook, type GateState, inputPrompt, NO_ANSWER, openedGate, permissionPrompt, resolutionOf, type StepCoordinates } from "./gate-rules.js";
+import { ANSWER_COMMAND, type Answer, encodeReply, type Reply } from "./protocol.js";
 
-export interface StepCoordinates {
-  readonly turnId: string;
-  readonly stepId: string;
-  readonly toolExecutionId: string;
-  /**
-   * The model provider's id of the tool call (`toolu_…`), recorded in the gate's subject:
-   * the one link from a StepDone's messages to the tool execution.
-   */
-  readonly toolUseId?: string;
-}
+export type { StepCoordinates } from "./gate-rules.js";
 
 export interface PermissionGate extends StepCoordinates {
   readonly request: PermissionRequest;
@@ -57,38 +47,16 @@ export interface InputAnswer {
   readonly answered: boolean;
 }
 
-interface OpenGate extends StepCoordinates {
-  readonly gateId: string;
-  readonly kind: "permission" | "input";
-  readonly choices?: string[] | undefined;
-  /** What the audit of a permission gate's resolution records. */
-  readonly requirementDescriptions?: string[] | undefined;
+interface OpenGate extends GateState {
   readonly settle: (answer: Answer | undefined, journalSeq: number) => void;
   timer?: NodeJS.Timeout;
-}
-
-const MEMORY = 10_000;
-
-// The runtime's permission controls: the gate's actions are these words.
-const APPROVE = "Approve";
-const DENY = "Deny";
-const PERMISSION_CONTROLS = [
-  { action: APPROVE, label: APPROVE },
-  { action: DENY, label: DENY },
-];
-
-function remember<K, V>(map: Map<K, V>, key: K, value: V): void {
-  map.set(key, value);
-  if (map.size > MEMORY) map.delete(map.keys().next().value!);
 }
 
 export class GateServer {
   readonly #bus: BusContext<JetloopEvent>;
   readonly #sessionId: string;
   readonly #loopId: string;
-  readonly #open = new Map<string, OpenGate>();
-  readonly #resolved = new Map<string, Reply>();
-  readonly #commands = new Map<string, Reply>();
+  readonly #gates = new GateBook<OpenGate>();
   #sub: Subscription | undefined;
 
   private constructor(bus: BusContext<JetloopEvent>, sessionId: string, loopId: string) {
@@ -113,23 +81,10 @@ export class GateServer {
     const descriptions = gate.request.requirements?.map((r) => r.description);
     const answered = this.#waitFor(gateId, "permission", gate, undefined, descriptions);
     await this.#bus.publish(createEvent("PermissionRequested", { ...coords, toolExecutionId: gate.toolExecutionId, request: gate.request }));
-    await this.#bus.publish(
-      createEvent("GateOpened", {
-        ...coords,
-        gate: {
-          id: gateId,
-          kind: "harness.permission",
-          resolver: "loop",
-          blocks: "tool_call",
-          effect: "resume",
-          subject: this.#subject(gate),
-          prompt: { title: gate.title ?? gate.request.summary ?? gate.request.toolName, controls: PERMISSION_CONTROLS },
-        },
-      }),
-    );
+    await this.#bus.publish(createEvent("GateOpened", { ...coords, gate: openedGate(gateId, "permission", gate, permissionPrompt(gate.request, gate.title)) }));
     const { answer, journalSeq } = await answered;
     if (answer?.kind === "permission") return { effect: answer.effect, reason: answer.reason, gateId, journalSeq, answered: true };
-    return { effect: "deny", reason: "no answer in time", gateId, journalSeq, answered: false };
+    return { effect: "deny", reason: NO_ANSWER, gateId, journalSeq, answered: false };
   }
 
   /** Publishes UserInputRequested and opens an ask-user gate; resolves with the answer. */
@@ -138,20 +93,7 @@ export class GateServer {
     const coords = this.#coords(gate);
     const answered = this.#waitFor(gateId, "input", gate, gate.choices, undefined);
     await this.#bus.publish(createEvent("UserInputRequested", { ...coords, toolExecutionId: gate.toolExecutionId, question: gate.question, choices: gate.choices }));
-    await this.#bus.publish(
-      createEvent("GateOpened", {
-        ...coords,
-        gate: {
-          id: gateId,
-          kind: "harness.ask_user",
-          resolver: "loop",
-          blocks: "tool_call",
-          effect: "resume",
-          subject: this.#subject(gate),
-          prompt: { body: gate.question, controls: gate.choices?.map((c) => ({ action: c, label: c })) },
-        },
-      }),
-    );
+    await this.#bus.publish(createEvent("GateOpened", { ...coords, gate: openedGate(gateId, "input", gate, inputPrompt(gate.question, gate.choices)) }));
     const { answer } = await answered;
     return { answer: answer?.kind === "input" ? answer.answer : undefined, gateId, answered: answer !== undefined };
   }
@@ -160,17 +102,12 @@ export class GateServer {
   async close(): Promise<void> {
     this.#sub?.unsubscribe();
     this.#sub = undefined;
-    for (const g of this.#open.values()) clearTimeout(g.timer);
-    this.#open.clear();
+    for (const g of this.#gates.closeAll()) clearTimeout(g.timer);
     await Promise.resolve();
   }
 
   #coords(c: StepCoordinates) {
     return { sessionId: this.#sessionId, loopId: this.#loopId, turnId: c.turnId, stepId: c.stepId };
-  }
-
-  #subject(c: StepCoordinates) {
-    return { toolExecutionId: c.toolExecutionId, toolUseId: c.toolUseId, turnId: c.turnId, stepId: c.stepId };
   }
 
   #waitFor(
@@ -193,53 +130,24 @@ export class GateServer {
       };
       if (c.timeoutMs !== undefined) {
         gate.timer = setTimeout(() => {
-          if (this.#open.get(gateId) !== gate) return;
-          this.#open.delete(gateId);
+          if (!this.#gates.expire(gate)) return;
           this.#resolve(gate, undefined).then(
             (seq) => gate.settle(undefined, seq),
             (e: unknown) => reject(e instanceof Error ? e : new ConnectionClosedError()),
           );
         }, c.timeoutMs);
       }
-      this.#open.set(gateId, gate);
+      this.#gates.open(gate);
     });
-  }
-
-  #find(a: Answer): OpenGate | undefined {
-    if (a.gateId) return this.#open.get(a.gateId);
-    for (const g of this.#open.values()) if (g.toolExecutionId === a.toolExecutionId) return g;
-    return undefined;
   }
 
   /** Publishes the journal record of a resolution; returns the sequence that settles the gate. */
   async #resolve(gate: OpenGate, a: Answer | undefined): Promise<number> {
-    const coords = { ...this.#coords(gate) };
-    const cause = a ? { commandId: a.commandId, toolExecutionId: gate.toolExecutionId, agency: AGENCY_USER } : { toolExecutionId: gate.toolExecutionId };
-    // A chosen choice is an action; free text stays with the actor, out of the journal.
-    const action =
-      a === undefined ? (gate.kind === "permission" ? DENY : undefined) : a.kind === "permission" ? (a.effect === "approve" ? APPROVE : DENY) : gate.choices ? a.answer : "answered";
-    const audit: GateAudit =
-      gate.kind === "permission"
-        ? { kind: "permission" as const, data: { requirementDescriptions: gate.requirementDescriptions } }
-        : { kind: "ask_user" as const, data: {} };
-    const resolved = await this.#bus.publish(
-      createEvent("GateResolved", {
-        ...coords,
-        cause,
-        gateId: gate.gateId,
-        resolver: "loop",
-        reason: a ? "answered" : "policy_response",
-        action,
-        source: a ? { kind: "user" } : { kind: "policy", reason: "no answer in time" },
-        audit,
-      }),
-    );
-    if (gate.kind !== "permission") return resolved.journalSeq;
-    const effect = a?.kind === "permission" ? a.effect : "deny";
-    const decided = await this.#bus.publish(
-      createEvent("PermissionDecided", { ...coords, cause, toolExecutionId: gate.toolExecutionId, effect, reason: a?.kind === "permission" ? a.reason : "no answer in time" }),
-    );
-    return decided.journalSeq;
+    const coords = this.#coords(gate);
+    const { resolved, decided } = resolutionOf(gate, a);
+    const closed = await this.#bus.publish(createEvent("GateResolved", { ...coords, ...resolved }));
+    if (!decided) return closed.journalSeq;
+    return (await this.#bus.publish(createEvent("PermissionDecided", { ...coords, ...decided }))).journalSeq;
   }
 
   #onCommand(msg: Msg): void {
@@ -247,53 +155,25 @@ export class GateServer {
       (reply) => msg.respond(encodeReply(reply)),
       (e: unknown) => {
         this.#bus.log.warn({ code: (e as { code?: string }).code }, "answer command failed");
-        msg.respond(encodeReply({ status: "refused", code: "COMMAND_FAILED", message: e instanceof Error ? e.message.slice(0, 1000) : "failed" }));
+        msg.respond(encodeReply(failureReply(e)));
       },
     );
   }
 
   async #handle(msg: Msg): Promise<Reply> {
-    let a: Answer;
-    try {
-      a = decodeAnswer(msg.data);
-    } catch (e) {
-      if (e instanceof CommandError) return { status: "refused", code: "COMMAND_INVALID", message: e.message };
-      throw e;
-    }
-    const earlier = this.#commands.get(a.commandId);
-    if (earlier) return earlier.status === "ok" ? { ...earlier, duplicate: true } : earlier;
-    const gate = this.#find(a);
-    if (!gate) {
-      const key = a.gateId ?? a.toolExecutionId!;
-      return this.#resolved.has(key)
-        ? { status: "refused", code: "GATE_RESOLVED", message: `gate ${key} is already resolved` }
-        : { status: "refused", code: "GATE_UNKNOWN", message: `no open gate ${key} on this loop` };
-    }
-    if (a.kind !== gate.kind) return { status: "refused", code: "COMMAND_INVALID", message: `gate ${gate.gateId} asks for ${gate.kind}, not ${a.kind}` };
-    if (a.kind === "input" && gate.choices && !gate.choices.includes(a.answer)) {
-      return { status: "refused", code: "COMMAND_INVALID", message: "the answer is not one of the choices" };
-    }
-    this.#open.delete(gate.gateId); // claimed: a concurrent second answer sees it resolved
+    const verdict = this.#gates.judge(msg.data);
+    if ("reply" in verdict) return verdict.reply;
+    const { resolve: gate, answer } = verdict;
     clearTimeout(gate.timer);
     let journalSeq: number;
     try {
-      journalSeq = await this.#resolve(gate, a);
+      journalSeq = await this.#resolve(gate, answer);
     } catch (e) {
-      this.#open.set(gate.gateId, gate); // nothing recorded: the gate stays answerable
+      this.#gates.reopen(gate);
       throw e;
     }
-    const outcome: AnswerOutcome = {
-      status: "ok",
-      gateId: gate.gateId,
-      toolExecutionId: gate.toolExecutionId,
-      action: a.kind === "permission" ? a.effect : "answered",
-      journalSeq,
-      duplicate: false,
-    };
-    remember(this.#commands, a.commandId, outcome);
-    remember(this.#resolved, gate.gateId, outcome);
-    remember(this.#resolved, gate.toolExecutionId, outcome);
-    gate.settle(a, journalSeq);
+    const outcome = this.#gates.settle(gate, answer, journalSeq);
+    gate.settle(answer, journalSeq);
     return outcome;
   }
 }

@@ -12,7 +12,7 @@ import { fromWire, toWireJson, WireKeyError } from "../codec/wire.js";
 const text = () => z.string().min(1);
 import { CommandError, type CommandErrorCode } from "../errors.js";
 import { permissionEffectSchema } from "../events/catalogue.js";
-import { uuidSchema } from "../events/ids.js";
+import { newId, uuidSchema } from "../events/ids.js";
 
 
 export const ANSWER_COMMAND = "answer";
@@ -86,3 +86,18 @@ export const decodeAnswer = (data: Uint8Array): Answer => decodeMessage(answerSc
 export const decodeReply = (data: Uint8Array): Reply => decodeMessage(replySchema, data, "COMMAND_FAILED");
 export const encodeAnswer = (a: Answer): Uint8Array => encodeMessage(answerSchema, a);
 export const encodeReply = (r: Reply): Uint8Array => encodeMessage(replySchema, r);
+
+/** The command for an answer, with a fresh command id unless one is given; throws CommandError COMMAND_INVALID. */
+export function answerCommand(input: AnswerInput): Answer {
+  const parsed = answerSchema.safeParse({ ...input, commandId: input.commandId ?? newId() });
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0]!;
+  throw new CommandError("COMMAND_INVALID", `${issue.path.join(".") || "answer"}: ${issue.message}`);
+}
+
+/** The outcome a reply carries; a refusal throws CommandError with the refusal's code. */
+export function outcomeOf(data: Uint8Array): AnswerOutcome {
+  const reply = decodeReply(data);
+  if (reply.status === "refused") throw new CommandError(reply.code, reply.message);
+  return reply;
+}

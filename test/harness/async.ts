@@ -11,6 +11,14 @@ export function within<T, U>(p: Promise<T>, ms: number, onTimeout: U): Promise<T
   return Promise.race([p, t]).finally(() => clearTimeout(timer));
 }
 
+/** Resolves to the promise's value, or throws after ms naming `what`. */
+export async function settledWithin<T>(what: string, p: Promise<T>, ms: number): Promise<T> {
+  const late = Symbol("late");
+  const r = await within(p, ms, late);
+  if (r === late) throw new Error(`${what} did not finish within ${ms} ms`);
+  return r;
+}
+
 /** Polls `check` until it returns true (or a non-false value); throws the last error on timeout. */
 export async function waitFor<T>(
   what: string,
@@ -33,6 +41,19 @@ export async function waitFor<T>(
     }
     await sleep(intervalMs);
   }
+}
+
+/**
+ * Polls `holds` until it is true or ms have passed; says which. For a scenario that
+ * records what it saw instead of failing (a test wants waitFor).
+ */
+export async function heldWithin(holds: () => boolean, ms: number, intervalMs = 20): Promise<boolean> {
+  const deadline = Date.now() + ms;
+  while (!holds()) {
+    if (Date.now() > deadline) return false;
+    await sleep(intervalMs);
+  }
+  return true;
 }
 
 /** What `p` rejects with; fails the test if it resolves. */

@@ -2,8 +2,9 @@
 // uses) with free loopback ports passed in through the config's environment variables:
 // processes here, containers in containers.ts (backend.ts chooses).
 import { join } from "node:path";
-import { CLUSTER_CONF, ServerProcess, findServerBinary, freePort, makeTempDir, prepareConfig, serverFacade, uniqueName, type NatsServer, type ServerFlavor, type ServerHandle } from "./server.js";
-import { waitFor } from "./async.js";
+import { CLUSTER_CONF, ServerProcess, findServerBinary, freePort, makeTempDir, prepareConfig, serverFacade, type NatsServer, type ServerFlavor, type ServerHandle } from "./server.js";
+import { uniqueNamespace } from "./namespace.js";
+import { sleep, waitFor } from "./async.js";
 import { harnessBackend } from "./backend.js";
 
 export interface StartClusterOptions {
@@ -72,7 +73,7 @@ async function startClusterOnce(opts: StartClusterOptions): Promise<NatsCluster>
   const size = opts.size ?? 3;
   const bin = opts.bin ?? findServerBinary(opts.flavor);
   const readyTimeoutMs = opts.readyTimeoutMs ?? 30_000;
-  const base = uniqueName("c");
+  const base = uniqueNamespace("c");
   const specs: { name: string; port: number; clusterPort: number; httpPort: number }[] = [];
   for (let i = 1; i <= size; i++) {
     specs.push({ name: `${base}-n${i}`, port: await freePort(), clusterPort: await freePort(), httpPort: await freePort() });
@@ -185,7 +186,7 @@ export async function provisionOnCluster(provision: () => Promise<unknown>, time
       return;
     } catch (e) {
       if (Date.now() > deadline || !/suitable peers|peer offline|insufficient resources|timeout/i.test(String((e as Error).message) + String((e as { cause?: Error }).cause?.message))) throw e;
-      await new Promise((r) => setTimeout(r, 250));
+      await sleep(250);
     }
   }
 }

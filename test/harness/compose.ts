@@ -9,7 +9,8 @@ import { DockerComposeEnvironment, Wait } from "testcontainers";
 import { testcontainersDefaults } from "./backend.js";
 import { launchCluster, type NatsCluster } from "./cluster.js";
 import { ServerContainer, docker, imageFor } from "./containers.js";
-import { REPO_ROOT, uniqueName } from "./server.js";
+import { REPO_ROOT } from "./server.js";
+import { uniqueNamespace } from "./namespace.js";
 
 export const COMPOSE_FILE = "docker-compose.yml";
 
@@ -69,7 +70,7 @@ export async function startComposeCluster(opts: ComposeClusterOptions = {}): Pro
   testcontainersDefaults();
   const image = opts.image ?? (await imageFor("newest"));
   const readyTimeoutMs = opts.readyTimeoutMs ?? 60_000;
-  const project = uniqueName("jetloop").toLowerCase().replace(/[^a-z0-9]/g, "");
+  const project = uniqueNamespace("jetloop");
   const env = await new DockerComposeEnvironment(REPO_ROOT, COMPOSE_FILE)
     .withProjectName(project)
     .withEnvironment({ NATS_IMAGE: image })

@@ -9,7 +9,8 @@ import { promisify } from "node:util";
 import { GenericContainer, Network, Wait, type StartedNetwork } from "testcontainers";
 import { testcontainersDefaults } from "./backend.js";
 import { launchCluster, type NatsCluster, type StartClusterOptions } from "./cluster.js";
-import { CLUSTER_CONF, SERVER_READY_TIMEOUT_MS, SINGLE_CONF, findServerBinary, freePort, makeTempDir, prepareConfig, removeTempDir, serverFacade, serverFlavor, serverVersion, uniqueName, waitHealthz, type NatsServer, type ServerFlavor, type ServerHandle, type ServerSpecBase, type StartServerOptions } from "./server.js";
+import { CLUSTER_CONF, SERVER_READY_TIMEOUT_MS, SINGLE_CONF, findServerBinary, freePort, makeTempDir, prepareConfig, removeTempDir, serverFacade, serverFlavor, serverVersion, waitHealthz, type NatsServer, type ServerFlavor, type ServerHandle, type ServerSpecBase, type StartServerOptions } from "./server.js";
+import { uniqueNamespace } from "./namespace.js";
 import { waitFor } from "./async.js";
 
 const run = promisify(execFile);
@@ -236,7 +237,7 @@ export async function startContainerServer(opts: StartServerOptions = {}): Promi
   const fixedPorts = opts.port !== undefined || opts.httpPort !== undefined;
   for (let attempt = 1; ; attempt++) {
     const workDir = makeTempDir();
-    const name = opts.name ?? uniqueName("s");
+    const name = opts.name ?? uniqueNamespace("s");
     const c = new ServerContainer({
       name,
       image,
@@ -273,7 +274,7 @@ export async function startContainerCluster(opts: StartClusterOptions = {}): Pro
   const image = await imageFor(opts.flavor);
   const size = opts.size ?? 3;
   const readyTimeoutMs = opts.readyTimeoutMs ?? 30_000;
-  const base = uniqueName("c");
+  const base = uniqueNamespace("c");
   const names = Array.from({ length: size }, (_, i) => `${base}-n${i + 1}`);
   const routes = `[${names.map((n) => `nats://${n}:${CLUSTER_PORT}`).join(", ")}]`;
   const workDir = makeTempDir();

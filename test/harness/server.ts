@@ -11,6 +11,7 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { harnessBackend } from "./backend.js";
 import { waitFor, within } from "./async.js";
+import { uniqueNamespace } from "./namespace.js";
 
 export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 export const SINGLE_CONF = join(REPO_ROOT, "deploy/nats/single.conf");
@@ -407,7 +408,7 @@ export interface StartServerOptions {
   args?: string[];
   /** Extra environment variables for the server process. */
   env?: Record<string, string>;
-  /** Server name; default a unique "s-..." name. */
+  /** Server name; default a unique "s…" name (uniqueNamespace). */
   name?: string;
   /** Fixed ports (default: free ones). */
   port?: number;
@@ -446,14 +447,6 @@ export interface NatsServer {
   logs(): string;
   /** Wait for /healthz to report ok. */
   waitHealthy(timeoutMs?: number): Promise<void>;
-}
-
-let counter = 0;
-
-/** A short unique name for servers and temp files. */
-export function uniqueName(prefix: string): string {
-  counter += 1;
-  return `${prefix}-${process.pid.toString(36)}${counter.toString(36)}${Math.random().toString(36).slice(2, 6)}`;
 }
 
 function isAddrInUse(err: unknown): boolean {
@@ -512,7 +505,7 @@ export async function startServer(opts: StartServerOptions = {}): Promise<NatsSe
   const fixedPorts = opts.port !== undefined || opts.httpPort !== undefined;
   for (let attempt = 1; ; attempt++) {
     const workDir = makeTempDir();
-    const name = opts.name ?? uniqueName("s");
+    const name = opts.name ?? uniqueNamespace("s");
     const port = opts.port ?? (await freePort());
     const httpPort = opts.httpPort ?? (await freePort());
     const storeDir = join(workDir, "store");

@@ -2,6 +2,7 @@
 // PermissionDecided → ToolCallStarted → ToolCallCompleted → StepDone, both branches.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connect, createEvent, isJetloopError, type Jetloop, newId } from "../../src/index.js";
+import { sleep } from "../harness/async.js";
 import { natsServers, uniqueNamespace } from "../harness/context.js";
 
 let bus: Jetloop;
@@ -74,7 +75,7 @@ describe("answer path", () => {
     const gates = await bus.serveGates(sessionId, loopId);
     expect(await codeOf(session.answer(loopId, { kind: "permission", toolExecutionId, effect: "approve" }))).toBe("GATE_UNKNOWN");
     const decision = gates.requestPermission({ turnId: newId(), stepId: newId(), toolExecutionId, request });
-    await new Promise((r) => setTimeout(r, 100));
+    await sleep(100);
     expect(await codeOf(session.answer(loopId, { kind: "input", toolExecutionId, answer: "yes" }))).toBe("COMMAND_INVALID");
     const commandId = newId();
     const first = await session.answer(loopId, { kind: "permission", toolExecutionId, effect: "deny", commandId });

@@ -15,6 +15,7 @@ import {
 } from "../../src/index.js";
 import { natsServers, uniqueNamespace } from "../harness/context.js";
 import { sleep, waitFor } from "../harness/async.js";
+import { consumerCount } from "../harness/stream-state.js";
 
 let pub: Jetloop;
 let subBus: Jetloop;
@@ -33,12 +34,6 @@ afterAll(async () => {
   await jsm?.streams.delete(pub.stream).catch(() => undefined);
   await pub?.close();
 });
-
-async function consumerCount(): Promise<number> {
-  let n = 0;
-  for await (const _ of jsm.consumers.list(pub.stream)) n++;
-  return n;
-}
 
 describe("a slow reader under a burst", () => {
   it("drops the oldest previews (counted in stats and reported) and delivers every enduring event", async () => {
@@ -114,7 +109,7 @@ describe("a slow reader under a burst", () => {
 
       // The reader has not read anything: no consumer holds the backlog; the journal does.
       await sleep(300);
-      expect(await consumerCount()).toBe(0);
+      expect(await consumerCount(jsm, pub.stream)).toBe(0);
 
       const got: number[] = [];
       for await (const d of sub) {

@@ -8,6 +8,7 @@ import { provisionOnCluster, startCluster, type NatsCluster } from "../harness/c
 import { connectTest, natsServerBackend, natsServerFlavor, natsServerVersion, natsUrl, uniqueNamespace } from "../harness/context.js";
 import { findServerBinary, serverVersion, startServer, type NatsServer } from "../harness/server.js";
 import { waitFor } from "../harness/async.js";
+import { messageCount } from "../harness/stream-state.js";
 
 const ns = uniqueNamespace();
 
@@ -79,8 +80,7 @@ describe("a private server", () => {
     expect(server.running).toBe(false);
     await server.restart();
     nc = await connect({ servers: server.url });
-    const info = await (await jetstreamManager(nc)).streams.info(stream);
-    expect(info.state.messages).toBe(2);
+    expect(await messageCount(await jetstreamManager(nc), stream)).toBe(2);
     await nc.close();
   });
 

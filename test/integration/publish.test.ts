@@ -30,6 +30,7 @@ import { supports } from "../../src/connection/server-version.js";
 import { connectTest, natsServerFlavor, natsServers, natsServerVersion, uniqueNamespace } from "../harness/context.js";
 import { startServer, type NatsServer } from "../harness/server.js";
 import { rejection, waitFor } from "../harness/async.js";
+import { messageCount } from "../harness/stream-state.js";
 
 const ns = uniqueNamespace();
 /** Fencing needs 2.11+: the oldest project asserts the refusal, the others the fence. */
@@ -59,10 +60,6 @@ const coords = (): Coords => ({ sessionId: newId(), loopId: newId(), turnId: new
 const decided = (c: Coords, extra: { reason?: string; createdAt?: string } = {}) =>
   createEvent("PermissionDecided", { ...c, toolExecutionId: newId(), effect: "approve", ...extra });
 const preview = (c: Coords) => createEvent("ToolCallStarted", { ...c, toolExecutionId: newId(), toolName: "bash" });
-
-async function messageCount(j: JetStreamManager = jsm, stream = bus.stream): Promise<number> {
-  return (await j.streams.info(stream)).state.messages;
-}
 
 /**
  * Watches `{ns}.live.>` from the test connection. `untilControl(via)` publishes a control
@@ -127,7 +124,7 @@ describe("an enduring append", () => {
       [createEvent("LoopIdle", { sessionId, loopId }), "loop"],
       [createEvent("SessionStopped", { sessionId }), "session"],
     ];
-    const before = await messageCount();
+    const before = await messageCount(jsm, bus.stream);
     let last = 0;
     for (const [event, family] of events) {
       const r = await bus.publish(event);
@@ -152,7 +149,7 @@ describe("an enduring append", () => {
   it("stores an event published twice once, reporting the duplicate with the original sequence", async () => {
     const c = coords();
     const e = decided(c);
-    const before = await messageCount();
+    const before = await messageCount(jsm, bus.stream);
     const first = await bus.publish(e);
     const again = await bus.publish(e);
     expect(first.duplicate).toBe(false);
@@ -169,7 +166,7 @@ describe("an enduring append", () => {
     } finally {
       await other.close();
     }
-    expect(await messageCount()).toBe(before + 2);
+    expect(await messageCount(jsm, bus.stream)).toBe(before + 2);
     const stored = await jsm.streams.getMessage(bus.stream, { seq: first.journalSeq });
     expect(stored!.header.get("Nats-Msg-Id")).toBe(e.eventId);
   });
@@ -205,11 +202,11 @@ describe("an enduring append", () => {
   });
 
   it("sends an ephemeral event on core NATS only: journal sequence 0, nothing stored", async () => {
-    const before = await messageCount();
+    const before = await messageCount(jsm, bus.stream);
     const r = await bus.publish(preview(coords()));
     expect(r.journalSeq).toBe(0);
     expect(r.subject.startsWith(`${ns}.live.`)).toBe(true);
-    expect(await messageCount()).toBe(before);
+    expect(await messageCount(jsm, bus.stream)).toBe(before);
   });
 });
 
@@ -285,7 +282,7 @@ if (FENCING) {
     it("reports an append retried after its ack was lost as a duplicate, even when the server checks the fence first", async () => {
       const c = coords();
       const e1 = decided(c);
-      const before = await messageCount();
+      const before = await messageCount(jsm, bus.stream);
       // The first attempt reaches the stream, but its ack is lost: sent here by hand with
       // the headers jetloop sends, so the bus only sees its resend.
       const h = natsHeaders();
@@ -304,7 +301,7 @@ if (FENCING) {
       const err = await rejection(bus.publish(decided(c), { expectedLastSeq: 0 }));
       expect(err).toBeInstanceOf(PublishConflictError);
       expect(err).toMatchObject({ actualLastSeq: e2.journalSeq });
-      expect(await messageCount()).toBe(before + 2);
+      expect(await messageCount(jsm, bus.stream)).toBe(before + 2);
     });
   });
 } else {
@@ -312,13 +309,13 @@ if (FENCING) {
     it("refuses publish with expectedLastSeq with ServerUnsupportedError and publishes nothing", async () => {
       const c = coords();
       const e = decided(c);
-      const before = await messageCount();
+      const before = await messageCount(jsm, bus.stream);
       for (const expectedLastSeq of [0, 1, 1000]) {
         const err = await rejection(bus.publish(e, { expectedLastSeq }));
         expect(err).toBeInstanceOf(ServerUnsupportedError);
         expect(err).toMatchObject({ code: "SERVER_UNSUPPORTED", feature: "fencing", required: "2.11.0", actual: bus.serverVersion });
       }
-      expect(await messageCount()).toBe(before);
+      expect(await messageCount(jsm, bus.stream)).toBe(before);
       expect(await jsm.streams.getMessage(bus.stream, { last_by_subj: `${ns}.journal.${c.sessionId}.>` })).toBeNull();
       // Without the fence the same event goes through.
       expect((await bus.publish(e)).journalSeq).toBeGreaterThan(0);
@@ -344,11 +341,11 @@ describe("dedupe and the expected-sequence check on the server", () => {
       const r = await nc.request(subject, "{}", { headers: h, timeout: 5000 });
       return r.json<{ seq: number; duplicate?: boolean; error?: { err_code: number; description: string } }>();
     };
-    const before = await messageCount();
+    const before = await messageCount(jsm, bus.stream);
     const first = await send("resend-1-" + session, 0);
     const moved = await send("resend-2-" + session);
     const resend = await send("resend-1-" + session, 0);
-    expect(await messageCount()).toBe(before + 2);
+    expect(await messageCount(jsm, bus.stream)).toBe(before + 2);
     const duplicate = { seq: first.seq, duplicate: true };
     const mismatch = { seq: 0, error: { code: 400, err_code: 10071, description: `wrong last sequence: ${moved.seq}` } };
     const version = bus.serverVersion;
@@ -364,7 +361,7 @@ describe("bad input gets a typed error and nothing is published", () => {
   it("an invalid event: EventValidationError", async () => {
     const c = coords();
     const good = decided(c);
-    const before = await messageCount();
+    const before = await messageCount(jsm, bus.stream);
     const bad: [Record<string, unknown>, string][] = [
       [{ ...good, toolExecutionId: undefined }, "toolExecutionId"],
       [{ ...good, stepId: undefined }, "stepId"],
@@ -383,13 +380,13 @@ describe("bad input gets a typed error and nothing is published", () => {
     const err = await rejection(bus.publish({ ...preview(c), toolExecutionId: NIL_UUID }));
     expect(err).toBeInstanceOf(EventValidationError);
     expect(await live.untilControl(bus)).toEqual([]);
-    expect(await messageCount()).toBe(before);
+    expect(await messageCount(jsm, bus.stream)).toBe(before);
   });
 
   it("ids with subject metacharacters, whitespace, uppercase, or the nil UUID: EventValidationError", async () => {
     const c = coords();
     const good = decided(c);
-    const before = await messageCount();
+    const before = await messageCount(jsm, bus.stream);
     for (const field of ["sessionId", "loopId"] as const) {
       for (const bad of ["a.b", "*", ">", `${c.sessionId}.>`, "has space", ` ${c.sessionId}`, `${c.sessionId}\n`, c.sessionId.toUpperCase(), NIL_UUID, "_", ""]) {
         const err = await rejection(bus.publish({ ...good, [field]: bad }));
@@ -397,18 +394,18 @@ describe("bad input gets a typed error and nothing is published", () => {
         expect(err).toMatchObject({ code: "EVENT_INVALID", field });
       }
     }
-    expect(await messageCount()).toBe(before);
+    expect(await messageCount(jsm, bus.stream)).toBe(before);
   });
 
   it("an event over maxEventBytes: EventEncodeError too_large", async () => {
     const small = fromConnection(nc, { namespace: ns, maxEventBytes: 1024 });
     try {
-      const before = await messageCount();
+      const before = await messageCount(jsm, bus.stream);
       const err = await rejection(small.publish(decided(coords(), { reason: "x".repeat(2000) })));
       expect(err).toBeInstanceOf(EventEncodeError);
       expect(err).toMatchObject({ code: "EVENT_ENCODE", reason: "too_large", eventType: "PermissionDecided" });
       // The same event fits the default cap.
-      expect(await messageCount()).toBe(before);
+      expect(await messageCount(jsm, bus.stream)).toBe(before);
     } finally {
       await small.close();
     }
@@ -416,12 +413,12 @@ describe("bad input gets a typed error and nothing is published", () => {
 
   it("expectedLastSeq that is not a non-negative integer, or on an ephemeral event: OptionsError", async () => {
     const c = coords();
-    const before = await messageCount();
+    const before = await messageCount(jsm, bus.stream);
     for (const expectedLastSeq of [-1, 1.5, Number.NaN]) {
       expect(await rejection(bus.publish(decided(c), { expectedLastSeq }))).toMatchObject({ code: "OPTIONS_INVALID", option: "expectedLastSeq" });
     }
     expect(await rejection(bus.publish(preview(c), { expectedLastSeq: 0 }))).toBeInstanceOf(OptionsError);
-    expect(await messageCount()).toBe(before);
+    expect(await messageCount(jsm, bus.stream)).toBe(before);
   });
 
   it("an invalid namespace or other option: OptionsError at connect, before dialing", async () => {
@@ -478,7 +475,7 @@ describe("bad input gets a typed error and nothing is published", () => {
   });
 
   it("after close: ConnectionClosedError, for a bus that owns its connection and one that does not", async () => {
-    const before = await messageCount();
+    const before = await messageCount(jsm, bus.stream);
     const owned = await connect({ servers: natsServers(), namespace: ns });
     await owned.close();
     const borrowed = fromConnection(nc, { namespace: ns });
@@ -499,7 +496,7 @@ describe("bad input gets a typed error and nothing is published", () => {
     await control.close();
     expect(nc.isClosed()).toBe(false);
     await borrowed.close(); // idempotent
-    expect(await messageCount()).toBe(before);
+    expect(await messageCount(jsm, bus.stream)).toBe(before);
   });
 });
 

@@ -14,6 +14,7 @@ import {
 } from "../../src/index.js";
 import { natsServers, uniqueNamespace } from "../harness/context.js";
 import { waitFor } from "../harness/async.js";
+import { consumerCount } from "../harness/stream-state.js";
 
 interface Stored {
   readonly seq: number;
@@ -233,7 +234,7 @@ describe("replay", () => {
     for await (const _d of bus.replay(s1(), { batch: 2 })) break;
     const jsm = await bus.jetstreamManager();
     // Deleted as each replay ends, not after the server's inactivity timeout (minutes).
-    await waitFor("the replay consumers to be deleted", async () => (await jsm.streams.info(bus.stream)).state.consumer_count === 0, 5_000);
+    await waitFor("the replay consumers to be deleted", async () => (await consumerCount(jsm, bus.stream)) === 0, 5_000);
   });
 
   it("takes the filter of subscribeEvents: the same filter replays what a subscription from the start delivers", async () => {

@@ -21,6 +21,7 @@ import {
 } from "../../src/index.js";
 import { connectTest, natsServers, uniqueNamespace } from "../harness/context.js";
 import { waitFor } from "../harness/async.js";
+import { messageCount } from "../harness/stream-state.js";
 
 const ns = uniqueNamespace();
 let bus: Jetloop;
@@ -49,10 +50,6 @@ const completed = (c: Coords) => createEvent("ToolCallCompleted", { ...c, toolEx
 /** Subjects and message counts the stream holds under `filter` (a server-side filter). */
 async function storedSubjects(filter: string, stream = bus.stream): Promise<Record<string, number>> {
   return (await jsm.streams.info(stream, { subjects_filter: filter })).state.subjects ?? {};
-}
-
-async function messageCount(stream = bus.stream): Promise<number> {
-  return (await jsm.streams.info(stream)).state.messages;
 }
 
 /** Collects what a core subscription receives; resolves once the server has the subscription. */
@@ -122,11 +119,11 @@ describe("journal subjects", () => {
 describe("ephemeral events", () => {
   it("never enter the journal stream: its subjects cannot capture the live root", async () => {
     const c = coords();
-    const before = await messageCount();
+    const before = await messageCount(jsm, bus.stream);
     const mixed = [started(c), decided(c), completed(c), started(c), decided(c), completed(c)];
     const results = await bus.publishAll(mixed);
     expect(results.map((r) => r.journalSeq === 0)).toEqual(mixed.map((e) => e.type.startsWith("ToolCall")));
-    expect(await messageCount()).toBe(before + 2);
+    expect(await messageCount(jsm, bus.stream)).toBe(before + 2);
     expect(Object.keys(await storedSubjects(`${ns}.live.>`))).toEqual([]);
     expect(Object.keys(await storedSubjects(`${ns}.>`)).every((s) => s.startsWith(`${ns}.journal.`))).toBe(true);
 
@@ -192,7 +189,7 @@ describe("ephemeral events", () => {
     // JetStream stores every core publish on a subject it captures: the guarantee rests on
     // the journal stream's subjects being {ns}.journal.> only.
     await own.publish(started(c));
-    await waitFor("the widened stream to capture the preview", async () => (await messageCount(own.stream)) === 1, 5000, 20);
+    await waitFor("the widened stream to capture the preview", async () => (await messageCount(jsm, own.stream)) === 1, 5000, 20);
     expect(await own.provision({ mode: "verify" })).toMatchObject({
       stream: own.stream,
       action: "drifted",
@@ -205,7 +202,7 @@ describe("ephemeral events", () => {
     await own.publish(completed(c));
     const r = await own.publish(decided(c));
     expect(r.journalSeq).toBe(2);
-    expect(await messageCount(own.stream)).toBe(2);
+    expect(await messageCount(jsm, own.stream)).toBe(2);
   });
 
   it("are captured by a separate namespace-wide stream, which the journal's appends refuse to use", async () => {
@@ -216,7 +213,7 @@ describe("ephemeral events", () => {
     const c = coords();
     const preview = started(c);
     await own.publish(preview);
-    await waitFor("the wiretap to capture the preview", async () => (await messageCount(wiretap)) === 1, 5000, 20);
+    await waitFor("the wiretap to capture the preview", async () => (await messageCount(jsm, wiretap)) === 1, 5000, 20);
     const captured = await jsm.streams.getMessage(wiretap, { seq: 1 });
     expect(captured!.subject).toBe(`${own.namespace}.live.${c.sessionId}.${c.loopId}.tool.ToolCallStarted`);
     expect(captured!.data).toEqual(encodeEvent(preview));
@@ -226,6 +223,6 @@ describe("ephemeral events", () => {
     const err = await own.publish(decided(c)).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(NotProvisionedError);
     expect(err).toMatchObject({ code: "NOT_PROVISIONED", stream: own.stream });
-    expect(await messageCount(wiretap)).toBe(1);
+    expect(await messageCount(jsm, wiretap)).toBe(1);
   });
 });

@@ -16,6 +16,7 @@ import {
 } from "../../src/index.js";
 import { natsServers, uniqueNamespace } from "../harness/context.js";
 import { Reader } from "../harness/reader.js";
+import { consumerCount } from "../harness/stream-state.js";
 
 // --- reading a subscription without losing a delivery to a timed-out read ------------
 
@@ -162,13 +163,6 @@ const liveOnly: Case = {
   wire: (p) => !p.enduring && loopOrSession(p, [L[2]![2]!]),
 };
 
-/** Consumers the stream has now: live subscriptions follow the feed and keep none. */
-async function consumers(): Promise<number> {
-  let n = 0;
-  for await (const _ of jsm.consumers.list(pub.stream)) n++;
-  return n;
-}
-
 beforeAll(async () => {
   pub = await connect({ servers: natsServers(), namespace: ns });
   await pub.provision();
@@ -275,7 +269,7 @@ describe("each subscription receives exactly its selection", () => {
     }
 
     // Every live subscription follows the feed: the stream has no consumer for any of them.
-    if (c.filter.enduring !== undefined) expect(await consumers()).toBe(0);
+    if (c.filter.enduring !== undefined) expect(await consumerCount(jsm, pub.stream)).toBe(0);
     expect(c.sub!.stats()).toEqual({ delivered: got.length, dropped: 0, poison: 0, parked: 0 });
     expect(c.sub!.err()).toBeUndefined();
   });

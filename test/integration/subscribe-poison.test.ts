@@ -1,6 +1,7 @@
-// Poison messages: bytes placed raw into the journal (and onto live subjects) that are not
-// a valid event for their subject. They are reported with their journal sequence, subject
-// and typed error, never yielded, and what follows them still arrives.
+// Poison messages: every row of the bad-message table (test/harness/bad-messages.ts) placed
+// raw into the journal and onto live subjects. Each is reported with its journal sequence,
+// subject and the typed error its row names, never yielded, and what follows it still
+// arrives; a row the decoder strips (an extra envelope key) arrives without the key.
 import { jetstream, jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -8,11 +9,8 @@ import {
   connect,
   createEvent,
   DeliveryMismatchError,
-  encodeEvent,
   EventDecodeError,
-  eventSubject,
   EventValidationError,
-  marshalEvent,
   newId,
   type Delivery,
   type DeliveryFailure,
@@ -23,104 +21,82 @@ import {
 import { natsServers, uniqueNamespace } from "../harness/context.js";
 import { sleep } from "../harness/async.js";
 import { Reader } from "../harness/reader.js";
-
+import { messageCount } from "../harness/stream-state.js";
+import { badMessages, type Expectation, MUTATIONS, SECRET_ARGUMENT, SECRET_GRANT } from "../harness/bad-messages.js";
 
 type Poison = Extract<SubscriptionReport, { kind: "poison" }>;
-
-const enc = (s: string) => new TextEncoder().encode(s);
 
 let bus: Jetloop;
 let jsm: JetStreamManager;
 /** Everything jetloop logged (JSON lines). */
 const logs: string[] = [];
-/** A secret inside a malformed payload: JSON.parse quotes the text around a syntax error. */
-const SECRET = "SECRET-grant-7c1d";
+/** The reader's decode cap: the table's oversize rows exceed it, the stream accepts them. */
+const CAP = 8192;
+const SEED = 20_251_130;
 const session = newId();
 const loop = newId();
-const otherLoop = newId();
 const step = () => ({ sessionId: session, loopId: loop, turnId: newId(), stepId: newId() });
 
-/** The journal as the tests see it: good events and poison, interleaved. */
+/** The journal as the tests see it: good events (and stripped ones) and poison, interleaved. */
 const goods: { seq: number; eventId: string }[] = [];
 interface Planted {
   readonly name: string;
   readonly seq: number;
   readonly subject: string;
-  readonly check: (e: DeliveryFailure) => void;
+  readonly expect: Expectation;
 }
 const planted: Planted[] = [];
 
-function expectDecode(reason: EventDecodeError["reason"]) {
-  return (e: DeliveryFailure) => {
-    expect(e).toBeInstanceOf(EventDecodeError);
-    expect(e.code).toBe("EVENT_DECODE");
-    expect((e as EventDecodeError).reason).toBe(reason);
-  };
+/** The error a poison report carries is the one its row of the table names. */
+function checkError(name: string, subject: string, want: Expectation, e: DeliveryFailure) {
+  expect(e.code, name).toBe(want.code);
+  if (want.reason) {
+    expect(e, name).toBeInstanceOf(EventDecodeError);
+    expect((e as EventDecodeError).reason, name).toBe(want.reason);
+  }
+  if (want.field) {
+    expect(e, name).toBeInstanceOf(EventValidationError);
+    expect((e as EventValidationError).field, name).toBe(want.field);
+  }
+  if (want.code === "DELIVERY_INVALID") {
+    expect(e, name).toBeInstanceOf(DeliveryMismatchError);
+    expect((e as DeliveryMismatchError).subject, name).toBe(subject);
+    expect((e as DeliveryMismatchError).expected, name).not.toBe(subject);
+  }
+  expect(e.message, name).not.toContain(SECRET_GRANT);
+  expect(e.message, name).not.toContain(SECRET_ARGUMENT);
 }
 
+const eventIdOf = (data: Uint8Array) => (JSON.parse(new TextDecoder().decode(data)) as { event_id: string }).event_id;
+
 beforeAll(async () => {
+  // Provisioned with the default cap, so the stream stores what the reader's cap refuses.
+  const namespace = uniqueNamespace();
+  const provisioner = await connect({ servers: natsServers(), namespace });
+  await provisioner.provision();
+  await provisioner.close();
   bus = await connect({
     servers: natsServers(),
-    namespace: uniqueNamespace(),
+    namespace,
+    maxEventBytes: CAP,
     logger: pino({ level: "warn" }, { write: (line: string) => void logs.push(line) }),
   });
-  await bus.provision();
   jsm = await jetstreamManager(bus.nc);
   const js = jetstream(bus.nc);
-  const decided = eventSubject(bus.namespace, "journal", { sessionId: session, loopId: loop, family: "tool", type: "PermissionDecided" });
 
   const good = async () => {
     const r = await bus.publish(createEvent("PermissionDecided", { ...step(), toolExecutionId: newId(), effect: "approve" }));
     goods.push({ seq: r.journalSeq, eventId: r.eventId });
   };
-  const plant = async (name: string, subject: string, bytes: Uint8Array, check: Planted["check"]) => {
-    const ack = await js.publish(subject, bytes);
-    planted.push({ name, seq: ack.seq, subject, check });
-  };
-
-  const valid = createEvent("PermissionDecided", { ...step(), toolExecutionId: newId(), effect: "deny" });
-  const validJson = new TextDecoder().decode(marshalEvent(valid));
-
+  // Every row of the table, raw into the journal between good events; a stripped row is a good event.
   await good();
-  await plant("invalid JSON", decided, enc('{"type":"PermissionDecided","v":1,'), expectDecode("malformed_json"));
+  for (const b of badMessages(bus.namespace, step(), 1, SEED, CAP).filter((x) => x.channel === "journal")) {
+    const ack = await js.publish(b.subject, b.data);
+    if (b.expect === "stripped") goods.push({ seq: ack.seq, eventId: eventIdOf(b.data) });
+    else planted.push({ name: b.kind, seq: ack.seq, subject: b.subject, expect: b.expect });
+    if (planted.length % 4 === 0) await good();
+  }
   await good();
-  // A valid event of another loop, stored under this loop's subject.
-  const misrouted = createEvent("PermissionDecided", { ...step(), loopId: otherLoop, toolExecutionId: newId(), effect: "approve" });
-  await plant("misrouted", decided, marshalEvent(misrouted), (e) => {
-    expect(e).toBeInstanceOf(DeliveryMismatchError);
-    expect(e.code).toBe("DELIVERY_INVALID");
-    expect((e as DeliveryMismatchError).subject).toBe(decided);
-    expect((e as DeliveryMismatchError).expected).toBe(eventSubject(bus.namespace, "journal", { sessionId: session, loopId: otherLoop, family: "tool", type: "PermissionDecided" }));
-  });
-  await good();
-  await plant(
-    "unknown type",
-    eventSubject(bus.namespace, "journal", { sessionId: session, loopId: loop, family: "tool", type: "ToolExploded" }),
-    enc(validJson.replace('"type":"PermissionDecided"', '"type":"ToolExploded"')),
-    (e) => {
-      expect(e).toBeInstanceOf(EventValidationError);
-      expect(e.code).toBe("EVENT_TYPE_UNKNOWN");
-      expect((e as EventValidationError).rule).toBe("is not a known event type");
-    },
-  );
-  await good();
-  await plant("duplicate key", decided, enc(validJson.replace('"effect":1', '"effect":1,"effect":0').replace('"effect":"deny"', '"effect":"deny","effect":"approve"')), expectDecode("duplicate_key"));
-  await good();
-  await plant("not UTF-8", decided, new Uint8Array([0x7b, 0x22, 0xff, 0xfe, 0x22, 0x7d]), expectDecode("not_utf8"));
-  await plant("a body that breaks its type's rules", decided, enc(validJson.replace(/"effect":("deny"|\d)/, '"effect":"ask"')), (e) => {
-    expect(e).toBeInstanceOf(EventValidationError);
-    expect(e.code).toBe("EVENT_INVALID");
-    expect((e as EventValidationError).field).toBe("effect");
-  });
-  await plant("malformed JSON around a secret", decided, enc(`{"type":"PermissionDecided","grant_token":${SECRET}}`), expectDecode("malformed_json"));
-  // Another session's event under this session's subject.
-  const foreign = createEvent("SessionStopped", { sessionId: newId() });
-  await plant("foreign session", eventSubject(bus.namespace, "journal", { sessionId: session, family: "session", type: "SessionStopped" }), marshalEvent(foreign), (e) =>
-    expect(e).toBeInstanceOf(DeliveryMismatchError),
-  );
-  await good();
-  // Sanity: the duplicate-key payload really has a duplicate key, the unknown type is really unknown.
-  expect(validJson).toContain('"effect"');
 });
 
 afterAll(async () => {
@@ -134,7 +110,7 @@ function checkReports(reports: SubscriptionReport[]) {
   for (const [i, p] of poison.entries()) {
     const want = planted[i]!;
     expect(p.subject, want.name).toBe(want.subject);
-    want.check(p.error);
+    checkError(want.name, want.subject, want.expect, p.error);
   }
 }
 
@@ -147,10 +123,8 @@ function checkGoods(got: readonly Delivery<JetloopEvent>[]) {
 
 describe("poison in the journal", () => {
   it("the journal holds the poison between the good events", async () => {
-    expect(planted).toHaveLength(8);
-    expect(goods).toHaveLength(6);
-    const info = await jsm.streams.info(bus.stream);
-    expect(info.state.messages).toBe(14);
+    expect(planted.map((p) => p.name)).toEqual(MUTATIONS.filter((m) => m.expect !== "stripped").map((m) => m.name));
+    expect(await messageCount(jsm, bus.stream)).toBe(planted.length + goods.length);
     // The good events after the last poison prove delivery goes on past it.
     expect(goods.at(-1)!.seq).toBeGreaterThan(planted.at(-1)!.seq);
   });
@@ -179,7 +153,8 @@ describe("poison in the journal", () => {
       expect(entry!.subject).toBe(p.subject);
       expect(typeof entry!.code).toBe("string");
     }
-    expect(logs.join("\n")).not.toContain(SECRET.slice(0, 10));
+    expect(logs.join("\n")).not.toContain(SECRET_GRANT.slice(0, 10));
+    expect(logs.join("\n")).not.toContain(SECRET_ARGUMENT.slice(0, 10));
   });
 
   it("a durable subscription reports, parks and terminates each: never redelivered, not even to a restarted consumer", async () => {
@@ -255,39 +230,31 @@ describe("poison in the journal", () => {
 });
 
 describe("poison on live subjects", () => {
-  it("is reported with journal sequence 0 and skipped; valid previews still arrive", async () => {
+  it("every row of the table is reported with journal sequence 0 and skipped; valid previews (and stripped ones) still arrive", async () => {
     const s = newId();
     const l = newId();
     const coords = { sessionId: s, loopId: l, turnId: newId(), stepId: newId() };
-    const subject = eventSubject(bus.namespace, "live", { sessionId: s, loopId: l, family: "tool", type: "ToolCallStarted" });
     const reports: SubscriptionReport[] = [];
     const sub = await bus.subscribeEvents({ sessions: [s], ephemeral: { loops: [l] } }, { onReport: (r) => reports.push(r) });
     try {
       const before = createEvent("ToolCallStarted", { ...coords, toolExecutionId: newId(), toolName: "before" });
       const after = createEvent("ToolCallStarted", { ...coords, toolExecutionId: newId(), toolName: "after" });
-      const wrongLoop = createEvent("ToolCallStarted", { ...coords, loopId: newId(), toolExecutionId: newId(), toolName: "misrouted" });
+      const bad = badMessages(bus.namespace, coords, 1, SEED, CAP).filter((x) => x.channel === "live");
+      const poisonous = bad.filter((b) => b.expect !== "stripped");
+      const stripped = bad.filter((b) => b.expect === "stripped").map((b) => eventIdOf(b.data));
       await bus.publish(before);
-      bus.nc.publish(subject, enc("not json at all"));
-      bus.nc.publish(subject, encodeEvent(wrongLoop));
-      bus.nc.publish(subject, enc('{"type":"ToolCallStarted","type":"ToolCallStarted"}'));
+      for (const b of bad) bus.nc.publish(b.subject, b.data);
       await bus.publish(after);
-      const got = await new Reader(sub).take(2);
-      expect(got.map((d) => [d.event.eventId, d.journalSeq])).toEqual([
-        [before.eventId, 0],
-        [after.eventId, 0],
-      ]);
+      const got = await new Reader(sub).take(2 + stripped.length);
+      expect(got.map((d) => [d.event.eventId, d.journalSeq])).toEqual([before.eventId, ...stripped, after.eventId].map((id) => [id, 0]));
       await sleep(50);
       const poison = reports.filter((r): r is Poison => r.kind === "poison");
-      expect(poison.map((p) => [p.journalSeq, p.subject])).toEqual([
-        [0, subject],
-        [0, subject],
-        [0, subject],
-      ]);
-      expect(poison[0]!.error).toBeInstanceOf(EventDecodeError);
-      expect((poison[0]!.error as EventDecodeError).reason).toBe("malformed_json");
-      expect(poison[1]!.error).toBeInstanceOf(DeliveryMismatchError);
-      expect((poison[2]!.error as EventDecodeError).reason).toBe("duplicate_key");
-      expect(sub.stats()).toEqual({ delivered: 2, dropped: 0, poison: 3, parked: 0 });
+      expect(poison.map((p) => [p.journalSeq, p.subject])).toEqual(poisonous.map((b) => [0, b.subject]));
+      for (const [i, p] of poison.entries()) {
+        const b = poisonous[i]!;
+        if (b.expect !== "stripped") checkError(b.kind, b.subject, b.expect, p.error);
+      }
+      expect(sub.stats()).toEqual({ delivered: 2 + stripped.length, dropped: 0, poison: poisonous.length, parked: 0 });
       expect(sub.err()).toBeUndefined();
     } finally {
       await sub.close();

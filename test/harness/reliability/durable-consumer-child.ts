@@ -12,6 +12,7 @@
 // and the ack leaves a recorded event unacknowledged, so it is delivered again.
 import { appendFileSync } from "node:fs";
 import { connect } from "../../../src/index.js";
+import { sleep } from "../async.js";
 
 const env = (k: string): string => {
   const v = process.env[k];
@@ -34,7 +35,7 @@ const stop = (): void => {
 process.on("SIGTERM", stop);
 
 for await (const d of sub) {
-  if (delay > 0) await new Promise((r) => setTimeout(r, delay));
+  if (delay > 0) await sleep(delay);
   appendFileSync(out, `${d.journalSeq} ${(d.event as { eventId: string }).eventId} ${d.deliveryCount}\n`);
   await d.ack();
 }

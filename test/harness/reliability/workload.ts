@@ -7,7 +7,7 @@ import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import { pino, type Logger } from "pino";
 import { createEvent, isJetloopError, newId, type Delivery, type Jetloop, type JetloopEvent, type Subscription } from "../../../src/index.js";
-import { sleep } from "../async.js";
+import { settledWithin, sleep } from "../async.js";
 
 export interface Coords {
   readonly sessionId: string;
@@ -139,21 +139,6 @@ export function summarize(outcomes: readonly AppendOutcome[]): { acked: number; 
   return { acked, failed: failedTyped + failedUntyped, failedTyped, failedUntyped, duplicateAcks, byCode };
 }
 
-/** Resolves to the promise's value, or throws after `ms` naming `what`. */
-export async function within<T>(what: string, p: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    return await Promise.race([
-      p,
-      new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`${what} did not finish within ${ms} ms`)), ms);
-      }),
-    ]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
 // ---------------------------------------------------------------------------------------
 // Stream audit (raw NATS, not jetloop)
 
@@ -185,7 +170,7 @@ export async function auditStream(nc: NatsConnection, stream: string, opts: { pa
       }
     })();
     try {
-      await within(`reading ${messages} messages of ${stream}`, read, opts.timeoutMs ?? 30_000);
+      await settledWithin(`reading ${messages} messages of ${stream}`, read, opts.timeoutMs ?? 30_000);
     } finally {
       iter.stop();
     }

@@ -4,8 +4,8 @@
 import { connect, type JetloopEvent } from "../../../../src/index.js";
 import { row, tally } from "../figures.js";
 import { startServer } from "../../server.js";
-import { sleep } from "../../async.js";
-import { auditStream, collect, countAttempts, enduring, eventIdOf, faultAfter, newCoords, produce, resumedAfter, summarize, within } from "../workload.js";
+import { settledWithin, sleep } from "../../async.js";
+import { auditStream, collect, countAttempts, enduring, eventIdOf, faultAfter, newCoords, produce, resumedAfter, summarize } from "../workload.js";
 import { adminConnection, gapSummary, record, scenarioNamespace, type AppendScenarioResult, type ScenarioContext } from "./common.js";
 
 export interface ClientCutoffOptions {
@@ -90,7 +90,7 @@ export async function clientCutoffScenario(ctx: ScenarioContext, o: ClientCutoff
     // Every append settles (ack or typed error) by its deadline, plus slack for timers
     // and the paced start of the later ones.
     const pacing = (o.events * 1000) / o.ratePerSec;
-    const outcomesOrTimeout = await within("the producer", producer.done, pacing + o.pauseMs + o.publishDeadlineMs + 10_000).catch(() => undefined);
+    const outcomesOrTimeout = await settledWithin("the producer", producer.done, pacing + o.pauseMs + o.publishDeadlineMs + 10_000).catch(() => undefined);
     const unsettledAtDeadline = outcomesOrTimeout === undefined ? producer.inFlight() : 0;
     const outcomes = outcomesOrTimeout ?? (await producer.done);
     await fault.done();

@@ -10,6 +10,7 @@ import { connect, type JetloopEvent } from "../../../../src/index.js";
 import { SINGLE_CONF, makeTempDir, removeTempDir, serverVersion, startServer, type NatsServer } from "../../server.js";
 import { row, type FigureRow, type ScenarioRecord } from "../figures.js";
 import { auditStream, enduring, newCoords, produce } from "../workload.js";
+import { messageCount } from "../../stream-state.js";
 import { adminConnection, record, scenarioNamespace, type ScenarioContext } from "./common.js";
 
 export interface DurabilityOptions {
@@ -124,8 +125,7 @@ async function memoryRun(events: number): Promise<{ published: number; survived:
     try {
       const jsm2 = await jetstreamManager(nc2, { checkAPI: false });
       try {
-        const info = await jsm2.streams.info(`${ns}_mem`);
-        return { published: events, survived: info.state.messages, streamSurvived: true };
+        return { published: events, survived: await messageCount(jsm2, `${ns}_mem`), streamSurvived: true };
       } catch {
         return { published: events, survived: 0, streamSurvived: false };
       }

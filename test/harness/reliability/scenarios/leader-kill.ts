@@ -3,9 +3,9 @@
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect, type JetloopEvent } from "../../../../src/index.js";
 import { provisionOnCluster, startCluster, type NatsCluster } from "../../cluster.js";
-import { sleep, waitFor } from "../../async.js";
+import { settledWithin, sleep, waitFor } from "../../async.js";
 import { row, tally } from "../figures.js";
-import { auditStream, captureLogger, collect, countAttempts, enduring, resumedAfter, eventIdOf, faultAfter, newCoords, produce, summarize, within } from "../workload.js";
+import { auditStream, captureLogger, collect, countAttempts, enduring, resumedAfter, eventIdOf, faultAfter, newCoords, produce, summarize } from "../workload.js";
 import { adminConnection, gapSummary, record, scenarioNamespace, type AppendScenarioResult, type ScenarioContext } from "./common.js";
 
 export interface LeaderKillOptions {
@@ -87,7 +87,7 @@ export async function leaderKillScenario(ctx: ScenarioContext, o: LeaderKillOpti
       ctx.log?.(`  ${oldLeader} back after ${Date.now() - killedAt} ms`);
     });
     const producer = produce({ bus, events, concurrency: 16, ratePerSec: o.ratePerSec, onSettled: fault.onSettled });
-    const outcomes = await within("the producer", producer.done, 120_000);
+    const outcomes = await settledWithin("the producer", producer.done, 120_000);
     await fault.done();
 
     const failed = events.filter((_, i) => outcomes[i]!.status === "failed");

@@ -19,7 +19,7 @@ import {
   type SubscriptionReport,
 } from "../../../../src/index.js";
 import { REPO_ROOT, startServer } from "../../server.js";
-import { sleep } from "../../async.js";
+import { heldWithin, sleep } from "../../async.js";
 import { row, tally, type ScenarioRecord } from "../figures.js";
 import { auditStream, captureLogger, collect, enduring, ephemeral, eventIdOf, newCoords, type CapturedLog } from "../workload.js";
 import { record, type ScenarioContext } from "./common.js";
@@ -261,8 +261,7 @@ export async function securityScenario(ctx: ScenarioContext, o: { events: number
       else opsRaw.publish(subject, data);
     }
     await opsRaw.flush();
-    const deadline = Date.now() + 5000;
-    while (poison.length < poisonPayloads.length && Date.now() < deadline) await sleep(20);
+    await heldWithin(() => poison.length >= poisonPayloads.length, 5000);
     await sleep(200);
 
     // --- scan ----------------------------------------------------------------------------

@@ -3,8 +3,8 @@
 import { connect, type JetloopEvent } from "../../../../src/index.js";
 import { row, tally } from "../figures.js";
 import { startServer } from "../../server.js";
-import { sleep } from "../../async.js";
-import { auditStream, collect, enduring, eventIdOf, faultAfter, newCoords, produce, resumedAfter, summarize, within } from "../workload.js";
+import { settledWithin, sleep } from "../../async.js";
+import { auditStream, collect, enduring, eventIdOf, faultAfter, newCoords, produce, resumedAfter, summarize } from "../workload.js";
 import { adminConnection, type AppendScenarioResult, gapSummary, record, scenarioNamespace, type ScenarioContext } from "./common.js";
 
 export interface ServerRestartOptions {
@@ -61,7 +61,7 @@ export async function serverRestartScenario(ctx: ScenarioContext, o: ServerResta
       ctx.log?.(`  server back after ${upAt - downAt} ms`);
     });
     const producer = produce({ bus, events, concurrency: 8, ratePerSec: o.ratePerSec, onSettled: restart.onSettled });
-    const outcomes = await within("the producer", producer.done, 120_000);
+    const outcomes = await settledWithin("the producer", producer.done, 120_000);
     await restart.done();
 
     // A typed failure says "publishing again is safe": do so, then every event is acked.
