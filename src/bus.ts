@@ -85,7 +85,7 @@ export class Jetloop<E = JetloopEvent> {
     requireMinimum(this.serverVersion);
     this.journalPosition = new JournalPosition(() => this.jetstreamManager(), this.settings.stream);
     this.parked = new ParkedStore(nc, () => this.jetstreamManager(), this.settings.namespace, defaultParkedStreamName(this.settings.namespace));
-    this.feeds = new FeedHub(nc, this.settings.namespace, this.settings.stream, this.log);
+    this.feeds = new FeedHub(nc, this.settings.namespace, this.settings.stream, this.log, () => this.journalPosition.state());
     this.#writer = new JournalWriter(nc, () => this.jetstreamManager(), this.settings, this.log);
     this.#publisher = new Publisher(nc, this.#writer, { ...this.settings, serverVersion: this.serverVersion }, this.registry);
     this.onPermissionViolation((e) => {

@@ -39,9 +39,21 @@ export class DeliveryQueue<D> {
     while (this.#enduring.length >= this.#enduringLimit && !this.#ended) {
       await new Promise<void>((resolve) => this.#space.push(resolve));
     }
-    if (this.#ended) return;
-    if (this.#handOver(item)) return;
+    this.offerEnduring(item);
+  }
+
+  /** True when an enduring item can be taken without waiting. */
+  hasRoom(): boolean {
+    return this.#enduring.length < this.#enduringLimit || this.#ended;
+  }
+
+  /** Buffers an enduring item at once when there is room (see `hasRoom`); false otherwise. */
+  offerEnduring(item: D): boolean {
+    if (this.#ended) return true;
+    if (this.#handOver(item)) return true;
+    if (this.#enduring.length >= this.#enduringLimit) return false;
     this.#enduring.push({ stamp: this.#stamp++, item });
+    return true;
   }
 
   /** Buffers a live item; returns false when an older one had to be dropped for it. */

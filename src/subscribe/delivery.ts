@@ -50,7 +50,8 @@ export interface DecodeContext<E> {
 }
 
 export type Decoded<E> =
-  | { readonly ok: true; readonly event: E; readonly skip: boolean }
+  /** `internal`: the event's visibility; `skip`: internal and the caller did not ask for those. */
+  | { readonly ok: true; readonly event: E; readonly internal: boolean; readonly skip: boolean }
   | { readonly ok: false; readonly error: DeliveryFailure };
 
 interface Routed {
@@ -76,5 +77,6 @@ export function decodeMessage<E>(ctx: DecodeContext<E>, subject: string, data: U
   const home: Channel = def.class === "enduring" ? "journal" : "live";
   const expected = validEventSubject(ctx.namespace, home, { sessionId: e.sessionId, loopId: e.loopId, family: def.family, type: e.type });
   if (expected !== subject) return { ok: false, error: new DeliveryMismatchError(subject, expected) };
-  return { ok: true, event: r.data, skip: e.visibility === "internal" && !ctx.includeInternal };
+  const internal = e.visibility === "internal";
+  return { ok: true, event: r.data, internal, skip: internal && !ctx.includeInternal };
 }

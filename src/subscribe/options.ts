@@ -25,6 +25,8 @@ const subscribeShape = z.object({
     .string()
     .regex(/^[A-Za-z0-9_-]{1,64}$/, "must be 1-64 characters of [A-Za-z0-9_-]")
     .optional(),
+  /** Live only: how to follow the feed, `loop` or `namespace` (the bus option `feed`). Default: the bus's. */
+  feed: z.enum(["loop", "namespace"]).optional(),
   /** Durable only: a fixed ack wait in ms, instead of the backoff. Default 30000 (streams/consumers.json). */
   ackWaitMs: z.number().int().min(100).optional(),
   /**
@@ -84,6 +86,7 @@ export function parseSubscribeOptions(options: SubscribeOptions): SubscribeSetti
     const issue = r.error.issues[0]!;
     throw new OptionsError(issue.path.join(".") || "options", issue.message);
   }
+  if (r.data.durable !== undefined && r.data.feed !== undefined) throw new OptionsError("feed", "applies to live subscriptions only");
   if (r.data.durable === undefined) {
     for (const k of ["ackWaitMs", "maxDeliver", "backoffMs", "maxAckPending"] as const) {
       if (r.data[k] !== undefined) throw new OptionsError(k, "applies to durable subscriptions only");

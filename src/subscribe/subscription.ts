@@ -87,7 +87,7 @@ export class Subscription<E = JetloopEvent, D extends Delivery<E> = Delivery<E>>
     }
     if (resolved.journalSubjects.length > 0) {
       if (settings.durable) this.#enduring = new DurableSource(this.#ctx, settings.durable, resolved.journalSubjects, settings.start ?? "all", bus.parked);
-      else this.#enduring = this.#feed = new FeedSource(this.#ctx, resolved.feedSubjects, settings.start ?? "new");
+      else this.#enduring = this.#feed = new FeedSource(this.#ctx, resolved.feedSubjects, settings.start ?? "new", settings.feed ?? bus.settings.feed);
     }
     if (resolved.liveSubjects.length > 0) this.#live = new LiveSource(this.#ctx, resolved.liveSubjects);
   }
