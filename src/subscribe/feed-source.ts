@@ -14,7 +14,8 @@
  * so the check is per subject: after a journal read up to B, everything of the filter up
  * to B is known, and every sequence taken since is remembered; a message whose previous
  * sequence is above B and was never taken reveals a missed message, and the journal is
- * read from the missed one to just before this one. That check alone sees a miss only
+ * read from B to just before this one (earlier messages of the same subject may be
+ * missing too). That check alone sees a miss only
  * when its subject speaks again (then the missed event comes late, out of order, still
  * exactly once), so the ways the feed really loses messages are caught where they
  * happen: a reconnect (a slow consumer cut off, a restart, a network cut) and a stream
@@ -232,8 +233,10 @@ export class FeedSource<E> implements Source, FeedViewer {
   async #take(m: FeedMessage): Promise<void> {
     if (m.seq <= this.#lastSeq) return; // read from the journal already
     if (this.#missed(m)) {
-      // The previous message of this subject never arrived: read from it to just before this one.
-      const from = Math.min(m.lastSeq, this.#lastSeq + 1);
+      // The previous message of this subject never arrived, and maybe others of it before
+      // (a journal read carries no previous sequence to follow the chain): read everything
+      // of the filter after the baseline up to just before this one; what was taken is skipped.
+      const from = this.#baseline + 1;
       const generation = this.#generation;
       await this.#catchUp(m.seq - 1, from);
       if (generation !== this.#generation) return;
