@@ -281,7 +281,7 @@ interface Appender {
   close(): Promise<void>;
 }
 
-async function startAppender(ctx: BenchContext, s: Setup, loops: Coordinates[]): Promise<Appender> {
+function startAppender(ctx: BenchContext, s: Setup, loops: Coordinates[]): Appender {
   const dir = mkdtempSync(join(tmpdir(), "jetloop-fanout-"));
   const file = join(dir, "loops.json");
   writeFileSync(file, JSON.stringify(loops));
@@ -451,7 +451,7 @@ export async function runScale(ctx: BenchContext): Promise<Row[]> {
     const sessionId = coordinates().sessionId;
     for (let l = 0; l < loopsPerSession; l++) loops.push(coordinates(sessionId));
   }
-  const appender = await startAppender(ctx, s, loops);
+  const appender = startAppender(ctx, s, loops);
   try {
     const reps = Math.max(1, Math.min(ctx.options.reps, ctx.options.quick ? 1 : 3));
     for (let r = 0; r < reps; r++) {

@@ -8,7 +8,7 @@
  */
 import { readFileSync } from "node:fs";
 import { createInterface } from "node:readline";
-import { connect } from "../../src/index.js";
+import { connect, newId } from "../../src/index.js";
 import { enduringEvent, type Coordinates } from "./events.js";
 import { nowMs } from "./stats.js";
 
@@ -18,7 +18,9 @@ const bus = await connect({ servers: url, namespace, name: "jetloop-fanout-appen
 for await (const line of createInterface({ input: process.stdin })) {
   const { perLoop } = JSON.parse(line) as { perLoop: number };
   const events = [];
-  for (let k = 0; k < perLoop; k++) for (const c of loops) events.push(enduringEvent(c));
+  // Fresh ids of its own: the template's counter restarts in every process, and the stream
+  // would take the parent's ids again as duplicates (Nats-Msg-Id) and store nothing.
+  for (let k = 0; k < perLoop; k++) for (const c of loops) events.push({ ...enduringEvent(c), eventId: newId() });
   const t0 = nowMs();
   for (let i = 0; i < events.length; i += 1000) await bus.publishAll(events.slice(i, i + 1000));
   process.stdout.write(`${JSON.stringify({ ms: nowMs() - t0 })}\n`);

@@ -7,18 +7,25 @@
  */
 import { SubjectError } from "../subjects/subjects.js";
 
-/** One pattern's viewers; `family`/`type` undefined for `>`. */
+/** One pattern's viewers (one held alone, more in a set); `family`/`type` undefined for `>`. */
 interface Pattern<V> {
+  readonly tail: string;
   readonly family: string | undefined;
   readonly type: string | undefined;
-  readonly viewers: Set<V>;
+  viewers: V | Set<V>;
 }
 
-export class FeedIndex<V> {
+type Patterns<V> = Pattern<V> | Pattern<V>[];
+
+export class FeedIndex<V extends object> {
   readonly #prefix: string;
   readonly #journalPrefix: string;
-  /** `{session}.{loop}` → pattern tail (`>` or `{family}.{type}`) → viewers. */
-  readonly #scopes = new Map<string, Map<string, Pattern<V>>>();
+  /**
+   * Session token → loop token → the patterns with that scope (either token may be `*`).
+   * Most viewers of a process each have a loop of their own: one pattern object and one
+   * map entry apiece, no set or array until a second one shares it.
+   */
+  readonly #sessions = new Map<string, Map<string, Patterns<V>>>();
   #size = 0;
 
   constructor(namespace: string) {
@@ -32,58 +39,108 @@ export class FeedIndex<V> {
   }
 
   add(feedSubject: string, viewer: V): void {
-    const [scope, tail] = this.#split(feedSubject);
-    let patterns = this.#scopes.get(scope);
-    if (!patterns) this.#scopes.set(scope, (patterns = new Map()));
-    let p = patterns.get(tail);
-    if (!p) {
-      const [family, type] = tail === ">" ? [undefined, undefined] : tail.split(".");
-      patterns.set(tail, (p = { family: family === "*" ? undefined : family, type: type === "*" ? undefined : type, viewers: new Set() }));
-    }
-    if (!p.viewers.has(viewer)) {
+    const [session, loop, tail] = this.#split(feedSubject);
+    let loops = this.#sessions.get(session);
+    if (!loops) this.#sessions.set(session, (loops = new Map<string, Patterns<V>>()));
+    const held = loops.get(loop);
+    const p = find(held, tail);
+    if (p === undefined) {
+      const [family, type] = tail === ">" ? [] : tail.split(".");
+      const made: Pattern<V> = { tail, family: family === "*" ? undefined : family, type: type === "*" ? undefined : type, viewers: viewer };
+      loops.set(loop, held === undefined ? made : Array.isArray(held) ? [...held, made] : [held, made]);
+    } else if (p.viewers instanceof Set) {
+      if (p.viewers.has(viewer)) return;
       p.viewers.add(viewer);
-      this.#size++;
+    } else {
+      if (p.viewers === viewer) return;
+      p.viewers = new Set([p.viewers, viewer]);
     }
+    this.#size++;
   }
 
   remove(feedSubject: string, viewer: V): void {
-    const [scope, tail] = this.#split(feedSubject);
-    const patterns = this.#scopes.get(scope);
-    const p = patterns?.get(tail);
-    if (!p?.viewers.delete(viewer)) return;
+    const [session, loop, tail] = this.#split(feedSubject);
+    const loops = this.#sessions.get(session);
+    const held = loops?.get(loop);
+    const p = find(held, tail);
+    if (p === undefined) return;
+    if (p.viewers instanceof Set) {
+      if (!p.viewers.delete(viewer)) return;
+      if (p.viewers.size === 1) p.viewers = p.viewers.values().next().value!;
+      this.#size--;
+      return;
+    }
+    if (p.viewers !== viewer) return;
     this.#size--;
-    if (p.viewers.size > 0) return;
-    patterns!.delete(tail);
-    if (patterns!.size === 0) this.#scopes.delete(scope);
+    const rest = Array.isArray(held) ? held.filter((x) => x !== p) : [];
+    if (rest.length > 0) loops!.set(loop, rest.length === 1 ? rest[0]! : rest);
+    else loops!.delete(loop);
+    if (loops!.size === 0) this.#sessions.delete(session);
   }
 
   /** Calls `fn` for each viewer of a pattern that matches the journal subject. */
   forMatching(journalSubject: string, fn: (viewer: V) => void): void {
+    // Tokens found by position: this runs once per feed message, for all viewers.
+    const p0 = this.#journalPrefix.length;
     if (!journalSubject.startsWith(this.#journalPrefix)) return;
-    const t = journalSubject.slice(this.#journalPrefix.length).split(".");
-    if (t.length !== 4) return;
-    const [session, loop, family, type] = t as [string, string, string, string];
-    for (const scope of [`${session}.${loop}`, `${session}.*`, `*.${loop}`, "*.*"]) {
-      const patterns = this.#scopes.get(scope);
-      if (!patterns) continue;
-      for (const p of patterns.values()) {
-        if ((p.family === undefined || p.family === family) && (p.type === undefined || p.type === type)) for (const v of p.viewers) fn(v);
-      }
+    const p1 = journalSubject.indexOf(".", p0);
+    const p2 = journalSubject.indexOf(".", p1 + 1);
+    const p3 = journalSubject.indexOf(".", p2 + 1);
+    if (p1 < 0 || p2 < 0 || p3 < 0) return;
+    const session = journalSubject.slice(p0, p1);
+    const loop = journalSubject.slice(p1 + 1, p2);
+    const family = journalSubject.slice(p2 + 1, p3);
+    const type = journalSubject.slice(p3 + 1);
+    const exact = this.#sessions.get(session);
+    const any = this.#sessions.get("*");
+    if (exact) {
+      dispatch(exact.get(loop), family, type, fn);
+      dispatch(exact.get("*"), family, type, fn);
+    }
+    if (any) {
+      dispatch(any.get(loop), family, type, fn);
+      dispatch(any.get("*"), family, type, fn);
     }
   }
 
   /** Every viewer, once. */
   viewers(): Set<V> {
     const all = new Set<V>();
-    for (const patterns of this.#scopes.values()) for (const p of patterns.values()) for (const v of p.viewers) all.add(v);
+    for (const loops of this.#sessions.values()) {
+      for (const held of loops.values()) {
+        for (const p of Array.isArray(held) ? held : [held]) {
+          if (p.viewers instanceof Set) for (const v of p.viewers) all.add(v);
+          else all.add(p.viewers);
+        }
+      }
+    }
     return all;
   }
 
-  #split(feedSubject: string): [scope: string, tail: string] {
+  /** A feed filter subject's session and loop tokens and the rest (`>` or `{family}.{type}`). */
+  #split(feedSubject: string): [session: string, loop: string, tail: string] {
     if (!feedSubject.startsWith(this.#prefix)) throw new SubjectError(`${JSON.stringify(feedSubject)} is not a feed subject`);
     const t = feedSubject.slice(this.#prefix.length).split(".");
-    if (t.length === 3 && t[2] === ">") return [`${t[0]}.${t[1]}`, ">"];
-    if (t.length === 4) return [`${t[0]}.${t[1]}`, `${t[2]}.${t[3]}`];
+    if (t.length === 3 && t[2] === ">") return [t[0]!, t[1]!, ">"];
+    if (t.length === 4) return [t[0]!, t[1]!, `${t[2]}.${t[3]}`];
     throw new SubjectError(`${JSON.stringify(feedSubject)} is not a feed filter subject`);
   }
+}
+
+function dispatch<V>(held: Patterns<V> | undefined, family: string, type: string, fn: (viewer: V) => void): void {
+  if (held === undefined) return;
+  if (!Array.isArray(held)) return dispatchPattern(held, family, type, fn);
+  for (const p of held) dispatchPattern(p, family, type, fn);
+}
+
+function dispatchPattern<V>(p: Pattern<V>, family: string, type: string, fn: (viewer: V) => void): void {
+  if ((p.family !== undefined && p.family !== family) || (p.type !== undefined && p.type !== type)) return;
+  if (p.viewers instanceof Set) for (const v of p.viewers) fn(v);
+  else fn(p.viewers);
+}
+
+function find<V>(held: Patterns<V> | undefined, tail: string): Pattern<V> | undefined {
+  if (held === undefined) return undefined;
+  if (!Array.isArray(held)) return held.tail === tail ? held : undefined;
+  return held.find((p) => p.tail === tail);
 }

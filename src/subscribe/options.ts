@@ -79,8 +79,12 @@ export type SubscriptionReport =
    */
   | { readonly kind: "gap_closed"; readonly fromSeq: number; readonly toSeq: number; readonly reason: "gap" | "reconnect" | "leader_elected" | "slow_reader" };
 
+/** The settings of a subscription given no options, shared (read-only) by all such. */
+let defaults: SubscribeSettings | undefined;
+
 export function parseSubscribeOptions(options: SubscribeOptions): SubscribeSettings {
   const { onReport: _onReport, ...rest } = options;
+  if (Object.keys(rest).length === 0) return (defaults ??= Object.freeze(subscribeShape.parse({})));
   const r = subscribeShape.safeParse(rest);
   if (!r.success) {
     const issue = r.error.issues[0]!;

@@ -3,13 +3,13 @@
  * the live subscriptions, with `close()` (idempotent) and `err()` (why it ended; nothing
  * after an intentional close). It mirrors the Go runtime's `session.SubscribeEvents`.
  */
-import { jetstream, type JetStreamClient } from "@nats-io/jetstream";
-import type { NatsConnection } from "@nats-io/transport-node";
+import { jetstream } from "@nats-io/jetstream";
+import type { PermissionViolationError } from "@nats-io/transport-node";
 import type { Logger } from "pino";
 import type { BusContext } from "../bus-context.js";
 import { ConnectionClosedError, OptionsError, PermissionDeniedError } from "../errors.js";
 import type { JetloopEvent } from "../events/catalogue.js";
-import type { Delivery, DurableDelivery } from "./delivery.js";
+import type { DecodeContext, Delivery, DurableDelivery } from "./delivery.js";
 import { DeliveryQueue } from "./delivery-queue.js";
 import { DurableSource } from "./durable-source.js";
 import { FeedSource } from "./feed-source.js";
@@ -19,15 +19,39 @@ import { type SubscribeOptions, parseSubscribeOptions, type SubscriptionReport }
 import type { Source, SourceContext } from "./source.js";
 import type { ConsumerFigures } from "../streams/consumer-figures.js";
 
-// One JetStream client per connection and one logger per bus for all live subscriptions:
-// ten thousand viewers in a process should not carry ten thousand of each.
-const jetstreamClients = new WeakMap<NatsConnection, JetStreamClient>();
+// What the live subscriptions of a bus have in common is made once per bus: ten thousand
+// viewers in a process should not carry ten thousand copies of it.
+type BusShare = Omit<SourceContext<unknown>, "decode" | "queue" | "settings" | "log" | "report" | "fail">;
+const busShares = new WeakMap<object, BusShare>();
+const decodeContexts = new WeakMap<object, [DecodeContext<unknown>, DecodeContext<unknown>]>();
 const liveLogs = new WeakMap<Logger, Logger>();
 
 function shared<K extends object, V>(cache: WeakMap<K, V>, key: K, make: () => V): V {
   let v = cache.get(key);
   if (v === undefined) cache.set(key, (v = make()));
   return v;
+}
+
+/** A source context: the bus's share as its prototype, the subscription's own fields on it. */
+function sourceContext<E>(bus: BusContext<E>, own: Pick<SourceContext<E>, "decode" | "queue" | "settings" | "log" | "report" | "fail">): SourceContext<E> {
+  const share = shared(busShares, bus, () => ({
+    nc: bus.nc,
+    js: jetstream(bus.nc),
+    jsm: () => bus.jetstreamManager(),
+    stream: bus.stream,
+    lastSeq: () => bus.journalPosition.lastSeq(),
+    journalState: () => bus.journalPosition.state(),
+    feeds: bus.feeds,
+  }));
+  return Object.assign(Object.create(share) as BusShare, own);
+}
+
+function decodeContext<E>(bus: BusContext<E>, includeInternal: boolean): DecodeContext<E> {
+  const [ordinary, internal] = shared(decodeContexts, bus, () => {
+    const base = { namespace: bus.namespace, registry: bus.registry, maxEventBytes: bus.settings.maxEventBytes };
+    return [{ ...base, includeInternal: false }, { ...base, includeInternal: true }];
+  });
+  return (includeInternal ? internal : ordinary);
 }
 
 export interface SubscriptionStats {
@@ -54,8 +78,12 @@ export class Subscription<E = JetloopEvent, D extends Delivery<E> = Delivery<E>>
   #delivered = 0;
   #poison = 0;
   #parked = 0;
-  #unlisten: (() => void) | undefined;
   readonly #ctx: SourceContext<E>;
+  /**
+   * The running subscriptions of each bus, for its one permission-violation listener and
+   * its one watch of the connection's end (per subscription, each cost a promise and closures).
+   */
+  static readonly #running = new WeakMap<object, Set<Subscription<unknown, Delivery<unknown>>>>();
 
   /** @internal Use `bus.subscribeEvents` or `bus.session(id).subscribeEvents`. */
   constructor(bus: BusContext<E>, filter: EventFilter, options: SubscribeOptions) {
@@ -65,15 +93,8 @@ export class Subscription<E = JetloopEvent, D extends Delivery<E> = Delivery<E>>
     this.#filter = filter;
     this.#onReport = options.onReport;
     this.#queue = new DeliveryQueue(settings.enduringBuffer ?? (settings.durable ? 16 : 256), settings.ephemeralBuffer);
-    this.#ctx = {
-      nc: bus.nc,
-      js: shared(jetstreamClients, bus.nc, () => jetstream(bus.nc)),
-      jsm: () => bus.jetstreamManager(),
-      stream: bus.stream,
-      lastSeq: () => bus.journalPosition.lastSeq(),
-      journalState: () => bus.journalPosition.state(),
-      feeds: bus.feeds,
-      decode: { namespace: bus.namespace, registry: bus.registry, maxEventBytes: bus.settings.maxEventBytes, includeInternal: resolved.includeInternal },
+    this.#ctx = sourceContext(bus, {
+      decode: decodeContext(bus, resolved.includeInternal),
       queue: this.#queue,
       settings,
       log: settings.durable
@@ -81,7 +102,7 @@ export class Subscription<E = JetloopEvent, D extends Delivery<E> = Delivery<E>>
         : shared(liveLogs, bus.log, () => bus.log.child({ component: "subscription" })),
       report: (r) => this.#report(r),
       fail: (e) => this.#fail(e),
-    };
+    });
     if (resolved.journalSubjects.length > MANY_FILTER_SUBJECTS) {
       this.#ctx.log.warn({ filterSubjects: resolved.journalSubjects.length }, "many filter subjects make a consumer slow; consider fewer loops per subscription");
     }
@@ -94,9 +115,7 @@ export class Subscription<E = JetloopEvent, D extends Delivery<E> = Delivery<E>>
 
   /** @internal Starts the sources; the bus awaits this before handing the subscription out. */
   async start(): Promise<this> {
-    this.#unlisten = this.#bus.onPermissionViolation((e) => {
-      if (e.operation === "subscription" && (this.#live?.owns(e.subject) || this.#feed?.owns(e.subject))) this.#fail(new PermissionDeniedError("subscribe", e.subject, { cause: e }));
-    });
+    Subscription.#track(this.#bus, this as unknown as Subscription<unknown, Delivery<unknown>>);
     try {
       if (this.#live) {
         await this.#live.start();
@@ -108,8 +127,27 @@ export class Subscription<E = JetloopEvent, D extends Delivery<E> = Delivery<E>>
       await this.#shutdown();
       throw e;
     }
-    void this.#bus.nc.closed().then(() => this.#fail(new ConnectionClosedError("the connection closed under the subscription")));
     return this;
+  }
+
+  static #track(bus: BusContext<unknown>, sub: Subscription<unknown, Delivery<unknown>>): void {
+    let running = Subscription.#running.get(bus);
+    if (!running) {
+      const subs = (running = new Set());
+      Subscription.#running.set(bus, subs);
+      bus.onPermissionViolation((e) => {
+        if (e.operation === "subscription") for (const s of [...subs]) s.#violation(e);
+      });
+      void bus.nc.closed().then(() => {
+        const e = new ConnectionClosedError("the connection closed under the subscription");
+        for (const s of [...subs]) s.#fail(e);
+      });
+    }
+    running.add(sub);
+  }
+
+  #violation(e: PermissionViolationError): void {
+    if (this.#live?.owns(e.subject) || this.#feed?.owns(e.subject)) this.#fail(new PermissionDeniedError("subscribe", e.subject, { cause: e }));
   }
 
   [Symbol.asyncIterator](): AsyncIterator<D> {
@@ -181,7 +219,7 @@ export class Subscription<E = JetloopEvent, D extends Delivery<E> = Delivery<E>>
   }
 
   async #shutdown(): Promise<void> {
-    this.#unlisten?.();
+    Subscription.#running.get(this.#bus)?.delete(this as unknown as Subscription<unknown, Delivery<unknown>>);
     this.#queue.end();
     await Promise.allSettled([this.#live?.stop(), this.#enduring?.stop()]);
   }
