@@ -15,15 +15,20 @@
  *   republish: the stream's feed with one raw core subscription per loop, no seam, no
  *            gap checks, no decoding — the floor of the feed design.
  */
-import { existsSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
 import { DeliverPolicy, type ConsumerMessages } from "@nats-io/jetstream";
 import { jetstream } from "@nats-io/jetstream";
 import { connect as natsConnect, type NatsConnection, type Subscription as NatsSub } from "@nats-io/transport-node";
 import { connect, type Jetloop, type Subscription } from "../src/index.js";
-import { busContext } from "../src/bus.js";
 import { type BenchContext, type Row, type Setup, compareRow } from "./lib/context.js";
 import { coordinates, enduringEvent, type Coordinates } from "./lib/events.js";
 import { gc, nowMs, sleep } from "./lib/stats.js";
+import { consumerCount } from "../test/harness/stream-state.js";
 
 const SESSIONS = 50;
 const LOOPS_PER_SESSION = 20;
@@ -251,32 +256,79 @@ async function republishTrial(ctx: BenchContext, s: Setup, loops: Coordinates[])
   });
 }
 
+type FeedMode = "loop" | "namespace";
+
 interface ScaleTrial {
+  mode: FeedMode;
   subs: number;
   openMs: number;
   heapPerSubKiB: number;
+  /** Appends from this process, without and then with the subscriptions (same trial). */
   appendsWithout: number;
   appendsWith: number;
-  /** Core subscriptions the bus holds for them (loops share the session's `_` subject). */
-  feedSubscriptions: number;
+  /** Appends from a child process (bench/lib/appender.ts), likewise. */
+  childWithout: number;
+  childWith: number;
+  /** Core subscriptions on the viewers' connection (the server's count; includes jetloop's inbox and advisory ones). */
+  coreSubs: number;
   consumers: number;
   replayed: number;
   closeMs: number;
 }
 
+/** The appending child process: one round of `perLoop` events to every loop per call. */
+interface Appender {
+  round(perLoop: number): Promise<number>;
+  close(): Promise<void>;
+}
+
+function startAppender(ctx: BenchContext, s: Setup, loops: Coordinates[]): Appender {
+  const dir = mkdtempSync(join(tmpdir(), "jetloop-fanout-"));
+  const file = join(dir, "loops.json");
+  writeFileSync(file, JSON.stringify(loops));
+  const script = fileURLToPath(new URL("./lib/appender.ts", import.meta.url));
+  const child = spawn(process.execPath, ["--import", "tsx", script, ctx.server.url, s.ns, file], { stdio: ["pipe", "pipe", "inherit"] });
+  const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
+  return {
+    async round(perLoop) {
+      child.stdin.write(`${JSON.stringify({ perLoop })}\n`);
+      const r = await lines.next();
+      if (r.done) throw new Error("fan-out: the appender process ended");
+      return (JSON.parse(r.value) as { ms: number }).ms;
+    },
+    async close() {
+      child.stdin.end();
+      await new Promise((resolve) => child.once("exit", resolve));
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+async function coreSubscriptions(ctx: BenchContext, nc: NatsConnection): Promise<number> {
+  const r = (await (await fetch(`${ctx.server.monitorUrl}/connz?cid=${nc.info!.client_id}`)).json()) as { connections: { subscriptions: number }[] };
+  return r.connections[0]!.subscriptions;
+}
+
 /**
- * 10,000 live loop subscriptions in one process: the time to open them, client heap per
- * subscription, the append rate while they exist against the rate with none (same run,
- * same events), each subscription receiving exactly its loop's events in order, and a
- * replay while they watch — on nats-server 2.15 a consumer per viewer would stop at 1,000.
+ * 10,000 live loop subscriptions in one process, in one feed mode: the time to open them,
+ * client heap per subscription, the append rate while they exist against the rate with
+ * none (same trial, same events; appended from this process and from a child process),
+ * each subscription receiving exactly its loop's events in order, and a replay while they
+ * watch — on nats-server 2.15 a consumer per viewer would stop at 1,000.
  */
-async function scaleTrial(ctx: BenchContext, s: Setup, loops: Coordinates[], sdk: Sdk): Promise<ScaleTrial> {
-  const reader: Jetloop = await sdk.connect({ servers: ctx.server.url, namespace: s.ns, name: "jetloop-fanout-scale" });
+async function scaleTrial(ctx: BenchContext, s: Setup, loops: Coordinates[], sdk: Sdk, appender: Appender, mode: FeedMode): Promise<ScaleTrial> {
+  const reader: Jetloop = await sdk.connect({ servers: ctx.server.url, namespace: s.ns, name: "jetloop-fanout-scale", feed: mode });
   try {
-    const expected = loops.length * SCALE_EVENTS_PER_LOOP;
+    const perRound = loops.length * SCALE_EVENTS_PER_LOOP;
+    const rate = (ms: number) => (perRound / ms) * 1000;
     const firstSeq = (await s.jsm.streams.info(s.stream)).state.last_seq + 1;
-    const p0 = await publishAllLoops(s, loops, SCALE_EVENTS_PER_LOOP);
-    const appendsWithout = (expected / (nowMs() - p0)) * 1000;
+    // A warm-up round each, so neither "without" figure pays for compiling the append path.
+    await publishAllLoops(s, loops, SCALE_EVENTS_PER_LOOP);
+    await appender.round(SCALE_EVENTS_PER_LOOP);
+    await settle();
+    let p0 = await publishAllLoops(s, loops, SCALE_EVENTS_PER_LOOP);
+    const appendsWithout = rate(nowMs() - p0);
+    const childWithout = rate(await appender.round(SCALE_EVENTS_PER_LOOP));
 
     await settle();
     const heap0 = process.memoryUsage().heapUsed;
@@ -295,27 +347,29 @@ async function scaleTrial(ctx: BenchContext, s: Setup, loops: Coordinates[], sdk
         tally.hit(i, (d.event as { loopId?: string }).loopId === loops[i]!.loopId);
       }
     });
-    const p1 = await publishAllLoops(s, loops, SCALE_EVENTS_PER_LOOP);
-    const appendsWith = (expected / (nowMs() - p1)) * 1000;
-    await waitTotal(tally, expected);
+    p0 = await publishAllLoops(s, loops, SCALE_EVENTS_PER_LOOP);
+    const appendsWith = rate(nowMs() - p0);
+    await waitTotal(tally, perRound);
+    await settle();
+    const childWith = rate(await appender.round(SCALE_EVENTS_PER_LOOP));
+    await waitTotal(tally, 2 * perRound);
     await sleep(200);
-    tally.verify(SCALE_EVENTS_PER_LOOP);
+    tally.verify(2 * SCALE_EVENTS_PER_LOOP);
 
-    let consumers = 0;
-    for await (const _ of s.jsm.consumers.list(s.stream)) consumers++;
+    const consumers = await consumerCount(s.jsm, s.stream);
     // A replay needs a consumer: with a consumer per viewer, 2.15 would refuse it here.
     let replayed = 0;
     for await (const _ of reader.replay({ enduring: "all", sessions: [loops[0]!.sessionId] }, { fromSeq: firstSeq })) replayed++;
-    // Both rounds of this trial (without and with the subscriptions) of the session's loops.
+    // The six rounds of this trial (warm-up, without and with; from here and the child) of the session's loops.
     const sessionLoops = loops.filter((c) => c.sessionId === loops[0]!.sessionId).length;
-    if (replayed !== 2 * sessionLoops * SCALE_EVENTS_PER_LOOP) throw new Error(`fan-out: the replay read ${replayed} events`);
-    const feedSubscriptions = busContext(reader).feeds.subscriptions;
+    if (replayed !== 6 * sessionLoops * SCALE_EVENTS_PER_LOOP) throw new Error(`fan-out: the replay read ${replayed} events`);
+    const coreSubs = await coreSubscriptions(ctx, reader.nc);
 
     const c0 = nowMs();
     await Promise.all(subs.map((sub) => sub.close()));
     const closeMs = nowMs() - c0;
     await Promise.all(readers);
-    return { subs: loops.length, openMs, heapPerSubKiB, appendsWithout, appendsWith, feedSubscriptions, consumers, replayed, closeMs };
+    return { mode, subs: loops.length, openMs, heapPerSubKiB, appendsWithout, appendsWith, childWithout, childWith, coreSubs, consumers, replayed, closeMs };
   } finally {
     await reader.close();
   }
@@ -385,42 +439,59 @@ async function compiledSdk(ctx: BenchContext): Promise<Sdk> {
   return { connect };
 }
 
-/** The 10,000-subscription rows: jetloop against the raw republish floor and against no subscriptions. */
-async function runScale(ctx: BenchContext): Promise<Row[]> {
+/** The 10,000-subscription rows: jetloop in both feed modes against the raw republish floor and against no subscriptions. */
+export async function runScale(ctx: BenchContext): Promise<Row[]> {
   const sdk = await compiledSdk(ctx);
   const s = await ctx.setup("fanout-scale");
   const loopsPerSession = ctx.options.quick ? 20 : SCALE_LOOPS_PER_SESSION;
-  const trials: ScaleTrial[] = [];
+  const trials: Record<FeedMode, ScaleTrial[]> = { loop: [], namespace: [] };
   const floor: Trial[] = [];
+  const loops: Coordinates[] = [];
+  for (let i = 0; i < SCALE_SESSIONS; i++) {
+    const sessionId = coordinates().sessionId;
+    for (let l = 0; l < loopsPerSession; l++) loops.push(coordinates(sessionId));
+  }
+  const appender = startAppender(ctx, s, loops);
   try {
-    const loops: Coordinates[] = [];
-    for (let i = 0; i < SCALE_SESSIONS; i++) {
-      const sessionId = coordinates().sessionId;
-      for (let l = 0; l < loopsPerSession; l++) loops.push(coordinates(sessionId));
-    }
     const reps = Math.max(1, Math.min(ctx.options.reps, ctx.options.quick ? 1 : 3));
     for (let r = 0; r < reps; r++) {
-      const t = await scaleTrial(ctx, s, loops, sdk);
-      trials.push(t);
+      const modes: FeedMode[] = r % 2 === 0 ? ["loop", "namespace"] : ["namespace", "loop"];
+      for (const mode of modes) {
+        const t = await scaleTrial(ctx, s, loops, sdk, appender, mode);
+        trials[mode].push(t);
+        ctx.log(
+          `fanout scale ${mode} rep ${r + 1}: ${t.subs} live subs open ${t.openMs.toFixed(0)} ms, heap ${t.heapPerSubKiB.toFixed(2)} KiB/sub, appends here ${Math.round(t.appendsWith)}/s with them vs ${Math.round(t.appendsWithout)}/s without, from a child ${Math.round(t.childWith)}/s vs ${Math.round(t.childWithout)}/s, ${t.coreSubs} core subscriptions, ${t.consumers} consumers, replay read ${t.replayed}, close ${t.closeMs.toFixed(0)} ms`,
+        );
+      }
       floor.push(await republishTrial(ctx, s, loops));
-      ctx.log(
-        `fanout scale rep ${r + 1}: ${t.subs} live subs open ${t.openMs.toFixed(0)} ms (raw core subs ${floor.at(-1)!.openMs.toFixed(0)} ms), heap ${t.heapPerSubKiB.toFixed(2)} KiB/sub, appends ${Math.round(t.appendsWith)}/s with them vs ${Math.round(t.appendsWithout)}/s without, ${t.feedSubscriptions} feed subscriptions, ${t.consumers} consumers, replay read ${t.replayed}, close ${t.closeMs.toFixed(0)} ms`,
-      );
+      ctx.log(`fanout scale floor rep ${r + 1}: ${loops.length} raw core subs open ${floor.at(-1)!.openMs.toFixed(0)} ms, heap ${floor.at(-1)!.heapPerSubKiB.toFixed(2)} KiB/sub`);
     }
   } finally {
+    await appender.close();
     await s.close();
   }
-  const n = trials[0]!.subs.toLocaleString("en-US");
+  const n = loops.length.toLocaleString("en-US");
   const bench = "7 fan-out";
   const floorLabel = `${n} raw core subs on the feed`;
-  return [
-    compareRow({ bench, metric: `open ${n} live subs`, unit: "ms", raw: floorLabel }, trials.map((t) => t.openMs), floor.map((t) => t.openMs)),
-    compareRow({ bench, metric: `client heap per sub, ${n}`, unit: "KiB", raw: floorLabel }, trials.map((t) => t.heapPerSubKiB), floor.map((t) => t.heapPerSubKiB)),
-    compareRow(
-      { bench, metric: `append rate with ${n} live subs`, unit: "events/s", raw: "no subscriptions (same run)", target: ">= 0.8" },
-      trials.map((t) => t.appendsWith),
-      trials.map((t) => t.appendsWithout),
-    ),
-    compareRow({ bench, metric: `close ${n} live subs`, unit: "ms", raw: floorLabel }, trials.map((t) => t.closeMs), floor.map((t) => t.closeMs)),
-  ];
+  const rows: Row[] = [];
+  for (const mode of ["loop", "namespace"] as const) {
+    const t = trials[mode];
+    const m = (metric: string) => `${metric} (feed: ${mode})`;
+    rows.push(
+      compareRow({ bench, metric: m(`open ${n} live subs`), unit: "ms", raw: floorLabel }, t.map((x) => x.openMs), floor.map((x) => x.openMs)),
+      compareRow({ bench, metric: m(`client heap per sub, ${n}`), unit: "KiB", raw: floorLabel }, t.map((x) => x.heapPerSubKiB), floor.map((x) => x.heapPerSubKiB)),
+      compareRow(
+        { bench, metric: m(`appends from a child process with ${n} live subs`), unit: "events/s", raw: "no subscriptions (same run)", target: ">= 0.8" },
+        t.map((x) => x.childWith),
+        t.map((x) => x.childWithout),
+      ),
+      compareRow(
+        { bench, metric: m(`appends from the viewers' process with ${n} live subs`), unit: "events/s", raw: "no subscriptions (same run)" },
+        t.map((x) => x.appendsWith),
+        t.map((x) => x.appendsWithout),
+      ),
+      compareRow({ bench, metric: m(`close ${n} live subs`), unit: "ms", raw: floorLabel }, t.map((x) => x.closeMs), floor.map((x) => x.closeMs)),
+    );
+  }
+  return rows;
 }

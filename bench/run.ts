@@ -22,7 +22,7 @@ import { runAppend } from "./append.js";
 import { runCodec } from "./codec.js";
 import { runE2e } from "./e2e.js";
 import { runEphemeral } from "./ephemeral.js";
-import { runFanout } from "./fanout.js";
+import { runFanout, runScale } from "./fanout.js";
 import { type BenchContext, type BenchOptions, makeSetup, type Row } from "./lib/context.js";
 import { checkTemplates } from "./lib/events.js";
 import { formatTable } from "./lib/report.js";
@@ -43,6 +43,7 @@ const BENCHES: Record<string, (ctx: BenchContext) => Promise<Row[]>> = {
   replay: runReplay,
   selective: runSelective,
   fanout: runFanout,
+  "fanout-scale": runScale,
 };
 
 function arg(name: string): string | undefined {

@@ -30,14 +30,15 @@ const SCENARIOS: Record<string, ScenarioText> = {
 started again on the same ports and store directory while a producer appends at a fixed
 pace (8 appends in flight, ack timeout 500 ms, publish deadline 30 s) and two subscribers
 consume from the start of the journal: a live subscription (UI mode: the stream's feed,
-gaps repaired from the journal; scenario 10) and a durable
-consumer that acknowledges each delivery. Appends that fail with a typed error (none is
+gaps repaired from the journal; scenario 10), the same in namespace feed mode
+(\`feed: "namespace"\`), and a durable consumer that acknowledges each delivery. Appends that fail with a typed error (none is
 expected within the deadline) are published again, which the error says is safe.
 Afterwards the stream is read directly (not through jetloop) and compared with the event
 ids the producer handed in.
 
 Asserted: every append settles, none with an untyped error; the stream holds each event
-exactly once; the live subscriber receives each exactly once; the durable subscriber
+exactly once; the live subscribers receive each exactly once (the namespace-mode one in
+journal order); the durable subscriber
 receives each at least once, and deduplicating its deliveries by event id leaves exactly
 the published set; neither subscription ends with an error.`,
   },
@@ -48,9 +49,9 @@ the events stream is provisioned with replicas 3. While a producer appends (16 i
 flight, ack timeout 1 s, deadline 30 s), the stream leader (from
 \`jsm.streams.info(stream).cluster.leader\`) is killed with SIGKILL; the test waits for
 another node to take the leadership, brings the killed node back and waits until every
-replica is current. A live subscriber (the feed) follows throughout; the new leader's
-election advisory makes it read the journal from its last sequence, which covers what
-the old leader stored but never republished. Sends are counted per
+replica is current. A live subscriber (the feed) follows throughout, and one in namespace
+feed mode; the new leader's election advisory makes them read the journal from their
+last sequence, which covers what the old leader stored but never republished. Sends are counted per
 \`Nats-Msg-Id\` on the publisher's connection, which shows how many appends were resent
 during the election: every resend carries the same message id, so the stream's duplicate
 window turns an append whose first copy was stored into a duplicate ack, not a second
@@ -144,11 +145,13 @@ suite (test/unit/fuzz.test.ts) with the fixed budget quoted in the facts.`,
 follow only their own session (publish: stream info, the consumer-create subject that
 carries a filter on their session's journal, pulls, consumer delete, their session's
 answer subjects; subscribe: their session's live subjects and their own inbox prefix),
-\`runtime\` writes the journal and previews, \`ops\` provisions. Each follower connects with
+\`runtime\` writes the journal and previews, \`gateway\` may follow every session's feed
+(\`{ns}.feed.>\`, namespace mode) and read the journal, \`ops\` provisions. Each follower connects with
 \`natsOptions.inboxPrefix\` set to its own prefix and follows its session
 (\`bus.session(id).subscribeEvents({ enduring: "all", ephemeral: "all" })\`) while the
 runtime writes to both sessions. Then, through jetloop: alice follows bob's session, every
-session, both sessions, bob's previews, replays bob's session, bob follows alice's;
+session, both sessions, bob's previews, replays bob's session, follows her own session on
+the namespace feed (\`feed: "namespace"\` needs \`{ns}.feed.>\`), bob follows alice's;
 alice and bob append (they have no publish rights on the journal). Through the raw API as
 alice: consumer creates whose configured filter differs from the one in the subject
 (bob's, a wider one, \`filter_subjects\`, none), the filterless and durable creates,
@@ -246,9 +249,10 @@ durable.`,
     method: `Live subscriptions (\`subscribeEvents\` without \`durable\`) follow the stream's
 republished feed (\`{ns}.feed.…\`) over core NATS, where a message can be missed. A private
 server (max_pending 2 MB, so a client that stops reading is cut off quickly); the viewers'
-bus connects through a TCP proxy. Each phase opens fresh viewers in one process — three per
-loop for four loops (sharing one feed subscription per loop), one for the whole session,
-one for all sessions — and appends PermissionDecided events round robin over the loops and
+bus connects through a TCP proxy. Every phase runs twice, with the viewers' bus in each
+feed mode (\`feed: "loop"\`, then \`"namespace"\`). Each phase opens fresh viewers in one
+process — three per loop for four loops (in loop mode sharing one feed subscription per
+loop; in namespace mode all on one), one for the whole session, one for all sessions — and appends PermissionDecided events round robin over the loops and
 a second session, before, during and after the fault: a test hook in the bus that drops
 every 7th feed message; the proxy stops reading while 32 KiB messages flood the connection
 until the server cuts it off as a slow consumer, then the client reconnects; the proxy
@@ -258,10 +262,18 @@ should get, summed over the viewers.
 Asserted: no viewer loses or repeats an event or ends with an error; every phase's gaps
 were closed from the journal (the reports say which way: \`gap\` from the sequences,
 \`reconnect\`); the stream holds no consumer while the viewers follow; deliveries are in
-journal order, except as noted below. A server restart and a stream leader kill are
+journal order — in namespace mode in every phase, in loop mode except as noted below
+(and there the loop-mode run must show late deliveries, so the test proves the
+difference). A server restart and a stream leader kill are
 scenarios 1 and 2 (their "live subscriber (feed)" rows); a client cut off by a frozen
 server is scenario 3.`,
-    notes: `**The limit of per-subject sequences.** \`Nats-Last-Sequence\` is the previous sequence of the
+    notes: `**Namespace mode has no such limit.** The stream stores only \`{ns}.journal.>\` and
+republishes all of it, so the one subscription on \`{ns}.feed.>\` sees contiguous
+sequences: a miss shows at the very next message, whatever its subject; the bus holds the
+later messages, reads the missed ones from the journal and dispatches everything in
+journal order, so no viewer sees an event late.
+
+**The limit of per-subject sequences (loop mode).** \`Nats-Last-Sequence\` is the previous sequence of the
 same *journal subject*, and a subject is one event type of one loop. A missed message is
 seen when its subject next speaks. A loop viewer of one event type sees that on the very
 next message, so the missed event comes before it, in order. A view over many subjects

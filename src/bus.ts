@@ -97,6 +97,7 @@ export class Jetloop<E = JetloopEvent> {
     this.parked = new ParkedStore(nc, () => this.jetstreamManager(), this.settings.namespace, defaultParkedStreamName(this.settings.namespace));
     this.#writer = new JournalWriter(nc, () => this.jetstreamManager(), this.settings, this.log);
     this.#publisher = new Publisher(nc, this.#writer, { ...this.settings, serverVersion: this.serverVersion }, this.registry);
+    const journalPosition = new JournalPosition(() => this.jetstreamManager(), this.settings.stream);
     this.#ctx = {
       nc,
       js: jetstream(nc),
@@ -106,8 +107,8 @@ export class Jetloop<E = JetloopEvent> {
       registry: this.registry,
       log: this.log,
       parked: this.parked,
-      journalPosition: new JournalPosition(() => this.jetstreamManager(), this.settings.stream),
-      feeds: new FeedHub(nc, this.settings.namespace, this.settings.stream, this.log),
+      journalPosition,
+      feeds: new FeedHub(nc, this.settings.namespace, this.settings.stream, this.log, () => journalPosition.state()),
       jetstreamManager: () => this.jetstreamManager(),
       onPermissionViolation: (listener) => {
         this.#violationListeners.add(listener);

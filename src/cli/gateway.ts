@@ -3,7 +3,7 @@ import { connect } from "../bus.js";
 import { startGateway } from "../gateway/listen.js";
 import { connectionFlags, connectionHelp, connectOptions, parse, UsageError } from "./args.js";
 
-export const gatewayHelp = `jetloop gateway --listen HOST:PORT [--auth-token-env VAR] [--insecure-public-bind]
+export const gatewayHelp = `jetloop gateway --listen HOST:PORT [--auth-token-env VAR] [--insecure-public-bind] [--feed MODE]
 
 Serves the Go runtime's HTTP surface (journal pages, SSE, gate answers, capabilities)
 from the journal and the live feed. Runs until interrupted (Ctrl-C).
@@ -12,6 +12,8 @@ from the journal and the live feed. Runs until interrupted (Ctrl-C).
   --auth-token-env VAR     require "Authorization: Bearer <token>", the token read from
                            the environment variable VAR (never from the command line)
   --insecure-public-bind   allow a non-loopback address without authentication
+  --feed namespace|loop    how SSE streams follow the live feed: one subscription on the
+                           namespace's feed (default), or one per watched session/loop
   --max-body-bytes N       request body cap (default 1048576)
 
 ${connectionHelp}`;
@@ -22,6 +24,7 @@ export async function gatewayCommand(argv: string[], out: (s: string) => void): 
     "auth-token-env": { type: "string" },
     "insecure-public-bind": { type: "boolean" },
     "max-body-bytes": { type: "string" },
+    feed: { type: "string" },
   }, strict: true }));
   if (values.help) {
     out(gatewayHelp);
@@ -31,9 +34,11 @@ export async function gatewayCommand(argv: string[], out: (s: string) => void): 
   const token = tokenVar === undefined ? undefined : process.env[tokenVar];
   if (tokenVar !== undefined && !token) throw new UsageError(`--auth-token-env: the environment variable ${tokenVar} is not set`);
   const maxBodyBytes = values["max-body-bytes"] === undefined ? undefined : Number(values["max-body-bytes"]);
+  const feed = values.feed ?? "namespace";
+  if (feed !== "namespace" && feed !== "loop") throw new UsageError(`--feed: ${JSON.stringify(feed)} is not namespace or loop`);
   const bus = await connect({ ...connectOptions(values), name: "jetloop-gateway" });
   try {
-    const gw = await startGateway(bus, { listen: values.listen ?? "127.0.0.1:8080", token, maxBodyBytes, insecurePublicBind: values["insecure-public-bind"] === true });
+    const gw = await startGateway(bus, { listen: values.listen ?? "127.0.0.1:8080", token, maxBodyBytes, feed, insecurePublicBind: values["insecure-public-bind"] === true });
     out(`jetloop gateway listening on ${gw.url} (namespace ${bus.namespace})`);
     await new Promise<void>((resolve) => {
       process.once("SIGINT", resolve);

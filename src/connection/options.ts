@@ -32,6 +32,15 @@ const busShape = z.object({
   publishDeadlineMs: z.number().int().min(10).max(3_600_000).default(30_000),
   /** Appends awaiting their ack at once; more wait for a slot. Default 1024. */
   maxInFlight: z.number().int().min(1).max(100_000).default(1024),
+  /**
+   * How live subscriptions follow the stream's feed (README, "Live subscriptions: the
+   * feed"). `loop`: a core subscription per followed loop or session, shared within the
+   * bus, filtered by the server (least subscribe rights). `namespace`: one core
+   * subscription on `{ns}.feed.>` for all of them, dispatched in the process, every event
+   * in journal order even when the feed lost one; for a process with many viewers (the
+   * gateway). A subscription's own `feed` option overrides it. Default `loop`.
+   */
+  feed: z.enum(["loop", "namespace"]).default("loop"),
 });
 
 export type BusSettings = z.output<typeof busShape> & { stream: string };

@@ -17,6 +17,14 @@ const shape = z.strictObject({
   maxBufferedBytes: z.number().int().min(1).default(1024 * 1024),
   /** How long an SSE client past `maxBufferedBytes` has to drain before it is disconnected. Default 10000 ms. */
   slowClientMs: z.number().int().min(1).default(10_000),
+  /**
+   * How the SSE streams follow the live feed (the bus option `feed`, per subscription):
+   * `namespace`, one core subscription for all the gateway's clients, every event in
+   * journal order even when the feed lost one; `loop`, one per watched session or loop,
+   * filtered by the server (the gateway's user then needs subscribe rights on those
+   * subjects only). Default `namespace`.
+   */
+  feed: z.enum(["loop", "namespace"]).default("namespace"),
   /** How long a gate answer waits for the loop actor; past it 503 gate_capacity. Default 5000 ms. */
   answerTimeoutMs: z.number().int().min(1).default(5000),
 });

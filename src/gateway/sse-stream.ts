@@ -20,6 +20,7 @@ import { sendError } from "./envelope.js";
 import { type FrameCache, PING_FRAME } from "./sse-frames.js";
 
 export interface SseSettings {
+  readonly feed: "loop" | "namespace";
   readonly heartbeatMs: number;
   readonly maxBufferedBytes: number;
   readonly previewDropBytes: number;
@@ -77,7 +78,7 @@ export async function serveEvents(
   const start: StartPosition = r.lastEventId === undefined ? "new" : { seq: r.lastEventId + 1 };
   let sub: Subscription<JetloopEvent>;
   try {
-    sub = await bus.session(r.sessionId).subscribeEvents({ enduring: scope, ephemeral: scope }, { start });
+    sub = await bus.session(r.sessionId).subscribeEvents({ enduring: scope, ephemeral: scope }, { start, feed: settings.feed });
   } catch (e) {
     bus.log.warn({ err: e, sessionId: r.sessionId }, "gateway: could not subscribe to session events");
     sendError(res, "subscribe_failed");

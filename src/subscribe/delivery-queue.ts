@@ -11,15 +11,16 @@ interface Slot<D> {
 }
 
 export class DeliveryQueue<D> {
-  readonly #enduring: Slot<D>[] = [];
-  readonly #ephemeral: Slot<D>[] = [];
+  // The buffers are made on first use: an idle subscription of ten thousand holds none.
+  #enduring: Slot<D>[] | undefined;
+  #ephemeral: Slot<D>[] | undefined;
   readonly #enduringLimit: number;
   readonly #ephemeralLimit: number;
   #stamp = 0;
   #dropped = 0;
   #ended = false;
   #reader: ((r: IteratorResult<D>) => void) | undefined;
-  #space: (() => void)[] = [];
+  #space: (() => void)[] | undefined;
 
   constructor(enduringLimit: number, ephemeralLimit: number) {
     this.#enduringLimit = enduringLimit;
@@ -36,35 +37,48 @@ export class DeliveryQueue<D> {
 
   /** Resolves once the item is buffered (waits while the enduring buffer is full). */
   async pushEnduring(item: D): Promise<void> {
-    while (this.#enduring.length >= this.#enduringLimit && !this.#ended) {
-      await new Promise<void>((resolve) => this.#space.push(resolve));
+    while (!this.hasRoom()) {
+      await new Promise<void>((resolve) => (this.#space ??= []).push(resolve));
     }
-    if (this.#ended) return;
-    if (this.#handOver(item)) return;
-    this.#enduring.push({ stamp: this.#stamp++, item });
+    this.offerEnduring(item);
+  }
+
+  /** True when an enduring item can be taken without waiting. */
+  hasRoom(): boolean {
+    return (this.#enduring?.length ?? 0) < this.#enduringLimit || this.#ended;
+  }
+
+  /** Buffers an enduring item at once when there is room (see `hasRoom`); false otherwise. */
+  offerEnduring(item: D): boolean {
+    if (this.#ended) return true;
+    if (this.#handOver(item)) return true;
+    if (!this.hasRoom()) return false;
+    (this.#enduring ??= []).push({ stamp: this.#stamp++, item });
+    return true;
   }
 
   /** Buffers a live item; returns false when an older one had to be dropped for it. */
   pushEphemeral(item: D): boolean {
     if (this.#ended) return true;
     if (this.#handOver(item)) return true;
+    const ephemeral = (this.#ephemeral ??= []);
     let kept = true;
-    if (this.#ephemeral.length >= this.#ephemeralLimit) {
-      this.#ephemeral.shift();
+    if (ephemeral.length >= this.#ephemeralLimit) {
+      ephemeral.shift();
       this.#dropped++;
       kept = false;
     }
-    this.#ephemeral.push({ stamp: this.#stamp++, item });
+    ephemeral.push({ stamp: this.#stamp++, item });
     return kept;
   }
 
   next(): Promise<IteratorResult<D>> {
-    const a = this.#enduring[0];
-    const b = this.#ephemeral[0];
+    const a = this.#enduring?.[0];
+    const b = this.#ephemeral?.[0];
     if (a || b) {
       const fromEnduring = a !== undefined && (b === undefined || a.stamp < b.stamp);
-      const slot = fromEnduring ? this.#enduring.shift()! : this.#ephemeral.shift()!;
-      if (fromEnduring) this.#space.shift()?.();
+      const slot = fromEnduring ? this.#enduring!.shift()! : this.#ephemeral!.shift()!;
+      if (fromEnduring) this.#space?.shift()?.();
       return Promise.resolve({ done: false, value: slot.item });
     }
     if (this.#ended) return Promise.resolve({ done: true, value: undefined });
@@ -76,8 +90,8 @@ export class DeliveryQueue<D> {
   /** Ends the queue: the reader drains what is buffered, then sees `done`. */
   end(): void {
     this.#ended = true;
-    for (const s of this.#space.splice(0)) s();
-    if (this.#reader && this.#enduring.length === 0 && this.#ephemeral.length === 0) {
+    for (const s of this.#space?.splice(0) ?? []) s();
+    if (this.#reader && !this.#enduring?.length && !this.#ephemeral?.length) {
       const r = this.#reader;
       this.#reader = undefined;
       r({ done: true, value: undefined });
@@ -86,8 +100,8 @@ export class DeliveryQueue<D> {
 
   /** Drops everything buffered (an intentional close). */
   clear(): void {
-    this.#enduring.length = 0;
-    this.#ephemeral.length = 0;
+    this.#enduring = undefined;
+    this.#ephemeral = undefined;
   }
 
   #handOver(item: D): boolean {

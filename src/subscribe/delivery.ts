@@ -51,12 +51,24 @@ export interface DecodeContext<E> {
 }
 
 /** How a bus's subscriptions and replays decode: `includeInternal` comes from the filter. */
+// One decode context per bus and includeInternal, shared by its subscriptions and replays:
+// ten thousand viewers need not carry ten thousand copies, and sharing one lets the feed
+// decode a message once for all of them.
+const decodeContexts = new WeakMap<object, [ordinary: DecodeContext<unknown>, internal: DecodeContext<unknown>]>();
+
 export function decodeContext<E>(bus: BusContext<E>, includeInternal: boolean): DecodeContext<E> {
-  return { namespace: bus.namespace, registry: bus.registry, maxEventBytes: bus.settings.maxEventBytes, includeInternal };
+  let pair = decodeContexts.get(bus);
+  if (pair === undefined) {
+    const base = { namespace: bus.namespace, registry: bus.registry as EventRegistry<unknown>, maxEventBytes: bus.settings.maxEventBytes };
+    pair = [{ ...base, includeInternal: false }, { ...base, includeInternal: true }];
+    decodeContexts.set(bus, pair);
+  }
+  return pair[includeInternal ? 1 : 0];
 }
 
 export type Decoded<E> =
-  | { readonly ok: true; readonly event: E; readonly skip: boolean }
+  /** `internal`: the event's visibility; `skip`: internal and the caller did not ask for those. */
+  | { readonly ok: true; readonly event: E; readonly internal: boolean; readonly skip: boolean }
   | { readonly ok: false; readonly error: DeliveryFailure };
 
 interface Routed {
@@ -82,5 +94,6 @@ export function decodeMessage<E>(ctx: DecodeContext<E>, subject: string, data: U
   const home: Channel = def.class === "enduring" ? "journal" : "live";
   const expected = validEventSubject(ctx.namespace, home, { sessionId: e.sessionId, loopId: e.loopId, family: def.family, type: e.type });
   if (expected !== subject) return { ok: false, error: new DeliveryMismatchError(subject, expected) };
-  return { ok: true, event: r.data, skip: e.visibility === "internal" && !ctx.includeInternal };
+  const internal = e.visibility === "internal";
+  return { ok: true, event: r.data, internal, skip: internal && !ctx.includeInternal };
 }

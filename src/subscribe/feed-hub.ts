@@ -1,19 +1,31 @@
 /**
  * The live feed of one connection: the events stream republishes every stored event on
  * `{ns}.feed.…` with its journal sequence in headers, and live subscriptions follow it
- * with core NATS subscriptions instead of a JetStream consumer each. Viewers in one
- * process that watch the same subject share one core subscription here; the hub parses
- * each message once and hands it to every viewer of that subject.
+ * with core NATS subscriptions instead of a JetStream consumer each. The hub parses each
+ * message once and hands it to every viewer it concerns, in one of two modes (the `feed`
+ * option):
  *
- * It also tells every viewer when anything may have been missed on all of them at once:
- * after a reconnect (a slow consumer the server cut off, a restart, a network cut) and
- * when the stream elects a leader (the republishing node changed). The viewers then close
- * the gap from the journal (feed-source.ts).
+ * - `loop`: one core subscription per followed feed subject (a loop's, a session's),
+ *   shared by the viewers of the process that watch it; the server filters.
+ * - `namespace`: one core subscription on the whole feed for every such viewer
+ *   (feed-namespace.ts): local dispatch, and gaps detected and closed in order here.
+ *
+ * It also tells viewers when anything may have been missed on all of them at once: after
+ * a reconnect (a slow consumer the server cut off, a restart, a network cut) and when the
+ * stream elects a leader (the republishing node changed). Loop-mode viewers then close the
+ * gap from the journal each (feed-source.ts); the namespace feed closes it once for all.
  */
+import { jetstream, type JetStreamClient } from "@nats-io/jetstream";
 import { type Msg, PermissionViolationError, type NatsConnection, type Subscription } from "@nats-io/transport-node";
 import type { Logger } from "pino";
 import { PermissionDeniedError, SubscriptionError } from "../errors.js";
+import type { JournalState } from "../streams/position.js";
 import { streamLeaderElectedSubject, switchChannel } from "../subjects/subjects.js";
+import type { Decoded } from "./delivery.js";
+import { NamespaceFeed } from "./feed-namespace.js";
+
+/** How a bus follows the feed; see the module comment and the `feed` bus option. */
+export type FeedMode = "loop" | "namespace";
 
 /** One republished event, parsed once for all viewers of its subject. */
 export interface FeedMessage {
@@ -24,16 +36,28 @@ export interface FeedMessage {
   /** The journal subject the event was stored on. */
   readonly subject: string;
   readonly data: Uint8Array;
+  /** The first viewer's decoding, for the others that decode alike (feed-source.ts). */
+  decoded?: SharedDecoding;
+}
+
+/** A decoding shared by the viewers of one feed message with the same catalogue and size cap. */
+export interface SharedDecoding {
+  readonly registry: unknown;
+  readonly maxEventBytes: number;
+  readonly result: Decoded<unknown>;
 }
 
 export interface FeedViewer {
   onFeed(message: FeedMessage): void;
-  /** Something may have been missed on every feed subscription of the connection. */
+  /** Loop mode: something may have been missed on every feed subscription of the connection. */
   resync(reason: ResyncReason): void;
+  /** Namespace mode: the hub read `fromSeq`..`toSeq` from the journal and dispatched it in order. */
+  repaired(fromSeq: number, toSeq: number, reason: RepairReason): void;
   fail(error: Error): void;
 }
 
 export type ResyncReason = "reconnect" | "leader_elected";
+export type RepairReason = ResyncReason | "gap";
 
 interface Entry {
   readonly sub: Subscription;
@@ -49,6 +73,8 @@ export class FeedHub {
   readonly #stream: string;
   readonly #log: Logger;
   readonly #entries = new Map<string, Entry>();
+  readonly #namespace: NamespaceFeed;
+  #js: JetStreamClient | undefined;
   #watching = false;
   #catchUps = 0;
   #flushing: Promise<void> | undefined;
@@ -56,20 +82,32 @@ export class FeedHub {
   /** @internal Test hook: return true to drop a feed message before any viewer sees it. */
   dropForTest: ((message: FeedMessage) => boolean) | undefined;
 
-  constructor(nc: NatsConnection, namespace: string, stream: string, log: Logger) {
+  constructor(nc: NatsConnection, namespace: string, stream: string, log: Logger, journalState: () => Promise<JournalState>) {
     this.#nc = nc;
     this.#ns = namespace;
     this.#stream = stream;
     this.#log = log.child({ component: "feed" });
+    this.#namespace = new NamespaceFeed({
+      nc,
+      namespace,
+      stream,
+      log: this.#log,
+      js: () => (this.#js ??= jetstream(nc)),
+      journalState,
+      parse: (msg) => this.#parse(msg),
+      drop: (m) => this.dropForTest?.(m) === true,
+      fail: (viewers, err, subject) => this.#fail(viewers, err, subject),
+    });
   }
 
   /** Core subscriptions open (shared ones count once). */
   get subscriptions(): number {
-    return this.#entries.size;
+    return this.#entries.size + (this.#namespace.following ? 1 : 0);
   }
 
-  join(feedSubject: string, viewer: FeedViewer): void {
+  join(feedSubject: string, viewer: FeedViewer, mode: FeedMode): void {
     this.#watch();
+    if (mode === "namespace") return this.#namespace.join(feedSubject, viewer);
     let entry = this.#entries.get(feedSubject);
     if (!entry) {
       const viewers = new Set<FeedViewer>();
@@ -80,7 +118,8 @@ export class FeedHub {
     entry.viewers.add(viewer);
   }
 
-  leave(feedSubject: string, viewer: FeedViewer): void {
+  leave(feedSubject: string, viewer: FeedViewer, mode: FeedMode): void {
+    if (mode === "namespace") return this.#namespace.leave(feedSubject, viewer);
     const entry = this.#entries.get(feedSubject);
     if (!entry) return;
     entry.viewers.delete(viewer);
@@ -90,11 +129,18 @@ export class FeedHub {
     }
   }
 
+  /** True when a permission error on `subject` concerns a viewer of `mode` following `feeds`. */
+  owns(subject: string, feeds: readonly string[], mode: FeedMode): boolean {
+    return mode === "namespace" ? subject === this.#namespace.subject : feeds.includes(subject);
+  }
+
   /**
-   * Resolves once the server has every subscription joined before the call. Viewers that
-   * ask before the flush goes out share it, as they then share the journal position read.
+   * Resolves once the server has every subscription joined before the call (namespace
+   * mode: and the namespace feed knows its position). Viewers that ask before the flush
+   * goes out share it, as they then share the journal position read.
    */
-  registered(): Promise<void> {
+  registered(mode: FeedMode): Promise<void> {
+    if (mode === "namespace") return this.#namespace.ready();
     // The flush starts in a microtask: whoever asks before then joins it.
     this.#flushing ??= Promise.resolve().then(() => {
       this.#flushing = undefined;
@@ -120,30 +166,37 @@ export class FeedHub {
   }
 
   #onMessage(feedSubject: string, viewers: Set<FeedViewer>, err: Error | null, msg: Msg): void {
-    if (err) {
-      const e =
-        err instanceof PermissionViolationError
-          ? new PermissionDeniedError("subscribe", feedSubject, { cause: err })
-          : new SubscriptionError(`feed subscription on ${feedSubject} failed: ${err.message}`, { cause: err });
-      for (const v of [...viewers]) v.fail(e);
-      return;
-    }
+    if (err) return this.#fail(viewers, err, feedSubject);
+    const message = this.#parse(msg);
+    if (message === undefined || this.dropForTest?.(message)) return;
+    for (const v of viewers) v.onFeed(message);
+  }
+
+  #fail(viewers: Iterable<FeedViewer>, err: Error, subject: string): void {
+    const e =
+      err instanceof PermissionViolationError
+        ? new PermissionDeniedError("subscribe", subject, { cause: err })
+        : new SubscriptionError(`feed subscription on ${subject} failed: ${err.message}`, { cause: err });
+    for (const v of [...viewers]) v.fail(e);
+  }
+
+  #parse(msg: Msg): FeedMessage | undefined {
     const h = msg.headers;
     const seq = Number(h?.get("Nats-Sequence"));
     const lastSeq = Number(h?.get("Nats-Last-Sequence") || "0");
     // Only the stream writes here (nobody is granted publish on the feed); anything else is not an event of the journal.
     if (h?.get("Nats-Stream") !== this.#stream || !Number.isSafeInteger(seq) || seq < 1 || !Number.isSafeInteger(lastSeq)) {
       this.#log.warn({ subject: msg.subject }, "ignored a feed message without the stream's republish headers");
-      return;
+      return undefined;
     }
-    const message: FeedMessage = { seq, lastSeq, subject: switchChannel(this.#ns, msg.subject, "feed", "journal"), data: msg.data };
-    if (this.dropForTest?.(message)) return;
-    for (const v of viewers) v.onFeed(message);
+    return { seq, lastSeq, subject: switchChannel(this.#ns, msg.subject, "feed", "journal"), data: msg.data };
   }
 
   #resyncAll(reason: ResyncReason): void {
     this.#log.info({ reason, subscriptions: this.#entries.size }, "feed viewers resync from the journal");
+    // A viewer on two subjects hears it twice; its resync is requested once.
     for (const { viewers } of this.#entries.values()) for (const v of viewers) v.resync(reason);
+    this.#namespace.catchUp(reason);
   }
 
   /** Starts, once, the watches that concern every viewer. */

@@ -14,20 +14,29 @@
  * so the check is per subject: after a journal read up to B, everything of the filter up
  * to B is known, and every sequence taken since is remembered; a message whose previous
  * sequence is above B and was never taken reveals a missed message, and the journal is
- * read from the missed one to just before this one. That check alone sees a miss only
+ * read from B to just before this one (earlier messages of the same subject may be
+ * missing too). That check alone sees a miss only
  * when its subject speaks again (then the missed event comes late, out of order, still
  * exactly once), so the ways the feed really loses messages are caught where they
  * happen: a reconnect (a slow consumer cut off, a restart, a network cut) and a stream
  * leader election (the hub reports both), and a reader too slow for the buffer (the
  * overflow is dropped and read back). Each resync reads the journal from the last
  * delivered sequence to the journal's end, then takes the feed again.
+ *
+ * In namespace mode (`feed: "namespace"`) the hub delivers in journal order with nothing
+ * missed (feed-namespace.ts), so the per-subject check and its memory are not needed.
+ *
+ * Delivery is synchronous when the viewer is idle and in order (no read or resync under
+ * way, nothing buffered, room in the queue): the async pump runs only when there is a
+ * backlog or a journal read to do.
  */
 import type { JsMsg } from "@nats-io/jetstream";
-import { NotProvisionedError, PermissionDeniedError } from "../errors.js";
+import { NotProvisionedError } from "../errors.js";
 import { feedRepublish, switchChannel } from "../subjects/subjects.js";
-import type { FeedMessage, FeedViewer, ResyncReason } from "./feed-hub.js";
+import { type Decoded, decodeMessage, type Delivery } from "./delivery.js";
+import type { FeedMessage, FeedMode, FeedViewer, RepairReason, ResyncReason } from "./feed-hub.js";
 import { journalDelivery } from "./journal-read.js";
-import { type JournalRange, readJournalRange } from "./journal-range.js";
+import { type JournalRange, readJournalRange, retryJournalRead } from "./journal-range.js";
 import type { StartPosition } from "./options.js";
 import type { Source, SourceContext } from "./source.js";
 
@@ -35,23 +44,23 @@ import type { Source, SourceContext } from "./source.js";
 const INBOX_LIMIT = 4096;
 /** Sequences remembered for the gap check before the oldest is forgotten. */
 const TAKEN_MEMORY = 10_000;
-/** Waits between attempts when a journal read fails (a leader election, a restart). */
-const RETRY_MS = [250, 500, 1000, 2000, 4000, 8000];
 
 type Resync = ResyncReason | "gap" | "slow_reader" | "filter";
 
 export class FeedSource<E> implements Source, FeedViewer {
   readonly #ctx: SourceContext<E>;
   readonly #start: StartPosition;
+  readonly #mode: FeedMode;
   /** The feed subjects followed: the journal filter, on the feed channel (the journal's is derived when read). */
   #feeds: readonly string[];
   /** Last journal sequence taken (delivered, skipped or reported). */
   #lastSeq = 0;
-  /** Everything of the filter up to here has been read; `#taken` covers what follows. */
+  /** Loop mode: everything of the filter up to here has been read; `#taken` covers what follows. */
   #baseline = 0;
-  /** Sequences taken above the baseline; made on first use (an idle viewer holds none). */
+  /** Loop mode: sequences taken above the baseline; made on first use (an idle viewer holds none). */
   #taken: Set<number> | undefined;
-  #inbox: FeedMessage[] = [];
+  /** Made on first use: an idle, in-order viewer never buffers. */
+  #inbox: FeedMessage[] | undefined;
   #overflowed = false;
   #resync: Resync | undefined;
   /** The pump runs only while there is work, so an idle viewer holds no suspended frame. */
@@ -67,10 +76,11 @@ export class FeedSource<E> implements Source, FeedViewer {
   #refused: Error | undefined;
 
   /** `subjects`: feed subjects (`ResolvedFilter.feedSubjects`). */
-  constructor(ctx: SourceContext<E>, subjects: readonly string[], start: StartPosition) {
+  constructor(ctx: SourceContext<E>, subjects: readonly string[], start: StartPosition, mode: FeedMode) {
     this.#ctx = ctx;
     this.#feeds = subjects;
     this.#start = start;
+    this.#mode = mode;
   }
 
   async start(): Promise<void> {
@@ -78,7 +88,7 @@ export class FeedSource<E> implements Source, FeedViewer {
     this.#follow();
     // The feed subscriptions exist on the server before the journal position is read, and
     // a refusal (permissions) has arrived by then: it fails subscribeEvents itself.
-    await ctx.feeds.registered();
+    await ctx.feeds.registered(this.#mode);
     if (this.#refused) throw this.#refused;
     const state = await ctx.journalState();
     const dest = feedRepublish(ctx.decode.namespace).dest;
@@ -108,10 +118,10 @@ export class FeedSource<E> implements Source, FeedViewer {
     this.#unfollow();
     this.#feeds = subjects;
     this.#follow();
-    await this.#ctx.feeds.registered();
+    await this.#ctx.feeds.registered(this.#mode);
     // What the old filter had buffered is dropped; the new filter's events after the
     // position are read from the journal.
-    this.#inbox = [];
+    this.#inbox = undefined;
     this.#overflowed = false;
     this.#requestResync("filter");
   }
@@ -120,28 +130,34 @@ export class FeedSource<E> implements Source, FeedViewer {
     this.#stopped = true;
     this.#generation++;
     this.#unfollow();
-    this.#inbox = [];
+    this.#inbox = undefined;
     await this.#pump;
   }
 
-  /** True when one of this source's feed subscriptions is on `subject`. */
+  /** True when a permission error on `subject` concerns this source's feed subscriptions. */
   owns(subject: string): boolean {
-    return this.#feeds.includes(subject);
+    return this.#ctx.feeds.owns(subject, this.#feeds, this.#mode);
   }
 
   onFeed(message: FeedMessage): void {
-    if (this.#overflowed) return;
-    if (this.#inbox.length >= INBOX_LIMIT) {
+    if (this.#overflowed || this.#stopped) return;
+    if (this.#ready && this.#pump === undefined && this.#resync === undefined && !this.#inbox?.length && this.#takeNow(message)) return;
+    const inbox = (this.#inbox ??= []);
+    if (inbox.length >= INBOX_LIMIT) {
       // The reader is far behind: stop buffering; the journal holds the rest.
       this.#overflowed = true;
       return;
     }
-    this.#inbox.push(message);
+    inbox.push(message);
     this.#kick();
   }
 
   resync(reason: ResyncReason): void {
     this.#requestResync(reason);
+  }
+
+  repaired(fromSeq: number, toSeq: number, reason: RepairReason): void {
+    if (!this.#stopped) this.#ctx.report({ kind: "gap_closed", fromSeq, toSeq, reason });
   }
 
   fail(error: Error): void {
@@ -155,11 +171,11 @@ export class FeedSource<E> implements Source, FeedViewer {
   }
 
   #follow(): void {
-    for (const f of this.#feeds) this.#ctx.feeds.join(f, this);
+    for (const f of this.#feeds) this.#ctx.feeds.join(f, this, this.#mode);
   }
 
   #unfollow(): void {
-    for (const f of this.#feeds) this.#ctx.feeds.leave(f, this);
+    for (const f of this.#feeds) this.#ctx.feeds.leave(f, this, this.#mode);
   }
 
   /** Starts the pump unless it runs. */
@@ -168,7 +184,7 @@ export class FeedSource<E> implements Source, FeedViewer {
     this.#pump = this.#run().finally(() => {
       this.#pump = undefined;
       // Work that arrived while the pump was finishing.
-      if (this.#inbox.length > 0 || this.#resync !== undefined || this.#overflowed) this.#kick();
+      if (this.#inbox?.length || this.#resync !== undefined || this.#overflowed) this.#kick();
     });
   }
 
@@ -184,7 +200,7 @@ export class FeedSource<E> implements Source, FeedViewer {
           await this.#resyncNow(reason);
           continue;
         }
-        const m = this.#inbox.shift();
+        const m = this.#inbox?.shift();
         if (m) {
           await this.#take(m);
         } else if (this.#overflowed) {
@@ -199,12 +215,29 @@ export class FeedSource<E> implements Source, FeedViewer {
     }
   }
 
+  /** Loop mode: the previous message of this subject was never taken (the feed lost it). */
+  #missed(m: FeedMessage): boolean {
+    return this.#mode === "loop" && m.lastSeq > this.#baseline && !this.#taken?.has(m.lastSeq);
+  }
+
+  /** Takes a message at once when nothing is in the way; false leaves it to the pump. */
+  #takeNow(m: FeedMessage): boolean {
+    if (m.seq <= this.#lastSeq) return true; // read from the journal already
+    if (this.#missed(m) || !this.#ctx.queue.hasRoom()) return false;
+    this.#lastSeq = m.seq;
+    const item = this.#admit(m.seq, m.subject, m.data, m);
+    if (item) this.#ctx.queue.offerEnduring(item);
+    return true;
+  }
+
   /** One feed message, in order. */
   async #take(m: FeedMessage): Promise<void> {
     if (m.seq <= this.#lastSeq) return; // read from the journal already
-    if (m.lastSeq > this.#baseline && !this.#taken?.has(m.lastSeq)) {
-      // The previous message of this subject never arrived: read from it to just before this one.
-      const from = Math.min(m.lastSeq, this.#lastSeq + 1);
+    if (this.#missed(m)) {
+      // The previous message of this subject never arrived, and maybe others of it before
+      // (a journal read carries no previous sequence to follow the chain): read everything
+      // of the filter after the baseline up to just before this one; what was taken is skipped.
+      const from = this.#baseline + 1;
       const generation = this.#generation;
       await this.#catchUp(m.seq - 1, from);
       if (generation !== this.#generation) return;
@@ -212,12 +245,12 @@ export class FeedSource<E> implements Source, FeedViewer {
       this.#ctx.report({ kind: "gap_closed", fromSeq: from, toSeq: m.seq - 1, reason: "gap" });
     }
     this.#lastSeq = m.seq;
-    await this.#deliver(m.seq, m.subject, m.data);
+    await this.#deliver(m.seq, m.subject, m.data, m);
   }
 
   async #resyncNow(reason: Resync): Promise<void> {
     const from = this.#lastSeq + 1;
-    await this.#retrying(() => this.#ctx.feeds.registered());
+    await this.#retrying(() => this.#ctx.feeds.registered(this.#mode));
     const to = (await this.#retrying(() => this.#ctx.journalState())).lastSeq;
     await this.#catchUp(to);
     if (reason !== "filter") this.#ctx.report({ kind: "gap_closed", fromSeq: from, toSeq: to, reason });
@@ -250,7 +283,7 @@ export class FeedSource<E> implements Source, FeedViewer {
         return;
       }
       const m = next.value;
-      if (m.seq > this.#lastSeq || (m.seq > this.#baseline && !this.#taken?.has(m.seq))) {
+      if (m.seq > this.#lastSeq || (this.#mode === "loop" && m.seq > this.#baseline && !this.#taken?.has(m.seq))) {
         this.#lastSeq = Math.max(this.#lastSeq, m.seq);
         await this.#deliver(m.seq, m.subject, m.data);
       }
@@ -266,10 +299,15 @@ export class FeedSource<E> implements Source, FeedViewer {
     this.#taken = undefined;
   }
 
-  async #deliver(seq: number, subject: string, data: Uint8Array): Promise<void> {
-    this.#remember(seq);
-    const d = journalDelivery(this.#ctx, seq, subject, data);
-    if (d) await this.#ctx.queue.pushEnduring(d);
+  async #deliver(seq: number, subject: string, data: Uint8Array, shared?: FeedMessage): Promise<void> {
+    const item = this.#admit(seq, subject, data, shared);
+    if (item) await this.#ctx.queue.pushEnduring(item);
+  }
+
+  /** Decodes and checks one event taken in order; undefined when it is not delivered (poison, internal). */
+  #admit(seq: number, subject: string, data: Uint8Array, shared: FeedMessage | undefined): Delivery<E> | undefined {
+    if (this.#mode === "loop") this.#remember(seq);
+    return journalDelivery(this.#ctx, seq, subject, data, shared && decodeShared(this.#ctx.decode, shared));
   }
 
   #remember(seq: number): void {
@@ -283,18 +321,22 @@ export class FeedSource<E> implements Source, FeedViewer {
     }
   }
 
-  /** Retries a journal operation across a leader election or a restart; refusals fail at once. */
-  async #retrying<T>(op: () => Promise<T>): Promise<T> {
-    for (let attempt = 0; ; attempt++) {
-      try {
-        return await op();
-      } catch (e) {
-        if (e instanceof PermissionDeniedError || e instanceof NotProvisionedError || attempt >= RETRY_MS.length || this.#stopped) throw e;
-        this.#ctx.log.info({ attempt, reason: (e as Error).message }, "journal read failed; retrying");
-        await new Promise((resolve) => setTimeout(resolve, RETRY_MS[attempt]));
-      }
-    }
+  #retrying<T>(op: () => Promise<T>): Promise<T> {
+    return retryJournalRead(op, () => this.#stopped, this.#ctx.log);
   }
+}
+
+/**
+ * Decodes a feed message once for every viewer with the same catalogue and size cap (the
+ * gateway has many clients per session): they then share the event object, which readers
+ * treat as read-only.
+ */
+function decodeShared<E>(ctx: SourceContext<E>["decode"], m: FeedMessage): Decoded<E> {
+  const c = m.decoded;
+  if (c !== undefined && c.registry === ctx.registry && c.maxEventBytes === ctx.maxEventBytes) return c.result as Decoded<E>;
+  const result = decodeMessage(ctx, m.subject, m.data);
+  m.decoded ??= { registry: ctx.registry, maxEventBytes: ctx.maxEventBytes, result };
+  return result;
 }
 
 /** A journal read whose consumer exists, with its first result. */

@@ -5,7 +5,12 @@
  * closing gaps.
  */
 import { type Consumer, type ConsumerMessages, DeliverPolicy, type JetStreamClient, type JsMsg, type OrderedConsumerOptions } from "@nats-io/jetstream";
+import type { Logger } from "pino";
+import { NotProvisionedError, PermissionDeniedError } from "../errors.js";
 import { consumerError } from "./consumer-errors.js";
+
+/** Waits between attempts when a journal read fails (a leader election, a restart). */
+const RETRY_MS = [250, 500, 1000, 2000, 4000, 8000];
 
 /**
  * Pull expiry (heartbeats at half of it). NATS.js recreates an ordered consumer that a
@@ -65,5 +70,18 @@ export async function* readJournalRange(js: JetStreamClient, stream: string, ran
     await messages.close().catch(() => undefined);
     // Released now rather than at its inactivity timeout: the server limits consumers per stream.
     void consumer.delete().catch(() => undefined);
+  }
+}
+
+/** Retries a journal operation across a leader election or a restart; refusals fail at once. */
+export async function retryJournalRead<T>(op: () => Promise<T>, stopped: () => boolean, log: Logger): Promise<T> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await op();
+    } catch (e) {
+      if (e instanceof PermissionDeniedError || e instanceof NotProvisionedError || attempt >= RETRY_MS.length || stopped()) throw e;
+      log.info({ attempt, reason: (e as Error).message }, "journal read failed; retrying");
+      await new Promise((resolve) => setTimeout(resolve, RETRY_MS[attempt]));
+    }
   }
 }

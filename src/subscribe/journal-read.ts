@@ -5,21 +5,30 @@
  * (delivery.ts); a malformed one is reported and skipped (reportPoison), an internal one
  * skipped unless the filter asked for it.
  */
-import { type Delivery, decodeMessage } from "./delivery.js";
+import { type Decoded, type Delivery, decodeMessage } from "./delivery.js";
 import { type JournalRange, readJournalRange } from "./journal-range.js";
 import { reportPoison, type SourceContext } from "./source.js";
 
 /** What a journal read needs: the client and stream, how to decode, where poison goes. */
 export type JournalReader<E> = Pick<SourceContext<E>, "js" | "stream" | "decode" | "log" | "report">;
 
-/** One journal message as a delivery; undefined when it is skipped (malformed and reported, or internal). */
-export function journalDelivery<E>(reader: JournalReader<E>, journalSeq: number, subject: string, data: Uint8Array): Delivery<E> | undefined {
-  const d = decodeMessage(reader.decode, subject, data);
-  if (!d.ok) {
-    reportPoison(reader, journalSeq, subject, d.error);
+/**
+ * One journal message as a delivery; undefined when it is skipped (malformed and reported,
+ * or internal). `decoded`: the message decoded already (the feed decodes once for all its
+ * viewers, whose `includeInternal` may differ).
+ */
+export function journalDelivery<E>(
+  reader: JournalReader<E>,
+  journalSeq: number,
+  subject: string,
+  data: Uint8Array,
+  decoded: Decoded<E> = decodeMessage(reader.decode, subject, data),
+): Delivery<E> | undefined {
+  if (!decoded.ok) {
+    reportPoison(reader, journalSeq, subject, decoded.error);
     return undefined;
   }
-  return d.skip ? undefined : { event: d.event, journalSeq, subject };
+  return decoded.internal && !reader.decode.includeInternal ? undefined : { event: decoded.event, journalSeq, subject };
 }
 
 /** The deliveries of a journal range, in order; ends with the range. `what` names the read in errors. */

@@ -25,6 +25,8 @@ const subscribeShape = z.object({
     .string()
     .regex(/^[A-Za-z0-9_-]{1,64}$/, "must be 1-64 characters of [A-Za-z0-9_-]")
     .optional(),
+  /** Live only: how to follow the feed, `loop` or `namespace` (the bus option `feed`). Default: the bus's. */
+  feed: z.enum(["loop", "namespace"]).optional(),
   /** Durable only: a fixed ack wait in ms, instead of the backoff. Default 30000 (streams/consumers.json). */
   ackWaitMs: z.number().int().min(100).optional(),
   /**
@@ -92,10 +94,15 @@ export function checkOnReport(onReport: unknown): void {
   if (onReport !== undefined && typeof onReport !== "function") throw new OptionsError("onReport", "must be a function");
 }
 
+/** The settings of a subscription given no options, shared (read-only) by all such. */
+let defaults: SubscribeSettings | undefined;
+
 export function parseSubscribeOptions(options: SubscribeOptions): SubscribeSettings {
   const { onReport, ...rest } = options;
   checkOnReport(onReport);
+  if (Object.keys(rest).length === 0) return (defaults ??= Object.freeze(parseOptions(subscribeShape, {})));
   const settings = parseOptions(subscribeShape, rest);
+  if (settings.durable !== undefined && settings.feed !== undefined) throw new OptionsError("feed", "applies to live subscriptions only");
   if (settings.durable === undefined) {
     for (const k of ["ackWaitMs", "maxDeliver", "backoffMs", "maxAckPending"] as const) {
       if (settings[k] !== undefined) throw new OptionsError(k, "applies to durable subscriptions only");

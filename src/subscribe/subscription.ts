@@ -5,6 +5,7 @@
  * subscription that fails ends its reader's iteration with the error, once what was
  * buffered has been read: a `for await` loop cannot mistake a failure for the end.
  */
+import type { PermissionViolationError } from "@nats-io/transport-node";
 import type { Logger } from "pino";
 import type { BusContext } from "../bus-context.js";
 import { ConnectionClosedError, OptionsError, PermissionDeniedError } from "../errors.js";
@@ -19,9 +20,29 @@ import { type SubscribeOptions, parseSubscribeOptions, type SubscriptionReport }
 import type { Source, SourceContext } from "./source.js";
 import type { ConsumerFigures } from "../streams/consumer-figures.js";
 
-// One logger per bus for all live subscriptions: ten thousand viewers in a process should
-// not carry ten thousand.
+// What the live subscriptions of a bus have in common is made once per bus: ten thousand
+// viewers in a process should not carry ten thousand copies of it.
+type BusShare = Omit<SourceContext<unknown>, "decode" | "queue" | "settings" | "log" | "report" | "fail">;
+const busShares = new WeakMap<object, BusShare>();
 const liveLogs = new WeakMap<Logger, Logger>();
+
+/** A source context: the bus's share as its prototype, the subscription's own fields on it. */
+function sourceContext<E>(bus: BusContext<E>, own: Pick<SourceContext<E>, "decode" | "queue" | "settings" | "log" | "report" | "fail">): SourceContext<E> {
+  let share = busShares.get(bus);
+  if (share === undefined) {
+    share = {
+      nc: bus.nc,
+      js: bus.js,
+      jsm: () => bus.jetstreamManager(),
+      stream: bus.stream,
+      lastSeq: () => bus.journalPosition.lastSeq(),
+      journalState: () => bus.journalPosition.state(),
+      feeds: bus.feeds,
+    };
+    busShares.set(bus, share);
+  }
+  return Object.assign(Object.create(share) as BusShare, own);
+}
 
 function liveLog(log: Logger): Logger {
   let child = liveLogs.get(log);
@@ -65,9 +86,13 @@ export class Subscription<E = JetloopEvent, D extends Delivery<E> = Delivery<E>>
   #delivered = 0;
   #poison = 0;
   #parked = 0;
-  #unlisten: (() => void) | undefined;
-  #unregister: (() => void) | undefined;
   readonly #ctx: SourceContext<E>;
+  /**
+   * The running subscriptions of each bus, for its one permission-violation listener, its
+   * one watch of the connection's end and its one close hook (per subscription, each cost
+   * a promise and closures).
+   */
+  static readonly #running = new WeakMap<object, Running>();
 
   private constructor(bus: BusContext<E>, filter: EventFilter, options: SubscribeOptions) {
     const settings = parseSubscribeOptions(options);
@@ -76,14 +101,7 @@ export class Subscription<E = JetloopEvent, D extends Delivery<E> = Delivery<E>>
     this.#filter = filter;
     this.#onReport = options.onReport;
     this.#queue = new DeliveryQueue(settings.enduringBuffer ?? (settings.durable ? 16 : 256), settings.ephemeralBuffer);
-    this.#ctx = {
-      nc: bus.nc,
-      js: bus.js,
-      jsm: () => bus.jetstreamManager(),
-      stream: bus.stream,
-      lastSeq: () => bus.journalPosition.lastSeq(),
-      journalState: () => bus.journalPosition.state(),
-      feeds: bus.feeds,
+    this.#ctx = sourceContext(bus, {
       decode: decodeContext(bus, resolved.includeInternal),
       queue: this.#queue,
       settings,
@@ -92,24 +110,20 @@ export class Subscription<E = JetloopEvent, D extends Delivery<E> = Delivery<E>>
         : liveLog(bus.log),
       report: (r) => this.#report(r),
       fail: (e) => this.#fail(e),
-    };
+    });
     if (resolved.journalSubjects.length > MANY_FILTER_SUBJECTS) {
       this.#ctx.log.warn({ filterSubjects: resolved.journalSubjects.length }, "many filter subjects make a consumer slow; consider fewer loops per subscription");
     }
     if (resolved.journalSubjects.length > 0) {
       if (settings.durable) this.#enduring = new DurableSource(this.#ctx, settings.durable, resolved.journalSubjects, settings.start ?? "all", bus.parked);
-      else this.#enduring = this.#feed = new FeedSource(this.#ctx, resolved.feedSubjects, settings.start ?? "new");
+      else this.#enduring = this.#feed = new FeedSource(this.#ctx, resolved.feedSubjects, settings.start ?? "new", settings.feed ?? bus.settings.feed);
     }
     if (resolved.liveSubjects.length > 0) this.#live = new LiveSource(this.#ctx, resolved.liveSubjects);
   }
 
   /** Starts the sources; `subscribe` awaits this before handing the subscription out. */
   async #start(): Promise<this> {
-    // Closing the bus closes its subscriptions on purpose: their readers end quietly.
-    this.#unregister = this.#bus.onClose(() => this.close());
-    this.#unlisten = this.#bus.onPermissionViolation((e) => {
-      if (e.operation === "subscription" && (this.#live?.owns(e.subject) || this.#feed?.owns(e.subject))) this.#fail(new PermissionDeniedError("subscribe", e.subject, { cause: e }));
-    });
+    Subscription.#track(this.#bus, this as unknown as AnySubscription);
     try {
       if (this.#live) {
         await this.#live.start();
@@ -121,8 +135,31 @@ export class Subscription<E = JetloopEvent, D extends Delivery<E> = Delivery<E>>
       await this.#shutdown();
       throw e;
     }
-    void this.#bus.nc.closed().then(() => this.#fail(new ConnectionClosedError("the connection closed under the subscription")));
     return this;
+  }
+
+  static #track(bus: BusContext<unknown>, sub: AnySubscription): void {
+    let running = Subscription.#running.get(bus);
+    if (!running) {
+      const subs = new Set<AnySubscription>();
+      // Closing the bus closes its subscriptions on purpose: their readers end quietly.
+      running = { subs, closeAll: async () => void (await Promise.allSettled([...subs].map((s) => s.close()))) };
+      Subscription.#running.set(bus, running);
+      bus.onPermissionViolation((e) => {
+        if (e.operation === "subscription") for (const s of [...subs]) s.#violation(e);
+      });
+      void bus.nc.closed().then(() => {
+        const e = new ConnectionClosedError("the connection closed under the subscription");
+        for (const s of [...subs]) s.#fail(e);
+      });
+    }
+    // Throws once the bus is closed (nothing would close the subscription); registers once per bus.
+    bus.onClose(running.closeAll);
+    running.subs.add(sub);
+  }
+
+  #violation(e: PermissionViolationError): void {
+    if (this.#live?.owns(e.subject) || this.#feed?.owns(e.subject)) this.#fail(new PermissionDeniedError("subscribe", e.subject, { cause: e }));
   }
 
   [Symbol.asyncIterator](): AsyncIterator<D> {
@@ -194,8 +231,7 @@ export class Subscription<E = JetloopEvent, D extends Delivery<E> = Delivery<E>>
   }
 
   async #shutdown(): Promise<void> {
-    this.#unlisten?.();
-    this.#unregister?.();
+    Subscription.#running.get(this.#bus)?.subs.delete(this as unknown as AnySubscription);
     this.#queue.end();
     await Promise.allSettled([this.#live?.stop(), this.#enduring?.stop()]);
   }
@@ -216,6 +252,13 @@ export class Subscription<E = JetloopEvent, D extends Delivery<E> = Delivery<E>>
       this.#ctx.log.error({ err: e }, "onReport threw");
     }
   }
+}
+
+type AnySubscription = Subscription<unknown, Delivery<unknown>>;
+
+interface Running {
+  readonly subs: Set<AnySubscription>;
+  readonly closeAll: () => Promise<void>;
 }
 
 export type DurableSubscription<E = JetloopEvent> = Subscription<E, DurableDelivery<E>>;

@@ -7,29 +7,28 @@ import { connect, createEvent, newId, NotProvisionedError, type Jetloop, type Je
 import { natsServers, uniqueNamespace } from "../harness/context.js";
 import { Reader } from "../harness/reader.js";
 import { sleep, waitFor } from "../harness/async.js";
+import { consumerCount } from "../harness/stream-state.js";
 
 function decided(sessionId: string, loopId: string): JetloopEvent {
   return createEvent("PermissionDecided", { sessionId, loopId, turnId: newId(), stepId: newId(), toolExecutionId: newId(), effect: "approve" });
 }
 
 let bus: Jetloop;
+/** Viewers on the default feed mode (loop) and on the namespace feed. */
 let viewers: Jetloop;
-
-async function consumers(b: Jetloop): Promise<number> {
-  let n = 0;
-  for await (const _ of (await b.jetstreamManager()).consumers.list(b.stream)) n++;
-  return n;
-}
+let nsViewers: Jetloop;
 
 beforeAll(async () => {
   const namespace = uniqueNamespace();
   bus = await connect({ servers: natsServers(), namespace });
   await bus.provision();
   viewers = await connect({ servers: natsServers(), namespace });
+  nsViewers = await connect({ servers: natsServers(), namespace, feed: "namespace" });
 });
 
 afterAll(async () => {
   await viewers?.close();
+  await nsViewers?.close();
   await (await bus?.jetstreamManager())?.streams.delete(bus.stream).catch(() => undefined);
   await bus?.close();
 });
@@ -61,7 +60,7 @@ describe("the feed declaration", () => {
   });
 });
 
-describe("the seam between the journal and the feed", () => {
+describe.each(["loop", "namespace"] as const)("the seam between the journal and the feed (feed: %s)", (mode) => {
   it("viewers opened from every start position while appends continue each get their loop's events exactly once, in journal order", async () => {
     const sessionId = newId();
     const loops = [newId(), newId(), newId()];
@@ -82,7 +81,7 @@ describe("the seam between the journal and the feed", () => {
     for (let i = 0; i < 24; i++) {
       const loop = loops[i % loops.length]!;
       const start = (["all", "new", { seq: firstSeq + 3 }] as const)[i % 3]!;
-      opened.push({ sub: await viewers.subscribeEvents({ sessions: [sessionId], enduring: { loops: [loop] } }, { start }), loop, start });
+      opened.push({ sub: await (mode === "loop" ? viewers : nsViewers).subscribeEvents({ sessions: [sessionId], enduring: { loops: [loop] } }, { start }), loop, start });
       await sleep(5);
     }
     await sleep(200);
@@ -105,7 +104,7 @@ describe("the seam between the journal and the feed", () => {
       expect(await reader.extra(20)).toBeUndefined();
     }
     // The history reads are over: no consumer is left while the viewers follow the feed.
-    expect(await consumers(bus)).toBe(0);
+    expect(await consumerCount(await bus.jetstreamManager(), bus.stream)).toBe(0);
     for (const o of opened) await o.sub.close();
   });
 
@@ -120,5 +119,56 @@ describe("the seam between the journal and the feed", () => {
     for (const s of subs) expect((await new Reader(s).take(2)).map((d) => d.journalSeq)).toEqual(seqs);
     for (const s of subs) await s.close();
     await waitFor("the shared subscriptions to be released", () => busContext(viewers).feeds.subscriptions === base, 2000, 10);
+  });
+
+  it("in namespace mode viewers of any loops share one subscription on the whole feed", async () => {
+    const sessionId = newId();
+    const loops = [newId(), newId(), newId()];
+    expect(busContext(nsViewers).feeds.subscriptions).toBe(0);
+    const subs = await Promise.all(loops.map((l) => nsViewers.subscribeEvents({ sessions: [sessionId], enduring: { loops: [l] } })));
+    expect(busContext(nsViewers).feeds.subscriptions).toBe(1);
+    const seqs = (await bus.publishAll(loops.map((l) => decided(sessionId, l)))).map((r) => r.journalSeq);
+    // Each gets its own loop's event only.
+    for (const [i, s] of subs.entries()) {
+      const reader = new Reader(s);
+      expect((await reader.take(1)).map((d) => d.journalSeq)).toEqual([seqs[i]]);
+      expect(await reader.extra(50)).toBeUndefined();
+    }
+    for (const s of subs) await s.close();
+    expect(busContext(nsViewers).feeds.subscriptions).toBe(0);
+  });
+});
+
+describe("feed messages lost without a reconnect (the drop hook), on views over many subjects", () => {
+  // A session view spans one subject per loop and event type. Every 3rd feed message is dropped.
+  async function dropped(b: Jetloop): Promise<{ want: number[]; got: number[] }> {
+    const sessionId = newId();
+    const loops = [newId(), newId(), newId()];
+    const sub = await b.subscribeEvents({ sessions: [sessionId], enduring: "all" });
+    let seen = 0;
+    busContext(b).feeds.dropForTest = () => ++seen % 3 === 0;
+    const want: number[] = [];
+    try {
+      for (let i = 0; i < 30; i++) want.push((await bus.publish(decided(sessionId, loops[i % 3]!))).journalSeq);
+    } finally {
+      busContext(b).feeds.dropForTest = undefined;
+    }
+    // The loops speak once more, so loop mode sees every miss too.
+    for (const l of loops) want.push((await bus.publish(decided(sessionId, l))).journalSeq);
+    const reader = new Reader(sub);
+    const got = (await reader.take(want.length)).map((d) => d.journalSeq);
+    expect(await reader.extra(50)).toBeUndefined();
+    await sub.close();
+    return { want, got };
+  }
+
+  it("namespace mode delivers every event once, in journal order", async () => {
+    const { want, got } = await dropped(nsViewers);
+    expect(got).toEqual(want);
+  });
+
+  it("loop mode delivers every event exactly once, a missed one when its subject speaks again", async () => {
+    const { want, got } = await dropped(viewers);
+    expect([...got].sort((a, b) => a - b)).toEqual(want);
   });
 });

@@ -1,6 +1,6 @@
 // What the leader-kill scenario must show wherever its cluster runs (processes, containers,
 // docker-compose.yml): a new leader, no untyped failure, every event acknowledged and
-// stored exactly once, the ordered subscriber complete, the replicas current again.
+// stored exactly once, the live subscribers complete (the namespace feed's in order), the replicas current again.
 import { expect } from "vitest";
 import type { LeaderKillResult } from "./scenarios/leader-kill.js";
 
@@ -14,5 +14,6 @@ export function expectNothingLost(r: LeaderKillResult, events: number): void {
   expect(acked.size).toBe(events);
   expect(r.journal).toMatchObject({ published: events, lost: 0, duplicated: 0, unexpected: 0, messages: events });
   expect(r.ordered).toMatchObject({ lost: 0, duplicated: 0, unexpected: 0 });
+  expect(r.namespaceFeed).toMatchObject({ lost: 0, duplicated: 0, unexpected: 0, outOfOrder: 0 });
   expect(r.replicasCurrent).toBe(true);
 }

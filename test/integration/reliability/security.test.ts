@@ -1,6 +1,6 @@
 // Scenario 7 (RELIABILITY.md): deploy/nats/permissions.example.conf, run verbatim. A user
-// follows its own session and is refused another's with a typed PermissionDeniedError, not
-// a hang; a user without publish rights on the journal cannot append; grant tokens and raw
+// follows its own session and is refused another's (and the whole namespace feed) with a
+// typed PermissionDeniedError, not a hang; a gateway user follows every session's feed; a user without publish rights on the journal cannot append; grant tokens and raw
 // tool arguments reach neither the stream nor the logs.
 import { describe, expect, it } from "vitest";
 import { defaultContext } from "../../harness/reliability/scenarios/common.js";
@@ -15,6 +15,8 @@ describe("reliability: per-session permissions and secrets", () => {
     // Each follows its own session, and nothing of the other's.
     expect(r.alice).toMatchObject({ published: 40, delivered: 40, lost: 0, duplicated: 0, unexpected: 0, foreign: 0 });
     expect(r.bob).toMatchObject({ published: 40, delivered: 40, lost: 0, duplicated: 0, unexpected: 0, foreign: 0 });
+    // The gateway user follows every session on the namespace feed: each enduring event once, in order.
+    expect(r.gateway).toMatchObject({ published: 40, delivered: 40, lost: 0, duplicated: 0, unexpected: 0, outOfOrder: 0 });
     // Every other read or append through jetloop: PermissionDeniedError, promptly.
     expect(r.refusals.map((x) => [x.what, x.outcome])).toEqual(r.refusals.map((x) => [x.what, "PermissionDeniedError"]));
     for (const x of r.refusals) expect(x.ms, x.what).toBeLessThan(2000);

@@ -22,6 +22,8 @@ describe("reliability: a server restart under load", () => {
     // Ordered: no gap, no duplicate, across the restart.
     expect(r.ordered).toMatchObject({ lost: 0, duplicated: 0, unexpected: 0 });
     expect(r.orderedErr).toBeUndefined();
+    // The same in namespace feed mode, and in journal order.
+    expect(r.namespaceFeed).toMatchObject({ lost: 0, duplicated: 0, unexpected: 0, outOfOrder: 0 });
     // Durable: at least once; deduplicated by event id it is exactly the published set.
     expect(r.durable).toMatchObject({ lost: 0, unexpected: 0 });
     expect(r.durable.delivered - r.durable.duplicated).toBe(600);

@@ -1,8 +1,9 @@
 // What every scenario shares: its run label, a namespace, an admin connection and the
 // ScenarioRecord it returns beside the raw material the tests assert on.
 import { connect as natsConnect, type NatsConnection } from "@nats-io/transport-node";
-import type { FigureRow, ScenarioRecord, tally } from "../figures.js";
-import type { AppendOutcome } from "../workload.js";
+import type { Jetloop, Subscription, JetloopEvent } from "../../../../src/index.js";
+import { type FigureRow, row, type ScenarioRecord, tally } from "../figures.js";
+import { type AppendOutcome, type Collected, collect } from "../workload.js";
 import { serverFlavor } from "../../server.js";
 import { uniqueNamespace } from "../../namespace.js";
 
@@ -45,6 +46,40 @@ export interface AppendScenarioResult {
   readonly published: string[];
   readonly journal: ReturnType<typeof tally> & { messages: number };
   readonly ordered: ReturnType<typeof tally>;
+  /** The live subscriber in namespace feed mode (`feed: "namespace"`), where the scenario has one. */
+  readonly namespaceFeed?: ReturnType<typeof tally> & { readonly outOfOrder: number };
+}
+
+/** Deliveries whose journal sequence is not above the one before. */
+export function outOfOrder(seqs: readonly number[]): number {
+  let n = 0;
+  for (let i = 1; i < seqs.length; i++) if (seqs[i]! <= seqs[i - 1]!) n++;
+  return n;
+}
+
+/** A live subscription of everything in namespace feed mode, beside a scenario's loop-mode one. */
+export class NamespaceFollower {
+  private constructor(
+    readonly sub: Subscription<JetloopEvent>,
+    readonly got: Collected,
+    /** Its gap repairs by reason. */
+    readonly repairs: string[],
+  ) {}
+
+  static async open(bus: Jetloop): Promise<NamespaceFollower> {
+    const repairs: string[] = [];
+    const sub = await bus.subscribeEvents({ enduring: "all" }, { start: "all", feed: "namespace", onReport: (r) => void (r.kind === "gap_closed" && repairs.push(r.reason)) });
+    return new NamespaceFollower(sub, collect(sub), repairs);
+  }
+
+  figures(published: readonly string[]): ReturnType<typeof tally> & { outOfOrder: number } {
+    return { ...tally(published, this.got.ids), outOfOrder: outOfOrder(this.got.seqs) };
+  }
+
+  row(published: readonly string[]): FigureRow {
+    const f = this.figures(published);
+    return row("live subscriber (namespace feed)", f, { "out of order": f.outOfOrder, "gaps closed from the journal": gapSummary(this.repairs) });
+  }
 }
 
 /** "reconnect 2, leader_elected 1": a live subscription's gap repairs by reason, "0" for none. */

@@ -6,16 +6,19 @@
 //   - the server cuts the viewers' connection off as a slow consumer (a proxy stops
 //     reading while previews flood the connection past the server's max_pending);
 //   - the connection is cut (the proxy drops it) and the client reconnects.
-// A server restart and a stream leader kill are scenarios 1 and 2 (their ordered
-// subscriber is a live feed subscription). A drop without a reconnect (the hook; inside a
-// cluster, a route between servers that flaps) is seen from Nats-Last-Sequence, which is
-// per subject: a view over many subjects gets the missed event when its subject speaks
-// again, exactly once but late; the phase counts it under "out of order".
+// Every phase runs in both feed modes. A server restart and a stream leader kill are
+// scenarios 1 and 2 (their ordered subscriber is a live feed subscription). In loop mode a
+// drop without a reconnect (the hook; inside a cluster, a route between servers that
+// flaps) is seen from Nats-Last-Sequence, which is per subject: a view over many subjects
+// gets the missed event when its subject speaks again, exactly once but late; the phase
+// counts it under "out of order". In namespace mode the feed's sequences are contiguous,
+// so the bus sees the miss at the next message and delivers everything in order.
 import { connect, createEvent, newId, type Jetloop, type JetloopEvent, type Subscription, type SubscriptionReport } from "../../../../src/index.js";
 import { busContext } from "../../../../src/bus.js";
 import { startProxy } from "../../proxy.js";
 import { startServer } from "../../server.js";
 import { sleep } from "../../async.js";
+import { consumerCount } from "../../stream-state.js";
 import { row, tally, type FigureRow, type ScenarioRecord } from "../figures.js";
 import { collect, eventIdOf, newCoords, type Collected, type Coords } from "../workload.js";
 import { record, scenarioNamespace, type ScenarioContext } from "./common.js";
@@ -32,7 +35,10 @@ export interface FeedGapsOptions {
   readonly dropEvery: number;
 }
 
+export type FeedMode = "loop" | "namespace";
+
 export interface PhaseResult {
+  readonly mode: FeedMode;
   readonly what: string;
   readonly published: number;
   readonly delivered: number;
@@ -50,7 +56,7 @@ export interface PhaseResult {
 export interface FeedGapsResult {
   readonly record: ScenarioRecord;
   readonly phases: PhaseResult[];
-  readonly consumersWhileFollowing: number;
+  readonly consumersWhileFollowing: Record<FeedMode, number>;
 }
 
 interface Viewer {
@@ -72,141 +78,151 @@ export async function feedGapsScenario(ctx: ScenarioContext, o: FeedGapsOptions)
   const proxy = await startProxy(server.port);
   const ns = scenarioNamespace("f");
   const producer = await connect({ servers: server.url, namespace: ns, natsOptions: { name: "feed-gaps-producer" } });
-  const viewerBus: Jetloop = await connect({
-    servers: proxy.url,
-    namespace: ns,
-    natsOptions: { name: "feed-gaps-viewers", maxReconnectAttempts: -1, reconnectTimeWait: 200 },
-  });
   try {
     await producer.provision();
     const sessionId = newId();
     const loops = Array.from({ length: o.loops }, () => newCoords(sessionId));
     const other = newCoords();
-
-    const openViewers = async (): Promise<Viewer[]> => {
-      const viewers: Viewer[] = [];
-      const open = async (filter: Parameters<Jetloop["subscribeEvents"]>[0], wants: (c: Coords) => boolean) => {
-        const reports: SubscriptionReport[] = [];
-        const sub = await viewerBus.subscribeEvents(filter, { onReport: (r) => reports.push(r) });
-        viewers.push({ sub, got: collect(sub), wants, reports });
-      };
-      for (const c of loops) {
-        for (let v = 0; v < o.viewersPerLoop; v++) await open({ sessions: [sessionId], enduring: { loops: [c.loopId] } }, (x) => x.loopId === c.loopId);
-      }
-      await open({ sessions: [sessionId], enduring: "all" }, (x) => x.sessionId === sessionId);
-      await open({ enduring: "all" }, () => true);
-      return viewers;
-    };
-
-    const publishRound = async (n: number, sent: { c: Coords; id: string }[]) => {
-      const all = [...loops, other];
-      for (let i = 0; i < n; i += 50) {
-        const batch = Array.from({ length: Math.min(50, n - i) }, (_, k) => all[(i + k) % all.length]!);
-        const events = batch.map(decided);
-        await producer.publishAll(events);
-        events.forEach((e, k) => sent.push({ c: batch[k]!, id: eventIdOf(e) }));
-      }
-    };
-
-    const finish = async (what: string, viewers: Viewer[], sent: { c: Coords; id: string }[], extra: Partial<PhaseResult> = {}): Promise<PhaseResult> => {
-      let published = 0;
-      let delivered = 0;
-      let lost = 0;
-      let duplicated = 0;
-      let unexpected = 0;
-      let outOfOrder = 0;
-      let errors = 0;
-      const gapsClosed: Record<string, number> = {};
-      for (const v of viewers) {
-        const want = sent.filter((s) => v.wants(s.c)).map((s) => s.id);
-        await v.got.waitForAll(want, 30_000).catch(() => undefined);
-        await sleep(100);
-        const t = tally(want, v.got.ids);
-        published += t.published;
-        delivered += t.delivered;
-        lost += t.lost;
-        duplicated += t.duplicated;
-        unexpected += t.unexpected;
-        for (let i = 1; i < v.got.seqs.length; i++) if (v.got.seqs[i]! <= v.got.seqs[i - 1]!) outOfOrder++;
-        if (v.sub.err()) errors++;
-        for (const r of v.reports) if (r.kind === "gap_closed") gapsClosed[r.reason] = (gapsClosed[r.reason] ?? 0) + 1;
-        await v.sub.close();
-      }
-      return { what, published, delivered, lost, duplicated, unexpected, outOfOrder, gapsClosed, errors, ...extra };
-    };
-
     const phases: PhaseResult[] = [];
-    const third = Math.ceil(o.events / 3);
-
-    // 1. The hook drops every Nth feed message; the last round goes through untouched, so
-    // every loop's subject speaks once more after its last drop.
-    {
-      const viewers = await openViewers();
-      const sent: { c: Coords; id: string }[] = [];
-      let seen = 0;
-      let dropped = 0;
-      busContext(viewerBus).feeds.dropForTest = () => {
-        if (++seen % o.dropEvery !== 0) return false;
-        dropped++;
-        return true;
-      };
-      await publishRound(o.events, sent);
-      await sleep(200);
-      busContext(viewerBus).feeds.dropForTest = undefined;
-      await publishRound(loops.length + 1, sent);
-      // A loop's viewers follow one subject each; the session and all-sessions views span
-      // many, where a drop shows only when the same subject speaks again (see RELIABILITY.md).
-      const perLoop = o.loops * o.viewersPerLoop;
-      phases.push(await finish(`hook drops every ${o.dropEvery}th feed message: loop viewers`, viewers.slice(0, perLoop), sent, { dropped }));
-      phases.push(await finish("the same drops: session and all-sessions viewers", viewers.slice(perLoop), sent, { dropped }));
-    }
-    const consumersWhileFollowing = await (async () => {
-      const viewers = await openViewers();
-      await sleep(100);
-      const jsm = await producer.jetstreamManager();
-      let n = 0;
-      for await (const _ of jsm.consumers.list(producer.stream)) n++;
-      for (const v of viewers) await v.sub.close();
-      return n;
-    })();
-
-    // 2. The server cuts the viewers' connection off as a slow consumer.
-    {
-      const viewers = await openViewers();
-      const sent: { c: Coords; id: string }[] = [];
-      const noise = viewerBus.nc.subscribe(`${ns}.noise`, { callback: () => undefined });
-      await viewerBus.nc.flush();
-      const varz = async () => ((await (await fetch(`${server.monitorUrl}/varz`)).json()) as { slow_consumers?: number }).slow_consumers ?? 0;
-      const slowBefore = await varz();
-      await publishRound(third, sent);
-      proxy.pause();
-      const blob = new Uint8Array(32 * 1024);
-      for (let i = 0; i < 512 && (await varz()) === slowBefore; i++) {
-        for (let k = 0; k < 16; k++) producer.nc.publish(`${ns}.noise`, blob);
-        await producer.nc.flush();
-        if (i % 4 === 3) await publishRound(loops.length + 1, sent);
+    const consumersWhileFollowing: Record<FeedMode, number> = { loop: -1, namespace: -1 };
+    for (const mode of ["loop", "namespace"] as const) {
+      const viewerBus: Jetloop = await connect({
+        servers: proxy.url,
+        namespace: ns,
+        feed: mode,
+        natsOptions: { name: `feed-gaps-viewers-${mode}`, maxReconnectAttempts: -1, reconnectTimeWait: 200 },
+      });
+      try {
+        consumersWhileFollowing[mode] = await runPhases(mode, viewerBus);
+      } finally {
+        await viewerBus.close();
       }
-      const slowConsumers = (await varz()) - slowBefore;
-      await publishRound(third, sent);
-      proxy.resume();
-      await publishRound(third, sent);
-      noise.unsubscribe();
-      phases.push(await finish("connection cut off by the server as a slow consumer", viewers, sent, { slowConsumers }));
     }
 
-    // 3. The connection is cut; the client reconnects.
-    {
-      const viewers = await openViewers();
-      const sent: { c: Coords; id: string }[] = [];
-      await publishRound(third, sent);
-      const cutting = (async () => {
-        await sleep(20);
-        proxy.cut();
+    async function runPhases(mode: FeedMode, viewerBus: Jetloop): Promise<number> {
+      const openViewers = async (): Promise<Viewer[]> => {
+        const viewers: Viewer[] = [];
+        const open = async (filter: Parameters<Jetloop["subscribeEvents"]>[0], wants: (c: Coords) => boolean) => {
+          const reports: SubscriptionReport[] = [];
+          const sub = await viewerBus.subscribeEvents(filter, { onReport: (r) => reports.push(r) });
+          viewers.push({ sub, got: collect(sub), wants, reports });
+        };
+        for (const c of loops) {
+          for (let v = 0; v < o.viewersPerLoop; v++) await open({ sessions: [sessionId], enduring: { loops: [c.loopId] } }, (x) => x.loopId === c.loopId);
+        }
+        await open({ sessions: [sessionId], enduring: "all" }, (x) => x.sessionId === sessionId);
+        await open({ enduring: "all" }, () => true);
+        return viewers;
+      };
+
+      const publishRound = async (n: number, sent: { c: Coords; id: string }[]) => {
+        const all = [...loops, other];
+        for (let i = 0; i < n; i += 50) {
+          const batch = Array.from({ length: Math.min(50, n - i) }, (_, k) => all[(i + k) % all.length]!);
+          const events = batch.map(decided);
+          await producer.publishAll(events);
+          events.forEach((e, k) => sent.push({ c: batch[k]!, id: eventIdOf(e) }));
+        }
+      };
+
+      const finish = async (what: string, viewers: Viewer[], sent: { c: Coords; id: string }[], extra: Partial<PhaseResult> = {}): Promise<PhaseResult> => {
+        let published = 0;
+        let delivered = 0;
+        let lost = 0;
+        let duplicated = 0;
+        let unexpected = 0;
+        let outOfOrder = 0;
+        let errors = 0;
+        const gapsClosed: Record<string, number> = {};
+        for (const v of viewers) {
+          const want = sent.filter((s) => v.wants(s.c)).map((s) => s.id);
+          await v.got.waitForAll(want, 30_000).catch(() => undefined);
+          await sleep(100);
+          const t = tally(want, v.got.ids);
+          published += t.published;
+          delivered += t.delivered;
+          lost += t.lost;
+          duplicated += t.duplicated;
+          unexpected += t.unexpected;
+          for (let i = 1; i < v.got.seqs.length; i++) if (v.got.seqs[i]! <= v.got.seqs[i - 1]!) outOfOrder++;
+          if (v.sub.err()) errors++;
+          for (const r of v.reports) if (r.kind === "gap_closed") gapsClosed[r.reason] = (gapsClosed[r.reason] ?? 0) + 1;
+          await v.sub.close();
+        }
+        return { mode, what: `feed: ${mode} — ${what}`, published, delivered, lost, duplicated, unexpected, outOfOrder, gapsClosed, errors, ...extra };
+      };
+
+      const third = Math.ceil(o.events / 3);
+
+      // 1. The hook drops every Nth feed message; the last round goes through untouched, so
+      // every loop's subject speaks once more after its last drop.
+      {
+        const viewers = await openViewers();
+        const sent: { c: Coords; id: string }[] = [];
+        let seen = 0;
+        let dropped = 0;
+        busContext(viewerBus).feeds.dropForTest = () => {
+          if (++seen % o.dropEvery !== 0) return false;
+          dropped++;
+          return true;
+        };
+        await publishRound(o.events, sent);
+        await sleep(200);
+        busContext(viewerBus).feeds.dropForTest = undefined;
+        await publishRound(loops.length + 1, sent);
+        // A loop's viewers follow one subject each; the session and all-sessions views span
+        // many, where a drop shows only when the same subject speaks again (see RELIABILITY.md).
+        const perLoop = o.loops * o.viewersPerLoop;
+        phases.push(await finish(`hook drops every ${o.dropEvery}th feed message: loop viewers`, viewers.slice(0, perLoop), sent, { dropped }));
+        phases.push(await finish("the same drops: session and all-sessions viewers", viewers.slice(perLoop), sent, { dropped }));
+      }
+      const consumersWhileFollowing = await (async () => {
+        const viewers = await openViewers();
+        await sleep(100);
+        const n = await consumerCount(await producer.jetstreamManager(), producer.stream);
+        for (const v of viewers) await v.sub.close();
+        return n;
       })();
-      await publishRound(third, sent);
-      await cutting;
-      await publishRound(third, sent);
-      phases.push(await finish("connection cut (reconnect)", viewers, sent));
+
+      // 2. The server cuts the viewers' connection off as a slow consumer.
+      {
+        const viewers = await openViewers();
+        const sent: { c: Coords; id: string }[] = [];
+        const noise = viewerBus.nc.subscribe(`${ns}.noise`, { callback: () => undefined });
+        await viewerBus.nc.flush();
+        const varz = async () => ((await (await fetch(`${server.monitorUrl}/varz`)).json()) as { slow_consumers?: number }).slow_consumers ?? 0;
+        const slowBefore = await varz();
+        await publishRound(third, sent);
+        proxy.pause();
+        const blob = new Uint8Array(32 * 1024);
+        for (let i = 0; i < 512 && (await varz()) === slowBefore; i++) {
+          for (let k = 0; k < 16; k++) producer.nc.publish(`${ns}.noise`, blob);
+          await producer.nc.flush();
+          if (i % 4 === 3) await publishRound(loops.length + 1, sent);
+        }
+        const slowConsumers = (await varz()) - slowBefore;
+        await publishRound(third, sent);
+        proxy.resume();
+        await publishRound(third, sent);
+        noise.unsubscribe();
+        phases.push(await finish("connection cut off by the server as a slow consumer", viewers, sent, { slowConsumers }));
+      }
+
+      // 3. The connection is cut; the client reconnects.
+      {
+        const viewers = await openViewers();
+        const sent: { c: Coords; id: string }[] = [];
+        await publishRound(third, sent);
+        const cutting = (async () => {
+          await sleep(20);
+          proxy.cut();
+        })();
+        await publishRound(third, sent);
+        await cutting;
+        await publishRound(third, sent);
+        phases.push(await finish("connection cut (reconnect)", viewers, sent));
+      }
+      return consumersWhileFollowing;
     }
 
     const rows: FigureRow[] = phases.map((p) =>
@@ -221,11 +237,11 @@ export async function feedGapsScenario(ctx: ScenarioContext, o: FeedGapsOptions)
       loops: o.loops,
       "viewers per loop": o.viewersPerLoop,
       "viewers per phase": o.loops * o.viewersPerLoop + 2,
-      "consumers on the stream while they follow": consumersWhileFollowing,
+      "consumers on the stream while they follow (loop mode)": consumersWhileFollowing.loop,
+      "consumers on the stream while they follow (namespace mode)": consumersWhileFollowing.namespace,
     });
     return { record: r, phases, consumersWhileFollowing };
   } finally {
-    await viewerBus.close();
     await producer.close();
     await proxy.close();
     await server.close();

@@ -6,7 +6,7 @@ import { provisionOnCluster, startCluster, type NatsCluster } from "../../cluste
 import { settledWithin, sleep, waitFor } from "../../async.js";
 import { row, tally } from "../figures.js";
 import { auditStream, captureLogger, collect, countAttempts, enduring, resumedAfter, eventIdOf, faultAfter, newCoords, produce, summarize } from "../workload.js";
-import { adminConnection, gapSummary, record, scenarioNamespace, type AppendScenarioResult, type ScenarioContext } from "./common.js";
+import { adminConnection, NamespaceFollower, gapSummary, record, scenarioNamespace, type AppendScenarioResult, type ScenarioContext } from "./common.js";
 
 export interface LeaderKillOptions {
   readonly events: number;
@@ -61,6 +61,7 @@ export async function leaderKillScenario(ctx: ScenarioContext, o: LeaderKillOpti
     const repairs: string[] = [];
     const orderedSub = await bus.subscribeEvents({ enduring: "all" }, { start: "all", onReport: (rep) => void (rep.kind === "gap_closed" && repairs.push(rep.reason)) });
     const ordered = collect(orderedSub);
+    const follower = await NamespaceFollower.open(bus);
 
     let killedAt = 0;
     let electedMs = -1;
@@ -94,6 +95,7 @@ export async function leaderKillScenario(ctx: ScenarioContext, o: LeaderKillOpti
     const republished = failed.length > 0 ? await produce({ bus, events: failed, concurrency: 16 }).done : [];
     const acked = new Set([...outcomes, ...republished].filter((x) => x.status === "acked").map((x) => x.eventId));
     await ordered.waitForAll(acked, 30_000).catch(() => undefined);
+    await follower.got.waitForAll(acked, 30_000).catch(() => undefined);
 
     // Every replica catches up (the restarted one included) and agrees on the last sequence.
     const replicasCurrent = await waitFor(
@@ -125,6 +127,7 @@ export async function leaderKillScenario(ctx: ScenarioContext, o: LeaderKillOpti
         }),
         row("journal (stream audit)", journal, { "stream messages": audit.messages }),
         row("live subscriber (feed)", orderedT, { "gaps closed from the journal": gapSummary(repairs) }),
+        follower.row(published),
       ],
       {
         "kill after appends": o.killAfter,
@@ -139,8 +142,9 @@ export async function leaderKillScenario(ctx: ScenarioContext, o: LeaderKillOpti
         "acks marked duplicate (a resend found the first copy)": s.duplicateAcks,
       },
     );
-    const result: LeaderKillResult = { record: r, outcomes, republished, published, oldLeader, newLeader, journal, ordered: orderedT, replicasCurrent };
+    const result: LeaderKillResult = { record: r, outcomes, republished, published, oldLeader, newLeader, journal, ordered: orderedT, namespaceFeed: follower.figures(published), replicasCurrent };
     await orderedSub.close();
+    await follower.sub.close();
     return result;
   } finally {
     await bus.close();

@@ -22,7 +22,7 @@ import { REPO_ROOT, startServer } from "../../server.js";
 import { heldWithin, sleep } from "../../async.js";
 import { row, tally, type ScenarioRecord } from "../figures.js";
 import { auditStream, captureLogger, collect, enduring, ephemeral, eventIdOf, newCoords, type CapturedLog } from "../workload.js";
-import { record, type ScenarioContext } from "./common.js";
+import { outOfOrder, record, type ScenarioContext } from "./common.js";
 
 export const PERMISSIONS_EXAMPLE = join(REPO_ROOT, "deploy/nats/permissions.example.conf");
 
@@ -33,6 +33,7 @@ export const EXAMPLE = {
   alice: { user: "alice", pass: "alice-example-password", session: "0190f2a1-0000-7000-8000-00000000a11c", inbox: "_INBOX_alice" },
   bob: { user: "bob", pass: "bob-example-password", session: "0190f2a1-0000-7000-8000-000000000b0b", inbox: "_INBOX_bob" },
   runtime: { user: "runtime", pass: "runtime-example-password", inbox: "_INBOX_runtime" },
+  gateway: { user: "gateway", pass: "gateway-example-password", inbox: "_INBOX_gateway" },
   ops: { user: "ops", pass: "ops-example-password" },
 } as const;
 
@@ -60,6 +61,8 @@ export interface SecurityResult {
   readonly record: ScenarioRecord;
   readonly alice: ReturnType<typeof tally> & { foreign: number };
   readonly bob: ReturnType<typeof tally> & { foreign: number };
+  /** The gateway user on the namespace feed: every session's enduring events, in journal order. */
+  readonly gateway: ReturnType<typeof tally> & { outOfOrder: number };
   readonly refusals: Refusal[];
   /** Events alice replayed from her own session (its enduring events). */
   readonly ownReplay: number;
@@ -118,10 +121,10 @@ export async function securityScenario(ctx: ScenarioContext, o: { events: number
   const t0 = Date.now();
   const server = await startServer({ configText: readFileSync(PERMISSIONS_EXAMPLE, "utf8") });
   const { namespace, alice: A, bob: B } = EXAMPLE;
-  const logs: Record<string, CapturedLog> = { runtime: captureLogger("debug"), alice: captureLogger("debug"), bob: captureLogger("debug") };
+  const logs: Record<string, CapturedLog> = { runtime: captureLogger("debug"), alice: captureLogger("debug"), bob: captureLogger("debug"), gateway: captureLogger("debug") };
   const buses: Jetloop[] = [];
   const conns: NatsConnection[] = [];
-  const open = async (who: "runtime" | "alice" | "bob") => {
+  const open = async (who: "runtime" | "alice" | "bob" | "gateway") => {
     const u = EXAMPLE[who];
     const bus = await connect({ servers: server.url, namespace, user: u.user, pass: u.pass, logger: logs[who]!.logger, natsOptions: { inboxPrefix: u.inbox, name: `reliability-${who}` } });
     buses.push(bus);
@@ -134,28 +137,33 @@ export async function securityScenario(ctx: ScenarioContext, o: { events: number
     const runtime = await open("runtime");
     const alice = await open("alice");
     const bob = await open("bob");
+    const gateway = await open("gateway");
 
     // --- each follows its own session --------------------------------------------------
     const poison: SubscriptionReport[] = [];
     const aSub = await alice.session(A.session).subscribeEvents({ enduring: "all", ephemeral: "all" }, { start: "all", onReport: (r) => r.kind === "poison" && poison.push(r) });
     const bSub = await bob.session(B.session).subscribeEvents({ enduring: "all", ephemeral: "all" }, { start: "all" });
+    const gGot = collect(await gateway.subscribeEvents({ enduring: "all" }, { start: "all", feed: "namespace" }));
     const aGot = collect(aSub, { keep: true });
     const bGot = collect(bSub, { keep: true });
     const ca = newCoords(A.session);
     const cb = newCoords(B.session);
     const published: Record<string, string[]> = { [A.session]: [], [B.session]: [] };
+    const journaled: string[] = [];
     for (let i = 0; i < o.events; i++) {
       for (const c of [ca, cb]) {
         const e = i % 2 === 0 ? enduring(c) : ephemeral(c);
         await runtime.publish(e);
         published[c.sessionId]!.push(eventIdOf(e));
+        if (i % 2 === 0) journaled.push(eventIdOf(e));
       }
     }
-    await Promise.allSettled([aGot.waitForAll(published[A.session]!, 15_000), bGot.waitForAll(published[B.session]!, 15_000)]);
+    await Promise.allSettled([aGot.waitForAll(published[A.session]!, 15_000), bGot.waitForAll(published[B.session]!, 15_000), gGot.waitForAll(journaled, 15_000)]);
     await sleep(200);
     const foreign = (got: ReturnType<typeof collect>, own: string) => got.deliveries.filter((d) => (d.event as { sessionId: string }).sessionId !== own).length;
     const aliceT = { ...tally(published[A.session]!, aGot.ids), foreign: foreign(aGot, A.session) };
     const bobT = { ...tally(published[B.session]!, bGot.ids), foreign: foreign(bGot, B.session) };
+    const gatewayT = { ...tally(journaled, gGot.ids), outOfOrder: outOfOrder(gGot.seqs) };
 
     // --- refusals through jetloop ------------------------------------------------------
     const refusals: Refusal[] = [];
@@ -181,6 +189,7 @@ export async function securityScenario(ctx: ScenarioContext, o: { events: number
         for await (const _ of alice.session(B.session).replay({ enduring: "all" })) break;
       }),
     );
+    refusals.push(await timed("alice follows her own session on the namespace feed", () => alice.session(A.session).subscribeEvents({ enduring: "all" }, { feed: "namespace" })));
     refusals.push(await timed("bob follows alice's session", () => bob.session(A.session).subscribeEvents({ enduring: "all" }, { start: "all" })));
     refusals.push(await timed("alice appends to her own session's journal", () => alice.publish(enduring(ca))));
     refusals.push(await timed("alice appends to bob's journal", () => alice.publish(enduring(cb))));
@@ -286,6 +295,7 @@ export async function securityScenario(ctx: ScenarioContext, o: { events: number
       [
         row("alice follows her session (journal + previews)", aliceT, { "bob's events delivered": aliceT.foreign }),
         row("bob follows his session (journal + previews)", bobT, { "alice's events delivered": bobT.foreign }),
+        row("the gateway follows every session (namespace feed, journal)", gatewayT, { "out of order": gatewayT.outOfOrder }),
         row("appends carrying a grant token or raw arguments", { published: secretAppends.length, delivered: secretAppends.filter((s) => s.outcome === "accepted").length, lost: null, duplicated: 0 }, {
           "refused with a typed error": secretAppends.filter((s) => s.typed).length,
           "stored with the extra envelope key dropped": secretAppends.filter((s) => s.outcome === "accepted").length,
@@ -307,6 +317,7 @@ export async function securityScenario(ctx: ScenarioContext, o: { events: number
     return {
       record: r,
       alice: aliceT,
+      gateway: gatewayT,
       bob: bobT,
       refusals,
       ownReplay,

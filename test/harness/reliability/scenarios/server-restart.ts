@@ -5,7 +5,7 @@ import { row, tally } from "../figures.js";
 import { startServer } from "../../server.js";
 import { settledWithin, sleep } from "../../async.js";
 import { auditStream, collect, enduring, eventIdOf, faultAfter, newCoords, produce, resumedAfter, summarize } from "../workload.js";
-import { adminConnection, type AppendScenarioResult, gapSummary, record, scenarioNamespace, type ScenarioContext } from "./common.js";
+import { adminConnection, NamespaceFollower, type AppendScenarioResult, gapSummary, record, scenarioNamespace, type ScenarioContext } from "./common.js";
 
 export interface ServerRestartOptions {
   readonly events: number;
@@ -47,6 +47,7 @@ export async function serverRestartScenario(ctx: ScenarioContext, o: ServerResta
     const orderedSub = await bus.subscribeEvents({ enduring: "all" }, { start: "all", onReport: (rep) => void (rep.kind === "gap_closed" && repairs.push(rep.reason)) });
     const durableSub = await bus.subscribeEvents({ enduring: "all" }, { durable: "restart-svc", ackWaitMs: 2000, batch: 32 });
     const ordered = collect(orderedSub);
+    const follower = await NamespaceFollower.open(bus);
     const durable = collect(durableSub);
 
     let downAt = 0;
@@ -70,6 +71,7 @@ export async function serverRestartScenario(ctx: ScenarioContext, o: ServerResta
 
     const acked = new Set([...outcomes, ...republished].filter((x) => x.status === "acked").map((x) => x.eventId));
     await Promise.allSettled([ordered.waitForAll(acked, 30_000), durable.waitForAll(acked, 30_000)]);
+    await follower.got.waitForAll(acked, 30_000).catch(() => undefined);
     // Give late redeliveries a moment to show up in the duplicate count.
     await sleep(300);
 
@@ -92,6 +94,7 @@ export async function serverRestartScenario(ctx: ScenarioContext, o: ServerResta
         }),
         row("journal (stream audit)", journal),
         row("live subscriber (feed)", orderedT, { "gaps closed from the journal": gapSummary(repairs) }),
+        follower.row(published),
         row("durable subscriber", durableT),
       ],
       {
@@ -111,11 +114,13 @@ export async function serverRestartScenario(ctx: ScenarioContext, o: ServerResta
       published,
       journal,
       ordered: orderedT,
+      namespaceFeed: follower.figures(published),
       durable: durableT,
       orderedErr: orderedSub.err(),
       durableErr: durableSub.err(),
     };
     await orderedSub.close();
+    await follower.sub.close();
     await durableSub.close();
     return result;
   } finally {
