@@ -20,7 +20,7 @@ import { provisionParkedStream, provisionStream, type ProvisionReport } from "./
 import { defaultParkedStreamName, parseDuration } from "./streams/declared.js";
 import { type ConsumerFigures, type ConsumersReport, consumersReport } from "./streams/consumer-figures.js";
 import type { RetentionWarning } from "./streams/retention.js";
-import { ParkedStore } from "./parking/parked-store.js";
+import { type Parked, ParkedStore } from "./parking/parked-store.js";
 import type { Delivery } from "./subscribe/delivery.js";
 import type { EventFilter } from "./subscribe/filter.js";
 import type { SubscribeOptions } from "./subscribe/options.js";
@@ -74,7 +74,7 @@ export class Jetloop<E = JetloopEvent> {
   /** The connected server's version, e.g. `2.10.27`. */
   readonly serverVersion: string;
   /** Durable deliveries kept after their last attempt, for replay or drop. */
-  readonly parked: ParkedStore;
+  readonly parked: Parked;
   readonly #ownsConnection: boolean;
   readonly #writer: JournalWriter;
   readonly #publisher: Publisher<E>;
@@ -94,7 +94,8 @@ export class Jetloop<E = JetloopEvent> {
     this.log = (options.logger ?? pino({ name: "jetloop", level: "warn" }, process.stderr)).child({ namespace: this.settings.namespace });
     this.serverVersion = nc.info?.version ?? "0.0.0";
     requireMinimum(this.serverVersion);
-    this.parked = new ParkedStore(nc, () => this.jetstreamManager(), this.settings.namespace, defaultParkedStreamName(this.settings.namespace));
+    const parked = new ParkedStore(nc, () => this.jetstreamManager(), this.settings.namespace, defaultParkedStreamName(this.settings.namespace));
+    this.parked = parked;
     this.#writer = new JournalWriter(nc, () => this.jetstreamManager(), this.settings, this.log);
     this.#publisher = new Publisher(nc, this.#writer, { ...this.settings, serverVersion: this.serverVersion }, this.registry);
     const journalPosition = new JournalPosition(() => this.jetstreamManager(), this.settings.stream);
@@ -106,7 +107,7 @@ export class Jetloop<E = JetloopEvent> {
       settings: this.settings,
       registry: this.registry,
       log: this.log,
-      parked: this.parked,
+      parked,
       journalPosition,
       feeds: new FeedHub(nc, this.settings.namespace, this.settings.stream, this.log, () => journalPosition.state()),
       jetstreamManager: () => this.jetstreamManager(),

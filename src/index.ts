@@ -204,7 +204,7 @@ export {
   type ToolStatus,
   type TurnOutcome,
 } from "./projection/index.js";
-export { ParkedStore, type ParkedSelection } from "./parking/parked-store.js";
+export type { Parked, ParkedSelection } from "./parking/parked-store.js";
 export type { ParkedEntry, ParkInput, ParkReason } from "./parking/parked-entry.js";
 export type { ConsumerFigures, ConsumersReport } from "./streams/consumer-figures.js";
 export { retentionLimits, retentionWarnings, type RetentionLimit, type RetentionWarning } from "./streams/retention.js";

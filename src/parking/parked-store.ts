@@ -14,13 +14,16 @@ import { entryHeaders, parkHeaders, readParked, type ParkedEntry, type ParkInput
 /** Which held entries of a durable an operation applies to. */
 export type ParkedSelection = { readonly seq: number } | "all";
 
+/** The parked store as `bus.parked` offers it: list, show, replay, drop (the store's own bookkeeping stays inside). */
+export type Parked = Omit<ParkedStore, "remove">;
+
+/** Built by the bus; users reach it as `bus.parked` (`Parked`). */
 export class ParkedStore {
   readonly #nc: NatsConnection;
   readonly #jsm: () => Promise<JetStreamManager>;
   readonly namespace: string;
   readonly stream: string;
 
-  /** @internal Use `bus.parked`. */
   constructor(nc: NatsConnection, jsm: () => Promise<JetStreamManager>, namespace: string, stream: string) {
     this.#nc = nc;
     this.#jsm = jsm;
@@ -91,7 +94,7 @@ export class ParkedStore {
     return entries;
   }
 
-  /** @internal Deletes one stored entry; one already gone is fine. */
+  /** Deletes one stored entry; one already gone is fine. A durable's settlement uses it: not on `Parked`. */
   async remove(storeSeq: number): Promise<void> {
     const jsm = await this.#jsm();
     try {

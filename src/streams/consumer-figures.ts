@@ -5,7 +5,7 @@
  */
 import { type ConsumerInfo, JetStreamApiCodes, JetStreamApiError, type JetStreamManager } from "@nats-io/jetstream";
 import { NotProvisionedError } from "../errors.js";
-import type { ParkedStore } from "../parking/parked-store.js";
+import type { Parked } from "../parking/parked-store.js";
 import { retentionWarnings, type RetentionWarning } from "./retention.js";
 
 export interface ConsumerFigures {
@@ -64,7 +64,7 @@ export function figuresOf(ci: ConsumerInfo, lastSeq: number, parked: number): Co
  * Every durable of the events stream (ordered consumers are not durables), by name.
  * Without a parked store (not provisioned yet) every parked count is 0.
  */
-export async function consumersReport(jsm: JetStreamManager, stream: string, parked: ParkedStore | undefined): Promise<ConsumersReport> {
+export async function consumersReport(jsm: JetStreamManager, stream: string, parked: Parked | undefined): Promise<ConsumersReport> {
   try {
     const info = await jsm.streams.info(stream);
     const infos: ConsumerInfo[] = [];
