@@ -375,6 +375,38 @@ async function scaleTrial(ctx: BenchContext, s: Setup, loops: Coordinates[], sdk
   }
 }
 
+/**
+ * The feed's own cost to the appends, without jetloop: the child process appends without
+ * and then with 10,000 raw core subscriptions on the feed (one per loop, each reading the
+ * sequence header and the payload's text, as the floor trial does) in this process.
+ */
+async function floorAppendTrial(ctx: BenchContext, s: Setup, loops: Coordinates[], appender: Appender): Promise<{ childWithout: number; childWith: number }> {
+  const perRound = loops.length * SCALE_EVENTS_PER_LOOP;
+  const rate = (ms: number) => (perRound / ms) * 1000;
+  const nc: NatsConnection = await natsConnect({ servers: ctx.server.url, name: "raw-republish-appends" });
+  try {
+    await settle();
+    const childWithout = rate(await appender.round(SCALE_EVENTS_PER_LOOP));
+    const tally = new Tally(loops.length);
+    const decoder = new TextDecoder();
+    const subs = loops.map((c, i) => {
+      const needle = `"loop_id":"${c.loopId}"`;
+      return nc.subscribe(`${s.ns}.feed.*.${c.loopId}.>`, {
+        callback: (_err, m) => tally.hit(i, m.headers?.get("Nats-Sequence") !== "" && decoder.decode(m.data).includes(needle)),
+      });
+    });
+    await nc.flush();
+    await settle();
+    const childWith = rate(await appender.round(SCALE_EVENTS_PER_LOOP));
+    await waitTotal(tally, perRound);
+    tally.verify(SCALE_EVENTS_PER_LOOP);
+    for (const sub of subs) sub.unsubscribe();
+    return { childWithout, childWith };
+  } finally {
+    await nc.close();
+  }
+}
+
 export async function runFanout(ctx: BenchContext): Promise<Row[]> {
   const s = await ctx.setup("fanout");
   const loops: Coordinates[] = [];
@@ -446,6 +478,7 @@ export async function runScale(ctx: BenchContext): Promise<Row[]> {
   const loopsPerSession = ctx.options.quick ? 20 : SCALE_LOOPS_PER_SESSION;
   const trials: Record<FeedMode, ScaleTrial[]> = { loop: [], namespace: [] };
   const floor: Trial[] = [];
+  const floorAppends: { childWithout: number; childWith: number }[] = [];
   const loops: Coordinates[] = [];
   for (let i = 0; i < SCALE_SESSIONS; i++) {
     const sessionId = coordinates().sessionId;
@@ -464,6 +497,8 @@ export async function runScale(ctx: BenchContext): Promise<Row[]> {
         );
       }
       floor.push(await republishTrial(ctx, s, loops));
+      floorAppends.push(await floorAppendTrial(ctx, s, loops, appender));
+      ctx.log(`fanout scale floor rep ${r + 1}: appends from a child ${Math.round(floorAppends.at(-1)!.childWith)}/s with raw core subs vs ${Math.round(floorAppends.at(-1)!.childWithout)}/s without`);
       ctx.log(`fanout scale floor rep ${r + 1}: ${loops.length} raw core subs open ${floor.at(-1)!.openMs.toFixed(0)} ms, heap ${floor.at(-1)!.heapPerSubKiB.toFixed(2)} KiB/sub`);
     }
   } finally {
@@ -493,5 +528,12 @@ export async function runScale(ctx: BenchContext): Promise<Row[]> {
       compareRow({ bench, metric: m(`close ${n} live subs`), unit: "ms", raw: floorLabel }, t.map((x) => x.closeMs), floor.map((x) => x.closeMs)),
     );
   }
+  rows.push(
+    compareRow(
+      { bench, metric: `appends from a child process with ${n} raw core subs on the feed (no jetloop: the floor)`, unit: "events/s", raw: "no subscriptions (same run)" },
+      floorAppends.map((x) => x.childWith),
+      floorAppends.map((x) => x.childWithout),
+    ),
+  );
   return rows;
 }
