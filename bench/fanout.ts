@@ -229,22 +229,30 @@ async function rawTrial(ctx: BenchContext, s: Setup, loops: Coordinates[]): Prom
   });
 }
 
+/**
+ * Raw core subscriptions on the feed, one per loop, each reading the sequence header and
+ * searching the payload's text for its loop (the feed's floor: no seam, no gap checks, no
+ * decoding). Core subscriptions read in their callbacks, from the moment they exist.
+ */
+function rawFeedSubscriptions(nc: NatsConnection, s: Setup, loops: Coordinates[], tally: Tally): NatsSub[] {
+  const decoder = new TextDecoder();
+  return loops.map((c, i) => {
+    const needle = `"loop_id":"${c.loopId}"`;
+    return nc.subscribe(`${s.ns}.feed.*.${c.loopId}.>`, {
+      callback: (_err, m) => tally.hit(i, m.headers?.get("Nats-Sequence") !== "" && decoder.decode(m.data).includes(needle)),
+    });
+  });
+}
+
 /** The floor of the feed: the stream republishes to {ns}.feed.> (provisioned), one raw core subscription per loop. */
 async function republishTrial(ctx: BenchContext, s: Setup, loops: Coordinates[]): Promise<Trial> {
   const nc: NatsConnection = await natsConnect({ servers: ctx.server.url, name: "raw-republish" });
   const tally = new Tally(loops.length);
-  const decoder = new TextDecoder();
   let subs: NatsSub[] = [];
   return trial(s, loops, {
     tally,
     async open() {
-      // Core subscriptions read in their callbacks, from the moment they exist.
-      subs = loops.map((c, i) => {
-        const needle = `"loop_id":"${c.loopId}"`;
-        return nc.subscribe(`${s.ns}.feed.*.${c.loopId}.>`, {
-          callback: (_err, m) => tally.hit(i, m.headers?.get("Nats-Sequence") !== "" && decoder.decode(m.data).includes(needle)),
-        });
-      });
+      subs = rawFeedSubscriptions(nc, s, loops, tally);
       await nc.flush();
     },
     read() {},
@@ -377,8 +385,8 @@ async function scaleTrial(ctx: BenchContext, s: Setup, loops: Coordinates[], sdk
 
 /**
  * The feed's own cost to the appends, without jetloop: the child process appends without
- * and then with 10,000 raw core subscriptions on the feed (one per loop, each reading the
- * sequence header and the payload's text, as the floor trial does) in this process.
+ * and then with 10,000 raw core subscriptions on the feed (`rawFeedSubscriptions`) in
+ * this process.
  */
 async function floorAppendTrial(ctx: BenchContext, s: Setup, loops: Coordinates[], appender: Appender): Promise<{ childWithout: number; childWith: number }> {
   const perRound = loops.length * SCALE_EVENTS_PER_LOOP;
@@ -388,13 +396,7 @@ async function floorAppendTrial(ctx: BenchContext, s: Setup, loops: Coordinates[
     await settle();
     const childWithout = rate(await appender.round(SCALE_EVENTS_PER_LOOP));
     const tally = new Tally(loops.length);
-    const decoder = new TextDecoder();
-    const subs = loops.map((c, i) => {
-      const needle = `"loop_id":"${c.loopId}"`;
-      return nc.subscribe(`${s.ns}.feed.*.${c.loopId}.>`, {
-        callback: (_err, m) => tally.hit(i, m.headers?.get("Nats-Sequence") !== "" && decoder.decode(m.data).includes(needle)),
-      });
-    });
+    const subs = rawFeedSubscriptions(nc, s, loops, tally);
     await nc.flush();
     await settle();
     const childWith = rate(await appender.round(SCALE_EVENTS_PER_LOOP));

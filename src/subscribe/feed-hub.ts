@@ -36,15 +36,11 @@ export interface FeedMessage {
   /** The journal subject the event was stored on. */
   readonly subject: string;
   readonly data: Uint8Array;
-  /** The first viewer's decoding, for the others that decode alike (feed-source.ts). */
-  decoded?: SharedDecoding;
-}
-
-/** A decoding shared by the viewers of one feed message with the same catalogue and size cap. */
-export interface SharedDecoding {
-  readonly registry: unknown;
-  readonly maxEventBytes: number;
-  readonly result: Decoded<unknown>;
+  /**
+   * The first viewer's decoding, for the others (feed-source.ts). A hub belongs to one bus,
+   * so its viewers share one catalogue and size cap; `includeInternal` is applied per viewer.
+   */
+  decoded?: Decoded<unknown>;
 }
 
 export interface FeedViewer {

@@ -327,16 +327,11 @@ export class FeedSource<E> implements Source, FeedViewer {
 }
 
 /**
- * Decodes a feed message once for every viewer with the same catalogue and size cap (the
- * gateway has many clients per session): they then share the event object, which readers
- * treat as read-only.
+ * Decodes a feed message once for all the bus's viewers of it (the gateway has many clients
+ * per session): they then share the event object, which readers treat as read-only.
  */
 function decodeShared<E>(ctx: SourceContext<E>["decode"], m: FeedMessage): Decoded<E> {
-  const c = m.decoded;
-  if (c !== undefined && c.registry === ctx.registry && c.maxEventBytes === ctx.maxEventBytes) return c.result as Decoded<E>;
-  const result = decodeMessage(ctx, m.subject, m.data);
-  m.decoded ??= { registry: ctx.registry, maxEventBytes: ctx.maxEventBytes, result };
-  return result;
+  return (m.decoded ??= decodeMessage(ctx, m.subject, m.data)) as Decoded<E>;
 }
 
 /** A journal read whose consumer exists, with its first result. */
