@@ -23,6 +23,7 @@ import type { JournalState } from "../streams/position.js";
 import { streamLeaderElectedSubject, switchChannel } from "../subjects/subjects.js";
 import type { Decoded } from "./delivery.js";
 import { NamespaceFeed } from "./feed-namespace.js";
+import { RepublishReader } from "./republish-headers.js";
 
 /** How a bus follows the feed; see the module comment and the `feed` bus option. */
 export type FeedMode = "loop" | "namespace";
@@ -70,6 +71,7 @@ export class FeedHub {
   readonly #log: Logger;
   readonly #entries = new Map<string, Entry>();
   readonly #namespace: NamespaceFeed;
+  readonly #republish: RepublishReader;
   #js: JetStreamClient | undefined;
   #watching = false;
   #catchUps = 0;
@@ -83,6 +85,7 @@ export class FeedHub {
     this.#ns = namespace;
     this.#stream = stream;
     this.#log = log.child({ component: "feed" });
+    this.#republish = new RepublishReader(stream);
     this.#namespace = new NamespaceFeed({
       nc,
       namespace,
@@ -177,15 +180,12 @@ export class FeedHub {
   }
 
   #parse(msg: Msg): FeedMessage | undefined {
-    const h = msg.headers;
-    const seq = Number(h?.get("Nats-Sequence"));
-    const lastSeq = Number(h?.get("Nats-Last-Sequence") || "0");
-    // Only the stream writes here (nobody is granted publish on the feed); anything else is not an event of the journal.
-    if (h?.get("Nats-Stream") !== this.#stream || !Number.isSafeInteger(seq) || seq < 1 || !Number.isSafeInteger(lastSeq)) {
+    const at = this.#republish.position(msg);
+    if (at === undefined) {
       this.#log.warn({ subject: msg.subject }, "ignored a feed message without the stream's republish headers");
       return undefined;
     }
-    return { seq, lastSeq, subject: switchChannel(this.#ns, msg.subject, "feed", "journal"), data: msg.data };
+    return { seq: at.seq, lastSeq: at.lastSeq, subject: switchChannel(this.#ns, msg.subject, "feed", "journal"), data: msg.data };
   }
 
   #resyncAll(reason: ResyncReason): void {

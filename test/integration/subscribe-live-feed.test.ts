@@ -8,6 +8,8 @@ import { natsServers, uniqueNamespace } from "../harness/context.js";
 import { Reader } from "../harness/reader.js";
 import { sleep, waitFor } from "../harness/async.js";
 import { consumerCount } from "../harness/stream-state.js";
+import { RepublishReader, rawHeaderEnd } from "../../src/subscribe/republish-headers.js";
+import type { Msg } from "@nats-io/transport-node";
 
 function decided(sessionId: string, loopId: string): JetloopEvent {
   return createEvent("PermissionDecided", { sessionId, loopId, turnId: newId(), stepId: newId(), toolExecutionId: newId(), effect: "approve" });
@@ -57,6 +59,27 @@ describe("the feed declaration", () => {
       await (await own.jetstreamManager()).streams.delete(own.stream).catch(() => undefined);
       await own.close();
     }
+  });
+});
+
+describe("the feed's republish headers", () => {
+  it("are read from the bytes NATS.js received, as its header map reads them", async () => {
+    const sessionId = newId();
+    const loop = newId();
+    const got: Msg[] = [];
+    const sub = viewers.nc.subscribe(`${bus.namespace}.feed.${sessionId}.>`, { callback: (_e, m) => void got.push(m) });
+    await viewers.nc.flush();
+    const seqs = (await bus.publishAll([decided(sessionId, loop), decided(sessionId, loop), decided(sessionId, newId())])).map((r) => r.journalSeq);
+    await waitFor("the feed messages", () => got.length === 3, 2000, 10);
+    sub.unsubscribe();
+    const reader = new RepublishReader(bus.stream);
+    for (const [i, m] of got.entries()) {
+      // The installed client exposes the received bytes: the feed never decodes the header map.
+      expect(rawHeaderEnd(m)).toBeGreaterThan(0);
+      const at = reader.position(m);
+      expect(at).toEqual({ seq: seqs[i], lastSeq: Number(m.headers!.get("Nats-Last-Sequence") || "0") });
+    }
+    expect(got.map((m) => reader.position(m)!.lastSeq)).toEqual([expect.any(Number), seqs[0], expect.any(Number)]);
   });
 });
 
