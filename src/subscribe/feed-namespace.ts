@@ -43,6 +43,8 @@ export class NamespaceFeed {
   readonly #subject: string;
   readonly #dispatchTo: (v: FeedViewer) => void;
   #current: FeedMessage | undefined;
+  /** During a repair of a gap: the viewers that received something from the repaired range. */
+  #reached: Set<FeedViewer> | undefined;
   #sub: Subscription | undefined;
   /** Last sequence dispatched; undefined until the position is read after subscribing. */
   #last: number | undefined;
@@ -59,7 +61,10 @@ export class NamespaceFeed {
     this.#d = deps;
     this.#index = new FeedIndex(deps.namespace);
     this.#subject = `${deps.namespace}.feed.>`;
-    this.#dispatchTo = (v) => v.onFeed(this.#current!);
+    this.#dispatchTo = (v) => {
+      this.#reached?.add(v);
+      v.onFeed(this.#current!);
+    };
   }
 
   /** The one subject this feed subscribes to. */
@@ -185,10 +190,17 @@ export class NamespaceFeed {
         const end = target ?? (await retryJournalRead(() => this.#d.journalState(), stale, this.#d.log)).lastSeq;
         if (stale()) return;
         if (end >= from) {
-          await retryJournalRead(() => this.#read(from, end, generation), stale, this.#d.log);
+          // A lost message concerns the viewers it was for; a reconnect or an election, every viewer (as in loop mode).
+          const reached = reason === "gap" ? new Set<FeedViewer>() : undefined;
+          this.#reached = reached;
+          try {
+            await retryJournalRead(() => this.#read(from, end, generation), stale, this.#d.log);
+          } finally {
+            this.#reached = undefined;
+          }
           if (stale()) return;
           this.#d.log.info({ reason, fromSeq: from, toSeq: end }, "closed a namespace feed gap from the journal");
-          for (const v of this.#index.viewers()) v.repaired(from, end, reason);
+          for (const v of reached ?? this.#index.viewers()) v.repaired(from, end, reason);
         }
         // What the journal did not have (removed by retention) is not coming either.
         this.#last = Math.max(this.#last!, end);

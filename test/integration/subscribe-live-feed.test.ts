@@ -190,6 +190,30 @@ describe("feed messages lost without a reconnect (the drop hook), on views over 
     expect(got).toEqual(want);
   });
 
+  it("namespace mode reports a repaired loss to the viewers it concerned, not to every viewer", async () => {
+    const [a, b] = [newId(), newId()];
+    const reports: Record<string, string[]> = { a: [], b: [] };
+    const open = (sessionId: string, name: "a" | "b") =>
+      nsViewers.subscribeEvents({ sessions: [sessionId], enduring: "all" }, { onReport: (r) => void (r.kind === "gap_closed" && reports[name]!.push(r.reason)) });
+    const [subA, subB] = [await open(a, "a"), await open(b, "b")];
+    let dropped = 0;
+    busContext(nsViewers).feeds.dropForTest = (m) => m.subject.includes(a) && dropped++ === 0;
+    try {
+      const want = { a: [] as number[], b: [] as number[] };
+      want.a.push((await bus.publish(decided(a, newId()))).journalSeq);
+      want.b.push((await bus.publish(decided(b, newId()))).journalSeq);
+      want.a.push((await bus.publish(decided(a, newId()))).journalSeq);
+      expect((await new Reader(subA).take(2)).map((d) => d.journalSeq)).toEqual(want.a);
+      expect((await new Reader(subB).take(1)).map((d) => d.journalSeq)).toEqual(want.b);
+      expect(dropped).toBeGreaterThan(0);
+      expect(reports).toEqual({ a: ["gap"], b: [] });
+    } finally {
+      busContext(nsViewers).feeds.dropForTest = undefined;
+      await subA.close();
+      await subB.close();
+    }
+  });
+
   it("loop mode delivers every event exactly once, a missed one when its subject speaks again", async () => {
     const { want, got } = await dropped(viewers);
     expect([...got].sort((a, b) => a - b)).toEqual(want);
