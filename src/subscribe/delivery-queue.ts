@@ -3,7 +3,8 @@
  * deliveries are never dropped: a full enduring buffer makes the source wait, and
  * the consumer's pull-based flow control holds the rest on the server. Ephemeral
  * deliveries drop the oldest when full (counted), so a slow UI sees fresh previews.
- * Arrival order is kept across both kinds.
+ * Arrival order is kept across both kinds. The reader's `next` is the queue's own promise,
+ * with no wrapper: on the live feed it is one per delivered event.
  */
 interface Slot<D> {
   readonly stamp: number;
@@ -18,8 +19,11 @@ export class DeliveryQueue<D> {
   readonly #ephemeralLimit: number;
   #stamp = 0;
   #dropped = 0;
+  #taken = 0;
   #ended = false;
-  #reader: ((r: IteratorResult<D>) => void) | undefined;
+  /** Why the queue ended, for the reader once it has drained the buffers. */
+  #error: Error | undefined;
+  #reader: ((r: IteratorResult<D> | PromiseLike<IteratorResult<D>>) => void) | undefined;
   #space: (() => void)[] | undefined;
 
   constructor(enduringLimit: number, ephemeralLimit: number) {
@@ -33,6 +37,11 @@ export class DeliveryQueue<D> {
 
   get ended(): boolean {
     return this.#ended;
+  }
+
+  /** Items the reader has taken. */
+  get taken(): number {
+    return this.#taken;
   }
 
   /** Resolves once the item is buffered (waits while the enduring buffer is full). */
@@ -79,35 +88,43 @@ export class DeliveryQueue<D> {
       const fromEnduring = a !== undefined && (b === undefined || a.stamp < b.stamp);
       const slot = fromEnduring ? this.#enduring!.shift()! : this.#ephemeral!.shift()!;
       if (fromEnduring) this.#space?.shift()?.();
+      this.#taken++;
       return Promise.resolve({ done: false, value: slot.item });
     }
-    if (this.#ended) return Promise.resolve({ done: true, value: undefined });
+    if (this.#ended) return this.#error ? Promise.reject(this.#error) : Promise.resolve({ done: true, value: undefined });
     return new Promise((resolve) => {
       this.#reader = resolve;
     });
   }
 
-  /** Ends the queue: the reader drains what is buffered, then sees `done`. */
-  end(): void {
+  /**
+   * Ends the queue: the reader drains what is buffered, then sees `done`, or a rejection
+   * with `error` (the first one given) if the queue ended because something failed.
+   */
+  end(error?: Error): void {
     this.#ended = true;
+    this.#error ??= error;
     for (const s of this.#space?.splice(0) ?? []) s();
     if (this.#reader && !this.#enduring?.length && !this.#ephemeral?.length) {
       const r = this.#reader;
       this.#reader = undefined;
-      r({ done: true, value: undefined });
+      // Resolving with a rejected promise rejects the reader's.
+      r(this.#error ? Promise.reject(this.#error) : { done: true, value: undefined });
     }
   }
 
-  /** Drops everything buffered (an intentional close). */
+  /** Drops everything buffered and any error (an intentional close: the reader just ends). */
   clear(): void {
     this.#enduring = undefined;
     this.#ephemeral = undefined;
+    this.#error = undefined;
   }
 
   #handOver(item: D): boolean {
     if (!this.#reader) return false;
     const r = this.#reader;
     this.#reader = undefined;
+    this.#taken++;
     r({ done: false, value: item });
     return true;
   }

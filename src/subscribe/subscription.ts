@@ -83,7 +83,6 @@ export class Subscription<E = JetloopEvent, D extends Delivery<E> = Delivery<E>>
   #live: LiveSource<E> | undefined;
   #error: Error | undefined;
   #closed = false;
-  #delivered = 0;
   #poison = 0;
   #parked = 0;
   readonly #ctx: SourceContext<E>;
@@ -164,13 +163,8 @@ export class Subscription<E = JetloopEvent, D extends Delivery<E> = Delivery<E>>
 
   [Symbol.asyncIterator](): AsyncIterator<D> {
     return {
-      next: async () => {
-        const r = await this.#queue.next();
-        if (!r.done) this.#delivered++;
-        // Drained after a failure: the reader's loop rejects with it; after close() it just ends.
-        else if (this.#error !== undefined && !this.#closed) throw this.#error;
-        return r as IteratorResult<D>;
-      },
+      // Drained after a failure, the reader's loop rejects with it; after close() it just ends (the queue's end and clear).
+      next: () => this.#queue.next() as Promise<IteratorResult<D>>,
       return: async () => {
         await this.close();
         return { done: true, value: undefined };
@@ -191,7 +185,7 @@ export class Subscription<E = JetloopEvent, D extends Delivery<E> = Delivery<E>>
   }
 
   stats(): SubscriptionStats {
-    return { delivered: this.#delivered, dropped: this.#queue.dropped, poison: this.#poison, parked: this.#parked };
+    return { delivered: this.#queue.taken, dropped: this.#queue.dropped, poison: this.#poison, parked: this.#parked };
   }
 
   /**
@@ -240,6 +234,7 @@ export class Subscription<E = JetloopEvent, D extends Delivery<E> = Delivery<E>>
     if (this.#closed || this.#queue.ended) return;
     this.#error = error;
     this.#ctx.log.warn({ code: (error as { code?: string }).code, reason: error.message }, "subscription ended");
+    this.#queue.end(error);
     void this.#shutdown();
   }
 

@@ -158,6 +158,39 @@ describe("DeliveryQueue", () => {
     expect(q.dropped).toBe(0);
   });
 
+  it("end(error): the reader drains what is buffered, then its next rejects with the first error", async () => {
+    const q = new DeliveryQueue<string>(5, 5);
+    await q.pushEnduring("e1");
+    const first = new Error("first");
+    q.end(first);
+    q.end(new Error("second"));
+    expect(await q.next()).toEqual({ done: false, value: "e1" });
+    await expect(q.next()).rejects.toBe(first);
+    await expect(q.next()).rejects.toBe(first);
+  });
+
+  it("end(error) rejects a waiting reader; clear() after it (a close) makes the reader just end", async () => {
+    const q = new DeliveryQueue<string>(5, 5);
+    const e = new Error("failed");
+    const pending = q.next();
+    q.end(e);
+    await expect(pending).rejects.toBe(e);
+    q.clear();
+    expect(await q.next()).toEqual({ done: true, value: undefined });
+  });
+
+  it("counts what the reader took, handed over or buffered", async () => {
+    const q = new DeliveryQueue<string>(5, 5);
+    const pending = q.next();
+    q.offerEnduring("e1");
+    await pending;
+    q.pushEphemeral("p1");
+    await q.pushEnduring("e2");
+    expect(q.taken).toBe(1);
+    await take(q, 2);
+    expect(q.taken).toBe(3);
+  });
+
   it("clear() drops everything buffered (an intentional close)", async () => {
     const q = new DeliveryQueue<string>(5, 5);
     await q.pushEnduring("e1");
