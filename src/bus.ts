@@ -28,7 +28,7 @@ import { FeedHub } from "./subscribe/feed-hub.js";
 import { replay, type ReplayOptions } from "./subscribe/replay.js";
 import { type DurableSubscription, subscribe, type Subscription } from "./subscribe/subscription.js";
 import { type SessionHandle, sessionHandle } from "./session.js";
-import { GateServer } from "./commands/gate-server.js";
+import { type GateServer, serveGates } from "./commands/gate-server.js";
 
 export type ConnectOptions<E = JetloopEvent> = ConnectionSettings & BusOptions<E>;
 
@@ -205,7 +205,7 @@ export class Jetloop<E = JetloopEvent> {
    * answers to them. Built-in catalogue only (it publishes built-in events).
    */
   serveGates(this: Jetloop<JetloopEvent>, sessionId: string, loopId: string): Promise<GateServer> {
-    return GateServer.start(this.#ctx, sessionId, loopId);
+    return serveGates(this.#ctx, sessionId, loopId);
   }
 
   /**

@@ -52,7 +52,25 @@ interface OpenGate extends GateState {
   timer?: NodeJS.Timeout;
 }
 
+// The constructor is private, so a gate server is handed out serving, by serveGates() only.
+let start: (bus: BusContext<JetloopEvent>, sessionId: string, loopId: string) => Promise<GateServer>;
+
+/** Starts serving answers for one loop (`bus.serveGates`): resolves once its command subscription is on the server. */
+export function serveGates(bus: BusContext<JetloopEvent>, sessionId: string, loopId: string): Promise<GateServer> {
+  return start(bus, sessionId, loopId);
+}
+
 export class GateServer {
+  static {
+    start = async (bus, sessionId, loopId) => {
+      const server = new GateServer(bus, sessionId, loopId);
+      const subject = commandSubject(bus.namespace, sessionId, loopId, ANSWER_COMMAND);
+      server.#sub = bus.nc.subscribe(subject, { callback: (err, msg) => (err ? undefined : server.#onCommand(msg)) });
+      await bus.nc.flush();
+      return server;
+    };
+  }
+
   readonly #bus: BusContext<JetloopEvent>;
   readonly #sessionId: string;
   readonly #loopId: string;
@@ -63,15 +81,6 @@ export class GateServer {
     this.#bus = bus;
     this.#sessionId = sessionId;
     this.#loopId = loopId;
-  }
-
-  /** Starts serving answers for one loop. */
-  static async start(bus: BusContext<JetloopEvent>, sessionId: string, loopId: string): Promise<GateServer> {
-    const server = new GateServer(bus, sessionId, loopId);
-    const subject = commandSubject(bus.namespace, sessionId, loopId, ANSWER_COMMAND);
-    server.#sub = bus.nc.subscribe(subject, { callback: (err, msg) => (err ? undefined : server.#onCommand(msg)) });
-    await bus.nc.flush();
-    return server;
   }
 
   /** Publishes PermissionRequested and opens a permission gate; resolves with the decision. */

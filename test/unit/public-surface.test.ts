@@ -53,8 +53,8 @@ describe("the public surface (src/index.ts)", () => {
     expect(Object.getOwnPropertyNames(api.Jetloop).filter((n) => !["length", "name", "prototype"].includes(n))).toEqual([]);
   });
 
-  it("the bus's handles have no @internal member either: a subscription and a session handle come from the bus", () => {
-    for (const [file, name] of [["subscribe/subscription.ts", "Subscription"], ["session.ts", "SessionHandle"]] as const) {
+  it("the bus's handles have no @internal member either: a subscription, a session handle and a gate server come from the bus", () => {
+    for (const [file, name] of [["subscribe/subscription.ts", "Subscription"], ["session.ts", "SessionHandle"], ["commands/gate-server.ts", "GateServer"]] as const) {
       const all = members(file, name);
       expect(all.filter((m) => m.internal).map((m) => m.name), name).toEqual([]);
       expect(all.filter((m) => m.name === "constructor").map((m) => m.hidden), name).toEqual([true]);
@@ -67,5 +67,7 @@ describe("the public surface (src/index.ts)", () => {
     expect(typeof api.connect).toBe("function");
     expect(typeof api.fromConnection).toBe("function");
     expect(members("subscribe/subscription.ts", "Subscription").map((m) => m.name)).not.toContain("events");
+    // A gate server comes from bus.serveGates(): no public static on the class users receive.
+    expect(members("commands/gate-server.ts", "GateServer").filter((m) => m.isStatic && !m.hidden)).toEqual([]);
   });
 });
