@@ -26,10 +26,11 @@ import { jetstream } from "@nats-io/jetstream";
 import { connect as natsConnect, type NatsConnection, type Subscription as NatsSub } from "@nats-io/transport-node";
 import { connect, type Jetloop, type Subscription } from "../src/index.js";
 import { type BenchContext, type Row, type Setup, compareRow } from "./lib/context.js";
-import { coordinates, enduringEvent, type Coordinates } from "./lib/events.js";
+import { coordinates, enduringEvent, publishInChunks, type Coordinates } from "./lib/events.js";
 import { pinning, type Pinning } from "./lib/pinning.js";
 import { gc, nowMs, sleep } from "./lib/stats.js";
 import { consumerCount } from "../test/harness/stream-state.js";
+import type { FeedMode } from "../src/subscribe/options.js";
 
 const SESSIONS = 50;
 const LOOPS_PER_SESSION = 20;
@@ -114,7 +115,7 @@ async function publishAllLoops(s: Setup, loops: Coordinates[], perLoop = EVENTS_
   const events = [];
   for (let k = 0; k < perLoop; k++) for (const c of loops) events.push(enduringEvent(c));
   const t0 = nowMs();
-  for (let i = 0; i < events.length; i += 1000) await s.bus.publishAll(events.slice(i, i + 1000));
+  await publishInChunks(s.bus, events);
   return t0;
 }
 
@@ -267,7 +268,6 @@ async function republishTrial(ctx: BenchContext, s: Setup, loops: Coordinates[])
   });
 }
 
-type FeedMode = "loop" | "namespace";
 
 interface ScaleTrial extends ChildRates {
   mode: FeedMode;
@@ -372,13 +372,21 @@ async function childRates(ctx: BenchContext, loops: Coordinates[], appender: App
   };
 }
 
-/** Reads `sub` into `tally`, counting deliveries out of journal order; `loopOf` gives a delivery's tally slot. */
-async function readInto(sub: AsyncIterable<{ readonly journalSeq: number; readonly event: unknown }>, tally: Tally, loopOf: (loopId: string | undefined) => number | undefined, expected?: number): Promise<void> {
+/** Each loop's tally slot, by loop id. */
+function loopIndex(loops: readonly Coordinates[]): ReadonlyMap<string, number> {
+  return new Map(loops.map((c, i) => [c.loopId, i]));
+}
+
+/**
+ * Reads `sub` into `tally` (the slot of each delivery's loop in `index`), counting
+ * deliveries out of journal order; with `expected`, a delivery of another loop is foreign.
+ */
+async function readInto(sub: AsyncIterable<{ readonly journalSeq: number; readonly event: unknown }>, tally: Tally, index: ReadonlyMap<string, number>, expected?: number): Promise<void> {
   let last = 0;
   for await (const d of sub) {
     if (d.journalSeq <= last) tally.disorder++;
     last = d.journalSeq;
-    const i = loopOf((d.event as { loopId?: string }).loopId);
+    const i = index.get((d.event as { loopId?: string }).loopId ?? "");
     if (i === undefined) tally.foreign++;
     else tally.hit(i, expected === undefined || i === expected);
   }
@@ -415,8 +423,8 @@ async function scaleTrial(ctx: BenchContext, s: Setup, loops: Coordinates[], sdk
       await settle();
       measured.heapPerSubKiB = (process.memoryUsage().heapUsed - heap0) / loops.length / 1024;
       const tally = new Tally(loops.length);
-      const index = new Map(loops.map((c, i) => [c.loopId, i]));
-      const readers = subs.map((sub, i) => readInto(sub, tally, (id) => index.get(id ?? ""), i));
+      const index = loopIndex(loops);
+      const readers = subs.map((sub, i) => readInto(sub, tally, index, i));
       p0 = await publishAllLoops(s, loops, SCALE_EVENTS_PER_LOOP);
       measured.appendsWith = rate(nowMs() - p0);
       await waitTotal(tally, perRound);
@@ -476,12 +484,12 @@ async function floorAppendTrial(ctx: BenchContext, s: Setup, loops: Coordinates[
  */
 async function wholeViewTrial(ctx: BenchContext, s: Setup, loops: Coordinates[], sdk: Sdk, appender: Appender, pin: Pinning | undefined): Promise<ChildRates> {
   const reader: Jetloop = await sdk.connect({ servers: ctx.server.url, namespace: s.ns, name: "jetloop-fanout-whole", feed: "namespace" });
-  const index = new Map(loops.map((c, i) => [c.loopId, i]));
+  const index = loopIndex(loops);
   try {
     return await childRates(ctx, loops, appender, pin, async () => {
       const tally = new Tally(loops.length);
       const sub = await reader.subscribeEvents({ enduring: "all" });
-      const reading = readInto(sub, tally, (id) => index.get(id ?? ""));
+      const reading = readInto(sub, tally, index);
       return {
         tally,
         before: 0,

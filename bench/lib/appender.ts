@@ -9,7 +9,7 @@
 import { readFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 import { connect, newId } from "../../src/index.js";
-import { enduringEvent, type Coordinates } from "./events.js";
+import { enduringEvent, publishInChunks, type Coordinates } from "./events.js";
 import { nowMs } from "./stats.js";
 
 const [url, namespace, loopsFile] = process.argv.slice(2) as [string, string, string];
@@ -22,7 +22,7 @@ for await (const line of createInterface({ input: process.stdin })) {
   // would take the parent's ids again as duplicates (Nats-Msg-Id) and store nothing.
   for (let k = 0; k < perLoop; k++) for (const c of loops) events.push({ ...enduringEvent(c), eventId: newId() });
   const t0 = nowMs();
-  for (let i = 0; i < events.length; i += 1000) await bus.publishAll(events.slice(i, i + 1000));
+  await publishInChunks(bus, events);
   process.stdout.write(`${JSON.stringify({ ms: nowMs() - t0 })}\n`);
 }
 await bus.close();

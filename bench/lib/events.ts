@@ -4,7 +4,7 @@
  * enduring workload, `ToolCallStarted` the ephemeral one; both encode to a few hundred
  * bytes, the size of most journal traffic.
  */
-import { defaultRegistry, encodeEvent, eventSubject, marshalEvent, newId, validateEvent, type JetloopEvent } from "../../src/index.js";
+import { defaultRegistry, encodeEvent, eventSubject, marshalEvent, newId, validateEvent, type Jetloop, type JetloopEvent } from "../../src/index.js";
 
 export interface Coordinates {
   sessionId: string;
@@ -55,6 +55,11 @@ export function ephemeralEvent(c: Coordinates): JetloopEvent {
     toolName: "bash",
     summary: "npm test -- --reporter=dot",
   } as JetloopEvent;
+}
+
+/** Appends `events` with `publishAll` in chunks of 1,000 (the fan-out benchmark's appends, here and in its child process). */
+export async function publishInChunks(bus: Pick<Jetloop, "publishAll">, events: readonly JetloopEvent[]): Promise<void> {
+  for (let i = 0; i < events.length; i += 1000) await bus.publishAll(events.slice(i, i + 1000));
 }
 
 /** The templates are valid events: checked once, by jetloop's own validation. */

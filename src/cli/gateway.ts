@@ -1,6 +1,7 @@
 import { parseArgs } from "node:util";
 import { connect } from "../bus.js";
 import { startGateway } from "../gateway/listen.js";
+import { feedModeSchema } from "../subscribe/options.js";
 import { connectionFlags, connectionHelp, connectOptions, parse, UsageError } from "./args.js";
 
 export const gatewayHelp = `jetloop gateway --listen HOST:PORT [--auth-token-env VAR] [--insecure-public-bind] [--feed MODE]
@@ -34,8 +35,9 @@ export async function gatewayCommand(argv: string[], out: (s: string) => void): 
   const token = tokenVar === undefined ? undefined : process.env[tokenVar];
   if (tokenVar !== undefined && !token) throw new UsageError(`--auth-token-env: the environment variable ${tokenVar} is not set`);
   const maxBodyBytes = values["max-body-bytes"] === undefined ? undefined : Number(values["max-body-bytes"]);
-  const feed = values.feed ?? "namespace";
-  if (feed !== "namespace" && feed !== "loop") throw new UsageError(`--feed: ${JSON.stringify(feed)} is not namespace or loop`);
+  // Default: the gateway's (namespace).
+  const feed = values.feed === undefined ? undefined : feedModeSchema.safeParse(values.feed).data;
+  if (values.feed !== undefined && feed === undefined) throw new UsageError(`--feed: ${JSON.stringify(values.feed)} is not namespace or loop`);
   const bus = await connect({ ...connectOptions(values), name: "jetloop-gateway" });
   try {
     const gw = await startGateway(bus, { listen: values.listen ?? "127.0.0.1:8080", token, maxBodyBytes, feed, insecurePublicBind: values["insecure-public-bind"] === true });

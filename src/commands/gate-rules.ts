@@ -112,7 +112,7 @@ export class GateBook<G extends GateState> {
 
   /** A claimed gate whose resolution was not recorded: it stays answerable. */
   reopen(gate: G): void {
-    this.#open.set(gate.gateId, gate);
+    this.open(gate);
   }
 
   /** Records the outcome of a resolved gate; a repeat of the command gets it again. */

@@ -4,6 +4,7 @@ import { DEFAULT_MAX_EVENT_BYTES } from "../codec/codec.js";
 import { OptionsError } from "../errors.js";
 import { EventRegistry } from "../events/registry.js";
 import { checkNamespace } from "../subjects/subjects.js";
+import { feedModeSchema } from "../subscribe/options.js";
 import { defaultStreamName } from "../streams/declared.js";
 
 const busShape = z.object({
@@ -40,7 +41,7 @@ const busShape = z.object({
    * in journal order even when the feed lost one; for a process with many viewers (the
    * gateway). A subscription's own `feed` option overrides it. Default `loop`.
    */
-  feed: z.enum(["loop", "namespace"]).default("loop"),
+  feed: feedModeSchema.default("loop"),
 });
 
 export type BusSettings = z.output<typeof busShape> & { stream: string };

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { OptionsError } from "../errors.js";
+import { feedModeSchema } from "../subscribe/options.js";
 import type { Authenticate } from "./auth.js";
 
 const shape = z.strictObject({
@@ -24,7 +25,7 @@ const shape = z.strictObject({
    * filtered by the server (the gateway's user then needs subscribe rights on those
    * subjects only). Default `namespace`.
    */
-  feed: z.enum(["loop", "namespace"]).default("namespace"),
+  feed: feedModeSchema.default("namespace"),
   /** How long a gate answer waits for the loop actor; past it 503 gate_capacity. Default 5000 ms. */
   answerTimeoutMs: z.number().int().min(1).default(5000),
 });

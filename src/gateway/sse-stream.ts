@@ -14,13 +14,13 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Jetloop } from "../bus.js";
 import type { JetloopEvent } from "../events/catalogue.js";
 import type { LoopScope } from "../subscribe/filter.js";
-import type { StartPosition } from "../subscribe/options.js";
+import type { FeedMode, StartPosition } from "../subscribe/options.js";
 import type { Subscription } from "../subscribe/subscription.js";
 import { sendError } from "./envelope.js";
 import { type FrameCache, PING_FRAME } from "./sse-frames.js";
 
 export interface SseSettings {
-  readonly feed: "loop" | "namespace";
+  readonly feed: FeedMode;
   readonly heartbeatMs: number;
   readonly maxBufferedBytes: number;
   readonly previewDropBytes: number;

@@ -67,9 +67,14 @@ export function decodeContext<E>(bus: BusContext<E>, includeInternal: boolean): 
 }
 
 export type Decoded<E> =
-  /** `internal`: the event's visibility; `skip`: internal and the caller did not ask for those. */
-  | { readonly ok: true; readonly event: E; readonly internal: boolean; readonly skip: boolean }
+  /** `internal`: the event's visibility (whether a reader gets it is `hiddenFrom`'s call). */
+  | { readonly ok: true; readonly event: E; readonly internal: boolean }
   | { readonly ok: false; readonly error: DeliveryFailure };
+
+/** An internal event reaches only a filter that asked for internal events. */
+export function hiddenFrom(ctx: DecodeContext<unknown>, decoded: { readonly internal: boolean }): boolean {
+  return decoded.internal && !ctx.includeInternal;
+}
 
 interface Routed {
   type: string;
@@ -81,7 +86,7 @@ interface Routed {
 /**
  * Decodes and validates a message and checks it belongs to its subject: subscribers
  * filter by subject, so an event whose payload names another loop or session is as
- * untrustworthy as a malformed one. `skip` marks internal events for ordinary callers.
+ * untrustworthy as a malformed one.
  */
 export function decodeMessage<E>(ctx: DecodeContext<E>, subject: string, data: Uint8Array): Decoded<E> {
   const r = safeDecodeEvent<E>(data, { registry: ctx.registry, maxBytes: ctx.maxEventBytes });
@@ -94,6 +99,5 @@ export function decodeMessage<E>(ctx: DecodeContext<E>, subject: string, data: U
   const home: Channel = def.class === "enduring" ? "journal" : "live";
   const expected = validEventSubject(ctx.namespace, home, { sessionId: e.sessionId, loopId: e.loopId, family: def.family, type: e.type });
   if (expected !== subject) return { ok: false, error: new DeliveryMismatchError(subject, expected) };
-  const internal = e.visibility === "internal";
-  return { ok: true, event: r.data, internal, skip: internal && !ctx.includeInternal };
+  return { ok: true, event: r.data, internal: e.visibility === "internal" };
 }

@@ -26,7 +26,7 @@ import type { ParkedStore } from "../parking/parked-store.js";
 import { declaredConsumerTemplates } from "../streams/declared.js";
 import { parkedFilter } from "../subjects/subjects.js";
 import { consumerError } from "./consumer-errors.js";
-import { decodeMessage } from "./delivery.js";
+import { decodeMessage, hiddenFrom } from "./delivery.js";
 import { acknowledge, durableDelivery, type Original, park, type Settler } from "./durable-settlement.js";
 import type { StartPosition } from "./options.js";
 import { reportPoison, type Source, type SourceContext } from "./source.js";
@@ -248,7 +248,7 @@ export class DurableSource<E> implements Source {
         if (!d.ok) {
           reportPoison(ctx, o.journalSeq, o.subject, d.error);
           await park(settler, o, "poison", d.error.code, d.error.message);
-        } else if (d.skip) {
+        } else if (hiddenFrom(ctx.decode, d)) {
           await acknowledge(settler, o).catch(() => undefined); // not acknowledged: it comes again and is skipped again
         } else if (o.deliveryCount > this.#maxDeliver) {
           await park(settler, o, "max_deliver", "NOT_SETTLED", `not settled within ${this.#maxDeliver} deliveries`);

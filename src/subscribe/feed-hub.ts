@@ -23,10 +23,9 @@ import type { JournalState } from "../streams/position.js";
 import { streamLeaderElectedSubject, switchChannel } from "../subjects/subjects.js";
 import type { Decoded } from "./delivery.js";
 import { NamespaceFeed } from "./feed-namespace.js";
+import type { FeedMode } from "./options.js";
 import { RepublishReader } from "./republish-headers.js";
 
-/** How a bus follows the feed; see the module comment and the `feed` bus option. */
-export type FeedMode = "loop" | "namespace";
 
 /** One republished event, parsed once for all viewers of its subject. */
 export interface FeedMessage {

@@ -34,10 +34,10 @@ import type { JsMsg } from "@nats-io/jetstream";
 import { NotProvisionedError } from "../errors.js";
 import { feedRepublish, switchChannel } from "../subjects/subjects.js";
 import { type Decoded, decodeMessage, type Delivery } from "./delivery.js";
-import type { FeedMessage, FeedMode, FeedViewer, RepairReason, ResyncReason } from "./feed-hub.js";
+import type { FeedMessage, FeedViewer, RepairReason, ResyncReason } from "./feed-hub.js";
 import { journalDelivery } from "./journal-read.js";
 import { type JournalRange, readJournalRange, retryJournalRead } from "./journal-range.js";
-import type { StartPosition } from "./options.js";
+import type { FeedMode, StartPosition } from "./options.js";
 import type { Source, SourceContext } from "./source.js";
 
 /** Feed messages buffered behind a slow reader before the rest is read back from the journal. */
@@ -215,9 +215,14 @@ export class FeedSource<E> implements Source, FeedViewer {
     }
   }
 
+  /** Loop mode: `seq` lies after the last full read and was never taken. */
+  #untaken(seq: number): boolean {
+    return this.#mode === "loop" && seq > this.#baseline && !this.#taken?.has(seq);
+  }
+
   /** Loop mode: the previous message of this subject was never taken (the feed lost it). */
   #missed(m: FeedMessage): boolean {
-    return this.#mode === "loop" && m.lastSeq > this.#baseline && !this.#taken?.has(m.lastSeq);
+    return this.#untaken(m.lastSeq);
   }
 
   /** Takes a message at once when nothing is in the way; false leaves it to the pump. */
@@ -283,7 +288,7 @@ export class FeedSource<E> implements Source, FeedViewer {
         return;
       }
       const m = next.value;
-      if (m.seq > this.#lastSeq || (this.#mode === "loop" && m.seq > this.#baseline && !this.#taken?.has(m.seq))) {
+      if (m.seq > this.#lastSeq || this.#untaken(m.seq)) {
         this.#lastSeq = Math.max(this.#lastSeq, m.seq);
         await this.#deliver(m.seq, m.subject, m.data);
       }

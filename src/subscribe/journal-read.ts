@@ -5,7 +5,7 @@
  * (delivery.ts); a malformed one is reported and skipped (reportPoison), an internal one
  * skipped unless the filter asked for it.
  */
-import { type Decoded, type Delivery, decodeMessage } from "./delivery.js";
+import { type Decoded, type Delivery, decodeMessage, hiddenFrom } from "./delivery.js";
 import { type JournalRange, readJournalRange } from "./journal-range.js";
 import { reportPoison, type SourceContext } from "./source.js";
 
@@ -28,7 +28,7 @@ export function journalDelivery<E>(
     reportPoison(reader, journalSeq, subject, decoded.error);
     return undefined;
   }
-  return decoded.internal && !reader.decode.includeInternal ? undefined : { event: decoded.event, journalSeq, subject };
+  return hiddenFrom(reader.decode, decoded) ? undefined : { event: decoded.event, journalSeq, subject };
 }
 
 /** The deliveries of a journal range, in order; ends with the range. `what` names the read in errors. */

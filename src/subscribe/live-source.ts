@@ -3,7 +3,7 @@ import type { Msg, Subscription } from "@nats-io/transport-node";
 import { PermissionViolationError } from "@nats-io/transport-node";
 import { PermissionDeniedError, SubscriptionError } from "../errors.js";
 import { HEADER_LAST_JOURNAL_SEQ } from "../publish/publisher.js";
-import { decodeMessage } from "./delivery.js";
+import { decodeMessage, hiddenFrom } from "./delivery.js";
 import { reportPoison, type Source, type SourceContext } from "./source.js";
 
 export class LiveSource<E> implements Source {
@@ -69,7 +69,7 @@ export class LiveSource<E> implements Source {
       reportPoison(this.#ctx, 0, msg.subject, d.error);
       return;
     }
-    if (d.skip) return;
+    if (hiddenFrom(this.#ctx.decode, d)) return;
     const last = Number(msg.headers?.get(HEADER_LAST_JOURNAL_SEQ) ?? "");
     const kept = this.#ctx.queue.pushEphemeral({
       event: d.event,

@@ -3,6 +3,14 @@ import { OptionsError } from "../errors.js";
 import type { ParkReason } from "../parking/parked-entry.js";
 import type { DeliveryFailure } from "./delivery.js";
 
+/**
+ * How a bus follows the live feed (feed-hub.ts): `loop`, a core subscription per followed
+ * loop or session; `namespace`, one for the whole namespace. The bus, subscription and
+ * gateway options all take it.
+ */
+export const feedModeSchema = z.enum(["loop", "namespace"]);
+export type FeedMode = z.output<typeof feedModeSchema>;
+
 /** Where an enduring subscription starts. */
 export type StartPosition = "new" | "all" | { readonly seq: number } | { readonly time: Date };
 
@@ -26,7 +34,7 @@ const subscribeShape = z.object({
     .regex(/^[A-Za-z0-9_-]{1,64}$/, "must be 1-64 characters of [A-Za-z0-9_-]")
     .optional(),
   /** Live only: how to follow the feed, `loop` or `namespace` (the bus option `feed`). Default: the bus's. */
-  feed: z.enum(["loop", "namespace"]).optional(),
+  feed: feedModeSchema.optional(),
   /** Durable only: a fixed ack wait in ms, instead of the backoff. Default 30000 (streams/consumers.json). */
   ackWaitMs: z.number().int().min(100).optional(),
   /**

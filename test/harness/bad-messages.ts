@@ -46,7 +46,6 @@ export interface Valid {
   /** An event of the channel's class (enduring on the journal, a preview on live). */
   readonly event: JetloopEvent;
   readonly data: Uint8Array;
-  readonly subject: string;
   /** The reader's decode cap. */
   readonly capBytes: number;
   /** A seeded random integer below n. */
@@ -72,6 +71,8 @@ export interface BadMessage {
   readonly channel: Channel;
   readonly subject: string;
   readonly data: Uint8Array;
+  /** The id of the valid event it was made from (a `stripped` one is delivered with it). */
+  readonly eventId: string;
 }
 
 const enc = new TextEncoder();
@@ -220,8 +221,8 @@ export function badMessages(ns: string, c: Coords, repeat: number, seed: number,
       for (const m of MUTATIONS) {
         const event = validOf(channel, c);
         const subject = subjectOn(ns, channel, event);
-        const bad = m.corrupt({ ns, channel, coords: c, event, data: encodeEvent(event), subject, capBytes, int });
-        out.push({ kind: m.name, expect: m.expect, channel, subject: bad.subject ?? subject, data: bad.data });
+        const bad = m.corrupt({ ns, channel, coords: c, event, data: encodeEvent(event), capBytes, int });
+        out.push({ kind: m.name, expect: m.expect, channel, subject: bad.subject ?? subject, data: bad.data, eventId: event.eventId });
       }
     }
   }

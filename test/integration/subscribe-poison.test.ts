@@ -67,7 +67,6 @@ function checkError(name: string, subject: string, want: Expectation, e: Deliver
   expect(e.message, name).not.toContain(SECRET_ARGUMENT);
 }
 
-const eventIdOf = (data: Uint8Array) => (JSON.parse(new TextDecoder().decode(data)) as { event_id: string }).event_id;
 
 beforeAll(async () => {
   // Provisioned with the default cap, so the stream stores what the reader's cap refuses.
@@ -92,7 +91,7 @@ beforeAll(async () => {
   await good();
   for (const b of badMessages(bus.namespace, step(), 1, SEED, CAP).filter((x) => x.channel === "journal")) {
     const ack = await js.publish(b.subject, b.data);
-    if (b.expect === "stripped") goods.push({ seq: ack.seq, eventId: eventIdOf(b.data) });
+    if (b.expect === "stripped") goods.push({ seq: ack.seq, eventId: b.eventId });
     else planted.push({ name: b.kind, seq: ack.seq, subject: b.subject, expect: b.expect });
     if (planted.length % 4 === 0) await good();
   }
@@ -241,7 +240,7 @@ describe("poison on live subjects", () => {
       const after = createEvent("ToolCallStarted", { ...coords, toolExecutionId: newId(), toolName: "after" });
       const bad = badMessages(bus.namespace, coords, 1, SEED, CAP).filter((x) => x.channel === "live");
       const poisonous = bad.filter((b) => b.expect !== "stripped");
-      const stripped = bad.filter((b) => b.expect === "stripped").map((b) => eventIdOf(b.data));
+      const stripped = bad.filter((b) => b.expect === "stripped").map((b) => b.eventId);
       await bus.publish(before);
       for (const b of bad) bus.nc.publish(b.subject, b.data);
       await bus.publish(after);

@@ -157,7 +157,7 @@ export async function badInputScenario(ctx: ScenarioContext, o: BadInputOptions)
     const injectedJournal = count("journal");
     const injectedLive = count("live");
     const strippedIds = (channel: string) =>
-      bad.filter((b) => b.channel === channel && b.expect === "stripped").map((b) => (JSON.parse(new TextDecoder().decode(b.data)) as { event_id: string }).event_id);
+      bad.filter((b) => b.channel === channel && b.expect === "stripped").map((b) => b.eventId);
 
     const journalIds = [...validJournal.map(eventIdOf), ...strippedIds("journal")];
     const liveIds = [...validLive.map(eventIdOf), ...strippedIds("live")];

@@ -15,13 +15,14 @@
 // so the bus sees the miss at the next message and delivers everything in order.
 import { connect, createEvent, newId, type Jetloop, type JetloopEvent, type Subscription, type SubscriptionReport } from "../../../../src/index.js";
 import { busContext } from "../../../../src/bus.js";
+import type { FeedMode } from "../../../../src/subscribe/options.js";
 import { startProxy } from "../../proxy.js";
 import { startServer } from "../../server.js";
 import { sleep } from "../../async.js";
 import { consumerCount } from "../../stream-state.js";
 import { row, tally, type FigureRow, type ScenarioRecord } from "../figures.js";
 import { collect, eventIdOf, newCoords, type Collected, type Coords } from "../workload.js";
-import { record, scenarioNamespace, type ScenarioContext } from "./common.js";
+import { outOfOrder, record, scenarioNamespace, type ScenarioContext } from "./common.js";
 
 export const FEED_GAPS = { id: "10-feed-gaps", title: "Gaps on the live feed" } as const;
 
@@ -34,8 +35,6 @@ export interface FeedGapsOptions {
   /** The hook drops every Nth feed message. */
   readonly dropEvery: number;
 }
-
-export type FeedMode = "loop" | "namespace";
 
 export interface PhaseResult {
   readonly mode: FeedMode;
@@ -131,7 +130,7 @@ export async function feedGapsScenario(ctx: ScenarioContext, o: FeedGapsOptions)
         let lost = 0;
         let duplicated = 0;
         let unexpected = 0;
-        let outOfOrder = 0;
+        let disorder = 0;
         let errors = 0;
         const gapsClosed: Record<string, number> = {};
         for (const v of viewers) {
@@ -144,12 +143,12 @@ export async function feedGapsScenario(ctx: ScenarioContext, o: FeedGapsOptions)
           lost += t.lost;
           duplicated += t.duplicated;
           unexpected += t.unexpected;
-          for (let i = 1; i < v.got.seqs.length; i++) if (v.got.seqs[i]! <= v.got.seqs[i - 1]!) outOfOrder++;
+          disorder += outOfOrder(v.got.seqs);
           if (v.sub.err()) errors++;
           for (const r of v.reports) if (r.kind === "gap_closed") gapsClosed[r.reason] = (gapsClosed[r.reason] ?? 0) + 1;
           await v.sub.close();
         }
-        return { mode, what: `feed: ${mode} — ${what}`, published, delivered, lost, duplicated, unexpected, outOfOrder, gapsClosed, errors, ...extra };
+        return { mode, what: `feed: ${mode} — ${what}`, published, delivered, lost, duplicated, unexpected, outOfOrder: disorder, gapsClosed, errors, ...extra };
       };
 
       const third = Math.ceil(o.events / 3);
@@ -176,7 +175,7 @@ export async function feedGapsScenario(ctx: ScenarioContext, o: FeedGapsOptions)
         phases.push(await finish(`hook drops every ${o.dropEvery}th feed message: loop viewers`, viewers.slice(0, perLoop), sent, { dropped }));
         phases.push(await finish("the same drops: session and all-sessions viewers", viewers.slice(perLoop), sent, { dropped }));
       }
-      const consumersWhileFollowing = await (async () => {
+      const consumers = await (async () => {
         const viewers = await openViewers();
         await sleep(100);
         const n = await consumerCount(await producer.jetstreamManager(), producer.stream);
@@ -222,7 +221,7 @@ export async function feedGapsScenario(ctx: ScenarioContext, o: FeedGapsOptions)
         await publishRound(third, sent);
         phases.push(await finish("connection cut (reconnect)", viewers, sent));
       }
-      return consumersWhileFollowing;
+      return consumers;
     }
 
     const rows: FigureRow[] = phases.map((p) =>
