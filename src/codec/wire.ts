@@ -33,7 +33,10 @@ export interface WireFieldOptions {
   readonly always?: boolean;
   /** `null` is this field's zero on the wire (a Go nil slice without omitempty). */
   readonly nullable?: boolean;
-  /** An empty object stays present (a Go pointer), rather than counting as absent. */
+  /**
+   * An empty value stays present rather than counting as absent: an empty object behind a
+   * Go pointer, and an empty (non-nil) slice or map under `omitzero`, which omits only nil.
+   */
   readonly keepEmpty?: boolean;
 }
 
@@ -414,11 +417,11 @@ function writeField(v: unknown, field: Field): string | undefined {
     }
     case "array":
       if (!Array.isArray(v)) return goJson(v);
-      if (v.length === 0) return field.always ? "[]" : undefined;
+      if (v.length === 0) return field.always || field.keepEmpty ? "[]" : undefined;
       return writeArray(v, node.element);
     case "record":
       if (!isPlainObject(v)) return goJson(v);
-      if (Object.keys(v).length === 0 && !field.always) return undefined;
+      if (Object.keys(v).length === 0 && !field.always && !field.keepEmpty) return undefined;
       return writeRecord(v, node);
     case "value": {
       const wire = node.codec ? node.codec.toWire(v) : v;
@@ -532,7 +535,7 @@ function decode(value: unknown, node: WireNode, path: string, field?: Field): un
     }
     case "array":
       if (!Array.isArray(value)) return value;
-      if (value.length === 0 && field && !field.always) return undefined;
+      if (value.length === 0 && field && !field.always && !field.keepEmpty) return undefined;
       return value.map((v, i) => {
         if (v === null) throw new WireKeyError(`${path}.${i}`, "null");
         return decode(v, node.element, `${path}.${i}`);

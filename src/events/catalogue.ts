@@ -5,13 +5,14 @@
  */
 import { z } from "zod";
 import { wireField } from "../codec/wire.js";
-import { aiMessageSchema, stepMessageSchema, turnUsageSchema, userMessageSchema } from "./content.js";
+import { checkCaptures, toolResultCaptureSchema } from "./capture.js";
+import { aiMessageSchema, MAX_STEP_MESSAGES, stepMessageSchema, turnUsageSchema, userMessageSchema } from "./content.js";
 import { gateAuditSchema, gateIdentity, gateSchema, gateSourceSchema } from "./gate.js";
 import { uuidSchema } from "./ids.js";
 import { defineEventType, EventRegistry, type EventOf } from "./registry.js";
 import { permissionRequestSchema } from "./request.js";
 import { agentRuntimeSchema, checkLoopRuntime, checkManifest, configFingerprintSchema, configManifestSchema, modelRuntimeSchema } from "./runtime.js";
-import { text } from "./text.js";
+import { text, utf8Length } from "./text.js";
 
 /** The full Session/Loop/Turn/Step quartet. */
 const STEP = { loopId: "required", turnId: "required", stepId: "required" } as const;
@@ -157,7 +158,8 @@ export const GateResolved = defineEventType(
 
 /**
  * The model's finalized response and the tool results of the step: the first message is
- * the assistant's, every later one a tool result.
+ * the assistant's, every later one a tool result; with, optionally, what was kept of each
+ * result's bytes.
  */
 export const StepDone = defineEventType(
   {
@@ -166,14 +168,17 @@ export const StepDone = defineEventType(
     class: "enduring",
     scope: "loop",
     identity: STEP,
-    body: { messages: z.array(stepMessageSchema).min(1) },
+    body: {
+      messages: z.array(stepMessageSchema).min(1).max(MAX_STEP_MESSAGES),
+      captures: z.array(toolResultCaptureSchema).optional(),
+    },
     check: (e) => {
       for (const [i, m] of e.messages.entries()) {
         if ((i === 0) !== (m.role === "assistant") || (i > 0 && m.role !== "tool")) {
           return { field: `messages.${i}.role`, rule: "is invalid", detail: "a step is one assistant message, then tool results" };
         }
       }
-      return undefined;
+      return checkCaptures(e.messages, e.captures);
     },
   },
   true,
@@ -208,14 +213,31 @@ export const TurnDone = defineEventType(
   true,
 );
 
-/** The runtime's record of a turn's error: absent, it writes kind "unknown". */
-export const turnErrorSchema = z.object({
-  kind: wireField(z.string().default(""), { always: true }),
-  message: wireField(z.string().default(""), { always: true }),
-  /** Set when the error's detail may be shown to the model. */
-  modelFacing: z.boolean().optional(),
-  modelFacingDetail: text().optional(),
-});
+/** The runtime's cap on a model-facing error detail, in UTF-8 bytes (256 KiB). */
+export const MAX_MODEL_FACING_DETAIL_BYTES = 256 * 1024;
+
+/**
+ * The runtime's record of a turn's error: absent, it writes kind "unknown". The detail is
+ * for the model only under the explicit `modelFacing` flag: the runtime's reader discards
+ * a detail without it, and its writer bounds one to 256 KiB, so jetloop refuses both a
+ * detail without the flag and one over the bound rather than keep what Go would not.
+ */
+export const turnErrorSchema = z
+  .object({
+    kind: wireField(z.string().default(""), { always: true }),
+    message: wireField(z.string().default(""), { always: true }),
+    /** Set when the error's detail may be shown to the model. */
+    modelFacing: z.boolean().optional(),
+    modelFacingDetail: text().optional(),
+  })
+  .superRefine((err, ctx) => {
+    const detail = err.modelFacingDetail ?? "";
+    if (detail !== "" && err.modelFacing !== true) {
+      ctx.addIssue({ code: "custom", path: ["modelFacingDetail"], message: "a model-facing detail needs model_facing: true" });
+    } else if (utf8Length(detail) > MAX_MODEL_FACING_DETAIL_BYTES) {
+      ctx.addIssue({ code: "custom", path: ["modelFacingDetail"], message: `longer than ${MAX_MODEL_FACING_DETAIL_BYTES} bytes` });
+    }
+  });
 export type TurnError = z.output<typeof turnErrorSchema>;
 
 export const TurnFailed = defineEventType(
@@ -246,7 +268,8 @@ export const LoopStarted = defineEventType(
     identity: LOOP_ONLY,
     body: {
       runtime: modelRuntimeSchema.optional(),
-      agentRuntime: agentRuntimeSchema.optional(),
+      /** A Go pointer: `{}` is an agent runtime with nothing set, which the rules refuse. */
+      agentRuntime: wireField(agentRuntimeSchema.optional(), { keepEmpty: true }),
       /** The model provider's id of the tool call that started this loop (a sub-agent). */
       parentToolUseId: text().optional(),
       foreignSid: text().optional(),

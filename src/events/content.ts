@@ -9,12 +9,30 @@
  * two, so nothing here pretends to.
  */
 import { z } from "zod";
-import { sortedKeys, wireField } from "../codec/wire.js";
+import { sortedKeys, wireField, withValueCodec } from "../codec/wire.js";
+import { canonicalBase64 } from "./bytes.js";
 import { text } from "./text.js";
 
-const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
-/** Bytes, as Go writes a []byte: standard base64. */
-const bytes = z.string().regex(BASE64, "must be standard base64");
+/**
+ * The runtime's caps on a decoded message list (core's block codec and the event codec):
+ * at most this many blocks in one `[]Block`, and messages in one StepDone.
+ */
+export const MAX_BLOCKS = 10_000;
+export const MAX_STEP_MESSAGES = 10_000;
+
+/**
+ * Bytes, as Go reads and writes a []byte: standard base64, which Go decodes ignoring line
+ * breaks and unused trailing bits and writes back canonically; jetloop normalizes the same
+ * way. `""` is an empty, non-nil slice (written `""`), distinct from absent (`null`), so
+ * the codec keeps it.
+ */
+const bytes = withValueCodec(
+  z
+    .string()
+    .refine((v) => canonicalBase64(v) !== undefined, "must be standard base64")
+    .transform((v) => canonicalBase64(v)!),
+  { toWire: (v) => v, fromWire: (v) => v },
+);
 
 /** A Go field without a JSON tag: its own name on the wire, written even when empty. */
 const goField = <S extends z.ZodType>(name: string, schema: S) => wireField(schema, { name, always: true });
@@ -33,7 +51,8 @@ export const refusalBlockSchema = block("refusal", { text: goField("Text", text(
 export const thinkingBlockSchema = block("thinking", {
   thinking: goField("Thinking", text().optional()),
   signature: goField("Signature", text().optional()),
-  signatureFormat: goField("SignatureFormat", text().optional()),
+  /** Tagged omitempty in Go, unlike its neighbours. */
+  signatureFormat: wireField(text().optional(), { name: "SignatureFormat" }),
   providerState: wireField(rawJson.optional(), { name: "ProviderState" }),
   providerStateFormat: wireField(text().optional(), { name: "ProviderStateFormat" }),
 });
@@ -82,7 +101,7 @@ export const toolResultBlockSchema: z.ZodType<ToolResultBlock, ToolResultBlock> 
     type: z.literal("tool_result"),
     toolUseId: wireField(text().optional(), { always: true }),
     get content() {
-      return z.array(contentBlockSchema).optional();
+      return z.array(contentBlockSchema).max(MAX_BLOCKS).optional();
     },
     isError: z.boolean().optional(),
   }),
@@ -116,19 +135,21 @@ export const messageUsageSchema = z.object(usageShape(false)).refine((u) => (u.r
 export const turnUsageSchema = z.object(usageShape(true));
 export type Usage = z.output<typeof turnUsageSchema>;
 
-const blocks = z.array(contentBlockSchema).optional();
+const blocks = z.array(contentBlockSchema).max(MAX_BLOCKS).optional();
 const role = wireField(text().optional(), { always: true });
+/** A pointer in Go: `"usage":{}` (a response that reported zero usage) is kept as written. */
+const aiUsage = wireField(messageUsageSchema.optional(), { keepEmpty: true });
 
 /** A message whose role the runtime does not check (TurnStarted's user message). */
 export const userMessageSchema = z.object({ role, blocks });
 /** The model's response (TurnDone's final message). */
-export const aiMessageSchema = z.object({ role, blocks, usage: messageUsageSchema.optional() });
+export const aiMessageSchema = z.object({ role, blocks, usage: aiUsage });
 
 export const MESSAGE_ROLES = ["assistant", "tool", "user", "system"] as const;
 
 /** One message of a StepDone: the model's response, then one message per tool result. */
 export const stepMessageSchema = z.discriminatedUnion("role", [
-  z.object({ role: z.literal("assistant"), blocks, usage: messageUsageSchema.optional() }),
+  z.object({ role: z.literal("assistant"), blocks, usage: aiUsage }),
   z.object({
     role: z.literal("tool"),
     blocks,

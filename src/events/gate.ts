@@ -27,13 +27,14 @@ export const gateFieldSchema = z.object({
   default: z.unknown().optional(),
 });
 
+/** In the runtime's field order: `origin` comes before the schema and the controls. */
 export const gatePromptSchema = z.object({
   title: text().optional(),
   body: text().optional(),
+  origin: text().optional(),
   schema: z.object({ fields: z.array(gateFieldSchema).optional() }).optional(),
   /** The answers offered as buttons; `action` is what an answer sends. */
   controls: z.array(label).optional(),
-  origin: text().optional(),
 });
 
 /** Answer values by field name (a Go map: written with sorted keys). */

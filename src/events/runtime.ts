@@ -4,7 +4,7 @@
  */
 import { z } from "zod";
 import { wireField } from "../codec/wire.js";
-import { isSet, text } from "./text.js";
+import { isSet, isTrimmedText, text, utf8Length } from "./text.js";
 import type { Violation } from "./registry.js";
 
 const tokens = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
@@ -62,8 +62,45 @@ function checkModelRuntime(r: ModelRuntime): Violation | undefined {
   return undefined;
 }
 
+/** The runtime's cap on an identifier in an agent runtime or a manifest, in UTF-8 bytes. */
+export const MAX_RUNTIME_IDENTIFIER_BYTES = 128;
+
+// Go's unicode.IsControl (Cc) and unicode.IsSpace (White_Space), and `\` and `:`.
+const FORBIDDEN_IN_SEGMENT = /[\p{Cc}\p{White_Space}\\:]/u;
+
+/**
+ * The runtime's identifier rule for runtime profiles, revisions and agent-runtime names:
+ * empty, or at most 128 bytes of trimmed text whose `/`-separated segments are non-empty,
+ * not `.` or `..`, and free of control characters, white space, `\` and `:`.
+ */
+export function isRuntimeIdentifier(value: string): boolean {
+  if (value === "") return true;
+  if (utf8Length(value) > MAX_RUNTIME_IDENTIFIER_BYTES || !isTrimmedText(value)) return false;
+  for (const segment of value.split("/")) {
+    if (segment === "" || segment === "." || segment === ".." || FORBIDDEN_IN_SEGMENT.test(segment)) return false;
+  }
+  return true;
+}
+
+/**
+ * An agent runtime's identifiers: the rule above, and no URL, no absolute, home or
+ * relative path, and — except in the profile, which may be a `team/name` path (without a
+ * backslash) — no `/` at all.
+ */
+function isAgentRuntimeIdentifier(value: string, allowSlash: boolean): boolean {
+  if (value === "") return true;
+  if (value.includes("://") || /^(?:\/|~\/|\.\/|\.\.\/)/.test(value)) return false;
+  if (!allowSlash && value.includes("/")) return false;
+  return isRuntimeIdentifier(value);
+}
+
+const AGENT_IDENTIFIERS = ["harness", "profile", "credentialMode", "source", "selectionKind", "modelAlias", "smallModelAlias", "acpSessionId"] as const;
+
 function checkAgentRuntime(a: AgentRuntime): Violation | undefined {
   const at = (f: string): string => `agentRuntime.${f}`;
+  for (const f of AGENT_IDENTIFIERS) {
+    if (!isAgentRuntimeIdentifier(a[f] ?? "", f === "profile")) return { field: at(f), rule: "is invalid", detail: "not a runtime identifier" };
+  }
   for (const f of ["harness", "profile", "credentialMode"] as const) if (!isSet(a[f])) return { field: at(f), rule: "must be set" };
   if (a.credentialMode !== "native-auth" && a.credentialMode !== "gateway-backed") return { field: at("credentialMode"), rule: "is invalid" };
   if (isSet(a.source) !== isSet(a.selectionKind)) return { field: at("selectionKind"), rule: "is invalid", detail: "source and selection kind go together" };
@@ -95,7 +132,7 @@ export function checkLoopRuntime(e: { runtime?: ModelRuntime | undefined; agentR
   return checkModelRuntime(e.runtime!);
 }
 
-/** A fingerprint of a session's configuration. */
+/** A fingerprint of a session's configuration (every field omitted when zero). */
 export const configFingerprintSchema = z.object({
   topologyRev: text().optional(),
   agentKind: text().optional(),
@@ -106,32 +143,72 @@ export const configFingerprintSchema = z.object({
   workspaceRoot: text().optional(),
   agentAdapter: text().optional(),
   permissionPosture: text().optional(),
+  nativePermissionPolicyRev: text().optional(),
+  externalCapabilityRev: text().optional(),
+  runtimeProfile: text().optional(),
+  runtimeCatalogRev: text().optional(),
+  runtimeIdentityRev: text().optional(),
 });
 
 export const MANIFEST_SCHEMA_VERSION = 3;
 
-/** What a session was started with: its agent, model, tools and application fields. */
+/** An ordered posture supplied by the application (a Go uint8; 0 is unknown). */
+const strictness = z.number().int().min(0).max(255).optional();
+
+/**
+ * What a session was started with: its agent, model, tools, posture and application
+ * fields, in the runtime's field order. `schema_version` is written even when 0; `tools`
+ * and `app_fields` are omitted only when absent (an empty list or map is written).
+ */
 export const configManifestSchema = z.object({
-  schemaVersion: z.number().int().min(0).max(0xffffffff).optional(),
+  schemaVersion: wireField(z.number().int().min(0).max(0xffffffff).optional(), { always: true }),
   agentKind: text().optional(),
+  topologyRev: text().optional(),
   modelId: text().optional(),
-  tools: wireField(z.array(z.object({ name: text().optional(), inputSchemaRev: text().optional() })).optional(), { always: true, nullable: true }),
+  systemPromptRev: text().optional(),
+  tools: wireField(
+    z.array(z.object({ name: wireField(text().optional(), { always: true }), inputSchemaRev: text().optional(), outputSchemaRev: text().optional() })).optional(),
+    { keepEmpty: true },
+  ),
+  runtimeSkills: z.boolean().optional(),
+  workspaceRoot: text().optional(),
+  workspaceTrust: text().optional(),
+  agentAdapter: text().optional(),
+  permissionPosture: text().optional(),
+  nativePermissionPolicyRev: text().optional(),
+  permissionStrictness: strictness,
+  permissionReviewConfigured: z.boolean().optional(),
+  permissionReviewPolicyRev: text().optional(),
+  confinementRev: text().optional(),
+  confinementStrictness: strictness,
+  externalCapabilityRev: text().optional(),
   hookPolicyRev: text().optional(),
   runtimeProfile: text().optional(),
   runtimeCatalogRev: text().optional(),
   runtimeIdentityRev: text().optional(),
-  appFields: z.record(z.string(), z.string()).optional(),
+  appFields: wireField(z.record(z.string(), z.string()).optional(), { keepEmpty: true }),
 });
 export type ConfigManifest = z.output<typeof configManifestSchema>;
 
-/** Which fields each manifest schema version may carry, as the runtime rules. */
+const RUNTIME_MANIFEST_FIELDS = ["runtimeProfile", "runtimeCatalogRev", "runtimeIdentityRev"] as const;
+
+/**
+ * Which fields each manifest schema version may carry, as the runtime rules: version 0 (a
+ * legacy record) no hook policy; 1 neither hook policy nor runtime fields; 2 no runtime
+ * fields; 3 runtime fields that are runtime identifiers; nothing newer.
+ */
 export function checkManifest(m: ConfigManifest | undefined): Violation | undefined {
   if (m === undefined) return undefined;
   const v = m.schemaVersion ?? 0;
-  const runtimeFields = isSet(m.runtimeProfile) || isSet(m.runtimeCatalogRev) || isSet(m.runtimeIdentityRev);
+  const runtimeFields = RUNTIME_MANIFEST_FIELDS.some((f) => isSet(m[f]));
   const bad = { field: "manifest.schemaVersion", rule: "is invalid" as const };
   if (v > MANIFEST_SCHEMA_VERSION) return bad;
-  if (v <= 1 && isSet(m.hookPolicyRev)) return bad;
-  if (v <= 2 && runtimeFields) return { ...bad, detail: `schema version ${v} has no runtime fields` };
+  if (v <= 1 && isSet(m.hookPolicyRev)) return { ...bad, detail: `schema version ${v} has no hook policy` };
+  if ((v === 1 || v === 2) && runtimeFields) return { ...bad, detail: `schema version ${v} has no runtime fields` };
+  if (v === MANIFEST_SCHEMA_VERSION) {
+    for (const f of RUNTIME_MANIFEST_FIELDS) {
+      if (!isRuntimeIdentifier(m[f] ?? "")) return { field: `manifest.${f}`, rule: "is invalid", detail: "not a runtime identifier" };
+    }
+  }
   return undefined;
 }

@@ -54,7 +54,9 @@ export type StricterRule =
   | "decision-effect"
   | "unwritable-times"
   | "byte-cap"
-  | "invalid-utf8";
+  | "invalid-utf8"
+  | "model-facing-detail"
+  | "model-facing-bound";
 
 export type Outcome =
   | { kind: "agree" }
@@ -94,6 +96,7 @@ export function stricterRuleOf(error: unknown): StricterRule | undefined {
     if (UUID_CASE.test(error.detail ?? "")) return "uppercase-uuids";
     if (error.field === "effect") return "decision-effect";
     if (error.field === "createdAt") return "unwritable-times";
+    if (error.field === "err.modelFacingDetail") return /needs model_facing/.test(error.detail ?? "") ? "model-facing-detail" : "model-facing-bound";
   }
   if (error instanceof RequestDecodeError && UUID_CASE.test(error.message)) return "uppercase-uuids";
   return undefined;

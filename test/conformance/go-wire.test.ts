@@ -61,7 +61,7 @@ describe.runIf(available)("the Go runtime's wire", () => {
   });
 
   it("documents only rules that exist", () => {
-    const rules: StricterRule[] = ["letter-case-keys", "null-values", "inexact-numbers", "uppercase-uuids", "decision-effect", "unwritable-times", "byte-cap", "invalid-utf8"];
+    const rules: StricterRule[] = ["letter-case-keys", "null-values", "inexact-numbers", "uppercase-uuids", "decision-effect", "unwritable-times", "byte-cap", "invalid-utf8", "model-facing-detail", "model-facing-bound"];
     expect([...documentedRules().keys()].sort()).toEqual([...rules].sort());
   });
 });

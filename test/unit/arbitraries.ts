@@ -276,6 +276,67 @@ export function eventArbitraries({ longText }: { longText: boolean }): EventArbi
     )
     .map(([assistant, tools]) => [assistant, ...tools]);
 
+  /** One capture per tool result, as the runtime records them: exact, truncated, or bounded below. */
+  const captureArb = (toolUseId: string) =>
+    fc.tuple(uuidArb, count, count, fc.constantFrom("utf-8", "binary"), fc.constantFrom("capture_ceiling", "source_limit"), short().filter((s) => s !== ""), fc.nat(2)).map(
+      ([toolExecutionId, captured, more, encoding, truncationReason, objectId, shape]) =>
+        shape === 0
+          ? { toolExecutionId, toolUseId, capturedBytes: captured, originalBytes: captured, encoding }
+          : {
+              toolExecutionId,
+              toolUseId,
+              reference: { objectId },
+              capturedBytes: captured,
+              ...(shape === 1 ? { originalBytes: captured + more } : { originalBytesLowerBound: captured + more }),
+              truncated: true,
+              truncationReason,
+              encoding,
+            },
+    );
+  const capturedStepArb = fc
+    .tuple(
+      obj({ role: fc.constant("assistant") }, { blocks: blocksArb, usage: messageUsageArb }),
+      fc.uniqueArray(short().filter((s) => s !== ""), { minLength: 1, maxLength: 3 }),
+    )
+    .chain(([assistant, ids]) =>
+      fc.tuple(...ids.map(captureArb)).map((captures) => ({
+        messages: [assistant, ...ids.map((toolUseId) => ({ role: "tool", toolUseId }))],
+        captures,
+      })),
+    )
+    .filter((s) => new Set(s.captures.map((c) => c.toolExecutionId)).size === s.captures.length);
+
+  /** Runtime identifiers (the runtime's rule): a `team/name` path, or one segment for agent-runtime names. */
+  const identifierArb = fc.stringMatching(/^[a-z0-9][a-z0-9._-]{0,20}(?:\/[a-z0-9][a-z0-9._-]{0,20})?$/);
+  const agentIdArb = fc.stringMatching(/^[a-z0-9][a-z0-9._-]{0,20}$/);
+  const manifestArb = obj(
+    { schemaVersion: fc.constant(3) },
+    {
+      agentKind: short(),
+      topologyRev: short(),
+      modelId: short(),
+      systemPromptRev: short(),
+      tools: fc.array(obj({ name: short().filter((s) => s !== "") }, { inputSchemaRev: short(), outputSchemaRev: short() }), { maxLength: 3 }),
+      runtimeSkills: fc.constant(true),
+      workspaceRoot: short(),
+      workspaceTrust: short(),
+      agentAdapter: short(),
+      permissionPosture: short(),
+      nativePermissionPolicyRev: short(),
+      permissionStrictness: fc.integer({ min: 1, max: 255 }),
+      permissionReviewConfigured: fc.constant(true),
+      permissionReviewPolicyRev: short(),
+      confinementRev: short(),
+      confinementStrictness: fc.integer({ min: 1, max: 255 }),
+      externalCapabilityRev: short(),
+      hookPolicyRev: short(),
+      runtimeProfile: identifierArb,
+      runtimeCatalogRev: identifierArb,
+      runtimeIdentityRev: identifierArb,
+      appFields: fc.dictionary(keyArb, short(), { maxKeys: 3 }),
+    },
+  );
+
   const turnIndexArb = fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 1000 }), fc.maxSafeNat());
 
   // --- gates -------------------------------------------------------------------------
@@ -324,8 +385,8 @@ export function eventArbitraries({ longText }: { longText: boolean }): EventArbi
     fc.record({ runtime: fc.record({ key: fc.record({ provider: short(), model: short() }) }) }),
     fc.record({
       agentRuntime: fc.record({
-        harness: short(),
-        profile: short(),
+        harness: agentIdArb,
+        profile: identifierArb,
         credentialMode: fc.constant("native-auth"),
         source: fc.constant("native"),
         selectionKind: fc.constant("harness-managed"),
@@ -333,12 +394,12 @@ export function eventArbitraries({ longText }: { longText: boolean }): EventArbi
     }),
     fc.record({
       agentRuntime: fc.record({
-        harness: short(),
-        profile: short(),
+        harness: agentIdArb,
+        profile: identifierArb,
         credentialMode: fc.constant("gateway-backed"),
         source: fc.constant("gateway"),
         selectionKind: fc.constant("explicit"),
-        modelAlias: short(),
+        modelAlias: agentIdArb,
       }),
       runtime: fc.record({ key: fc.record({ provider: short(), model: short() }), effort: fc.constantFrom("low", "high", "max") }),
     }),
@@ -357,11 +418,12 @@ export function eventArbitraries({ longText }: { longText: boolean }): EventArbi
     ToolCallCompleted: obj({ toolExecutionId: uuidArb }, { isError: fc.boolean(), resultPreview: txt(limits.resultPreview) }),
     GateOpened: fc.constant({}),
     GateResolved: fc.constant({}),
-    StepDone: fc.record({ messages: messagesArb }),
+    StepDone: fc.oneof(fc.record({ messages: messagesArb }), capturedStepArb),
     TurnStarted: obj({}, { turnIndex: turnIndexArb, message: fc.record({ role: fc.constant("user"), blocks: blocksArb }) }),
     TurnDone: obj({}, { turnIndex: turnIndexArb, message: obj({ role: fc.constant("assistant"), blocks: blocksArb }, { usage: messageUsageArb }), usage: turnUsageArb }),
     TurnFailed: obj(
-      { err: obj({ kind: short(), message: txt() }, { modelFacing: fc.constant(true), modelFacingDetail: txt() }) },
+      // A detail only under the explicit flag, as the runtime writes it.
+      { err: fc.oneof(fc.record({ kind: short(), message: txt() }), obj({ kind: short(), message: txt(), modelFacing: fc.constant(true) }, { modelFacingDetail: txt() })) },
       { turnIndex: turnIndexArb },
     ),
     TurnInterrupted: obj({}, { turnIndex: turnIndexArb }),
@@ -369,7 +431,15 @@ export function eventArbitraries({ longText }: { longText: boolean }): EventArbi
       .tuple(loopRuntimeArb, obj({}, { parentToolUseId: short(), initialMode: short(), initialRequestId: uuidArb, displayName: short(), description: txt() }))
       .map(([r, rest]) => ({ ...r, ...rest })),
     LoopIdle: fc.constant({}),
-    SessionStarted: obj({}, { config: nonEmpty(obj({}, { topologyRev: short(), agentKind: short(), modelId: short(), runtimeSkills: fc.constant(true) })) }),
+    SessionStarted: obj(
+      {},
+      {
+        config: nonEmpty(
+          obj({}, { topologyRev: short(), agentKind: short(), modelId: short(), runtimeSkills: fc.constant(true), nativePermissionPolicyRev: short(), externalCapabilityRev: short(), runtimeProfile: short(), runtimeCatalogRev: short(), runtimeIdentityRev: short() }),
+        ),
+        manifest: manifestArb,
+      },
+    ),
     SessionIdle: fc.constant({}),
     SessionStopped: fc.constant({}),
   };
