@@ -48,7 +48,7 @@ export interface ProvisionRequest {
   maxBytes?: number;
   /**
    * How long the stream recognises a resent event id (Go duration). Default `2m`. The
-   * server keeps an entry per append for this long (on every replica; about 150 bytes
+   * server keeps an entry per append for this long (on every replica; about 130 bytes
    * each, README "Guarantees"); past it, only a fenced append or `publishAll` with
    * `resume` recognises its first copy.
    */
