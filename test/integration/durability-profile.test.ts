@@ -3,23 +3,27 @@
 // `provision --verify` and `jetloop consumers` warn on a server that acknowledges before
 // syncing, not on one with `sync_interval: always`. The three-node half is in
 // cluster.test.ts.
+import { dirname } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connect, createEvent, type Jetloop, newId, OptionsError } from "../../src/index.js";
 import { jetloop } from "../harness/cli.js";
 import { rejection } from "../harness/async.js";
 import { uniqueNamespace } from "../harness/context.js";
-import { startServer, type NatsServer } from "../harness/server.js";
+import { removeTempDir, startServer, type NatsServer } from "../harness/server.js";
 import { singleConfWithJetstream } from "../harness/reliability/scenarios/durability.js";
 
 let plain: NatsServer;
 let strict: NatsServer;
+let strictConf: string;
 
 beforeAll(async () => {
-  [plain, strict] = await Promise.all([startServer(), startServer({ configFile: singleConfWithJetstream("sync_interval: always") })]);
+  strictConf = singleConfWithJetstream("sync_interval: always");
+  [plain, strict] = await Promise.all([startServer(), startServer({ configFile: strictConf })]);
 }, 60_000);
 
 afterAll(async () => {
   await Promise.all([plain?.close(), strict?.close()]);
+  if (strictConf) removeTempDir(dirname(strictConf));
 });
 
 async function withBus<T>(server: NatsServer, use: (bus: Jetloop) => Promise<T>): Promise<T> {
