@@ -32,7 +32,8 @@ pace (8 appends in flight, ack timeout 500 ms, publish deadline 30 s) and two su
 consume from the start of the journal: a live subscription (UI mode: the stream's feed,
 gaps repaired from the journal; scenario 10), the same in namespace feed mode
 (\`feed: "namespace"\`), and a durable consumer that acknowledges each delivery. Appends that fail with a typed error (none is
-expected within the deadline) are published again, which the error says is safe.
+expected within the deadline) are published again, within the duplicate window (the
+condition the error names for an unfenced append).
 Afterwards the stream is read directly (not through jetloop) and compared with the event
 ids the producer handed in.
 
@@ -72,7 +73,8 @@ the server is frozen with SIGSTOP for longer than that and longer than the bus's
 deadline, then resumed with SIGCONT. Appends keep starting during the freeze (up to 512
 in flight). Each append must settle by its deadline: acknowledged (once), or failed with
 a typed error (\`PublishTimeoutError\`, whose message says the event may or may not be
-stored). Before the failed ones are published again, the stream is read to count how many
+stored, and when publishing it again stores it at most once: within the duplicate window,
+or at any delay through \`publishAll\` with \`resume\` — scenario 11). Before the failed ones are published again, the stream is read to count how many
 of them were stored anyway — the ambiguity the error describes. A live subscriber
 must resume and receive what was appended after the resume.
 
@@ -284,6 +286,31 @@ consumer is disconnected, not thinned out; a restart; a network cut) or a leader
 and both make every viewer read the journal from its last sequence before taking the feed
 again, which keeps the order; the hook's silent drops, or a route between cluster nodes
 that flaps, are the case above.`,
+  },
+  "11-producer-crash": {
+    title: "11. Producer killed (SIGKILL) mid-publish, restarted after the duplicate window",
+    method: `The events stream is provisioned with a short duplicate window (\`provision --duplicate-window 3s\`;
+the producers' publish deadline, 2 s, fits in it). A producer process appends a fixed list
+of events and is killed with SIGKILL once the journal holds a few hundred of them; it is
+started again with the same list only after the window has passed, when the stream no
+longer recognises a resent message id. Two producers, each on a namespace of its own:
+*unfenced*, one \`publishAll\` over three sessions (64 in flight), resumed with
+\`publishAll(events, { resume: { since } })\` where \`since\` is a time before the first
+attempt — the journal is read per session from then (headers only) and only what it lacks is
+published; *fenced*, one session, each event appended with \`expectedLastSeq\` set to the
+sequence of the one before, resumed by walking the chain again from 0 — a stored event is
+refused by its fence and found behind it (\`duplicate: true\` with its sequence), which fences the next. The
+journal is then read raw (not through jetloop) and each event id counted.
+
+Asserted: the kill came mid-publish (some stored, not all); the restart came after the
+window; the resumed run reported at least what was stored at the kill as already stored;
+the journal holds every event exactly once — 0 duplicated, 0 lost. The fenced producer
+needs nats-server 2.11 (fencing): on 2.10 only the unfenced one runs.`,
+    notes: `Without \`resume\`, the same restart stores a second copy of everything the first run had
+stored, acknowledged \`duplicate: false\` (test/integration/exactly-once.test.ts shows the
+resend past the window stored twice). \`resume\` is exact once the earlier attempt has ended
+(its process gone, or its appends settled): an append still in flight could land after the
+read. Its cost is one ordered consumer per session, reading message headers from \`since\`.`,
   },
 };
 

@@ -15,11 +15,13 @@ import { defaultRegistry, type JetloopEvent } from "./events/catalogue.js";
 import type { EventRegistry } from "./events/registry.js";
 import { JournalWriter } from "./publish/journal-writer.js";
 import { type PublishOptions, type PublishResult, Publisher } from "./publish/publisher.js";
+import { checkReconcileOptions, type ReconcileOptions, type StoredEvent, storedEvents } from "./publish/reconcile.js";
 import { JournalPosition } from "./streams/position.js";
 import { provisionParkedStream, provisionStream, type ProvisionReport } from "./streams/provision.js";
 import { defaultParkedStreamName, parseDuration } from "./streams/declared.js";
 import { type ConsumerFigures, type ConsumersReport, consumersReport } from "./streams/consumer-figures.js";
 import type { RetentionWarning } from "./streams/retention.js";
+import { checkDurability, checkMonitorUrls, type Durability, type DurabilityWarning, durabilityWarnings, type SyncSetting } from "./streams/durability.js";
 import { type Parked, ParkedStore } from "./parking/parked-store.js";
 import type { Delivery } from "./subscribe/delivery.js";
 import type { EventFilter } from "./subscribe/filter.js";
@@ -44,6 +46,35 @@ export interface ProvisionRequest {
   maxAge?: string;
   /** Retention: remove the oldest journal events past this many bytes. Default: no limit. */
   maxBytes?: number;
+  /**
+   * How long the stream recognises a resent event id (Go duration). Default `2m`. The
+   * server keeps an entry per append for this long (on every replica; about 130 bytes
+   * each, README "Guarantees"); past it, only a fenced append or `publishAll` with
+   * `resume` recognises its first copy.
+   */
+  duplicateWindow?: string;
+  /**
+   * `strict`: replicas 3 (a cluster is required), file storage, and the server's sync
+   * setting read from `monitor` and warned of unless it syncs before every ack. Default
+   * `default`: replicas as given or 3 on a cluster, the sync setting checked only when
+   * `monitor` is given.
+   */
+  durability?: Durability;
+  /** Monitoring URLs (`http://host:8222`) of the journal's servers: their /varz is read for the sync setting. */
+  monitor?: string[];
+}
+
+export interface PublishAllOptions extends PublishOptions {
+  /**
+   * Resuming a batch that may be partly stored (the producer crashed, or appends failed
+   * with PublishTimeoutError): the journal is read for the batch's sessions from
+   * `since` (no later than the first attempt to publish any of them), and only the events it
+   * does not hold are published; the others resolve as `duplicate: true` with their
+   * journal sequence. Safe at any delay once the earlier attempt has ended (its process
+   * is gone or its appends have settled): an append of it still in flight could land
+   * after the read.
+   */
+  readonly resume?: ReconcileOptions;
 }
 
 export interface BusProvisionReport extends ProvisionReport {
@@ -51,6 +82,8 @@ export interface BusProvisionReport extends ProvisionReport {
   readonly parked: ProvisionReport;
   /** Retention limits in force that can remove events a durable has not acknowledged. */
   readonly warnings: readonly RetentionWarning[];
+  /** The sync settings read, and what can lose acknowledged events on a crash or power loss. */
+  readonly durability: { readonly profile: Durability; readonly settings: readonly SyncSetting[]; readonly warnings: readonly DurabilityWarning[] };
 }
 
 /** Listeners for permission violations the server reports asynchronously. */
@@ -165,13 +198,31 @@ export class Jetloop<E = JetloopEvent> {
   /**
    * Publishes many events pipelined: all in flight at once (bounded by `maxInFlight`),
    * results in the order given. Rejects with the first failure, after all have settled.
+   * With `resume`, events the journal already holds are not published again (at any delay).
    */
-  async publishAll(events: Iterable<E>, options?: PublishOptions): Promise<PublishResult[]> {
-    const pending = [...events].map((e) => this.publish(e, options));
+  async publishAll(events: Iterable<E>, options: PublishAllOptions = {}): Promise<PublishResult[]> {
+    const { resume, ...publishOptions } = options;
+    const all = [...events];
+    const stored = resume === undefined ? undefined : await this.storedEvents(all, checkReconcileOptions(resume));
+    const pending = all.map((e) => {
+      const held = stored?.get((e as { eventId?: string }).eventId ?? "");
+      if (held) return Promise.resolve<PublishResult>({ journalSeq: held.journalSeq, duplicate: true, subject: held.subject, eventId: (e as { eventId: string }).eventId });
+      return this.publish(e, publishOptions);
+    });
     const settled = await Promise.allSettled(pending);
     const failed = settled.find((s) => s.status === "rejected");
     if (failed) throw failed.reason;
     return settled.map((s) => (s as PromiseFulfilledResult<PublishResult>).value);
+  }
+
+  /**
+   * Which of `events` the journal holds, by event id, read from `since` on their sessions'
+   * journal subjects: for a producer that may or may not have stored them (a crash, a
+   * PublishTimeoutError) and wants to publish only the rest, past the duplicate window.
+   */
+  storedEvents(events: Iterable<E>, options: ReconcileOptions): Promise<Map<string, StoredEvent>> {
+    if (this.#closed) return Promise.reject(new ConnectionClosedError("the bus is closed"));
+    return storedEvents(this.#ctx, events, options);
   }
 
   /**
@@ -216,8 +267,20 @@ export class Jetloop<E = JetloopEvent> {
   async provision(request: ProvisionRequest = {}): Promise<BusProvisionReport> {
     const maxAge = request.maxAge === undefined ? undefined : parseRetention("maxAge", () => parseDuration(request.maxAge!));
     const maxBytes = request.maxBytes === undefined ? undefined : parseRetention("maxBytes", () => request.maxBytes!);
+    const duplicateWindow = request.duplicateWindow === undefined ? undefined : parseRetention("duplicateWindow", () => parseDuration(request.duplicateWindow!));
+    if (duplicateWindow !== undefined && maxAge !== undefined && duplicateWindow > maxAge) throw new OptionsError("duplicateWindow", "must not exceed maxAge");
+    if (duplicateWindow !== undefined && duplicateWindow < this.settings.publishDeadlineMs * 1e6) {
+      throw new OptionsError("duplicateWindow", `must be at least the publish deadline (${this.settings.publishDeadlineMs} ms): an append resent after the window would be stored twice`);
+    }
+    const profile = checkDurability(request.durability);
+    const monitor = checkMonitorUrls(request.monitor);
+    const clustered = Boolean(this.nc.info?.cluster);
+    if (profile === "strict") {
+      if (!clustered) throw new OptionsError("durability", "strict needs a cluster (replicas 3); this server is not part of one");
+      if (request.replicas !== undefined && request.replicas < 3) throw new OptionsError("replicas", "strict durability needs at least 3");
+    }
     const jsm = await this.jetstreamManager();
-    const replicas = request.replicas ?? (this.nc.info?.cluster ? 3 : 1);
+    const replicas = request.replicas ?? (clustered ? 3 : 1);
     const mode = request.mode ?? "apply";
     const report = await provisionStream(jsm, {
       namespace: this.namespace,
@@ -227,17 +290,26 @@ export class Jetloop<E = JetloopEvent> {
       mode,
       maxAge,
       maxBytes,
+      duplicateWindow,
       serverVersion: this.serverVersion,
     });
     const parked = await provisionParkedStream(jsm, { namespace: this.namespace, stream: this.parked.stream, replicas, mode, serverVersion: this.serverVersion });
     const missing = (r: ProvisionReport) => r.drift.some((d) => d.field === "name" && d.live === undefined);
     const warnings = missing(report) ? [] : (await consumersReport(jsm, this.stream, missing(parked) ? undefined : this.parked)).warnings;
-    return { ...report, parked, warnings };
+    const durability = { profile, ...(await durabilityWarnings(this.stream, monitor, replicas, profile)) };
+    return { ...report, parked, warnings, durability };
   }
 
-  /** Every durable of the namespace with its lag, parked count and retention warnings. */
-  async consumers(): Promise<ConsumersReport> {
-    return consumersReport(await this.jetstreamManager(), this.stream, this.parked);
+  /**
+   * Every durable of the namespace with its lag, parked count and retention warnings; with
+   * `monitor`, also a warning for each server that acknowledges before syncing.
+   */
+  async consumers(options: { monitor?: string[] } = {}): Promise<ConsumersReport & { durabilityWarnings: readonly DurabilityWarning[] }> {
+    const monitor = checkMonitorUrls(options.monitor);
+    const report = await consumersReport(await this.jetstreamManager(), this.stream, this.parked);
+    if (monitor.length === 0) return { ...report, durabilityWarnings: [] };
+    // Replicas matter to the strict profile only; the default one warns of the sync setting alone.
+    return { ...report, durabilityWarnings: (await durabilityWarnings(this.stream, monitor, 3, "default")).warnings };
   }
 
   /** One durable's figures, or undefined when there is no such durable. */

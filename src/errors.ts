@@ -172,10 +172,15 @@ export class PublishTimeoutError extends JetloopError {
     readonly eventId: string,
     readonly attempts: number,
     readonly deadlineMs: number,
+    /** The append carried a fence (expectedLastSeq). */
+    readonly fenced = false,
   ) {
     super(
       "PUBLISH_TIMEOUT",
-      `no ack for event ${eventId} within ${deadlineMs} ms after ${attempts} attempts; it may or may not be stored — publishing it again is safe (same message id)`,
+      `no ack for event ${eventId} within ${deadlineMs} ms after ${attempts} attempts; it may or may not be stored — ` +
+        (fenced
+          ? "publishing it again with the same expectedLastSeq stores it at most once at any delay"
+          : "publishing it again stores it at most once only within the stream's duplicate window of its first attempt (2m unless provisioned otherwise); later, publishAll with resume.since no later than the first attempt, or storedEvents(), finds whether it is stored"),
     );
   }
 }

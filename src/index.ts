@@ -152,6 +152,9 @@ export {
   type DecodeError,
 } from "./codec/codec.js";
 export { connect, fromConnection, Jetloop, type BusProvisionReport, type ConnectOptions, type ProvisionRequest } from "./bus.js";
+export { type PublishAllOptions } from "./bus.js";
+export { type ReconcileOptions, type StoredEvent } from "./publish/reconcile.js";
+export { type Durability, type DurabilityWarning, type SyncSetting } from "./streams/durability.js";
 export type { ConnectionSettings } from "./connection/connect.js";
 export type { BusOptions, BusSettings } from "./connection/options.js";
 export { FEATURES, MINIMUM_SERVER, type Feature } from "./connection/server-version.js";

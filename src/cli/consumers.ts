@@ -3,7 +3,7 @@ import { connect } from "../bus.js";
 import type { ConsumerFigures } from "../streams/consumer-figures.js";
 import { connectionFlags, connectionHelp, connectOptions, parse } from "./args.js";
 
-export const consumersHelp = `jetloop consumers [--json]
+export const consumersHelp = `jetloop consumers [--json] [--monitor URL]...
 
 Lists every durable consumer of the namespace with its lag: pending (not yet
 delivered), ack pending (delivered, waiting for an ack), redelivered, parked, last
@@ -11,7 +11,9 @@ activity, and how far its ack floor is behind the journal's last sequence. Warns
 stderr when a retention limit of the events stream can remove events a durable has
 not acknowledged.
 
-  --json   one JSON object per durable, then one per warning
+  --json          one JSON object per durable, then one per warning
+  --monitor URL   a journal server's monitoring URL (http://host:8222), repeatable: warns
+                  when it acknowledges appends before syncing them to disk
 
 ${connectionHelp}`;
 
@@ -28,14 +30,18 @@ function line(c: ConsumerFigures): string {
 }
 
 export async function consumersCommand(argv: string[], out: (s: string) => void, err: (s: string) => void): Promise<number> {
-  const { values } = parse(() => parseArgs({ args: argv, options: { ...connectionFlags, json: { type: "boolean" } }, strict: true }));
+  const { values } = parse(() => parseArgs({ args: argv, options: { ...connectionFlags, json: { type: "boolean" }, monitor: { type: "string", multiple: true } }, strict: true }));
   if (values.help) {
     out(consumersHelp);
     return 0;
   }
   const bus = await connect(connectOptions(values));
   try {
-    const report = await bus.consumers();
+    const report = await bus.consumers({ monitor: values.monitor });
+    for (const w of report.durabilityWarnings) {
+      if (values.json) out(JSON.stringify({ warning: w.message, monitor: w.monitorUrl }));
+      err(`warning: ${w.message}`);
+    }
     for (const c of report.consumers) out(values.json ? JSON.stringify(c) : line(c));
     for (const w of report.warnings) {
       if (values.json) out(JSON.stringify({ warning: w.message, durable: w.durable, unacknowledged: w.unacknowledged, limits: w.limits }));

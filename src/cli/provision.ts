@@ -2,12 +2,14 @@ import { connect } from "../bus.js";
 import { parseArgs } from "node:util";
 import { parseDuration } from "../streams/declared.js";
 import type { ProvisionReport } from "../streams/provision.js";
+import { checkDurability, checkMonitorUrls, type Durability } from "../streams/durability.js";
 import { connectionFlags, connectionHelp, connectOptions, parse, positiveInt, UsageError } from "./args.js";
 
 /** A verify of a stream that does not exist: reported as one drift of its name. */
 const isMissing = (r: ProvisionReport) => r.action === "drifted" && r.drift.some((d) => d.field === "name" && d.live === undefined);
 
 export const provisionHelp = `jetloop provision [--verify] [--replicas N] [--max-event-bytes N] [--max-age D] [--max-bytes N]
+                  [--duplicate-window D] [--durability default|strict] [--monitor URL]...
 
 Creates or updates the events stream from streams/events.json and the parked store
 from streams/parked.json, idempotently. Prints each field that differed. A live
@@ -21,6 +23,13 @@ durable has not acknowledged.
   --max-age D           retention: remove journal events older than D (Go duration, e.g. 720h);
                         default none, the journal is kept (provisioning without it removes a limit)
   --max-bytes N         retention: remove the oldest journal events past N bytes; default none
+  --duplicate-window D  how long a resent event id is recognised (Go duration; default 2m, at
+                        least the publish deadline; provisioning without it sets 2m again);
+                        the server keeps ~130 bytes per append for that long on each replica
+  --durability P        strict: replicas 3 (a cluster), file storage, and every --monitor
+                        server must sync before acking; default: as before
+  --monitor URL         a journal server's monitoring URL (http://host:8222), repeatable: its
+                        /varz sync setting is read, and a server that acks before syncing warned of
 
 ${connectionHelp}`;
 
@@ -28,7 +37,7 @@ export async function provisionCommand(argv: string[], out: (s: string) => void,
   const { values } = parse(() =>
     parseArgs({
       args: argv,
-      options: { ...connectionFlags, verify: { type: "boolean" }, replicas: { type: "string" }, "max-event-bytes": { type: "string" }, "max-age": { type: "string" }, "max-bytes": { type: "string" } },
+      options: { ...connectionFlags, verify: { type: "boolean" }, replicas: { type: "string" }, "max-event-bytes": { type: "string" }, "max-age": { type: "string" }, "max-bytes": { type: "string" }, "duplicate-window": { type: "string" }, durability: { type: "string" }, monitor: { type: "string", multiple: true } },
       strict: true,
     }),
   );
@@ -43,13 +52,23 @@ export async function provisionCommand(argv: string[], out: (s: string) => void,
     replicas: positiveInt("replicas", values.replicas),
     maxAge: values["max-age"],
     maxBytes: positiveInt("max-bytes", values["max-bytes"]),
+    duplicateWindow: values["duplicate-window"],
+    durability: values.durability as Durability | undefined,
+    monitor: values.monitor,
   } as const;
-  if (request.maxAge !== undefined) {
+  for (const [flag, d] of [["--max-age", request.maxAge], ["--duplicate-window", request.duplicateWindow]] as const) {
+    if (d === undefined) continue;
     try {
-      parseDuration(request.maxAge);
+      parseDuration(d);
     } catch (e) {
-      throw new UsageError(`--max-age ${(e as Error).message}`);
+      throw new UsageError(`${flag} ${(e as Error).message}`);
     }
+  }
+  try {
+    checkDurability(request.durability);
+    checkMonitorUrls(request.monitor);
+  } catch (e) {
+    throw new UsageError((e as Error).message);
   }
   const bus = await connect({ ...connectOptions(values), ...(maxEventBytes ? { maxEventBytes } : {}) });
   try {
@@ -64,6 +83,8 @@ export async function provisionCommand(argv: string[], out: (s: string) => void,
       out(`stream ${r.stream}: ${r.action}`);
     }
     for (const w of report.warnings) err(`warning: ${w.message}`);
+    for (const w of report.durability.warnings) err(`warning: ${w.message}`);
+    for (const x of report.durability.settings) out(`server ${x.serverName ?? x.monitorUrl}: ${x.syncAlways ? "syncs before every ack (sync_interval: always)" : `syncs every ${x.syncIntervalNs / 1e9}s`}`);
     return report.action === "drifted" || report.parked.action === "drifted" ? 2 : 0;
   } finally {
     await bus.close();

@@ -5,7 +5,9 @@
  * reply subject under one wildcard inbox and the acks are matched by token, which is
  * what lets a producer keep hundreds of appends in flight. An ack that does not come
  * (timeout, no responders during a leader election) is ambiguous: the append is resent
- * with the same `Nats-Msg-Id`, so the stream's duplicate window makes the retry safe,
+ * with the same `Nats-Msg-Id`, so the stream's duplicate window makes the retry safe as
+ * long as the deadline is within the window (provisioning refuses a window shorter than
+ * the provisioning bus's deadline; a producer with a longer one must not use that stream),
  * until an ack arrives or the deadline passes. Nothing resolves without an ack, or, for a
  * fenced append refused as a conflict, without finding the append itself stored.
  */
@@ -23,6 +25,8 @@ import {
   PublishTimeoutError,
 } from "../errors.js";
 import { encodePooled } from "../codec/pooled-utf8.js";
+import { newId } from "../events/ids.js";
+import { sessionJournalSubject } from "../subjects/subjects.js";
 
 /** JetStream API error codes an ack can carry. */
 const WRONG_LAST_SEQUENCE = 10071;
@@ -32,6 +36,30 @@ const HEADER_MSG_ID = "Nats-Msg-Id";
 const HEADER_EXPECTED_STREAM = "Nats-Expected-Stream";
 const HEADER_EXPECTED_LAST_SUBJECT_SEQ = "Nats-Expected-Last-Subject-Sequence";
 const HEADER_EXPECTED_LAST_SUBJECT_SEQ_SUBJECT = "Nats-Expected-Last-Subject-Sequence-Subject";
+
+/** A safe integer's decimal digits at most: an expected last sequence. */
+const MAX_SEQ_DIGITS = String(Number.MAX_SAFE_INTEGER).length;
+/** A canonical UUID: every event id. */
+const EVENT_ID_LENGTH = 36;
+
+/**
+ * The most bytes jetloop's headers add to a journal append of `namespace` on `stream`:
+ * what max_payload and the stream's max_msg_size (both count headers) must hold beyond
+ * the event's own bytes. The fence subject is the longest header value that varies; every
+ * session id is a 36-character UUID.
+ */
+export function journalHeaderRoom(stream: string, namespace: string): number {
+  const fenceSubjectLength = sessionJournalSubject(namespace, newId()).length;
+  const line = (key: string, valueLength: number) => key.length + 2 + valueLength + 2;
+  return (
+    "NATS/1.0\r\n".length +
+    line(HEADER_MSG_ID, EVENT_ID_LENGTH) +
+    line(HEADER_EXPECTED_STREAM, stream.length) +
+    line(HEADER_EXPECTED_LAST_SUBJECT_SEQ, MAX_SEQ_DIGITS) +
+    line(HEADER_EXPECTED_LAST_SUBJECT_SEQ_SUBJECT, fenceSubjectLength) +
+    2
+  );
+}
 
 export interface AppendRequest {
   readonly subject: string;
@@ -235,7 +263,7 @@ export class JournalWriter {
   #onTimeout(p: PendingAppend): void {
     if (p.settled) return;
     if (Date.now() >= p.deadline) {
-      this.#settle(p, new PublishTimeoutError(p.request.subject, p.request.eventId, p.attempts, this.#settings.publishDeadlineMs));
+      this.#settle(p, new PublishTimeoutError(p.request.subject, p.request.eventId, p.attempts, this.#settings.publishDeadlineMs, p.request.expectedLastSeq !== undefined));
       return;
     }
     this.#log.debug({ eventId: p.request.eventId, attempt: p.attempts }, "ack timed out; resending with the same message id");
@@ -319,7 +347,7 @@ export class JournalWriter {
     if (p.settled) return;
     const delay = Math.min(50 * 2 ** Math.min(p.attempts, 6), 2000);
     if (Date.now() + delay >= p.deadline) {
-      this.#settle(p, new PublishTimeoutError(p.request.subject, p.request.eventId, p.attempts, this.#settings.publishDeadlineMs));
+      this.#settle(p, new PublishTimeoutError(p.request.subject, p.request.eventId, p.attempts, this.#settings.publishDeadlineMs, p.request.expectedLastSeq !== undefined));
       return;
     }
     p.timer = setTimeout(() => this.#send(p), delay);

@@ -9,7 +9,7 @@ import { ConnectionClosedError, MessageTooLargeError, OptionsError, PublishError
 import type { EventRegistry } from "../events/registry.js";
 import { requireFeature } from "../connection/server-version.js";
 import { sessionJournalSubject, validEventSubject } from "../subjects/subjects.js";
-import { FixedHeaders, type JournalWriter } from "./journal-writer.js";
+import { FixedHeaders, journalHeaderRoom, type JournalWriter } from "./journal-writer.js";
 import { PreviewConfirmation } from "./preview-confirmation.js";
 
 /** Header on a live preview: the last journal sequence its loop had written when it was sent. */
@@ -56,10 +56,24 @@ export class Publisher<E> {
   constructor(
     private readonly nc: NatsConnection,
     private readonly writer: JournalWriter,
-    private readonly settings: { namespace: string; maxEventBytes: number; serverVersion: string },
+    private readonly settings: { namespace: string; stream: string; maxEventBytes: number; serverVersion: string },
     private readonly registry: EventRegistry<E>,
   ) {
     this.#previews = new PreviewConfirmation(nc);
+    this.#headerRoom = journalHeaderRoom(settings.stream, settings.namespace);
+  }
+
+  readonly #headerRoom: number;
+
+  /**
+   * The codec's cap for this connection: `maxEventBytes`, lowered so that an event at the
+   * cap plus jetloop's headers fits the server's max_payload (which counts headers). An
+   * event the codec accepts always fits; the stream's max_msg_size is provisioned with
+   * the same room (provision.ts).
+   */
+  get maxEventBytes(): number {
+    const max = this.nc.info?.max_payload;
+    return max === undefined ? this.settings.maxEventBytes : Math.max(0, Math.min(this.settings.maxEventBytes, max - this.#headerRoom));
   }
 
   /** The server refused a publish on `subject` (its permissions): fails previews waiting on it. */
@@ -69,7 +83,7 @@ export class Publisher<E> {
 
   async publish(event: E, options: PublishOptions = {}): Promise<PublishResult> {
     if (options.fireAndForget !== undefined && typeof options.fireAndForget !== "boolean") throw new OptionsError("fireAndForget", "must be a boolean");
-    const { event: valid, bytes, definition } = encodeValidated(event, { registry: this.registry, maxBytes: this.settings.maxEventBytes, pooled: true });
+    const { event: valid, bytes, definition } = encodeValidated(event, { registry: this.registry, maxBytes: this.maxEventBytes, pooled: true });
     const header = valid as unknown as Header;
     const address = { sessionId: header.sessionId, loopId: header.loopId, family: definition.family, type: definition.type };
     if (definition.class === "ephemeral") {

@@ -6,6 +6,7 @@
 import { readFileSync } from "node:fs";
 import { OptionsError } from "../errors.js";
 import { checkNamespace } from "../subjects/subjects.js";
+import { journalHeaderRoom } from "../publish/journal-writer.js";
 
 const STREAMS_DIR = new URL("../../streams/", import.meta.url);
 
@@ -69,11 +70,24 @@ export interface StreamVars {
   maxAge?: number;
   /** Retention: the oldest events are removed past this many bytes. Default -1, no limit. */
   maxBytes?: number;
+  /** How long (ns) the stream recognises a resent message id. Default 2 minutes. */
+  duplicateWindow?: number;
+}
+
+/** The stream's default duplicate window, in ns (streams/events.json's fallback). */
+export const DEFAULT_DUPLICATE_WINDOW_NS = 120e9;
+
+/**
+ * The stream's max_msg_size: an event at the codec's cap plus jetloop's headers (the
+ * server counts headers against it), so an event the codec accepts is never refused.
+ */
+export function journalMaxMsgSize(vars: Pick<StreamVars, "namespace" | "stream" | "maxEventBytes">): number {
+  return vars.maxEventBytes + journalHeaderRoom(vars.stream, vars.namespace);
 }
 
 /** The declared events stream configuration, in JetStream API form (durations in ns). */
 export function declaredStreamConfig(vars: StreamVars): Record<string, unknown> {
-  return render(load("events.json"), { ...vars, maxAge: vars.maxAge ?? 0, maxBytes: vars.maxBytes ?? -1 }) as Record<string, unknown>;
+  return render(load("events.json"), { ...vars, maxMsgSize: journalMaxMsgSize(vars), maxAge: vars.maxAge ?? 0, maxBytes: vars.maxBytes ?? -1, duplicateWindow: vars.duplicateWindow ?? DEFAULT_DUPLICATE_WINDOW_NS }) as Record<string, unknown>;
 }
 
 /** The declared parked store configuration (`streams/parked.json`), in JetStream API form. */

@@ -27,12 +27,15 @@ export interface JournalRange {
   readonly toSeq: number;
   /** Messages pulled at once. */
   readonly batch: number;
+  /** Deliver headers without payloads (reconciling reads only message ids). */
+  readonly headersOnly?: boolean;
 }
 
 export async function* readJournalRange(js: JetStreamClient, stream: string, range: JournalRange, what: string): AsyncGenerator<JsMsg, void, undefined> {
   const opts: Partial<OrderedConsumerOptions> = {
     filter_subjects: range.subjects.length === 1 ? range.subjects[0]! : [...range.subjects],
   };
+  if (range.headersOnly) opts.headers_only = true;
   if ("seq" in range.from) {
     opts.deliver_policy = DeliverPolicy.StartSequence;
     opts.opt_start_seq = range.from.seq;

@@ -7,6 +7,7 @@ import { jetloop } from "../harness/cli.js";
 import { Reader } from "../harness/reader.js";
 import { waitFor } from "../harness/async.js";
 import { natsUrl, uniqueNamespace } from "../harness/context.js";
+import { journalHeaderRoom } from "../../src/publish/journal-writer.js";
 
 describe("jetloop CLI", () => {
   it("prints help for every command and refuses bad usage", async () => {
@@ -44,7 +45,8 @@ describe("jetloop CLI", () => {
     expect(again.stdout).toContain("unchanged");
     const drift = await jetloop(["provision", "--verify", "--max-event-bytes", "2048", ...base]);
     expect(drift.code).toBe(2);
-    expect(drift.stdout).toContain("max_msg_size: live 1048576 → declared 2048");
+    const room = journalHeaderRoom(`${ns}_journal`, ns);
+    expect(drift.stdout).toContain(`max_msg_size: live ${1048576 + room} → declared ${2048 + room}`);
   });
 
   it("replays a bounded range as lines or JSON, reporting malformed messages on stderr", async () => {

@@ -16,6 +16,7 @@ import {
 } from "../../src/index.js";
 import { connectTest, natsServers, uniqueNamespace } from "../harness/context.js";
 import { rejection } from "../harness/async.js";
+import { journalMaxMsgSize } from "../../src/streams/declared.js";
 
 const HOUR = 3600e9;
 
@@ -56,6 +57,7 @@ describe("provision", () => {
       drift: [],
       parked: { stream: bus.parked.stream, action: "created", drift: [] },
       warnings: [],
+      durability: { profile: "default", settings: [], warnings: [] },
     });
     const live = await liveConfig(bus.stream);
     expect(diffStreamConfig(live as unknown as Record<string, unknown>, declared(bus))).toEqual([]);
@@ -66,7 +68,7 @@ describe("provision", () => {
       retention: RetentionPolicy.Limits,
       num_replicas: 1,
       duplicate_window: 2 * 60e9,
-      max_msg_size: bus.settings.maxEventBytes,
+      max_msg_size: journalMaxMsgSize(bus.settings),
       // No retention unless asked for: the journal is kept.
       max_age: 0,
       max_bytes: -1,
@@ -83,7 +85,7 @@ describe("provision", () => {
     await bus.publish(createEvent("SessionStarted", { sessionId: newId() }));
     const before = await jsm.streams.info(bus.stream);
 
-    const unchanged = { stream: bus.stream, action: "unchanged", drift: [], parked: { stream: bus.parked.stream, action: "unchanged", drift: [] }, warnings: [] };
+    const unchanged = { stream: bus.stream, action: "unchanged", drift: [], parked: { stream: bus.parked.stream, action: "unchanged", drift: [] }, warnings: [], durability: { profile: "default", settings: [], warnings: [] } };
     for (let i = 0; i < 3; i++) expect(await bus.provision()).toEqual(unchanged);
     expect(await bus.provision({ mode: "verify" })).toEqual(unchanged);
     // Another process (its own connection) sees the same.
@@ -107,6 +109,7 @@ describe("provision", () => {
       drift: [{ field: "name", live: undefined, desired: bus.stream, updatable: true }],
       parked: { stream: bus.parked.stream, action: "drifted", drift: [{ field: "name", live: undefined, desired: bus.parked.stream, updatable: true }] },
       warnings: [],
+      durability: { profile: "default", settings: [], warnings: [] },
     });
     expect(await rejection(jsm.streams.info(bus.stream))).toBeTruthy();
     expect(await rejection(jsm.streams.info(bus.parked.stream))).toBeTruthy();
@@ -144,10 +147,10 @@ describe("provision", () => {
     expect(await bigger.provision({ mode: "verify" })).toMatchObject({
       stream: bus.stream,
       action: "drifted",
-      drift: [{ field: "max_msg_size", live: bus.settings.maxEventBytes, desired: 4 * 1024 * 1024, updatable: true }],
+      drift: [{ field: "max_msg_size", live: journalMaxMsgSize(bus.settings), desired: journalMaxMsgSize(bigger.settings), updatable: true }],
       parked: { action: "unchanged" },
     });
-    expect((await liveConfig(bus.stream)).max_msg_size).toBe(bus.settings.maxEventBytes);
+    expect((await liveConfig(bus.stream)).max_msg_size).toBe(journalMaxMsgSize(bus.settings));
   });
 
   it("refuses an incompatible live stream (memory storage, work-queue retention) with ProvisionDriftError and leaves it untouched", async () => {

@@ -4,6 +4,7 @@
 import { createServer, type Server } from "node:net";
 import { DeliverPolicy, jetstream, jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { connect as natsConnect, headers as natsHeaders, type NatsConnection } from "@nats-io/transport-node";
+import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   connect,
@@ -14,7 +15,6 @@ import {
   fromConnection,
   type Jetloop,
   marshalEvent,
-  MessageTooLargeError,
   newId,
   NIL_UUID,
   NotProvisionedError,
@@ -27,6 +27,7 @@ import {
   type JetloopEvent,
 } from "../../src/index.js";
 import { supports } from "../../src/connection/server-version.js";
+import { journalHeaderRoom } from "../../src/publish/journal-writer.js";
 import { connectTest, natsServerFlavor, natsServers, natsServerVersion, uniqueNamespace } from "../harness/context.js";
 import { startServer, type NatsServer } from "../harness/server.js";
 import { rejection, waitFor } from "../harness/async.js";
@@ -531,40 +532,48 @@ describe("a server whose max_payload (2048) is smaller than the event", () => {
     return e;
   }
 
-  it("refuses with MessageTooLargeError: over max_payload, and within it until the headers are counted", async () => {
+  /** The codec's cap on this server: max_payload less the room jetloop's headers may take. */
+  const cap = () => 2048 - journalHeaderRoom(small.stream, ns);
+
+  it("the codec's cap leaves room for the headers: what it refuses is EventEncodeError, never the server's MessageTooLargeError", async () => {
     expect(small.nc.info?.max_payload).toBe(2048);
-    for (const size of [3000, 2049, 2048, 2000]) {
+    for (const size of [3000, 2049, 2048, 2000, cap() + 1]) {
       const err = await rejection(small.publish(eventOfSize(size)));
-      expect(err, `${size} bytes`).toBeInstanceOf(MessageTooLargeError);
-      expect(err).toMatchObject({ code: "MESSAGE_TOO_LARGE", limit: "max_payload", max: 2048 });
-      expect((err as MessageTooLargeError).size).toBeGreaterThan(2048);
+      expect(err, `${size} bytes`).toBeInstanceOf(EventEncodeError);
+      expect(err).toMatchObject({ code: "EVENT_ENCODE", reason: "too_large" });
     }
     // A preview too big for the server as well.
     const c = coords();
     const err = await rejection(small.publish(createEvent("ToolCallCompleted", { ...c, toolExecutionId: newId(), resultPreview: "y".repeat(2048) })));
-    expect(err).toBeInstanceOf(MessageTooLargeError);
+    expect(err).toBeInstanceOf(EventEncodeError);
     expect(await messageCount(admin, small.stream)).toBe(0);
-    // What fits, with its headers, is stored.
-    expect((await small.publish(eventOfSize(1500))).journalSeq).toBe(1);
+    // At the cap, with its headers, it is stored.
+    expect((await small.publish(eventOfSize(cap()))).journalSeq).toBe(1);
     expect(await messageCount(admin, small.stream)).toBe(1);
   });
 
-  it("draws the line exactly: every size up to the limit is stored, every size past it is MessageTooLargeError", async () => {
-    const outcomes: { size: number; ok: boolean }[] = [];
-    for (let size = 1900; size <= 2000; size++) {
-      try {
-        await small.publish(eventOfSize(size));
-        outcomes.push({ size, ok: true });
-      } catch (e) {
-        // never the client library's own max_payload error (PublishError)
-        expect(e, `${size} bytes`).toBeInstanceOf(MessageTooLargeError);
-        outcomes.push({ size, ok: false });
-      }
-    }
-    const firstRefused = outcomes.findIndex((o) => !o.ok);
-    expect(firstRefused).toBeGreaterThan(0);
-    expect(outcomes.slice(firstRefused).every((o) => !o.ok)).toBe(true);
-    expect(await messageCount(admin, small.stream)).toBe(1 + firstRefused);
+  it("one size rule, at the edge with real headers: every event the codec accepts is stored, fenced or not; every other is refused by the codec", async () => {
+    const before = await messageCount(admin, small.stream);
+    let stored = 0;
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: -40, max: 40 }), fc.boolean(), async (delta, fenced) => {
+        const size = cap() + delta;
+        const options = fenced && FENCING ? { expectedLastSeq: 0 } : {};
+        const outcome = await small.publish(eventOfSize(size), options).then(
+          (r) => r,
+          (e: unknown) => e as Error,
+        );
+        if (size <= cap()) {
+          expect(outcome, `${size} bytes${fenced ? ", fenced" : ""}`).not.toBeInstanceOf(Error);
+          stored++;
+        } else {
+          expect(outcome).toBeInstanceOf(EventEncodeError);
+          expect(outcome).toMatchObject({ reason: "too_large" });
+        }
+      }),
+      { numRuns: 60 },
+    );
+    expect(await messageCount(admin, small.stream)).toBe(before + stored);
   });
 });
 

@@ -45,7 +45,7 @@ describe("the public surface (src/index.ts)", () => {
     expect(visible).toEqual(
       [
         "close", "consumer", "consumers", "jetstreamManager", "log", "namespace", "nc", "parked", "provision", "publish", "publishAll",
-        "registry", "replay", "serveGates", "serverVersion", "session", "settings", "stream", "subscribeEvents", "supports",
+        "registry", "replay", "serveGates", "serverVersion", "session", "settings", "storedEvents", "stream", "subscribeEvents", "supports",
       ].sort(),
     );
     // The same at run time: what the prototype carries, and no static factory.

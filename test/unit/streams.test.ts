@@ -11,6 +11,7 @@ import {
   SubjectError,
 } from "../../src/index.js";
 import { declaredConsumerTemplates, parseDuration } from "../../src/streams/declared.js";
+import { journalHeaderRoom } from "../../src/publish/journal-writer.js";
 import { feedRepublish, streamSubjects } from "../../src/subjects/subjects.js";
 
 const SECOND = 1e9;
@@ -81,7 +82,7 @@ describe("declaredStreamConfig", () => {
       discard: "old",
       num_replicas: 3,
       duplicate_window: 2 * MINUTE,
-      max_msg_size: DEFAULT_MAX_EVENT_BYTES,
+      max_msg_size: DEFAULT_MAX_EVENT_BYTES + journalHeaderRoom("acme_prod_journal", "acme.prod"),
       max_age: 0,
       max_bytes: -1,
       max_msgs: -1,
@@ -95,7 +96,7 @@ describe("declaredStreamConfig", () => {
   it("keeps whole-variable values typed (numbers stay numbers), drops $-keys, and captures the journal root only", () => {
     const c = declaredStreamConfig({ namespace: "jl", stream: "custom", maxEventBytes: 4096, replicas: 1 });
     expect(c.num_replicas).toBe(1);
-    expect(c.max_msg_size).toBe(4096);
+    expect(c.max_msg_size).toBe(4096 + journalHeaderRoom("custom", "jl"));
     expect(c.name).toBe("custom");
     expect(Object.keys(c).some((k) => k.startsWith("$"))).toBe(false);
     expect(c.subjects).toEqual(streamSubjects("jl"));

@@ -65,7 +65,7 @@ export async function serverRestartScenario(ctx: ScenarioContext, o: ServerResta
     const outcomes = await settledWithin("the producer", producer.done, 120_000);
     await restart.done();
 
-    // A typed failure says "publishing again is safe": do so, then every event is acked.
+    // A typed failure says a resend within the duplicate window stores at most once: resend now, then every event is acked.
     const failed = events.filter((_, i) => outcomes[i]!.status === "failed");
     const republished = failed.length > 0 ? await produce({ bus, events: failed, concurrency: 8 }).done : [];
 
