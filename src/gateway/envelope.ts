@@ -24,6 +24,15 @@ export const GATEWAY_ERRORS = {
   subscribe_failed: [500, "internal", "could not subscribe to session events"],
   gate_failed: [500, "internal", "could not respond to gate"],
   gate_capacity: [503, "gate_capacity", "gate capacity exceeded"],
+  // jetloop's own: the browser boundary and the resource bounds (src/gateway/README.md).
+  host_not_allowed: [403, "host_not_allowed", "host not allowed"],
+  origin_not_allowed: [403, "origin_not_allowed", "origin not allowed"],
+  unsupported_media_type: [415, "unsupported_media_type", "content type must be application/json"],
+  body_timeout: [408, "body_timeout", "request body not received in time"],
+  too_many_streams: [429, "too_many_streams", "too many event streams from this client"],
+  // jetloop's own: the journal's server unreachable, or the namespace never provisioned.
+  nats_unavailable: [503, "nats_unavailable", "journal server unavailable"],
+  not_provisioned: [503, "not_provisioned", "namespace not provisioned: run jetloop provision"],
 } as const satisfies Record<string, readonly [number, string, string]>;
 
 export type GatewayErrorName = keyof typeof GATEWAY_ERRORS;
@@ -35,10 +44,12 @@ export function sendJson(res: ServerResponse, status: number, json: string): voi
   res.end(body);
 }
 
+/** Worth retrying as is: gate_capacity (reference §6), and jetloop's transient ones. */
+const RETRYABLE: ReadonlySet<GatewayErrorName> = new Set(["gate_capacity", "too_many_streams", "nats_unavailable"]);
+
 export function errorBody(name: GatewayErrorName): string {
   const [, code, message] = GATEWAY_ERRORS[name];
-  // Only gate_capacity is worth retrying (reference §6).
-  return `{"error":{"code":${goJson(code)},"message":${goJson(message)},"retryable":${String(name === "gate_capacity")}}}`;
+  return `{"error":{"code":${goJson(code)},"message":${goJson(message)},"retryable":${String(RETRYABLE.has(name))}}}`;
 }
 
 export function sendError(res: ServerResponse, name: GatewayErrorName): void {

@@ -32,7 +32,7 @@ async function openGate(url: string, sid: string): Promise<string> {
   return waitFor("the gate to open", async () => ((await status(url, sid)).waiting_gate_id as string | undefined) ?? false, 5000);
 }
 
-const post = (url: string, body: string, headers: Record<string, string> = {}) => request(url, { method: "POST", body, headers });
+const post = (url: string, body: string, headers: Record<string, string> = {}) => request(url, { method: "POST", body, headers: { "Content-Type": "application/json", ...headers } });
 const code = (body: string) => (JSON.parse(body) as { error: { code: string } }).error.code;
 
 describe("gate answers", () => {
