@@ -16,6 +16,9 @@ export const GATEWAY_ERRORS = {
   gate_kind_mismatch: [400, "gate_kind_mismatch", "gate kind mismatch"],
   unauthorized: [401, "unauthorized", "authentication required"],
   session_not_found: [404, "session_not_found", "session not found"],
+  // The session exists but no loop actor listens now: the Go handler's answer for a session
+  // not live here, retryable (the loop actor may come back).
+  session_unreachable: [404, "session_not_found", "session not found"],
   gate_not_found: [404, "gate_not_found", "gate not found"],
   gate_not_ready: [409, "gate_not_ready", "gate not ready"],
   list_failed: [500, "internal", "could not list sessions"],
@@ -45,7 +48,7 @@ export function sendJson(res: ServerResponse, status: number, json: string): voi
 }
 
 /** Worth retrying as is: gate_capacity (reference §6), and jetloop's transient ones. */
-const RETRYABLE: ReadonlySet<GatewayErrorName> = new Set(["gate_capacity", "too_many_streams", "nats_unavailable"]);
+const RETRYABLE: ReadonlySet<GatewayErrorName> = new Set(["gate_capacity", "session_unreachable", "too_many_streams", "nats_unavailable"]);
 
 export function errorBody(name: GatewayErrorName): string {
   const [, code, message] = GATEWAY_ERRORS[name];

@@ -214,7 +214,8 @@ async function gate(ctx: Context, req: IncomingMessage, res: ServerResponse, raw
     const key = req.headers["idempotency-key"];
     const commandId = commandIdFor(sid, answer, typeof key === "string" && key !== "" ? key : undefined);
     const failed = await sendAnswer(ctx.bus, sid, opened.loopId, { ...answer, commandId }, ctx.settings.answerTimeoutMs);
-    if (failed !== undefined) return sendError(res, failed);
+    // The session's journal exists (checked above), so not found here means no loop actor listens.
+    if (failed !== undefined) return sendError(res, failed === "session_not_found" ? "session_unreachable" : failed);
     sendJson(res, 202, "{}");
   } catch (e) {
     sendError(res, ctx.health.failure(e, "gate_failed", { sessionId: sid, gateId: gid }, "could not respond to gate"));

@@ -87,7 +87,7 @@ describe("gate answers", () => {
     expect((await answered).answer).toBe("dev");
   });
 
-  it("says session_not_found when no loop actor listens, gate_capacity when it does not answer in time", async () => {
+  it("says session_not_found (retryable) when no loop actor listens, gate_capacity when it does not answer in time", async () => {
     const sid2 = newId();
     const loop2 = newId();
     const g2 = await bus.serveGates(sid2, loop2);
@@ -96,7 +96,7 @@ describe("gate answers", () => {
     await g2.close();
     const url = `${gw.url}/v1/sessions/${sid2}/gates/${gid}`;
     const gone = await post(url, '{"action":"Approve"}');
-    expect([gone.status, code(gone.body)]).toEqual([404, "session_not_found"]);
+    expect([gone.status, gone.body]).toEqual([404, '{"error":{"code":"session_not_found","message":"session not found","retryable":true}}\n']);
     // A loop actor that never replies.
     const mute = bus.nc.subscribe(`${bus.namespace}.cmd.${sid2}.${loop2}.answer`);
     await bus.nc.flush();
