@@ -129,7 +129,9 @@ describe("status and list", () => {
     const page = JSON.parse((await request(`${gw.url}/v1/sessions?skip=1&limit=1`)).body) as Record<string, unknown>;
     expect(page).toMatchObject({ skip: 1, limit: 1, next_skip: total > 2 ? 2 : 0, done: total <= 2 });
     const st = await status(gw.url, ids[0]!);
-    expect(st).toMatchObject({ state: "failed", updated_at: "2026-11-29T10:00:02Z" });
+    // As the Go catalog folds it: TurnFailed is no activity (updated_at is TurnStarted's) and keeps the active turn.
+    expect(st).toMatchObject({ state: "failed", updated_at: "2026-11-29T10:00:01Z" });
+    expect(st.active_turn_id).toBeDefined();
     expect((st.last_turn as { event: { type: string } }).event.type).toBe("TurnFailed");
   });
 });
