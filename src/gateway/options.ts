@@ -49,20 +49,26 @@ const shape = z.strictObject({
 export type GatewayOptions = z.input<typeof shape>;
 export type GatewaySettings = z.output<typeof shape> & { readonly boundary: BoundarySettings };
 
-export function parseGatewayOptions(options: GatewayOptions): GatewaySettings {
-  const r = shape.safeParse(options);
+/** Parses with a schema; the first issue is an OptionsError naming the option. */
+function parseWith<S extends z.ZodType>(schema: S, options: unknown): z.output<S> {
+  const r = schema.safeParse(options);
   if (!r.success) {
     const issue = r.error.issues[0]!;
     throw new OptionsError(issue.path.join(".") || "options", issue.message);
   }
-  if (r.data.token !== undefined && r.data.authenticate !== undefined) throw new OptionsError("token", "give token or authenticate, not both");
-  if (r.data.previewDropBytes > r.data.maxBufferedBytes) throw new OptionsError("previewDropBytes", "must not exceed maxBufferedBytes");
-  const boundary = parseBoundaryLists(r.data.allowedHosts, r.data.allowedOrigins);
+  return r.data;
+}
+
+export function parseGatewayOptions(options: GatewayOptions): GatewaySettings {
+  const data = parseWith(shape, options);
+  if (data.token !== undefined && data.authenticate !== undefined) throw new OptionsError("token", "give token or authenticate, not both");
+  if (data.previewDropBytes > data.maxBufferedBytes) throw new OptionsError("previewDropBytes", "must not exceed maxBufferedBytes");
+  const boundary = parseBoundaryLists(data.allowedHosts, data.allowedOrigins);
   if ("bad" in boundary) {
     const what = boundary.bad === "allowedHosts" ? "a host name or IP literal (IPv6 in brackets), no port" : "an origin scheme://host[:port] (http or https)";
     throw new OptionsError(boundary.bad, `${JSON.stringify(boundary.value)} is not ${what}`);
   }
-  return { ...r.data, boundary };
+  return { ...data, boundary };
 }
 
 const serverShape = z.strictObject({
@@ -76,10 +82,5 @@ export type ServerOptions = z.input<typeof serverShape>;
 export type ServerSettings = z.output<typeof serverShape>;
 
 export function parseServerOptions(options: ServerOptions): ServerSettings {
-  const r = serverShape.safeParse(options);
-  if (!r.success) {
-    const issue = r.error.issues[0]!;
-    throw new OptionsError(issue.path.join(".") || "options", issue.message);
-  }
-  return r.data;
+  return parseWith(serverShape, options);
 }

@@ -79,6 +79,31 @@ describe("the browser boundary over plain HTTP", () => {
   });
 });
 
+describe("cookie authentication behind the boundary", () => {
+  it("gets the same checks: a forged request carrying the cookie is refused before authentication", async () => {
+    const seen: string[] = [];
+    const cookieGw = await startGateway(bus, {
+      listen: "127.0.0.1:0",
+      authenticate: (req) => {
+        seen.push(req.method ?? "");
+        return req.headers.cookie === "jl=ok";
+      },
+    });
+    try {
+      const url = `${cookieGw.url}/v1/sessions/${sid}/gates/${newId()}`;
+      const forged = await request(url, { method: "POST", headers: { Cookie: "jl=ok", Origin: "http://localhost:1", "Content-Type": "text/plain" }, body: '{"action":"Approve"}' });
+      expect([forged.status, errorOf(forged.body).code]).toEqual([403, "origin_not_allowed"]);
+      const rebound = await raw(`${cookieGw.url}/v1/sessions`, { Cookie: "jl=ok", Host: "attacker.example" });
+      expect(rebound.status).toBe(403);
+      expect(seen).toEqual([]); // the authenticate function never ran for them
+      expect((await request(`${cookieGw.url}/v1/sessions`, { headers: { Cookie: "jl=ok" } })).status).toBe(200);
+      expect((await request(`${cookieGw.url}/v1/sessions`)).status).toBe(401);
+    } finally {
+      await cookieGw.close();
+    }
+  });
+});
+
 describe("bounded resources", () => {
   it("cuts a body that trickles in: 408 and the connection closed", async () => {
     const s = await openSocket(gw.url);
