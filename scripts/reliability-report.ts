@@ -312,6 +312,32 @@ resend past the window stored twice). \`resume\` is exact once the earlier attem
 (its process gone, or its appends settled): an append still in flight could land after the
 read. Its cost is one ordered consumer per session, reading message headers from \`since\`.`,
   },
+  "12-browser-boundary": {
+    title: "12. Browser boundary: another origin and a rebinding page against a default gateway",
+    method: `A default gateway (loopback, no token, no allowlist) holds a pending permission gate
+served by \`serveGates\`. Headless Chromium (Debian's chromium through playwright-core) opens
+a page from a second local HTTP server (\`http://localhost:<other port>\`, another origin)
+and, as that page's own script, tries to approve the gate: a no-cors \`fetch\` POST with
+\`text/plain\`, a \`fetch\` POST with \`application/json\` (which needs a preflight), an
+auto-submitted \`text/plain\` form whose field is shaped as the JSON body, and
+\`navigator.sendBeacon\`; and to read \`/v1/sessions\`. Then a DNS-rebinding page: Chromium
+resolves \`rebind.test\` to 127.0.0.1 (\`--host-resolver-rules\`), opens
+\`http://rebind.test:<gateway port>/v1/sessions\` and posts the approval as JSON from that
+page, which is same-origin to itself. The statuses are recorded on the gateway's side
+(preflights and favicon requests included). Afterwards the gateway's own page opens the
+session and clicks Approve, and a second gateway with the other origin in
+\`allowedOrigins\` is read from that page and sent a preflight.
+
+Asserted: every attempt reached the gateway and every answer was 403 (the row counts the
+attempts and those answered otherwise, which must be 0); the page saw only an opaque reply
+or a rejected fetch; the gate was still open afterwards and the loop had received
+nothing; the own page loaded (200) and its Approve reached the loop (\`approve\`); the
+allowlisted origin read the list (200) and its preflight passed (204).`,
+    notes: `The families of \`Host\`, \`Origin\` and \`Content-Type\` values behind these checks
+(case, ports, trailing dots, IPv6 forms, \`null\`, userinfo, missing headers) are generated
+in test/unit/gateway-boundary.test.ts; the model is in src/gateway/README.md ("The browser
+boundary").`,
+  },
 };
 
 function cell(v: string | number | boolean | null | undefined): string {

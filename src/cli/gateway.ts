@@ -1,6 +1,6 @@
 import { parseArgs } from "node:util";
 import { connect } from "../bus.js";
-import { startGateway } from "../gateway/listen.js";
+import { checkListenOptions, type ListenOptions, startGateway } from "../gateway/listen.js";
 import { feedModeSchema } from "../subscribe/options.js";
 import { connectionFlags, connectionHelp, connectOptions, parse, UsageError } from "./args.js";
 
@@ -16,6 +16,13 @@ from the journal and the live feed. Runs until interrupted (Ctrl-C).
   --feed namespace|loop    how SSE streams follow the live feed: one subscription on the
                            namespace's feed (default), or one per watched session/loop
   --max-body-bytes N       request body cap (default 1048576)
+  --allow-host NAME        a Host the gateway answers to besides the address it listens
+                           on (repeatable; default: localhost, 127.0.0.1, [::1]; given,
+                           it replaces the default)
+  --allow-origin ORIGIN    a scheme://host[:port] whose pages may call the gateway
+                           (CORS; repeatable; default: none, only the gateway's own page)
+  --max-connections-per-client N   open connections per client address (default 128)
+  --max-streams-per-client N       open SSE streams per client address (default 32)
 
 ${connectionHelp}`;
 
@@ -26,6 +33,10 @@ export async function gatewayCommand(argv: string[], out: (s: string) => void): 
     "insecure-public-bind": { type: "boolean" },
     "max-body-bytes": { type: "string" },
     feed: { type: "string" },
+    "allow-host": { type: "string", multiple: true },
+    "allow-origin": { type: "string", multiple: true },
+    "max-connections-per-client": { type: "string" },
+    "max-streams-per-client": { type: "string" },
   }, strict: true }));
   if (values.help) {
     out(gatewayHelp);
@@ -34,13 +45,26 @@ export async function gatewayCommand(argv: string[], out: (s: string) => void): 
   const tokenVar = values["auth-token-env"];
   const token = tokenVar === undefined ? undefined : process.env[tokenVar];
   if (tokenVar !== undefined && !token) throw new UsageError(`--auth-token-env: the environment variable ${tokenVar} is not set`);
-  const maxBodyBytes = values["max-body-bytes"] === undefined ? undefined : Number(values["max-body-bytes"]);
+  // Numbers are checked by the gateway's options (a non-integer is an OptionsError naming the option).
+  const num = (v: string | undefined) => (v === undefined ? undefined : Number(v));
   // Default: the gateway's (namespace).
   const feed = values.feed === undefined ? undefined : feedModeSchema.safeParse(values.feed).data;
   if (values.feed !== undefined && feed === undefined) throw new UsageError(`--feed: ${JSON.stringify(values.feed)} is not namespace or loop`);
+  const options: ListenOptions = {
+    listen: values.listen ?? "127.0.0.1:8080",
+    token,
+    maxBodyBytes: num(values["max-body-bytes"]),
+    feed,
+    insecurePublicBind: values["insecure-public-bind"] === true,
+    allowedHosts: values["allow-host"],
+    allowedOrigins: values["allow-origin"],
+    maxConnectionsPerClient: num(values["max-connections-per-client"]),
+    maxStreamsPerClient: num(values["max-streams-per-client"]),
+  };
+  checkListenOptions(options); // before dialing: a bad flag fails fast
   const bus = await connect({ ...connectOptions(values), name: "jetloop-gateway" });
   try {
-    const gw = await startGateway(bus, { listen: values.listen ?? "127.0.0.1:8080", token, maxBodyBytes, feed, insecurePublicBind: values["insecure-public-bind"] === true });
+    const gw = await startGateway(bus, options);
     out(`jetloop gateway listening on ${gw.url} (namespace ${bus.namespace})`);
     await new Promise<void>((resolve) => {
       process.once("SIGINT", resolve);

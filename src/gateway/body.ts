@@ -1,24 +1,35 @@
 import type { IncomingMessage } from "node:http";
 
+export type BodyResult = { readonly ok: true; readonly text: string } | { readonly ok: false; readonly error: "invalid_body" | "body_timeout" };
+
 /**
- * The request body as text, or undefined past `maxBytes` (the runtime answers that with
- * 400 invalid_body, never 413). Reading stops at the cap; the rest is not buffered.
+ * The request body as text. Past `maxBytes` it is invalid_body (the runtime answers 400,
+ * never 413) and reading stops: the rest is not buffered. A body that has not fully
+ * arrived within `timeoutMs` (a trickle) is body_timeout; the caller closes the connection.
  */
-export async function readBody(req: IncomingMessage, maxBytes: number): Promise<string | undefined> {
+export async function readBody(req: IncomingMessage, maxBytes: number, timeoutMs: number): Promise<BodyResult> {
   const declared = Number(req.headers["content-length"] ?? 0);
   if (declared > maxBytes) {
     req.resume();
-    return undefined;
+    return { ok: false, error: "invalid_body" };
   }
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > maxBytes) {
-      req.resume();
-      return undefined;
-    }
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks).toString("utf8");
+  return new Promise<BodyResult>((resolve) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const finish = (r: BodyResult) => {
+      clearTimeout(timer);
+      req.off("data", onData).off("end", onEnd).off("error", onError).off("aborted", onError);
+      if (!r.ok) req.resume();
+      resolve(r);
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > maxBytes) finish({ ok: false, error: "invalid_body" });
+      else chunks.push(chunk);
+    };
+    const onEnd = () => finish({ ok: true, text: Buffer.concat(chunks).toString("utf8") });
+    const onError = () => finish({ ok: false, error: "invalid_body" });
+    const timer = setTimeout(() => finish({ ok: false, error: "body_timeout" }), timeoutMs);
+    req.on("data", onData).on("end", onEnd).on("error", onError).on("aborted", onError);
+  });
 }

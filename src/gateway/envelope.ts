@@ -16,6 +16,9 @@ export const GATEWAY_ERRORS = {
   gate_kind_mismatch: [400, "gate_kind_mismatch", "gate kind mismatch"],
   unauthorized: [401, "unauthorized", "authentication required"],
   session_not_found: [404, "session_not_found", "session not found"],
+  // The session exists but no loop actor listens now: the Go handler's answer for a session
+  // not live here, retryable (the loop actor may come back).
+  session_unreachable: [404, "session_not_found", "session not found"],
   gate_not_found: [404, "gate_not_found", "gate not found"],
   gate_not_ready: [409, "gate_not_ready", "gate not ready"],
   list_failed: [500, "internal", "could not list sessions"],
@@ -24,6 +27,15 @@ export const GATEWAY_ERRORS = {
   subscribe_failed: [500, "internal", "could not subscribe to session events"],
   gate_failed: [500, "internal", "could not respond to gate"],
   gate_capacity: [503, "gate_capacity", "gate capacity exceeded"],
+  // jetloop's own: the browser boundary and the resource bounds (src/gateway/README.md).
+  host_not_allowed: [403, "host_not_allowed", "host not allowed"],
+  origin_not_allowed: [403, "origin_not_allowed", "origin not allowed"],
+  unsupported_media_type: [415, "unsupported_media_type", "content type must be application/json"],
+  body_timeout: [408, "body_timeout", "request body not received in time"],
+  too_many_streams: [429, "too_many_streams", "too many event streams from this client"],
+  // jetloop's own: the journal's server unreachable, or the namespace never provisioned.
+  nats_unavailable: [503, "nats_unavailable", "journal server unavailable"],
+  not_provisioned: [503, "not_provisioned", "namespace not provisioned: run jetloop provision"],
 } as const satisfies Record<string, readonly [number, string, string]>;
 
 export type GatewayErrorName = keyof typeof GATEWAY_ERRORS;
@@ -35,10 +47,12 @@ export function sendJson(res: ServerResponse, status: number, json: string): voi
   res.end(body);
 }
 
+/** Worth retrying as is: gate_capacity (reference §6), and jetloop's transient ones. */
+const RETRYABLE: ReadonlySet<GatewayErrorName> = new Set(["gate_capacity", "session_unreachable", "too_many_streams", "nats_unavailable"]);
+
 export function errorBody(name: GatewayErrorName): string {
   const [, code, message] = GATEWAY_ERRORS[name];
-  // Only gate_capacity is worth retrying (reference §6).
-  return `{"error":{"code":${goJson(code)},"message":${goJson(message)},"retryable":${String(name === "gate_capacity")}}}`;
+  return `{"error":{"code":${goJson(code)},"message":${goJson(message)},"retryable":${String(RETRYABLE.has(name))}}}`;
 }
 
 export function sendError(res: ServerResponse, name: GatewayErrorName): void {

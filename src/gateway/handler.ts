@@ -7,13 +7,15 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Jetloop } from "../bus.js";
 import { isCanonicalUuid } from "../events/ids.js";
 import { authenticate, bearerToken, type Authenticate, type GatewayPrincipal } from "./auth.js";
-import { sendError, sendJson } from "./envelope.js";
+import { answerPreflight, checkRequest, isJsonContentType, isPreflight, setCorsHeaders } from "./boundary.js";
+import { type GatewayErrorName, sendError, sendJson } from "./envelope.js";
+import { NatsHealth } from "./nats-health.js";
 import { commandIdFor, decodeGateRequest, findGate, sendAnswer, toAnswer } from "./gate-answer.js";
 import { journalPageJson, readJournalPage } from "./journal-page.js";
 import { type GatewayOptions, type GatewaySettings, parseGatewayOptions } from "./options.js";
-import { fromSeqParam, INVALID, limitParam, pathId, skipParam } from "./params.js";
+import { fromSeqParam, INVALID, lastEventIdParam, limitParam, pathId, skipParam } from "./params.js";
 import { readBody } from "./body.js";
-import { route } from "./routes.js";
+import { route, type RouteName } from "./routes.js";
 import { sendAsset } from "./web-assets.js";
 import { journalSessions, readSessionStatus, sessionListJson, sortSessions, statusJson } from "./session-status.js";
 import { FrameCache } from "./sse-frames.js";
@@ -21,6 +23,9 @@ import { serveEvents, type SharedStreams } from "./sse-stream.js";
 
 /** The runtime's full-surface capabilities: the gateway serves SSE and gate answers too. */
 export const CAPABILITIES_JSON = '{"protocol":"looprig.serve","version":1,"features":["journal","live_sse","ephemeral_sse","gate_response"]}';
+
+/** Routes answered without NATS. */
+const STATIC_ROUTES: ReadonlySet<RouteName> = new Set(["page", "script", "capabilities"]);
 
 export type GatewayHandler = ((req: IncomingMessage, res: ServerResponse) => void) & {
   /** Whether every request is authenticated (a public bind requires it). */
@@ -35,12 +40,14 @@ interface Context {
   readonly settings: GatewaySettings;
   readonly principal: GatewayPrincipal;
   readonly streams: SharedStreams;
+  readonly health: NatsHealth;
 }
 
 export function createGatewayHandler(bus: Jetloop, options: GatewayOptions = {}): GatewayHandler {
   const settings = parseGatewayOptions(options);
   const auth: Authenticate | undefined = settings.authenticate ?? (settings.token === undefined ? undefined : bearerToken(settings.token));
-  const streams: SharedStreams = { open: new Set(), counters: { open: 0, previewsDropped: 0, slowDisconnects: 0 }, frames: new FrameCache() };
+  const streams: SharedStreams = { open: new Set(), perClient: new Map(), counters: { open: 0, previewsDropped: 0, slowDisconnects: 0 }, frames: new FrameCache() };
+  const health = new NatsHealth(bus);
   const handler = (req: IncomingMessage, res: ServerResponse): void => {
     void handle(req, res).catch((e: unknown) => {
       bus.log.error({ err: e }, "gateway: request failed");
@@ -49,11 +56,20 @@ export function createGatewayHandler(bus: Jetloop, options: GatewayOptions = {})
     });
   };
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    // The browser boundary first: before authentication (a cookie rides along on a forged
+    // request) and before routing (a rebinding page learns nothing, not even a 404).
+    const verdict = checkRequest(req, settings.boundary);
+    if (!verdict.ok) return sendError(res, verdict.error);
+    if (verdict.corsOrigin !== undefined) setCorsHeaders(res, verdict.corsOrigin);
+    if (isPreflight(req)) return answerPreflight(res);
     const principal = await authenticate(auth, req);
     if (principal === undefined) return sendError(res, "unauthorized");
-    const ctx: Context = { bus, settings, principal, streams };
+    const ctx: Context = { bus, settings, principal, streams, health };
     const r = route(req, res);
     if (r === undefined) return;
+    if (req.method === "POST" && !isJsonContentType(req.headers["content-type"])) return sendError(res, "unsupported_media_type");
+    // While the journal's server is away every route that reads it says so at once.
+    if (!STATIC_ROUTES.has(r.name) && health.down) return sendError(res, "nats_unavailable");
     switch (r.name) {
       case "page":
       case "script":
@@ -73,6 +89,7 @@ export function createGatewayHandler(bus: Jetloop, options: GatewayOptions = {})
     }
   }
   const close = async () => {
+    health.stop();
     await Promise.all([...streams.open].map((s) => s.close()));
   };
   return Object.assign(handler, { authenticated: auth !== undefined, counters: streams.counters, close });
@@ -97,6 +114,24 @@ async function sessionExists(bus: Jetloop, sid: string): Promise<boolean> {
   return Object.keys(info.state.subjects ?? {}).length > 0;
 }
 
+/** 404 when the session has no journal; the outage or 500 when that cannot be read. */
+async function checkSession(ctx: Context, sid: string, fallback: GatewayErrorName): Promise<GatewayErrorName | undefined> {
+  try {
+    return (await sessionExists(ctx.bus, sid)) ? undefined : "session_not_found";
+  } catch (e) {
+    return ctx.health.failure(e, fallback, { sessionId: sid }, "could not check session");
+  }
+}
+
+/** The body, or undefined after answering: too large is 400 invalid_body; a trickle is 408 and the connection closes. */
+async function readRequestBody(ctx: Context, req: IncomingMessage, res: ServerResponse): Promise<string | undefined> {
+  const body = await readBody(req, ctx.settings.maxBodyBytes, ctx.settings.bodyTimeoutMs);
+  if (body.ok) return body.text;
+  if (body.error === "body_timeout") res.setHeader("Connection", "close");
+  sendError(res, body.error);
+  return undefined;
+}
+
 async function listSessions(ctx: Context, res: ServerResponse, q: URLSearchParams): Promise<void> {
   const skip = skipParam(q);
   const limit = limitParam(q);
@@ -106,8 +141,7 @@ async function listSessions(ctx: Context, res: ServerResponse, q: URLSearchParam
     const all = (await Promise.all(ids.map((s) => readSessionStatus(ctx.bus, s)))).filter((s) => s !== undefined);
     sendJson(res, 200, sessionListJson({ sessions: sortSessions(all).slice(skip, skip + limit), skip, limit }));
   } catch (e) {
-    ctx.bus.log.warn({ err: e }, "gateway: could not list sessions");
-    sendError(res, "list_failed");
+    sendError(res, ctx.health.failure(e, "list_failed", {}, "could not list sessions"));
   }
 }
 
@@ -119,8 +153,7 @@ async function status(ctx: Context, res: ServerResponse, raw: string): Promise<v
     if (s === undefined) return sendError(res, "session_not_found");
     sendJson(res, 200, statusJson(s));
   } catch (e) {
-    ctx.bus.log.warn({ err: e, sessionId: sid }, "gateway: could not read session status");
-    sendError(res, "status_failed");
+    sendError(res, ctx.health.failure(e, "status_failed", { sessionId: sid }, "could not read session status"));
   }
 }
 
@@ -135,17 +168,14 @@ async function journal(ctx: Context, res: ServerResponse, raw: string, q: URLSea
   try {
     sendJson(res, 200, journalPageJson(await readJournalPage(ctx.bus, sid, from, limit)));
   } catch (e) {
-    ctx.bus.log.warn({ err: e, sessionId: sid }, "gateway: could not read session journal");
-    sendError(res, "journal_failed");
+    sendError(res, ctx.health.failure(e, "journal_failed", { sessionId: sid }, "could not read session journal"));
   }
 }
 
 /** `Last-Event-ID` from the header, else the `last_event_id` query parameter (EventSource cannot set headers on a first connect). */
 function lastEventId(req: IncomingMessage, q: URLSearchParams): number | undefined | typeof INVALID {
   const h = req.headers["last-event-id"];
-  const raw = (typeof h === "string" && h !== "" ? h : undefined) ?? q.get("last_event_id") ?? undefined;
-  if (raw === undefined || raw === "") return undefined;
-  return /^[0-9]+$/.test(raw) && Number.isSafeInteger(Number(raw)) ? Number(raw) : INVALID;
+  return lastEventIdParam((typeof h === "string" && h !== "" ? h : undefined) ?? q.get("last_event_id") ?? undefined);
 }
 
 async function events(ctx: Context, req: IncomingMessage, res: ServerResponse, raw: string, q: URLSearchParams): Promise<void> {
@@ -155,13 +185,11 @@ async function events(ctx: Context, req: IncomingMessage, res: ServerResponse, r
   const loopRaw = q.get("loop");
   const loopId = loopRaw === null ? undefined : pathId(loopRaw);
   if (last === INVALID || (loopRaw !== null && (loopId === undefined || !isCanonicalUuid(loopId)))) return sendError(res, "invalid_query");
-  try {
-    if (!(await sessionExists(ctx.bus, sid))) return sendError(res, "session_not_found");
-  } catch (e) {
-    ctx.bus.log.warn({ err: e, sessionId: sid }, "gateway: could not check session");
-    return sendError(res, "subscribe_failed");
-  }
-  await serveEvents(ctx.bus, req, res, { sessionId: sid, loopId, lastEventId: last }, ctx.settings, ctx.streams);
+  const missing = await checkSession(ctx, sid, "subscribe_failed");
+  if (missing !== undefined) return sendError(res, missing);
+  await serveEvents(ctx.bus, req, res, { sessionId: sid, loopId, lastEventId: last }, ctx.settings, ctx.streams, (e) =>
+    ctx.health.failure(e, "subscribe_failed", { sessionId: sid }, "could not subscribe to session events"),
+  );
 }
 
 async function gate(ctx: Context, req: IncomingMessage, res: ServerResponse, rawSid: string, rawGid: string): Promise<void> {
@@ -170,14 +198,11 @@ async function gate(ctx: Context, req: IncomingMessage, res: ServerResponse, raw
   const gid = pathId(rawGid);
   if (gid === undefined) return sendError(res, "invalid_gate_id");
   if (hidden(ctx, sid)) return sendError(res, "session_not_found");
-  try {
-    if (!(await sessionExists(ctx.bus, sid))) return sendError(res, "session_not_found");
-  } catch (e) {
-    ctx.bus.log.warn({ err: e, sessionId: sid }, "gateway: could not check session");
-    return sendError(res, "gate_failed");
-  }
-  const body = await readBody(req, ctx.settings.maxBodyBytes);
-  const request = body === undefined ? undefined : decodeGateRequest(body);
+  const missing = await checkSession(ctx, sid, "gate_failed");
+  if (missing !== undefined) return sendError(res, missing);
+  const body = await readRequestBody(ctx, req, res);
+  if (body === undefined) return;
+  const request = decodeGateRequest(body);
   if (request === undefined) return sendError(res, "invalid_body");
   try {
     const opened = isCanonicalUuid(gid) ? await findGate(ctx.bus, sid, gid) : undefined;
@@ -189,10 +214,10 @@ async function gate(ctx: Context, req: IncomingMessage, res: ServerResponse, raw
     const key = req.headers["idempotency-key"];
     const commandId = commandIdFor(sid, answer, typeof key === "string" && key !== "" ? key : undefined);
     const failed = await sendAnswer(ctx.bus, sid, opened.loopId, { ...answer, commandId }, ctx.settings.answerTimeoutMs);
-    if (failed !== undefined) return sendError(res, failed);
+    // The session's journal exists (checked above), so not found here means no loop actor listens.
+    if (failed !== undefined) return sendError(res, failed === "session_not_found" ? "session_unreachable" : failed);
     sendJson(res, 202, "{}");
   } catch (e) {
-    ctx.bus.log.warn({ err: e, sessionId: sid, gateId: gid }, "gateway: could not respond to gate");
-    sendError(res, "gate_failed");
+    sendError(res, ctx.health.failure(e, "gate_failed", { sessionId: sid, gateId: gid }, "could not respond to gate"));
   }
 }

@@ -2,14 +2,14 @@
  * Serving the gateway on its own `node:http` server, with the runtime's fail-secure bind:
  * a non-loopback address needs authentication unless the caller says otherwise.
  */
-import { createServer, type Server } from "node:http";
-import { isIP } from "node:net";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { isIP, type Socket } from "node:net";
 import type { Jetloop } from "../bus.js";
 import { GatewayBindError } from "../errors.js";
 import { createGatewayHandler, type GatewayHandler } from "./handler.js";
-import type { GatewayOptions } from "./options.js";
+import { type GatewayOptions, parseGatewayOptions, parseServerOptions, type ServerOptions, type ServerSettings } from "./options.js";
 
-export interface ListenOptions extends GatewayOptions {
+export interface ListenOptions extends GatewayOptions, ServerOptions {
   /** `HOST:PORT` (`[::1]:8080` for IPv6; port 0 picks a free one). */
   readonly listen: string;
   /** Listen on a non-loopback address without authentication. Default false. */
@@ -38,15 +38,56 @@ export function isLoopback(host: string): boolean {
   return isIP(host) === 6 && (host === "::1" || host === "0:0:0:0:0:0:0:1");
 }
 
-export async function startGateway(bus: Jetloop, options: ListenOptions): Promise<RunningGateway> {
-  const { listen, insecurePublicBind, ...handlerOptions } = options;
+/** Every option checked (the handler's too); throws GatewayBindError or OptionsError. */
+export function checkListenOptions(options: ListenOptions): { host: string; port: number; limits: ServerSettings; handlerOptions: GatewayOptions } {
+  const { listen, insecurePublicBind: _, headersTimeoutMs, maxConnectionsPerClient, ...handlerOptions } = options;
   const { host, port } = parseListen(listen);
+  const limits = parseServerOptions({ headersTimeoutMs, maxConnectionsPerClient });
+  parseGatewayOptions(handlerOptions);
+  return { host, port, limits, handlerOptions };
+}
+
+const REFUSED = "HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: 33\r\n\r\ntoo many connections from client\n";
+
+/**
+ * At most `max` open connections per client address: one more is answered 503 and closed.
+ * The HTTP parser may still read a request from it; that request is never handled.
+ * Returns the guard the request handler goes through.
+ */
+function capConnections(server: Server, max: number): (socket: Socket) => boolean {
+  const open = new Map<string, number>();
+  const refused = new WeakSet<Socket>();
+  server.on("connection", (socket: Socket) => {
+    const client = socket.remoteAddress ?? "";
+    const n = (open.get(client) ?? 0) + 1;
+    if (n > max) {
+      refused.add(socket);
+      socket.end(REFUSED, () => socket.destroy());
+      return;
+    }
+    open.set(client, n);
+    socket.once("close", () => {
+      const left = (open.get(client) ?? 1) - 1;
+      if (left === 0) open.delete(client);
+      else open.set(client, left);
+    });
+  });
+  return (socket) => !refused.has(socket);
+}
+
+export async function startGateway(bus: Jetloop, options: ListenOptions): Promise<RunningGateway> {
+  const { host, port, limits, handlerOptions } = checkListenOptions(options);
+  const { listen, insecurePublicBind } = options;
   const handler = createGatewayHandler(bus, handlerOptions);
   if (!isLoopback(host) && !handler.authenticated && insecurePublicBind !== true) {
     throw new GatewayBindError(listen, "refusing a non-loopback address without authentication (set a token or an authenticate function, or insecurePublicBind)");
   }
-  // The runtime's server timeouts: slow headers and idle keep-alives are cut; SSE has no write timeout.
-  const server = createServer({ requestTimeout: 0, headersTimeout: 5000, keepAliveTimeout: 60_000, maxHeaderSize: 1024 * 1024 }, handler);
+  // The runtime's server timeouts: slow headers and idle keep-alives are cut. A slow body is
+  // cut by the handler (bodyTimeoutMs): Node's requestTimeout also ends long SSE responses
+  // whose socket is backed up, so it stays off.
+  const server = createServer({ requestTimeout: 0, headersTimeout: limits.headersTimeoutMs, keepAliveTimeout: 60_000, maxHeaderSize: 1024 * 1024 });
+  const admitted = capConnections(server, limits.maxConnectionsPerClient);
+  server.on("request", (req: IncomingMessage, res: ServerResponse) => (admitted(req.socket) ? handler(req, res) : req.socket.destroy()));
   await new Promise<void>((resolve, reject) => {
     server.once("error", (e) => reject(new GatewayBindError(listen, e.message, { cause: e })));
     server.listen(port, host === "" ? undefined : host, () => resolve());

@@ -2,6 +2,7 @@ import { z } from "zod";
 import { OptionsError } from "../errors.js";
 import { feedModeSchema } from "../subscribe/options.js";
 import type { Authenticate } from "./auth.js";
+import { type BoundarySettings, LOOPBACK_HOSTS, parseBoundaryLists } from "./boundary.js";
 
 const shape = z.strictObject({
   /** Bearer token every request must carry (`Authorization: Bearer …`). Default: none. */
@@ -28,18 +29,58 @@ const shape = z.strictObject({
   feed: feedModeSchema.default("namespace"),
   /** How long a gate answer waits for the loop actor; past it 503 gate_capacity. Default 5000 ms. */
   answerTimeoutMs: z.number().int().min(1).default(5000),
+  /**
+   * Host names (or IP literals, IPv6 in brackets) a request's `Host` may name, besides the
+   * address it arrived on. Default: the loopback names `localhost`, `127.0.0.1`, `[::1]`.
+   * Behind a reverse proxy or on a public bind, list the names clients use.
+   */
+  allowedHosts: z.array(z.string()).default([...LOOPBACK_HOSTS]),
+  /**
+   * Origins (`scheme://host[:port]`) besides the gateway's own whose pages may call it:
+   * their requests get CORS headers and their preflights succeed. Default: none.
+   */
+  allowedOrigins: z.array(z.string()).default([]),
+  /** How long a request body may take to arrive; past it 408 and the connection is closed. Default 10000 ms. */
+  bodyTimeoutMs: z.number().int().min(1).default(10_000),
+  /** Open SSE streams per client address; past it 429 too_many_streams (retryable). Default 32. */
+  maxStreamsPerClient: z.number().int().min(1).default(32),
 });
 
 export type GatewayOptions = z.input<typeof shape>;
-export type GatewaySettings = z.output<typeof shape>;
+export type GatewaySettings = z.output<typeof shape> & { readonly boundary: BoundarySettings };
 
-export function parseGatewayOptions(options: GatewayOptions): GatewaySettings {
-  const r = shape.safeParse(options);
+/** Parses with a schema; the first issue is an OptionsError naming the option. */
+function parseWith<S extends z.ZodType>(schema: S, options: unknown): z.output<S> {
+  const r = schema.safeParse(options);
   if (!r.success) {
     const issue = r.error.issues[0]!;
     throw new OptionsError(issue.path.join(".") || "options", issue.message);
   }
-  if (r.data.token !== undefined && r.data.authenticate !== undefined) throw new OptionsError("token", "give token or authenticate, not both");
-  if (r.data.previewDropBytes > r.data.maxBufferedBytes) throw new OptionsError("previewDropBytes", "must not exceed maxBufferedBytes");
   return r.data;
+}
+
+export function parseGatewayOptions(options: GatewayOptions): GatewaySettings {
+  const data = parseWith(shape, options);
+  if (data.token !== undefined && data.authenticate !== undefined) throw new OptionsError("token", "give token or authenticate, not both");
+  if (data.previewDropBytes > data.maxBufferedBytes) throw new OptionsError("previewDropBytes", "must not exceed maxBufferedBytes");
+  const boundary = parseBoundaryLists(data.allowedHosts, data.allowedOrigins);
+  if ("bad" in boundary) {
+    const what = boundary.bad === "allowedHosts" ? "a host name or IP literal (IPv6 in brackets), no port" : "an origin scheme://host[:port] (http or https)";
+    throw new OptionsError(boundary.bad, `${JSON.stringify(boundary.value)} is not ${what}`);
+  }
+  return { ...data, boundary };
+}
+
+const serverShape = z.strictObject({
+  /** Time to receive the request headers; past it the connection is closed. Default 5000 ms, the runtime's ReadHeaderTimeout. */
+  headersTimeoutMs: z.number().int().min(1).default(5000),
+  /** Open connections per client address; past it the new connection is answered 503 and closed. Default 128. */
+  maxConnectionsPerClient: z.number().int().min(1).default(128),
+});
+
+export type ServerOptions = z.input<typeof serverShape>;
+export type ServerSettings = z.output<typeof serverShape>;
+
+export function parseServerOptions(options: ServerOptions): ServerSettings {
+  return parseWith(serverShape, options);
 }

@@ -36,9 +36,28 @@ export function skipParam(q: URLSearchParams): number | typeof INVALID {
   return n === INVALID || n < 0 ? INVALID : n;
 }
 
+/**
+ * The largest journal sequence a request may name. One rule for `from_journal_seq` and
+ * `Last-Event-ID`: a decimal with no sign, at most 2^53 - 2, so that the next sequence
+ * (`+ 1`, where a resume starts) is still exact in a JavaScript number. Anything larger is
+ * 400, as a malformed value is; a JetStream stream never reaches it.
+ */
+export const MAX_JOURNAL_SEQ = Number.MAX_SAFE_INTEGER - 1;
+
+/** A journal sequence given by the client: digits only, 0..MAX_JOURNAL_SEQ. */
+export function journalSeq(raw: string): number | typeof INVALID {
+  const n = int(raw, DIGITS);
+  return n === INVALID || n > MAX_JOURNAL_SEQ ? INVALID : n;
+}
+
 /** `from_journal_seq`: inclusive; absent, empty or 0 is the start. */
 export function fromSeqParam(q: URLSearchParams): number | typeof INVALID {
   const raw = q.get("from_journal_seq");
   if (raw === null || raw === "") return 0;
-  return int(raw, DIGITS);
+  return journalSeq(raw);
+}
+
+/** `Last-Event-ID` (header or query): the last sequence the client has; absent or empty is none. */
+export function lastEventIdParam(raw: string | undefined): number | undefined | typeof INVALID {
+  return raw === undefined || raw === "" ? undefined : journalSeq(raw);
 }

@@ -19,66 +19,123 @@ interface Summary {
 export interface SessionStatus {
   readonly sessionId: string;
   readonly state: SessionState | undefined;
-  /** The session's last journal sequence, internal events included. */
+  /** The highest sequence of an event the fold applied (internal ones included). */
   readonly lastJournalSeq: number;
   readonly activeTurnId: string | undefined;
   readonly waitingGateId: string | undefined;
   readonly lastTurn: Summary | undefined;
   readonly lastStep: Summary | undefined;
-  /** `created_at` of the first and the last event. */
+  /** SessionStarted's `created_at`; the last activity (TurnStarted, StepDone). */
   readonly createdAt: string | undefined;
   readonly updatedAt: string | undefined;
 }
 
-const TURN_END: Partial<Record<string, SessionState>> = { TurnDone: "idle", TurnFailed: "failed", TurnInterrupted: "interrupted" };
+/**
+ * The Go catalog's fold (`applyEvent` in looprig/harness pkg/sessionstore/catalog.go), one
+ * event at a time, internal events included, field by field:
+ * SessionStarted → idle (and `created_at`); TurnStarted → running, the active turn,
+ * activity; GateOpened → waiting_on_gate, the waiting gate; GateResolved → no waiting gate,
+ * running if a turn is active, else idle; TurnDone → idle, no active turn, `last_turn`;
+ * TurnFailed → failed, `last_turn` (the active turn stays, as in Go); TurnInterrupted →
+ * interrupted, nothing else; StepDone → `last_step`, activity; LoopStarted → no field
+ * served here; SessionStopped → stopped. Every one of these advances `last_journal_seq`;
+ * any other event changes nothing, not even that. jetloop adds one rule (issue 29): a
+ * GateResolved counts only from the loop whose GateOpened opened that gate.
+ */
+export class StatusFold {
+  state: SessionState | undefined;
+  lastJournalSeq = 0;
+  activeTurnId: string | undefined;
+  waitingGateId: string | undefined;
+  lastTurn: (Summary & { readonly internal: boolean }) | undefined;
+  lastStep: (Summary & { readonly internal: boolean }) | undefined;
+  createdAt: string | undefined;
+  /** Go stamps its clock on TurnStarted, StepDone and RestoreDone; here, that event's `created_at`. */
+  lastActiveAt: string | undefined;
+  /** Gate id → the loop that opened it. */
+  readonly #openers = new Map<string, string>();
 
-/** Folds one session's public events; undefined when the journal has none. */
-export async function readSessionStatus(bus: Jetloop, sessionId: string): Promise<SessionStatus | undefined> {
-  let lastJournalSeq = 0;
-  let first: string | undefined;
-  let last: string | undefined;
-  let lastTurn: Summary | undefined;
-  let lastStep: Summary | undefined;
-  let ended: SessionState | undefined;
-  let stopped = false;
-  const activeTurns = new Map<string, string>(); // loop → turn
-  const openGates = new Set<string>();
-  for await (const d of bus.session(sessionId).replay({ enduring: "all" })) {
-    const e: JetloopEvent = d.event;
-    lastJournalSeq = d.journalSeq;
-    first ??= e.createdAt;
-    last = e.createdAt ?? last;
-    const loop = e.loopId ?? "";
+  apply(journalSeq: number, e: JetloopEvent): void {
+    if (!this.#applied(journalSeq, e)) return;
+    this.lastJournalSeq = Math.max(this.lastJournalSeq, journalSeq);
+  }
+
+  #applied(journalSeq: number, e: JetloopEvent): boolean {
+    const summary = () => ({ journalSeq, json: eventJson(e), internal: e.visibility === "internal" });
     switch (e.type) {
+      case "SessionStarted":
+        this.createdAt = e.createdAt;
+        this.state = "idle";
+        return true;
       case "TurnStarted":
-        if (e.turnId) activeTurns.set(loop, e.turnId);
-        break;
-      case "TurnDone":
-      case "TurnFailed":
-      case "TurnInterrupted":
-        activeTurns.delete(loop);
-        ended = TURN_END[e.type];
-        lastTurn = { journalSeq: d.journalSeq, json: eventJson(e) };
-        break;
-      case "StepDone":
-        lastStep = { journalSeq: d.journalSeq, json: eventJson(e) };
-        break;
+        this.state = "running";
+        this.activeTurnId = e.turnId;
+        this.lastActiveAt = e.createdAt ?? this.lastActiveAt;
+        return true;
       case "GateOpened":
-        if (e.gate?.id) openGates.add(e.gate.id);
-        break;
+        this.state = "waiting_on_gate";
+        this.waitingGateId = e.gate?.id;
+        if (e.gate?.id) this.#openers.set(e.gate.id, e.loopId ?? "");
+        return true;
       case "GateResolved":
-        if (e.gateId) openGates.delete(e.gateId);
-        break;
+        // Only the loop that opened the gate resolves it (a GateResolved from elsewhere is not applied).
+        if (e.gateId === undefined || this.#openers.get(e.gateId) !== (e.loopId ?? "")) return false;
+        this.waitingGateId = undefined;
+        this.state = this.activeTurnId ? "running" : "idle";
+        return true;
+      case "TurnDone":
+        this.state = "idle";
+        this.activeTurnId = undefined;
+        this.lastTurn = summary();
+        return true;
+      case "TurnFailed":
+        this.state = "failed";
+        this.lastTurn = summary();
+        return true;
+      case "TurnInterrupted":
+        this.state = "interrupted";
+        return true;
+      case "StepDone":
+        this.lastStep = summary();
+        this.lastActiveAt = e.createdAt ?? this.lastActiveAt;
+        return true;
+      case "LoopStarted":
+        return true; // Go counts loops; the served status has no such field
       case "SessionStopped":
-        stopped = true;
-        break;
+        this.state = "stopped";
+        return true;
+      default:
+        return false;
     }
   }
-  if (lastJournalSeq === 0) return undefined;
-  const waitingGateId = stopped ? undefined : [...openGates].at(-1);
-  const activeTurnId = stopped ? undefined : [...activeTurns.values()].at(-1);
-  const state: SessionState = stopped ? "stopped" : waitingGateId ? "waiting_on_gate" : activeTurnId ? "running" : (ended ?? "idle");
-  return { sessionId, state, lastJournalSeq, activeTurnId, waitingGateId, lastTurn, lastStep, createdAt: first, updatedAt: last };
+}
+
+/** A summary of an internal event in `last_turn`/`last_step`: the Go handler answers 500, so does this. */
+export class InternalSummaryError extends Error {
+  override readonly name = "InternalSummaryError";
+}
+
+/** Folds one session's journal, internal events included; undefined when the journal has none. */
+export async function readSessionStatus(bus: Jetloop, sessionId: string): Promise<SessionStatus | undefined> {
+  const fold = new StatusFold();
+  let any = false;
+  for await (const d of bus.session(sessionId).replay({ enduring: "all", includeInternal: true })) {
+    any = true;
+    fold.apply(d.journalSeq, d.event);
+  }
+  if (!any) return undefined;
+  if (fold.lastTurn?.internal || fold.lastStep?.internal) throw new InternalSummaryError(`session ${sessionId}: an internal event is its last turn or step`);
+  return {
+    sessionId,
+    state: fold.state,
+    lastJournalSeq: fold.lastJournalSeq,
+    activeTurnId: fold.activeTurnId,
+    waitingGateId: fold.waitingGateId,
+    lastTurn: fold.lastTurn,
+    lastStep: fold.lastStep,
+    createdAt: fold.createdAt,
+    updatedAt: fold.lastActiveAt,
+  };
 }
 
 function summaryJson(s: Summary): string {

@@ -16,7 +16,7 @@ import type { JetloopEvent } from "../events/catalogue.js";
 import type { LoopScope } from "../subscribe/filter.js";
 import type { FeedMode, StartPosition } from "../subscribe/options.js";
 import type { Subscription } from "../subscribe/subscription.js";
-import { sendError } from "./envelope.js";
+import { type GatewayErrorName, sendError } from "./envelope.js";
 import { type FrameCache, PING_FRAME } from "./sse-frames.js";
 
 export interface SseSettings {
@@ -25,6 +25,7 @@ export interface SseSettings {
   readonly maxBufferedBytes: number;
   readonly previewDropBytes: number;
   readonly slowClientMs: number;
+  readonly maxStreamsPerClient: number;
 }
 
 /** Whether the socket drained within `ms`. */
@@ -58,9 +59,10 @@ export interface SseCounters {
   slowDisconnects: number;
 }
 
-/** What a handler's streams share: the open subscriptions (closed together on shutdown), counters, frames. */
+/** What a handler's streams share: the open subscriptions (closed together on shutdown), streams per client address, counters, frames. */
 export interface SharedStreams {
   readonly open: Set<Subscription<JetloopEvent>>;
+  readonly perClient: Map<string, number>;
   readonly counters: SseCounters;
   readonly frames: FrameCache;
 }
@@ -72,6 +74,30 @@ export async function serveEvents(
   r: SseRequest,
   settings: SseSettings,
   shared: SharedStreams,
+  failure: (e: unknown) => GatewayErrorName,
+): Promise<void> {
+  const client = req.socket.remoteAddress ?? "";
+  const held = shared.perClient.get(client) ?? 0;
+  if (held >= settings.maxStreamsPerClient) return sendError(res, "too_many_streams");
+  // Counted from here, so that concurrent opens from one client cannot pass the cap together.
+  shared.perClient.set(client, held + 1);
+  try {
+    await pump(bus, req, res, r, settings, shared, failure);
+  } finally {
+    const left = (shared.perClient.get(client) ?? 1) - 1;
+    if (left === 0) shared.perClient.delete(client);
+    else shared.perClient.set(client, left);
+  }
+}
+
+async function pump(
+  bus: Jetloop,
+  req: IncomingMessage,
+  res: ServerResponse,
+  r: SseRequest,
+  settings: SseSettings,
+  shared: SharedStreams,
+  failure: (e: unknown) => GatewayErrorName,
 ): Promise<void> {
   const counters = shared.counters;
   const scope: LoopScope = r.loopId === undefined ? "all" : { loops: [r.loopId] };
@@ -80,8 +106,7 @@ export async function serveEvents(
   try {
     sub = await bus.session(r.sessionId).subscribeEvents({ enduring: scope, ephemeral: scope }, { start, feed: settings.feed });
   } catch (e) {
-    bus.log.warn({ err: e, sessionId: r.sessionId }, "gateway: could not subscribe to session events");
-    sendError(res, "subscribe_failed");
+    sendError(res, failure(e));
     return;
   }
   if (req.destroyed) {

@@ -28,7 +28,7 @@ function el(tag: string, attrs: Record<string, string>, ...children: (Node | str
 }
 
 async function answer(sessionId: string, gateId: string, body: unknown): Promise<void> {
-  const r = await fetch(`/v1/sessions/${sessionId}/gates/${gateId}`, { method: "POST", body: JSON.stringify(body) });
+  const r = await fetch(`/v1/sessions/${sessionId}/gates/${gateId}`, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
   if (r.status !== 202) $("error").textContent = `gate answer: ${r.status} ${await r.text()}`;
 }
 

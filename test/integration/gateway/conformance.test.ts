@@ -35,6 +35,7 @@ const S = "6f1c2a3b-4d5e-4f60-8a7b-000000000101";
 const S102 = "01936d2e-7a10-7c3d-9e4f-000000000102";
 const GATE = "6f1c2a3b-4d5e-4f60-8a7b-000000000601";
 
+const JSON_TYPE = { "Content-Type": "application/json" };
 let bus: Jetloop;
 let gw: RunningGateway;
 
@@ -139,12 +140,12 @@ describe("gateway conformance with the Go handler", () => {
       ["error/invalid-query-limit-1001", "/v1/sessions?limit=1001"],
       ["error/invalid-query-from-negative", `/v1/sessions/${S}/journal?from_journal_seq=-1`],
       ["error/invalid-query-skip-negative", "/v1/sessions?skip=-1"],
-      ["error/invalid-gate-id", `/v1/sessions/${S}/gates/nope`, { method: "POST", body: '{"action":"Approve"}' }],
-      ["error/invalid-body-gate", `/v1/sessions/${S}/gates/${GATE}`, { method: "POST", body: '{"action":' }],
-      ["error/invalid-body-gate-action-type", `/v1/sessions/${S}/gates/${GATE}`, { method: "POST", body: '{"action":1}' }],
+      ["error/invalid-gate-id", `/v1/sessions/${S}/gates/nope`, { method: "POST", body: '{"action":"Approve"}', headers: JSON_TYPE }],
+      ["error/invalid-body-gate", `/v1/sessions/${S}/gates/${GATE}`, { method: "POST", body: '{"action":', headers: JSON_TYPE }],
+      ["error/invalid-body-gate-action-type", `/v1/sessions/${S}/gates/${GATE}`, { method: "POST", body: '{"action":1}', headers: JSON_TYPE }],
       ["error/session-not-found-status", "/v1/sessions/6f1c2a3b-4d5e-4f60-8a7b-0000000001ff/status"],
       ["error/session-not-found-events", "/v1/sessions/6f1c2a3b-4d5e-4f60-8a7b-0000000001ff/events"],
-      ["error/session-not-found-gate", `/v1/sessions/6f1c2a3b-4d5e-4f60-8a7b-0000000001ff/gates/${GATE}`, { method: "POST", body: '{"action":"Approve"}' }],
+      ["error/session-not-found-gate", `/v1/sessions/6f1c2a3b-4d5e-4f60-8a7b-0000000001ff/gates/${GATE}`, { method: "POST", body: '{"action":"Approve"}', headers: JSON_TYPE }],
       ["mux/not-found", "/v1/nope"],
       ["mux/method-not-allowed", `/v1/sessions/${S}/status`, { method: "DELETE" }],
       ["mux/trailing-slash", "/v1/sessions/"],

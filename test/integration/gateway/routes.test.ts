@@ -32,7 +32,7 @@ async function openGate(url: string, sid: string): Promise<string> {
   return waitFor("the gate to open", async () => ((await status(url, sid)).waiting_gate_id as string | undefined) ?? false, 5000);
 }
 
-const post = (url: string, body: string, headers: Record<string, string> = {}) => request(url, { method: "POST", body, headers });
+const post = (url: string, body: string, headers: Record<string, string> = {}) => request(url, { method: "POST", body, headers: { "Content-Type": "application/json", ...headers } });
 const code = (body: string) => (JSON.parse(body) as { error: { code: string } }).error.code;
 
 describe("gate answers", () => {
@@ -87,7 +87,7 @@ describe("gate answers", () => {
     expect((await answered).answer).toBe("dev");
   });
 
-  it("says session_not_found when no loop actor listens, gate_capacity when it does not answer in time", async () => {
+  it("says session_not_found (retryable) when no loop actor listens, gate_capacity when it does not answer in time", async () => {
     const sid2 = newId();
     const loop2 = newId();
     const g2 = await bus.serveGates(sid2, loop2);
@@ -96,7 +96,7 @@ describe("gate answers", () => {
     await g2.close();
     const url = `${gw.url}/v1/sessions/${sid2}/gates/${gid}`;
     const gone = await post(url, '{"action":"Approve"}');
-    expect([gone.status, code(gone.body)]).toEqual([404, "session_not_found"]);
+    expect([gone.status, gone.body]).toEqual([404, '{"error":{"code":"session_not_found","message":"session not found","retryable":true}}\n']);
     // A loop actor that never replies.
     const mute = bus.nc.subscribe(`${bus.namespace}.cmd.${sid2}.${loop2}.answer`);
     await bus.nc.flush();
@@ -129,7 +129,9 @@ describe("status and list", () => {
     const page = JSON.parse((await request(`${gw.url}/v1/sessions?skip=1&limit=1`)).body) as Record<string, unknown>;
     expect(page).toMatchObject({ skip: 1, limit: 1, next_skip: total > 2 ? 2 : 0, done: total <= 2 });
     const st = await status(gw.url, ids[0]!);
-    expect(st).toMatchObject({ state: "failed", updated_at: "2026-11-29T10:00:02Z" });
+    // As the Go catalog folds it: TurnFailed is no activity (updated_at is TurnStarted's) and keeps the active turn.
+    expect(st).toMatchObject({ state: "failed", updated_at: "2026-11-29T10:00:01Z" });
+    expect(st.active_turn_id).toBeDefined();
     expect((st.last_turn as { event: { type: string } }).event.type).toBe("TurnFailed");
   });
 });

@@ -1,0 +1,174 @@
+// The gateway's bounds and its refusals over plain HTTP on a real nats-server: a foreign
+// Host, a POST that is not JSON, a trickling body, the per-client connection and stream
+// caps, the journal-sequence range, and a namespace never provisioned.
+import { request as httpRequest } from "node:http";
+import { connect as netConnect, type Socket } from "node:net";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { connect, createEvent, type Jetloop, newId, startGateway, type RunningGateway } from "../../../src/index.js";
+import { natsServers, uniqueNamespace } from "../../harness/context.js";
+import { request, SseReader } from "./http.js";
+
+let bus: Jetloop;
+let gw: RunningGateway;
+const sid = newId();
+
+beforeAll(async () => {
+  bus = await connect({ servers: natsServers(), namespace: uniqueNamespace("gl") });
+  await bus.provision();
+  await bus.publish(createEvent("SessionStarted", { sessionId: sid }));
+  gw = await startGateway(bus, { listen: "127.0.0.1:0", bodyTimeoutMs: 500, maxStreamsPerClient: 2 });
+});
+afterAll(async () => {
+  await gw.close();
+  await bus.close();
+});
+
+/** A request with headers fetch will not let a caller set (Host). */
+function raw(url: string, headers: Record<string, string>, method = "GET"): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(url, { method, headers }, (res) => {
+      let body = "";
+      res.setEncoding("utf8").on("data", (c: string) => (body += c));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on("error", reject).end();
+  });
+}
+
+const errorOf = (body: string) => (JSON.parse(body) as { error: { code: string; retryable: boolean } }).error;
+
+function openSocket(url: string): Promise<Socket> {
+  const u = new URL(url);
+  return new Promise((resolve, reject) => {
+    const s = netConnect(Number(u.port), u.hostname, () => resolve(s));
+    s.on("error", reject);
+  });
+}
+
+/** Everything the server writes until it closes the socket. */
+function untilClosed(s: Socket): Promise<string> {
+  let text = "";
+  s.setEncoding("utf8").on("data", (c: string) => (text += c));
+  return new Promise((resolve) => s.on("close", () => resolve(text)));
+}
+
+describe("the browser boundary over plain HTTP", () => {
+  it("refuses a foreign Host before anything else, and answers the bound address", async () => {
+    const port = new URL(gw.url).port;
+    for (const host of ["attacker.example", `attacker.example:${port}`, `localhost.:${port}`, `evil@localhost:${port}`]) {
+      const r = await raw(`${gw.url}/v1/sessions`, { Host: host });
+      expect({ host, status: r.status, code: errorOf(r.body).code }).toEqual({ host, status: 403, code: "host_not_allowed" });
+    }
+    expect((await raw(`${gw.url}/v1/no-such-path`, { Host: "attacker.example" })).status).toBe(403);
+    for (const host of [`127.0.0.1:${port}`, `LOCALHOST:${port}`, "localhost", `[::1]:${port}`]) expect((await raw(`${gw.url}/v1/sessions`, { Host: host })).status, host).toBe(200);
+  });
+
+  it("refuses a POST from a foreign Origin, and one that is not JSON", async () => {
+    const url = `${gw.url}/v1/sessions/${sid}/gates/${newId()}`;
+    const foreign = await request(url, { method: "POST", headers: { Origin: "http://localhost:1", "Content-Type": "application/json" }, body: '{"action":"Approve"}' });
+    expect([foreign.status, errorOf(foreign.body).code]).toEqual([403, "origin_not_allowed"]);
+    for (const type of ["text/plain", "application/x-www-form-urlencoded", undefined]) {
+      const r = await request(url, { method: "POST", headers: type === undefined ? {} : { "Content-Type": type }, body: type === undefined ? undefined : '{"action":"Approve"}' });
+      expect([type, r.status, errorOf(r.body).code]).toEqual([type, 415, "unsupported_media_type"]);
+    }
+    const own = await request(url, { method: "POST", headers: { Origin: gw.url, "Content-Type": "application/json; charset=utf-8" }, body: '{"action":"Approve"}' });
+    expect(errorOf(own.body).code).toBe("gate_not_found"); // past the boundary
+    const preflight = await request(url, { method: "OPTIONS", headers: { Origin: "http://localhost:1", "Access-Control-Request-Method": "POST" } });
+    expect(preflight.status).toBe(403);
+    expect(preflight.headers.get("access-control-allow-origin")).toBeNull();
+  });
+});
+
+describe("cookie authentication behind the boundary", () => {
+  it("gets the same checks: a forged request carrying the cookie is refused before authentication", async () => {
+    const seen: string[] = [];
+    const cookieGw = await startGateway(bus, {
+      listen: "127.0.0.1:0",
+      authenticate: (req) => {
+        seen.push(req.method ?? "");
+        return req.headers.cookie === "jl=ok";
+      },
+    });
+    try {
+      const url = `${cookieGw.url}/v1/sessions/${sid}/gates/${newId()}`;
+      const forged = await request(url, { method: "POST", headers: { Cookie: "jl=ok", Origin: "http://localhost:1", "Content-Type": "text/plain" }, body: '{"action":"Approve"}' });
+      expect([forged.status, errorOf(forged.body).code]).toEqual([403, "origin_not_allowed"]);
+      const rebound = await raw(`${cookieGw.url}/v1/sessions`, { Cookie: "jl=ok", Host: "attacker.example" });
+      expect(rebound.status).toBe(403);
+      expect(seen).toEqual([]); // the authenticate function never ran for them
+      expect((await request(`${cookieGw.url}/v1/sessions`, { headers: { Cookie: "jl=ok" } })).status).toBe(200);
+      expect((await request(`${cookieGw.url}/v1/sessions`)).status).toBe(401);
+    } finally {
+      await cookieGw.close();
+    }
+  });
+});
+
+describe("bounded resources", () => {
+  it("cuts a body that trickles in: 408 and the connection closed", async () => {
+    const s = await openSocket(gw.url);
+    const reply = untilClosed(s);
+    const host = new URL(gw.url).host;
+    s.write(`POST /v1/sessions/${sid}/gates/${newId()} HTTP/1.1\r\nHost: ${host}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{`);
+    const drip = setInterval(() => s.writable && s.write(" "), 100);
+    const started = Date.now();
+    const text = await reply.finally(() => clearInterval(drip));
+    expect(text).toMatch(/^HTTP\/1\.1 408 /);
+    expect(text).toContain('"code":"body_timeout"');
+    expect(Date.now() - started).toBeLessThan(5000);
+  });
+
+  it("holds the connection cap per client address: one more is 503 and closed, a freed slot is reusable", async () => {
+    // A gateway of its own: no keep-alive sockets of other tests count.
+    const capped = await startGateway(bus, { listen: "127.0.0.1:0", maxConnectionsPerClient: 4 });
+    const held = await Promise.all(Array.from({ length: 4 }, () => openSocket(capped.url)));
+    // Each is accepted (the server sees the connection before a request).
+    await new Promise((r) => setTimeout(r, 100));
+    const extra = await openSocket(capped.url);
+    expect(await untilClosed(extra)).toMatch(/^HTTP\/1\.1 503 /);
+    held.pop()!.destroy();
+    await new Promise((r) => setTimeout(r, 100));
+    expect((await raw(`${capped.url}/v1/capabilities`, { Connection: "close" })).status).toBe(200);
+    for (const s of held) s.destroy();
+    await capped.close();
+  });
+
+  it("holds the SSE stream cap per client address: one more is 429 too_many_streams, retryable", async () => {
+    const a = await SseReader.open(`${gw.url}/v1/sessions/${sid}/events`);
+    const b = await SseReader.open(`${gw.url}/v1/sessions/${sid}/events`);
+    const c = await request(`${gw.url}/v1/sessions/${sid}/events`);
+    expect([c.status, errorOf(c.body)]).toEqual([429, { code: "too_many_streams", message: "too many event streams from this client", retryable: true }]);
+    a.close();
+    await new Promise((r) => setTimeout(r, 200));
+    const d = await SseReader.open(`${gw.url}/v1/sessions/${sid}/events`);
+    d.close();
+    b.close();
+  });
+
+  it("validates Last-Event-ID and from_journal_seq as one range: 400 for every value past it", async () => {
+    for (const v of ["9007199254740991", "9007199254740992", "18446744073709551615", "-1", "1e3"]) {
+      const header = await request(`${gw.url}/v1/sessions/${sid}/events`, { headers: { "Last-Event-ID": v } });
+      const query = await request(`${gw.url}/v1/sessions/${sid}/events?last_event_id=${v}`);
+      const journal = await request(`${gw.url}/v1/sessions/${sid}/journal?from_journal_seq=${v}`);
+      for (const r of [header, query, journal]) expect([v, r.status, errorOf(r.body).code]).toEqual([v, 400, "invalid_parameter"]);
+    }
+    const edge = await request(`${gw.url}/v1/sessions/${sid}/journal?from_journal_seq=9007199254740990`);
+    expect(JSON.parse(edge.body)).toEqual({ events: [], next_journal_seq: 0, done: true });
+  });
+});
+
+describe("a namespace never provisioned", () => {
+  it("answers 503 not_provisioned, whose message says to run jetloop provision", async () => {
+    const bare = await connect({ servers: natsServers(), namespace: uniqueNamespace("gn") });
+    const g = await startGateway(bare, { listen: "127.0.0.1:0" });
+    try {
+      for (const path of ["/v1/sessions", `/v1/sessions/${sid}/status`, `/v1/sessions/${sid}/journal`, `/v1/sessions/${sid}/events`]) {
+        const r = await request(`${g.url}${path}`);
+        expect([path, r.status, JSON.parse(r.body)]).toEqual([path, 503, { error: { code: "not_provisioned", message: "namespace not provisioned: run jetloop provision", retryable: false } }]);
+      }
+    } finally {
+      await g.close();
+      await bare.close();
+    }
+  });
+});
