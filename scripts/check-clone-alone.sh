@@ -6,7 +6,8 @@
 #     through scripts/sync-conformance.sh);
 #   - every suite that reads the data collects and runs its quick part: the unit
 #     conformance and golden suites run, the gateway conformance suite is collected.
-# node_modules is linked from this checkout (the clone's install is npm ci's job in CI).
+# node_modules and .nats are linked from this checkout: installing them is what npm ci and
+# `npm test`'s pretest do in the main run, and doing it twice would cost minutes.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 tmp="$(mktemp -d "${TMPDIR:-/tmp}/jetloop-clone-alone.XXXXXX")"
@@ -15,6 +16,8 @@ git clone --quiet --no-hardlinks "$root" "$tmp/jetloop"
 cd "$tmp/jetloop"
 [[ ! -e ../shared ]] || { echo "check-clone-alone: ../shared exists beside the clone" >&2; exit 1; }
 ln -s "$root/node_modules" node_modules
+ln -s "$root/.nats" .nats
+export JETLOOP_NATS_BACKEND=processes
 
 bash scripts/sync-conformance.sh --check
 readers="$(git grep -lE '(\.\./)+shared/conformance|JETLOOP_CONFORMANCE_DIR' -- src test bench scripts ':!test/conformance/data' ':!scripts/sync-conformance.sh' ':!scripts/check-clone-alone.sh' || true)"
@@ -25,4 +28,4 @@ if [[ -n $readers ]]; then
 fi
 npx vitest run --project unit test/conformance test/unit/golden.test.ts >"$tmp/unit.log" 2>&1 || { cat "$tmp/unit.log" >&2; exit 1; }
 npx vitest list --project integration-newest test/integration/gateway/conformance.test.ts >"$tmp/list.log" 2>&1 || { cat "$tmp/list.log" >&2; exit 1; }
-echo "clone alone: data present and unchanged, no reader outside the repository, $(grep -cE ' ' "$tmp/list.log") gateway conformance cases collected, unit conformance suites pass"
+echo "clone alone: data present and unchanged, no reader outside the repository, $(grep -c 'conformance.test.ts' "$tmp/list.log") gateway conformance cases collected, unit conformance suites pass"
