@@ -2,6 +2,7 @@ import { parseArgs } from "node:util";
 import { connect } from "../bus.js";
 import type { ConsumerFigures } from "../streams/consumer-figures.js";
 import { connectionFlags, connectionHelp, connectOptions, parse } from "./args.js";
+import { fixedTime, jsonRecord } from "./format.js";
 
 export const consumersHelp = `jetloop consumers [--json]
 
@@ -11,7 +12,7 @@ activity, and how far its ack floor is behind the journal's last sequence. Warns
 stderr when a retention limit of the events stream can remove events a durable has
 not acknowledged.
 
-  --json   one JSON object per durable, then one per warning
+  --json   one JSON object per durable, then one per warning (Go-style snake_case keys)
 
 ${connectionHelp}`;
 
@@ -23,7 +24,7 @@ function line(c: ConsumerFigures): string {
     `redelivered=${c.redelivered}`,
     `parked=${c.parked}`,
     `behind=${c.behind}`,
-    `last_activity=${c.lastActivity?.toISOString() ?? "-"}`,
+    `last_activity=${c.lastActivity ? fixedTime(c.lastActivity) : "-"}`,
   ].join(" ");
 }
 
@@ -36,9 +37,9 @@ export async function consumersCommand(argv: string[], out: (s: string) => void,
   const bus = await connect(connectOptions(values));
   try {
     const report = await bus.consumers();
-    for (const c of report.consumers) out(values.json ? JSON.stringify(c) : line(c));
+    for (const c of report.consumers) out(values.json ? jsonRecord({ ...c }) : line(c));
     for (const w of report.warnings) {
-      if (values.json) out(JSON.stringify({ warning: w.message, durable: w.durable, unacknowledged: w.unacknowledged, limits: w.limits }));
+      if (values.json) out(jsonRecord({ warning: w.message, durable: w.durable, unacknowledged: w.unacknowledged, limits: w.limits }));
       err(`warning: ${w.message}`);
     }
     err(`${report.consumers.length} durable(s) on ${report.stream}, journal at ${report.lastSeq}`);

@@ -1,8 +1,9 @@
 import { parseArgs } from "node:util";
 import { connect } from "../bus.js";
-import { startGateway } from "../gateway/listen.js";
+import { isLoopback, parseListen, startGateway } from "../gateway/listen.js";
 import { feedModeSchema } from "../subscribe/options.js";
-import { connectionFlags, connectionHelp, connectOptions, parse, UsageError } from "./args.js";
+import { connectionFlags, connectionHelp, connectOptions, parse, positiveInt, UsageError } from "./args.js";
+import { warnIfNotProvisioned } from "./provisioned.js";
 
 export const gatewayHelp = `jetloop gateway --listen HOST:PORT [--auth-token-env VAR] [--insecure-public-bind] [--feed MODE]
 
@@ -19,7 +20,7 @@ from the journal and the live feed. Runs until interrupted (Ctrl-C).
 
 ${connectionHelp}`;
 
-export async function gatewayCommand(argv: string[], out: (s: string) => void): Promise<number> {
+export async function gatewayCommand(argv: string[], out: (s: string) => void, err: (s: string) => void): Promise<number> {
   const { values } = parse(() => parseArgs({ args: argv, options: { ...connectionFlags,
     listen: { type: "string" },
     "auth-token-env": { type: "string" },
@@ -34,13 +35,25 @@ export async function gatewayCommand(argv: string[], out: (s: string) => void): 
   const tokenVar = values["auth-token-env"];
   const token = tokenVar === undefined ? undefined : process.env[tokenVar];
   if (tokenVar !== undefined && !token) throw new UsageError(`--auth-token-env: the environment variable ${tokenVar} is not set`);
-  const maxBodyBytes = values["max-body-bytes"] === undefined ? undefined : Number(values["max-body-bytes"]);
+  const maxBodyBytes = positiveInt("max-body-bytes", values["max-body-bytes"]);
+  const listen = values.listen ?? "127.0.0.1:8080";
+  let host: string;
+  try {
+    host = parseListen(listen).host;
+  } catch {
+    throw new UsageError(`--listen ${JSON.stringify(listen)} must be HOST:PORT (e.g. 127.0.0.1:8080, [::1]:8080)`);
+  }
+  // Said in the command's own flags before connecting (the library's refusal names its options).
+  if (!isLoopback(host) && token === undefined && values["insecure-public-bind"] !== true) {
+    throw new UsageError(`--listen ${listen} is not a loopback address: add --auth-token-env VAR to require a bearer token, or --insecure-public-bind to serve it without authentication`);
+  }
   // Default: the gateway's (namespace).
   const feed = values.feed === undefined ? undefined : feedModeSchema.safeParse(values.feed).data;
   if (values.feed !== undefined && feed === undefined) throw new UsageError(`--feed: ${JSON.stringify(values.feed)} is not namespace or loop`);
   const bus = await connect({ ...connectOptions(values), name: "jetloop-gateway" });
   try {
-    const gw = await startGateway(bus, { listen: values.listen ?? "127.0.0.1:8080", token, maxBodyBytes, feed, insecurePublicBind: values["insecure-public-bind"] === true });
+    await warnIfNotProvisioned(bus, "jetloop gateway", err);
+    const gw = await startGateway(bus, { listen, token, maxBodyBytes, feed, insecurePublicBind: values["insecure-public-bind"] === true });
     out(`jetloop gateway listening on ${gw.url} (namespace ${bus.namespace})`);
     await new Promise<void>((resolve) => {
       process.once("SIGINT", resolve);
