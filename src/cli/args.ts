@@ -102,7 +102,9 @@ export function connectOptions(values: Values): ConnectOptions {
   else if (process.env.NATS_URL) opts.servers = serverUrls("NATS_URL", process.env.NATS_URL);
   const ns = str("namespace") ?? process.env.JETLOOP_NAMESPACE;
   if (ns !== undefined) opts.namespace = oneTokenNamespace(str("namespace") === undefined ? "JETLOOP_NAMESPACE" : "--namespace", ns, str("stream") !== undefined);
-  if (str("stream")) opts.stream = str("stream");
+  const stream = str("stream");
+  if (stream !== undefined && !/^[A-Za-z0-9_-]{1,255}$/.test(stream)) throw new UsageError(`--stream ${JSON.stringify(stream)} is not a stream name ([A-Za-z0-9_-], 1-255 characters)`);
+  if (stream) opts.stream = stream;
   if (str("user")) opts.user = str("user");
   if (str("password")) opts.pass = str("password");
   if (str("token")) opts.token = str("token");
