@@ -55,14 +55,14 @@ export async function demoCommand(argv: string[], out: (s: string) => void, err:
   const bus = await connect(options);
   try {
     await bus.provision();
-    return await runDemo(bus, local ? undefined : options.servers, out, err);
+    return await runDemo(bus, options.servers, local !== undefined, out, err);
   } finally {
     await bus.close();
     await local?.stop();
   }
 }
 
-async function runDemo(bus: Jetloop, servers: string | string[] | undefined, out: (s: string) => void, err: (s: string) => void): Promise<number> {
+async function runDemo(bus: Jetloop, servers: string | string[], throwaway: boolean, out: (s: string) => void, err: (s: string) => void): Promise<number> {
   const sessionId = newId();
   const loopId = newId();
   const turnId = newId();
@@ -83,7 +83,7 @@ async function runDemo(bus: Jetloop, servers: string | string[] | undefined, out
   watching.catch(() => undefined);
 
   // The answering side runs in its own process, as a UI or policy service would.
-  const answerer = fork(process.argv[1]!, ["demo-answerer", "--session", sessionId, "--loop", loopId, "--namespace", bus.namespace, ...(servers ? ["--server", [servers].flat().join(",")] : [])], {
+  const answerer = fork(process.argv[1]!, ["demo-answerer", "--session", sessionId, "--loop", loopId, "--namespace", bus.namespace, "--server", [servers].flat().join(",")], {
     stdio: ["ignore", "inherit", "inherit", "ipc"],
   });
   const answererDone = new Promise<number>((resolve) => answerer.once("exit", (code) => resolve(code ?? 1)));
@@ -140,7 +140,7 @@ async function runDemo(bus: Jetloop, servers: string | string[] | undefined, out
     return 1;
   }
   out("\ndemo complete: approve and deny branches recorded; rebuilt state matches.");
-  if (servers) out(`replay it: ${selfCommand()} replay --server ${[servers].flat().join(",")} --namespace ${bus.namespace} --session ${sessionId}`);
+  if (!throwaway) out(`replay it: ${selfCommand()} replay --server ${[servers].flat().join(",")} --namespace ${bus.namespace} --session ${sessionId}`);
   else out("the throwaway server is stopped and its journal with it; to replay a run or watch it in the gateway, run the demo with --server (README: \"Against the demo\")");
   return 0;
 }
