@@ -47,16 +47,25 @@ export async function demoCommand(argv: string[], out: (s: string) => void, err:
   // Checked before a server is started for it.
   const options = connectOptions(values);
   let local: LocalServer | undefined;
+  // Interrupted (Ctrl-C, or killed with SIGTERM), the throwaway server goes too: a signal
+  // ends the process without its "exit" handlers.
+  const interrupted = (signal: NodeJS.Signals) => {
+    void (local?.stop() ?? Promise.resolve()).finally(() => process.exit(signal === "SIGINT" ? 130 : 143));
+  };
   if (options.servers === undefined) {
     local = await startThrowawayServer();
     err(`started a throwaway nats-server at ${local.url}`);
     options.servers = local.url;
+    process.once("SIGINT", interrupted);
+    process.once("SIGTERM", interrupted);
   }
   const bus = await connect(options);
   try {
     await bus.provision();
     return await runDemo(bus, options.servers, local !== undefined, out, err);
   } finally {
+    process.off("SIGINT", interrupted);
+    process.off("SIGTERM", interrupted);
     await bus.close();
     await local?.stop();
   }
