@@ -3,7 +3,7 @@
 // run time, naming the flag or the URL and carrying the error code.
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ConnectionFailedError, OptionsError, connect, newId } from "../../src/index.js";
+import { ConnectionFailedError, NotProvisionedError, OptionsError, connect, newId } from "../../src/index.js";
 import { jetloopIn, jetloopUntil } from "../harness/cli.js";
 import { natsUrl, uniqueNamespace } from "../harness/context.js";
 import { startServer, type NatsServer } from "../harness/server.js";
@@ -38,6 +38,19 @@ describe("connect()", () => {
     expect(e).toBeInstanceOf(ConnectionFailedError);
     expect(e).toMatchObject({ code: "CONNECTION_FAILED", reason: "jetstream_disabled" });
     expect((e as Error).message).toContain("-js");
+  });
+});
+
+describe("a namespace that is not provisioned", () => {
+  it.each(["new", "all"] as const)("subscribeEvents (start %s) rejects with NOT_PROVISIONED and its hint", async (start) => {
+    const bus = await connect({ servers: natsUrl(), namespace: uniqueNamespace() });
+    try {
+      const e = await bus.subscribeEvents({ enduring: "all" }, { start }).then(() => undefined, (x: unknown) => x);
+      expect(e).toBeInstanceOf(NotProvisionedError);
+      expect((e as Error).message).toBe(`stream ${bus.stream} does not exist; run \`jetloop provision\``);
+    } finally {
+      await bus.close();
+    }
   });
 });
 
