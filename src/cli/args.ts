@@ -52,6 +52,11 @@ const FLAG_OF_OPTION: Record<string, string> = {
   replicas: "--replicas",
   fromSeq: "--from-seq",
   toSeq: "--to-seq",
+  listen: "--listen",
+  maxBodyBytes: "--max-body-bytes",
+  feed: "--feed",
+  token: "--auth-token-env",
+  insecurePublicBind: "--insecure-public-bind",
 };
 
 /** An OptionsError of the library, reworded to name the flag the option came from. */
@@ -93,10 +98,13 @@ export function connectOptions(values: Values): ConnectOptions {
   const tls = str("tls-ca") || str("tls-cert") || str("tls-key") ? { caFile: str("tls-ca"), certFile: str("tls-cert"), keyFile: str("tls-key") } : undefined;
   const opts: ConnectOptions = { name: "jetloop-cli" };
   const server = str("server");
-  if (server) opts.servers = server.split(",");
+  if (server) opts.servers = serverUrls("--server", server);
+  else if (process.env.NATS_URL) opts.servers = serverUrls("NATS_URL", process.env.NATS_URL);
   const ns = str("namespace") ?? process.env.JETLOOP_NAMESPACE;
-  if (ns) opts.namespace = ns;
-  if (str("stream")) opts.stream = str("stream");
+  if (ns !== undefined) opts.namespace = oneTokenNamespace(str("namespace") === undefined ? "JETLOOP_NAMESPACE" : "--namespace", ns, str("stream") !== undefined);
+  const stream = str("stream");
+  if (stream !== undefined && !/^[A-Za-z0-9_-]{1,255}$/.test(stream)) throw new UsageError(`--stream ${JSON.stringify(stream)} is not a stream name ([A-Za-z0-9_-], 1-255 characters)`);
+  if (stream) opts.stream = stream;
   if (str("user")) opts.user = str("user");
   if (str("password")) opts.pass = str("password");
   if (str("token")) opts.token = str("token");
@@ -104,6 +112,50 @@ export function connectOptions(values: Values): ConnectOptions {
   if (str("nkey")) opts.nkeySeed = str("nkey");
   if (tls) opts.tls = tls;
   return opts;
+}
+
+/**
+ * The servers of --server (or NATS_URL), each checked before dialing: `nats://` or `tls://`
+ * (the schemes the Node transport speaks) or a bare HOST[:PORT], and nothing else — a URL
+ * of another scheme must not be tried as a host name.
+ */
+export function serverUrls(source: string, value: string): string[] {
+  const urls = value.split(",").map((u) => u.trim());
+  for (const u of urls) {
+    const problem = serverUrlProblem(u);
+    if (problem) throw new UsageError(`${source} ${JSON.stringify(u)} ${problem}`);
+  }
+  return urls;
+}
+
+function serverUrlProblem(u: string): string | undefined {
+  if (u === "") return "is empty";
+  const scheme = /^([A-Za-z][A-Za-z0-9+.-]*):\/\//.exec(u)?.[1];
+  if (scheme !== undefined && scheme !== "nats" && scheme !== "tls") return `has scheme ${scheme}://: use nats:// or tls://`;
+  let url: URL;
+  try {
+    url = new URL(scheme === undefined ? `nats://${u}` : u);
+  } catch {
+    return "is not a NATS URL (nats://HOST:PORT or tls://HOST:PORT)";
+  }
+  if (url.hostname === "") return "has no host";
+  if ((url.pathname !== "" && url.pathname !== "/") || url.search !== "" || url.hash !== "") return "has a path, query or fragment: a NATS URL is scheme://[user:pass@]HOST[:PORT]";
+  return undefined;
+}
+
+/**
+ * The namespace is the first subject token. One with dots (the library allows up to four
+ * tokens) has no stream name of its own: the default would rewrite it (a.b → a_b_journal),
+ * so the command line takes it only beside an explicit --stream.
+ */
+export function oneTokenNamespace(source: string, ns: string, streamGiven: boolean): string {
+  if (/^[A-Za-z0-9-]+$/.test(ns)) return ns;
+  if (!streamGiven || !/^[A-Za-z0-9-]+(\.[A-Za-z0-9-]+){1,3}$/.test(ns)) {
+    throw new UsageError(
+      `${source} ${JSON.stringify(ns)} is not one subject token of [A-Za-z0-9-]${ns.includes(".") && !streamGiven ? " (a dotted namespace needs --stream NAME: its stream name is not derived)" : ""}`,
+    );
+  }
+  return ns;
 }
 
 export function positiveInt(name: string, value: string | undefined): number | undefined {

@@ -2,6 +2,7 @@ import { parseArgs } from "node:util";
 import { connect } from "../bus.js";
 import type { ConsumerFigures } from "../streams/consumer-figures.js";
 import { connectionFlags, connectionHelp, connectOptions, parse } from "./args.js";
+import { fixedTime, jsonRecord } from "./format.js";
 
 export const consumersHelp = `jetloop consumers [--json] [--monitor URL]...
 
@@ -11,7 +12,7 @@ activity, and how far its ack floor is behind the journal's last sequence. Warns
 stderr when a retention limit of the events stream can remove events a durable has
 not acknowledged.
 
-  --json          one JSON object per durable, then one per warning
+  --json          one JSON object per durable, then one per warning (Go-style snake_case keys)
   --monitor URL   a journal server's monitoring URL (http://host:8222), repeatable: warns
                   when it acknowledges appends before syncing them to disk
 
@@ -25,7 +26,7 @@ function line(c: ConsumerFigures): string {
     `redelivered=${c.redelivered}`,
     `parked=${c.parked}`,
     `behind=${c.behind}`,
-    `last_activity=${c.lastActivity?.toISOString() ?? "-"}`,
+    `last_activity=${c.lastActivity ? fixedTime(c.lastActivity) : "-"}`,
   ].join(" ");
 }
 
@@ -39,12 +40,12 @@ export async function consumersCommand(argv: string[], out: (s: string) => void,
   try {
     const report = await bus.consumers({ monitor: values.monitor });
     for (const w of report.durabilityWarnings) {
-      if (values.json) out(JSON.stringify({ warning: w.message, monitor: w.monitorUrl }));
+      if (values.json) out(jsonRecord({ warning: w.message, monitor: w.monitorUrl }));
       err(`warning: ${w.message}`);
     }
-    for (const c of report.consumers) out(values.json ? JSON.stringify(c) : line(c));
+    for (const c of report.consumers) out(values.json ? jsonRecord({ ...c }) : line(c));
     for (const w of report.warnings) {
-      if (values.json) out(JSON.stringify({ warning: w.message, durable: w.durable, unacknowledged: w.unacknowledged, limits: w.limits }));
+      if (values.json) out(jsonRecord({ warning: w.message, durable: w.durable, unacknowledged: w.unacknowledged, limits: w.limits }));
       err(`warning: ${w.message}`);
     }
     err(`${report.consumers.length} durable(s) on ${report.stream}, journal at ${report.lastSeq}`);

@@ -11,9 +11,9 @@ import { ToolActivityProjection } from "../projection/index.js";
 import { parseArgs } from "node:util";
 import { connectionFlags, connectionHelp, connectOptions, ids, parse, UsageError } from "./args.js";
 import { formatLine } from "./format.js";
-import { findNatsServer, startLocalServer, type LocalServer } from "./local-server.js";
+import { selfCommand, startThrowawayServer, type LocalServer } from "./local-server.js";
 
-export const demoHelp = `jetloop demo [--server URL]
+export const demoHelp = `jetloop demo [--server URL] [--namespace NS]
 
 Runs a tool approval sequence end to end: a loop asks permission for two tool
 calls, a second process answers (approve, then deny), the loop records each
@@ -22,7 +22,9 @@ step. Prints what a UI subscriber sees, then the tool states rebuilt from the
 journal alone. Prints the namespace and session, so the run can be replayed.
 
 With no --server and no NATS_URL, starts a throwaway local nats-server (from
-NATS_SERVER_BIN, a source checkout's .nats/, or PATH) and stops it at the end.
+NATS_SERVER_BIN, a source checkout's .nats/, or PATH) and stops it at the end:
+its journal goes with it. Pass --server (a gateway on the same server and
+namespace shows the run) to keep it.
 
 ${connectionHelp}`;
 
@@ -42,27 +44,34 @@ export async function demoCommand(argv: string[], out: (s: string) => void, err:
     out(demoHelp);
     return 0;
   }
-  let local: LocalServer | undefined;
-  if (!values.server && !process.env.NATS_URL) {
-    const bin = findNatsServer();
-    if (!bin) throw new UsageError("no --server, no NATS_URL and no nats-server found: pass --server URL, set NATS_URL, or install nats-server (on PATH or NATS_SERVER_BIN)");
-    local = await startLocalServer(bin);
-    err(`started a throwaway nats-server at ${local.url}`);
-  }
+  // Checked before a server is started for it.
   const options = connectOptions(values);
-  if (local) options.servers = local.url;
-  options.namespace ??= `demo${Date.now().toString(36)}`;
+  let local: LocalServer | undefined;
+  // Interrupted (Ctrl-C, or killed with SIGTERM), the throwaway server goes too: a signal
+  // ends the process without its "exit" handlers.
+  const interrupted = (signal: NodeJS.Signals) => {
+    void (local?.stop() ?? Promise.resolve()).finally(() => process.exit(signal === "SIGINT" ? 130 : 143));
+  };
+  if (options.servers === undefined) {
+    local = await startThrowawayServer();
+    err(`started a throwaway nats-server at ${local.url}`);
+    options.servers = local.url;
+    process.once("SIGINT", interrupted);
+    process.once("SIGTERM", interrupted);
+  }
   const bus = await connect(options);
   try {
     await bus.provision();
-    return await runDemo(bus, options.servers, out, err);
+    return await runDemo(bus, options.servers, local !== undefined, out, err);
   } finally {
+    process.off("SIGINT", interrupted);
+    process.off("SIGTERM", interrupted);
     await bus.close();
     await local?.stop();
   }
 }
 
-async function runDemo(bus: Jetloop, servers: string | string[] | undefined, out: (s: string) => void, err: (s: string) => void): Promise<number> {
+async function runDemo(bus: Jetloop, servers: string | string[], throwaway: boolean, out: (s: string) => void, err: (s: string) => void): Promise<number> {
   const sessionId = newId();
   const loopId = newId();
   const turnId = newId();
@@ -83,7 +92,7 @@ async function runDemo(bus: Jetloop, servers: string | string[] | undefined, out
   watching.catch(() => undefined);
 
   // The answering side runs in its own process, as a UI or policy service would.
-  const answerer = fork(process.argv[1]!, ["demo-answerer", "--session", sessionId, "--loop", loopId, "--namespace", bus.namespace, ...(servers ? ["--server", [servers].flat().join(",")] : [])], {
+  const answerer = fork(process.argv[1]!, ["demo-answerer", "--session", sessionId, "--loop", loopId, "--namespace", bus.namespace, "--server", [servers].flat().join(",")], {
     stdio: ["ignore", "inherit", "inherit", "ipc"],
   });
   const answererDone = new Promise<number>((resolve) => answerer.once("exit", (code) => resolve(code ?? 1)));
@@ -140,8 +149,8 @@ async function runDemo(bus: Jetloop, servers: string | string[] | undefined, out
     return 1;
   }
   out("\ndemo complete: approve and deny branches recorded; rebuilt state matches.");
-  const server = servers ? ` --server ${[servers].flat().join(",")}` : "";
-  out(`replay it: jetloop replay --namespace ${bus.namespace} --session ${sessionId}${server}${servers ? "" : "  (while a server is running; this one is gone)"}`);
+  if (!throwaway) out(`replay it: ${selfCommand()} replay --server ${[servers].flat().join(",")} --namespace ${bus.namespace} --session ${sessionId}`);
+  else out("the throwaway server is stopped and its journal with it; to replay a run or watch it in the gateway, run the demo with --server (README: \"Against the demo\")");
   return 0;
 }
 

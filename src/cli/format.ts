@@ -2,6 +2,7 @@
  * One line per delivery for people, one JSON object per line for programs. Lines show
  * summaries only — tool names, effects, previews — never a request's requirements.
  */
+import { encodeEvent } from "../codec/codec.js";
 import type { JetloopEvent } from "../events/catalogue.js";
 import type { Delivery } from "../subscribe/delivery.js";
 
@@ -41,12 +42,42 @@ function detail(e: JetloopEvent): string {
   }
 }
 
+/**
+ * A time in one width for columns: UTC, milliseconds, `2026-12-01T11:00:00.120Z` (the
+ * runtime stamps local offsets and up to nine fraction digits). Unreadable: as given.
+ */
+export function fixedTime(t: string | Date | undefined): string {
+  if (t === undefined) return "-".padEnd(24);
+  const ms = t instanceof Date ? t.getTime() : Date.parse(t);
+  // Years past 9999 (or before 0) have no 24-character form: shown as given.
+  const iso = Number.isNaN(ms) ? "" : new Date(ms).toISOString();
+  return iso.length === 24 ? iso : String(t instanceof Date ? iso : t).padEnd(24);
+}
+
 export function formatLine(d: Delivery<JetloopEvent>): string {
   const e = d.event;
   const seq = d.journalSeq > 0 ? `#${d.journalSeq}`.padEnd(7) : "live".padEnd(7);
-  return `${seq} ${(e.createdAt ?? "-").padEnd(24)} ${e.type.padEnd(19)} s=${short(e.sessionId)} l=${short(e.loopId)} ${detail(e)}`.trimEnd();
+  return `${seq} ${fixedTime(e.createdAt)} ${e.type.padEnd(19)} s=${short(e.sessionId)} l=${short(e.loopId)} ${detail(e)}`.trimEnd();
 }
 
+const utf8 = new TextDecoder();
+
+/**
+ * One delivery for programs: the event in the Go wire form (the journal's bytes: Go's
+ * MarshalEvent output, which jetloop reads and writes back byte for byte) beside its
+ * journal sequence; a preview, never stored, has `"live":true` instead.
+ */
 export function formatJson(d: Delivery<JetloopEvent>): string {
-  return JSON.stringify({ journalSeq: d.journalSeq, subject: d.subject, event: d.event });
+  const where = d.journalSeq > 0 ? `"journal_seq":${d.journalSeq}` : `"live":true`;
+  return `{${where},"subject":${JSON.stringify(d.subject)},"event":${utf8.decode(encodeEvent(d.event))}}`;
+}
+
+/** camelCase → snake_case, the Go wire's key style. */
+const snake = (k: string) => k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+
+/** A record of the CLI's own (parked entries, consumers) as one JSON line: Go-style keys, fixed-width times. */
+export function jsonRecord(record: Record<string, unknown>): string {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(record)) out[snake(k)] = v instanceof Date ? fixedTime(v) : v;
+  return JSON.stringify(out);
 }

@@ -1,8 +1,9 @@
 import { parseArgs } from "node:util";
 import { connect } from "../bus.js";
-import { checkListenOptions, type ListenOptions, startGateway } from "../gateway/listen.js";
+import { checkListenOptions, isLoopback, type ListenOptions, parseListen, startGateway } from "../gateway/listen.js";
 import { feedModeSchema } from "../subscribe/options.js";
-import { connectionFlags, connectionHelp, connectOptions, parse, UsageError } from "./args.js";
+import { connectionFlags, connectionHelp, connectOptions, parse, positiveInt, UsageError } from "./args.js";
+import { warnIfNotProvisioned } from "./provisioned.js";
 
 export const gatewayHelp = `jetloop gateway --listen HOST:PORT [--auth-token-env VAR] [--insecure-public-bind] [--feed MODE]
 
@@ -26,7 +27,7 @@ from the journal and the live feed. Runs until interrupted (Ctrl-C).
 
 ${connectionHelp}`;
 
-export async function gatewayCommand(argv: string[], out: (s: string) => void): Promise<number> {
+export async function gatewayCommand(argv: string[], out: (s: string) => void, err: (s: string) => void): Promise<number> {
   const { values } = parse(() => parseArgs({ args: argv, options: { ...connectionFlags,
     listen: { type: "string" },
     "auth-token-env": { type: "string" },
@@ -45,25 +46,35 @@ export async function gatewayCommand(argv: string[], out: (s: string) => void): 
   const tokenVar = values["auth-token-env"];
   const token = tokenVar === undefined ? undefined : process.env[tokenVar];
   if (tokenVar !== undefined && !token) throw new UsageError(`--auth-token-env: the environment variable ${tokenVar} is not set`);
-  // Numbers are checked by the gateway's options (a non-integer is an OptionsError naming the option).
-  const num = (v: string | undefined) => (v === undefined ? undefined : Number(v));
+  const listen = values.listen ?? "127.0.0.1:8080";
+  let host: string;
+  try {
+    host = parseListen(listen).host;
+  } catch {
+    throw new UsageError(`--listen ${JSON.stringify(listen)} must be HOST:PORT (e.g. 127.0.0.1:8080, [::1]:8080)`);
+  }
+  // Said in the command's own flags before connecting (the library's refusal names its options).
+  if (!isLoopback(host) && token === undefined && values["insecure-public-bind"] !== true) {
+    throw new UsageError(`--listen ${listen} is not a loopback address: add --auth-token-env VAR to require a bearer token, or --insecure-public-bind to serve it without authentication`);
+  }
   // Default: the gateway's (namespace).
   const feed = values.feed === undefined ? undefined : feedModeSchema.safeParse(values.feed).data;
   if (values.feed !== undefined && feed === undefined) throw new UsageError(`--feed: ${JSON.stringify(values.feed)} is not namespace or loop`);
   const options: ListenOptions = {
-    listen: values.listen ?? "127.0.0.1:8080",
+    listen,
     token,
-    maxBodyBytes: num(values["max-body-bytes"]),
+    maxBodyBytes: positiveInt("max-body-bytes", values["max-body-bytes"]),
     feed,
     insecurePublicBind: values["insecure-public-bind"] === true,
     allowedHosts: values["allow-host"],
     allowedOrigins: values["allow-origin"],
-    maxConnectionsPerClient: num(values["max-connections-per-client"]),
-    maxStreamsPerClient: num(values["max-streams-per-client"]),
+    maxConnectionsPerClient: positiveInt("max-connections-per-client", values["max-connections-per-client"]),
+    maxStreamsPerClient: positiveInt("max-streams-per-client", values["max-streams-per-client"]),
   };
   checkListenOptions(options); // before dialing: a bad flag fails fast
   const bus = await connect({ ...connectOptions(values), name: "jetloop-gateway" });
   try {
+    await warnIfNotProvisioned(bus, "jetloop gateway", err);
     const gw = await startGateway(bus, options);
     out(`jetloop gateway listening on ${gw.url} (namespace ${bus.namespace})`);
     await new Promise<void>((resolve) => {

@@ -1,6 +1,7 @@
 /**
- * A throwaway nats-server for `jetloop demo` when no NATS_URL is given: loopback only,
- * a temporary store, stopped (and its store removed) when the demo ends, even on Ctrl-C.
+ * A throwaway nats-server for `jetloop demo` and `jetloop dev` when no server is given:
+ * loopback only, a temporary store, stopped (and its store removed) when the command
+ * ends, even on Ctrl-C.
  */
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
@@ -8,6 +9,7 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { UsageError } from "./args.js";
 
 export interface LocalServer {
   readonly url: string;
@@ -20,6 +22,21 @@ export function findNatsServer(): string | undefined {
   for (const c of candidates) if (c && existsSync(c)) return c;
   const which = spawnSync("sh", ["-c", "command -v nats-server"], { encoding: "utf8" });
   return which.status === 0 ? which.stdout.trim() : undefined;
+}
+
+/** A throwaway server from findNatsServer(); none found is a usage error that says what to do. */
+export async function startThrowawayServer(): Promise<LocalServer> {
+  const bin = findNatsServer();
+  if (!bin) throw new UsageError("no --server, no NATS_URL and no nats-server found: pass --server URL, set NATS_URL, or install nats-server (npm run setup, on PATH, or NATS_SERVER_BIN)");
+  return startLocalServer(bin);
+}
+
+/**
+ * How the user runs this command line, for hints that name a command: `npm run jetloop --`
+ * in a source checkout (where `jetloop` is not on PATH), else `jetloop`.
+ */
+export function selfCommand(): string {
+  return process.argv[1]?.endsWith(".ts") ? "npm run jetloop --" : "jetloop";
 }
 
 function freePort(): Promise<number> {

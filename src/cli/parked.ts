@@ -3,6 +3,7 @@ import { connect } from "../bus.js";
 import type { ParkedEntry } from "../parking/parked-entry.js";
 import type { ParkedSelection } from "../parking/parked-store.js";
 import { connectionFlags, connectionHelp, connectOptions, parse, positiveInt, UsageError } from "./args.js";
+import { fixedTime, jsonRecord } from "./format.js";
 
 export const parkedHelp = `jetloop parked list [--durable NAME] [--json]
 jetloop parked show --durable NAME --seq N [--json]
@@ -10,20 +11,24 @@ jetloop parked drop --durable NAME (--seq N | --all) [--json]
 jetloop parked replay --durable NAME (--seq N | --all) [--json]
 
 Durable deliveries kept after their last attempt, a handler's term with a reason, or
-a decode failure (poison). list and show print what was kept of each: journal
-sequence, durable, why, the last error, deliveries, when; never the payload. replay
+a decode failure (poison). Each prints what was kept of an entry: journal sequence,
+durable, why, the last error, deliveries, when; only show prints the payload (as
+text; base64 where it is not UTF-8), since it may hold tool arguments. replay
 sends held entries back to that durable's handlers, in journal order; each leaves the
 store once a handler acknowledges it (poison is parked again). drop deletes entries.
 
   --durable NAME   the durable consumer (list: all durables when omitted)
   --seq N          one entry, by journal sequence
   --all            every held entry of the durable
-  --json           one JSON object per line
+  --json           one JSON object per line (Go-style snake_case keys)
 
 ${connectionHelp}`;
 
-/** What is shown of an entry: everything but the payload, which may be what must not leak. */
-function view(e: ParkedEntry) {
+/**
+ * What list, drop and replay show of an entry: everything but the payload, which may hold
+ * what must not leak (tool arguments). `show` adds the payload, as text.
+ */
+function view(e: ParkedEntry): Record<string, unknown> {
   return {
     durable: e.durable,
     journalSeq: e.journalSeq,
@@ -33,13 +38,24 @@ function view(e: ParkedEntry) {
     errorCode: e.errorCode,
     errorMessage: e.errorMessage,
     deliveryCount: e.deliveryCount,
-    parkedAt: e.parkedAt.toISOString(),
+    parkedAt: e.parkedAt,
     bytes: e.data.length,
   };
 }
 
+const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
+
+/** The payload as text; bytes that are not UTF-8 (a poison message may be anything) as base64. */
+function payload(e: ParkedEntry): { payload: string } | { payloadBase64: string } {
+  try {
+    return { payload: strictUtf8.decode(e.data) };
+  } catch {
+    return { payloadBase64: Buffer.from(e.data).toString("base64") };
+  }
+}
+
 function line(e: ParkedEntry): string {
-  return `#${e.journalSeq} ${e.durable} ${e.state} ${e.reason} ${e.errorCode} deliveries=${e.deliveryCount} ${e.parkedAt.toISOString()} ${e.subject} (${e.data.length} bytes): ${e.errorMessage}`;
+  return `#${e.journalSeq} ${e.durable} ${e.state} ${e.reason} ${e.errorCode} deliveries=${e.deliveryCount} ${fixedTime(e.parkedAt)} ${e.subject} (${e.data.length} bytes): ${e.errorMessage}`;
 }
 
 export async function parkedCommand(argv: string[], out: (s: string) => void, err: (s: string) => void): Promise<number> {
@@ -56,8 +72,12 @@ export async function parkedCommand(argv: string[], out: (s: string) => void, er
   if (action !== "list" && !values.durable) throw new UsageError(`parked ${action} needs --durable`);
   if (action === "show" && seq === undefined) throw new UsageError("parked show needs --seq");
   if ((action === "drop" || action === "replay") && (seq === undefined) === !values.all) throw new UsageError(`parked ${action} needs exactly one of --seq and --all`);
-  const print = (entries: readonly ParkedEntry[]) => {
-    for (const e of entries) out(values.json ? JSON.stringify(view(e)) : line(e));
+  const print = (entries: readonly ParkedEntry[], withPayload = false) => {
+    for (const e of entries) {
+      const shown = withPayload ? payload(e) : undefined;
+      if (values.json) out(jsonRecord({ ...view(e), ...shown }));
+      else out(shown ? `${line(e)}\n${"payload" in shown ? shown.payload : `(base64) ${shown.payloadBase64}`}` : line(e));
+    }
   };
   const bus = await connect(connectOptions(values));
   try {
@@ -76,7 +96,7 @@ export async function parkedCommand(argv: string[], out: (s: string) => void, er
           err(`durable ${durable} has nothing parked at journal sequence ${seq}`);
           return 1;
         }
-        print([e]);
+        print([e], true);
         return 0;
       }
       case "drop": {

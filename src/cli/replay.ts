@@ -16,7 +16,8 @@ stderr, never printed as events.
   --type T         only these event types (journal events: previews are never stored)
   --from-seq N     first journal sequence (default 1)
   --to-seq N       last journal sequence (default: the journal's end now)
-  --json           one JSON object per line
+  --json           one line per event: {"journal_seq":N,"subject":…,"event":<the Go
+                   wire bytes>} ({"live":true,…} for a preview)
 
 ${connectionHelp}`;
 

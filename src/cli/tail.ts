@@ -15,7 +15,8 @@ marked "live". Runs until interrupted (Ctrl-C).
   --from-seq N     start at journal sequence N (default: new events only)
   --all            start at the beginning of the journal
   --no-live        journal events only, no live previews
-  --json           one JSON object per line
+  --json           one line per event: {"journal_seq":N,"subject":…,"event":<the Go
+                   wire bytes>} ({"live":true,…} for a preview)
   --count N        stop after N deliveries
 
 ${connectionHelp}`;

@@ -32,6 +32,7 @@
  */
 import type { JsMsg } from "@nats-io/jetstream";
 import { NotProvisionedError } from "../errors.js";
+import { consumerError } from "./consumer-errors.js";
 import { feedRepublish, switchChannel } from "../subjects/subjects.js";
 import { type Decoded, decodeMessage, type Delivery } from "./delivery.js";
 import type { FeedMessage, FeedViewer, RepairReason, ResyncReason } from "./feed-hub.js";
@@ -90,7 +91,10 @@ export class FeedSource<E> implements Source, FeedViewer {
     // a refusal (permissions) has arrived by then: it fails subscribeEvents itself.
     await ctx.feeds.registered(this.#mode);
     if (this.#refused) throw this.#refused;
-    const state = await ctx.journalState();
+    // A missing stream is NOT_PROVISIONED (with its hint), as for every other read.
+    const state = await ctx.journalState().catch((e: unknown) => {
+      throw consumerError(e, ctx.stream, "reading the journal's position");
+    });
     const dest = feedRepublish(ctx.decode.namespace).dest;
     if (state.republishDest !== dest) {
       throw new NotProvisionedError(ctx.stream, `stream ${ctx.stream} does not republish the journal to ${dest}; run \`jetloop provision\``);

@@ -1,11 +1,11 @@
 /**
- * Runs jetloop's codec over the Go runtime's own conformance data (see
- * ../../../shared/conformance/README.md) and sorts every case by how jetloop's verdict
+ * Runs jetloop's codec over the Go runtime's own conformance data (test/conformance/data/,
+ * see its README.md for where it came from) and sorts every case by how jetloop's verdict
  * relates to Go's. Used by go-wire.test.ts, and by `npx tsx test/conformance/go-oracle.ts`
  * to print the cases that disagree.
  */
-import { existsSync, readFileSync } from "node:fs";
-import { dirname, join, resolve } from "node:path";
+import { readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { marshalEvent, unmarshalEvent } from "../../src/codec/codec.js";
 import { EventDecodeError, EventValidationError, RequestDecodeError } from "../../src/errors.js";
@@ -15,12 +15,8 @@ import { WireKeyError } from "../../src/codec/wire.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 
-/** `JETLOOP_CONFORMANCE_DIR`, else the shared folder beside the repository. */
-export const conformanceDir = resolve(process.env.JETLOOP_CONFORMANCE_DIR ?? join(here, "../../../shared/conformance"));
-
-export function conformanceAvailable(): boolean {
-  return existsSync(join(conformanceDir, "go-verdicts.jsonl"));
-}
+/** The in-repository copy; new data arrives through scripts/sync-conformance.sh. */
+export const conformanceDir = join(here, "data");
 
 export function readJsonl<T>(name: string): T[] {
   return readFileSync(join(conformanceDir, name), "utf8")

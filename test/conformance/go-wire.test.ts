@@ -1,14 +1,11 @@
-// The Go runtime's own bytes and verdicts (../shared/conformance/, or
-// JETLOOP_CONFORMANCE_DIR) against jetloop's codec: every Go-written event reads and writes
-// back byte for byte; on every mutated input jetloop agrees with Go's verdict and meaning,
+// The Go runtime's own bytes and verdicts (test/conformance/data/) against jetloop's
+// codec: every Go-written event reads and writes back byte for byte; on every mutated input jetloop agrees with Go's verdict and meaning,
 // or refuses under one of the stricter rules CONFORMANCE.md lists, exactly as often as it
 // says.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import {
-  conformanceAvailable,
-  conformanceDir,
   type GoVerdict,
   type GoWritten,
   jetloopReads,
@@ -25,10 +22,7 @@ function documentedRules(): Map<string, [number, number]> {
   return rules;
 }
 
-const available = conformanceAvailable();
-if (!available) console.warn(`conformance data not found at ${conformanceDir}: set JETLOOP_CONFORMANCE_DIR to run the Go conformance suite`);
-
-describe.runIf(available)("the Go runtime's wire", () => {
+describe("the Go runtime's wire", () => {
   it("reads and writes back every Go-written event byte for byte", () => {
     const written = readJsonl<GoWritten>("go-written-events.jsonl");
     const identical = written.filter((w) => {

@@ -1,5 +1,6 @@
 // The jetloop command run as a process, the way a user runs it.
 import { execFile, spawn } from "node:child_process";
+import { runCli } from "../../src/cli/run.js";
 
 export interface CliRun {
   code: number;
@@ -36,4 +37,17 @@ export function jetloopUntil(args: string[], text: string): Promise<CliRun> {
       resolve({ code: code ?? 1, stdout, stderr });
     });
   });
+}
+
+/**
+ * The command line run in this process (src/cli/run.ts, what main.ts runs): the same
+ * parsing, output and exit codes without a process start (seconds each under tsx on a
+ * loaded machine). For everything but what needs its own process: the demo (it forks its
+ * answerer), Ctrl-C, and the entry point itself (cli.test.ts runs that as a process).
+ */
+export async function jetloopIn(args: string[]): Promise<CliRun> {
+  const out: string[] = [];
+  const err: string[] = [];
+  const code = await runCli(args, { out: (s) => out.push(`${s}\n`), err: (s) => err.push(`${s}\n`) });
+  return { code, stdout: out.join(""), stderr: err.join("") };
 }

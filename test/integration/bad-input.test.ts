@@ -3,8 +3,8 @@
 // run time, naming the flag or the URL and carrying the error code.
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ConnectionFailedError, OptionsError, connect, newId } from "../../src/index.js";
-import { jetloop, jetloopUntil } from "../harness/cli.js";
+import { ConnectionFailedError, NotProvisionedError, OptionsError, connect, newId } from "../../src/index.js";
+import { jetloopIn, jetloopUntil } from "../harness/cli.js";
 import { natsUrl, uniqueNamespace } from "../harness/context.js";
 import { startServer, type NatsServer } from "../harness/server.js";
 
@@ -41,6 +41,19 @@ describe("connect()", () => {
   });
 });
 
+describe("a namespace that is not provisioned", () => {
+  it.each(["new", "all"] as const)("subscribeEvents (start %s) rejects with NOT_PROVISIONED and its hint", async (start) => {
+    const bus = await connect({ servers: natsUrl(), namespace: uniqueNamespace() });
+    try {
+      const e = await bus.subscribeEvents({ enduring: "all" }, { start }).then(() => undefined, (x: unknown) => x);
+      expect(e).toBeInstanceOf(NotProvisionedError);
+      expect((e as Error).message).toBe(`stream ${bus.stream} does not exist; run \`jetloop provision\``);
+    } finally {
+      await bus.close();
+    }
+  });
+});
+
 describe("jetloop CLI, bad input", () => {
   const session = newId();
   const server = () => ["--server", natsUrl()];
@@ -63,14 +76,14 @@ describe("jetloop CLI, bad input", () => {
   ];
 
   it.each(cases)("%s", async (_what, args, code, texts) => {
-    const r = await jetloop(args());
+    const r = await jetloopIn(args());
     expect(r.code).toBe(code);
     for (const t of texts) expect(r.stderr).toContain(t);
     expect(r.stderr.includes("jetloop — the event journal")).toBe(false); // the command's usage, not the top-level one
   });
 
   it("provision --verify of a missing stream says it is missing", async () => {
-    const r = await jetloop(["provision", "--verify", "--stream", "other", "--namespace", uniqueNamespace(), ...server()]);
+    const r = await jetloopIn(["provision", "--verify", "--stream", "other", "--namespace", uniqueNamespace(), ...server()]);
     expect(r.code).toBe(2);
     expect(r.stdout).toContain("stream other: missing (--verify changes nothing; provision without --verify creates it)");
     expect(r.stdout).not.toContain("undefined");
@@ -79,7 +92,7 @@ describe("jetloop CLI, bad input", () => {
 
   it("tail --from-seq past the end says so", async () => {
     const ns = uniqueNamespace();
-    expect((await jetloop(["provision", "--namespace", ns, ...server()])).code).toBe(0);
+    expect((await jetloopIn(["provision", "--namespace", ns, ...server()])).code).toBe(0);
     const r = await jetloopUntil(["tail", "--from-seq", "50", "--namespace", ns, ...server()], "following");
     expect(r.stderr).toContain("--from-seq 50 is past the journal's end (last sequence 0)");
     expect(r.code).toBe(0);

@@ -1,16 +1,15 @@
 /**
  * Golden vectors pin the wire format byte for byte: every event the Go runtime's own
- * `MarshalEvent` wrote in /work/shared/conformance/go-written-events.jsonl (see its
+ * `MarshalEvent` wrote in test/conformance/data/go-written-events.jsonl (see its
  * README.md) must decode, and encode back to exactly the bytes Go wrote. None of the old
  * hand-written vectors survived the move to Go's format (see test/golden/README.md).
  */
 import { describe, expect, it } from "vitest";
 import { defaultRegistry, marshalEvent, unmarshalEvent, unmarshalPreview, validateEvent } from "../../src/index.js";
 import { decodeEvent } from "../../src/codec/codec.js";
-import { conformanceAvailable, conformanceDir, readJsonl, type GoWritten } from "../conformance/go-oracle.js";
+import { readJsonl, type GoWritten } from "../conformance/go-oracle.js";
 
-const available = conformanceAvailable();
-const written: GoWritten[] = available ? readJsonl<GoWritten>("go-written-events.jsonl") : [];
+const written = readJsonl<GoWritten>("go-written-events.jsonl");
 const cases = written.map((w) => [w.id, w] as const);
 const utf8 = new TextDecoder();
 
@@ -32,9 +31,7 @@ const EXPECTED_COUNTS: Record<string, number> = {
   SessionStopped: 4,
 };
 
-describe.skipIf(!available)(
-  `golden vectors: Go-written events${available ? "" : ` (SKIPPED: no conformance data at ${conformanceDir}; set JETLOOP_CONFORMANCE_DIR)`}`,
-  () => {
+describe("golden vectors: Go-written events", () => {
     it("are the 59 events of the conformance data, every enduring type Go writes", () => {
       expect(written).toHaveLength(59);
       const counts: Record<string, number> = {};

@@ -1,0 +1,76 @@
+/**
+ * `jetloop dev`: the whole picture in one step for a newcomer — a throwaway nats-server
+ * (unless --server is given), the gateway with its page, and a simulated loop that keeps
+ * opening sessions that ask for approval (and now and then a question) on the page.
+ * Ctrl-C stops all of it.
+ */
+import { parseArgs } from "node:util";
+import { connect } from "../bus.js";
+import { startGateway } from "../gateway/listen.js";
+import { connectionFlags, connectionHelp, connectOptions, parse, positiveInt } from "./args.js";
+import { runSimulatedLoops } from "./dev-loop.js";
+import { startThrowawayServer, type LocalServer } from "./local-server.js";
+
+export const devHelp = `jetloop dev [--listen HOST:PORT] [--every SECONDS] [--server URL]
+
+Starts everything a newcomer needs to see the gateway's page with live sessions:
+a throwaway local nats-server (or the one --server / NATS_URL names), the stream,
+the gateway (loopback only), and a simulated loop that starts a session every
+--every seconds. Each session runs a tool call, then asks for approval of another
+(every third one also asks a question); answer them on the page. An unanswered
+gate is denied after 5 minutes. Prints the page's URL. Runs until Ctrl-C, which
+stops the loop, the gateway and the throwaway server.
+
+  --listen HOST:PORT   the gateway's address, a loopback one (default 127.0.0.1:8080)
+  --every SECONDS      seconds between new sessions (default 10)
+  --max-open N         sessions waiting for an answer at once, at most (default 3)
+
+${connectionHelp}`;
+
+export async function devCommand(argv: string[], out: (s: string) => void): Promise<number> {
+  const { values } = parse(() =>
+    parseArgs({ args: argv, options: { ...connectionFlags, listen: { type: "string" }, every: { type: "string" }, "max-open": { type: "string" } }, strict: true }),
+  );
+  if (values.help) {
+    out(devHelp);
+    return 0;
+  }
+  const everyMs = (positiveInt("every", values.every) ?? 10) * 1000;
+  const maxOpen = positiveInt("max-open", values["max-open"]) ?? 3;
+  const listen = values.listen ?? "127.0.0.1:8080";
+  const options = connectOptions(values);
+  let local: LocalServer | undefined;
+  if (options.servers === undefined) {
+    local = await startThrowawayServer();
+    options.servers = local.url;
+  }
+  const stopped = new AbortController();
+  const stop = () => stopped.abort();
+  process.once("SIGINT", stop);
+  process.once("SIGTERM", stop);
+  try {
+    const bus = await connect({ ...options, name: "jetloop-dev" });
+    try {
+      await bus.provision();
+      // No authentication here: the gateway refuses a non-loopback --listen (GATEWAY_BIND).
+      const gw = await startGateway(bus, { listen });
+      try {
+        out(`nats-server  ${local ? `${local.url} (throwaway: stopped, with its journal, on exit)` : [options.servers].flat().join(",")}`);
+        out(`namespace    ${bus.namespace}`);
+        out(`gateway      ${gw.url}`);
+        out(`\nopen ${gw.url}/ — a new session every ${everyMs / 1000} s asks for approval there. Ctrl-C stops all.\n`);
+        await runSimulatedLoops(bus, { everyMs, maxOpen, signal: stopped.signal, log: out });
+      } finally {
+        await gw.close();
+      }
+    } finally {
+      await bus.close();
+    }
+    out("stopped: simulated loop, gateway" + (local ? ", nats-server" : ""));
+    return 0;
+  } finally {
+    process.off("SIGINT", stop);
+    process.off("SIGTERM", stop);
+    await local?.stop();
+  }
+}

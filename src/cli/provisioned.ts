@@ -1,0 +1,20 @@
+import { JetStreamApiCodes, JetStreamApiError } from "@nats-io/jetstream";
+import type { Jetloop } from "../bus.js";
+import { NotProvisionedError } from "../errors.js";
+
+/**
+ * For a long-running command that still serves when the namespace has no journal yet (the
+ * gateway: the page says "not provisioned" until it exists): says so at start, with the
+ * code and hint a failing command would print. Other failures of the check are left to
+ * the requests that meet them.
+ */
+export async function warnIfNotProvisioned(bus: Jetloop, who: string, err: (s: string) => void): Promise<void> {
+  try {
+    await (await bus.jetstreamManager()).streams.info(bus.stream);
+  } catch (e) {
+    if (e instanceof JetStreamApiError && e.code === JetStreamApiCodes.StreamNotFound) {
+      const np = new NotProvisionedError(bus.stream);
+      err(`${who}: ${np.code}: ${np.message} (serving meanwhile: what reads the journal fails until it exists)`);
+    }
+  }
+}
