@@ -110,8 +110,13 @@ function intro(): Node[] {
   if (page.list === "not_provisioned") {
     return [el("div", { class: "notice" }, el("p", { class: "gate-title" }, "This namespace is not provisioned"), el("p", {}, page.listWhy ?? ""), el("p", { class: "muted" }, "Provisioning creates the journal stream; the page picks it up by itself."))];
   }
-  if (page.sessions && page.sessions.length > 0) return [el("p", { class: "intro" }, "Choose a session to follow its loops, turns and tool calls as they happen.")];
-  return [];
+  const note = (title: string, text: string) => [el("div", { class: "intro" }, el("p", { class: "gate-title" }, title), el("p", {}, text))];
+  if (page.sessions === undefined) {
+    if (page.list === "connecting") return [];
+    return note("Waiting for the gateway", "Nothing can be shown until the gateway can read the journal again. The page retries by itself; the banner above says what went wrong.");
+  }
+  if (page.sessions.length === 0) return note("Waiting for the first session", "Start a loop that writes to this namespace: its session appears on the left within seconds, and choosing it follows it live.");
+  return note("Choose a session", "Pick one on the left to follow its loops, turns and tool calls as they happen, and to answer what waits on you.");
 }
 
 function renderView(): void {

@@ -35,15 +35,17 @@ function controlButton(label: string, action: string, busy: boolean, onClick: ()
   return b;
 }
 
-function approvalCard(a: ToolActivity, gate: GateFact, state: AnswerState | undefined, answer: Answer): HTMLElement {
+function approvalCard(a: ToolActivity, gate: GateFact, state: AnswerState | undefined, answer: Answer, summary: string | undefined): HTMLElement {
   const p = gate.prompt;
+  // The runtime titles a gate with the request's summary, already on the card.
+  const title = p?.title && p.title !== summary ? p.title : "Permission needed";
   const busy = state?.state === "sending" || state?.state === "sent";
   const controls = (p?.controls ?? []).flatMap((c) => (c.action ? [{ action: c.action, label: c.label || c.action }] : []));
   const reqs = a.request?.request.requirements?.map((r) => r.description).filter((d): d is string => !!d) ?? [];
   return el(
     "div",
     { class: "gate approval", "data-gate": gate.id },
-    el("p", { class: "gate-title" }, p?.title || a.request?.request.summary || "Permission requested"),
+    el("p", { class: "gate-title" }, title),
     p?.body ? el("p", { class: "gate-body" }, p.body) : undefined,
     reqs.length > 0 ? el("ul", { class: "requirements" }, ...reqs.map((r) => el("li", {}, r))) : undefined,
     controls.length > 0
@@ -99,7 +101,7 @@ function resultText(a: ToolActivity): string | undefined {
 }
 
 export function toolCard(a: ToolActivity, preview: KeptPreview | undefined, answers: ReadonlyMap<string, AnswerState>, answer: Answer, draft: Map<string, string>): HTMLElement {
-  const name = a.toolName ?? a.request?.request.toolName ?? "tool";
+  const name = a.toolName ?? a.request?.request.toolName ?? (a.input || a.inputGate ? "question" : "tool");
   const at = a.request?.at ?? a.permissionGate?.at ?? a.input?.at ?? a.inputGate?.at ?? a.result?.at;
   const card = el(
     "li",
@@ -108,9 +110,11 @@ export function toolCard(a: ToolActivity, preview: KeptPreview | undefined, answ
   );
   const summary = a.request?.request.summary ?? preview?.summary;
   if (summary) card.append(el("p", { class: "summary" }, summary));
+  // An answered question keeps its text beside the answer.
+  else if (a.input?.question && a.status !== "awaiting_input") card.append(el("p", { class: "summary" }, a.input.question));
   const pg = a.permissionGate;
   if (a.status === "awaiting_approval") {
-    card.append(pg && !pg.resolution ? approvalCard(a, pg, answers.get(pg.id), answer) : el("p", { class: "muted" }, "Permission requested; waiting for its gate to open."));
+    card.append(pg && !pg.resolution ? approvalCard(a, pg, answers.get(pg.id), answer, summary) : el("p", { class: "muted" }, "Permission requested; waiting for its gate to open."));
   }
   const ig = a.inputGate;
   if (a.status === "awaiting_input") {

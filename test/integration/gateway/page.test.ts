@@ -79,7 +79,8 @@ describe("the web page", () => {
     await badge(page, "live");
     await page.locator("#sessions-empty").waitFor();
     expect(await page.locator("#sessions li").count()).toBe(0);
-    expect(await page.locator("#view").innerHTML()).toBe("");
+    expect(await page.locator("#view h2, #view h3, #view .session-head").count()).toBe(0);
+    expect(await page.locator("#view .intro").textContent()).toMatch(/^Waiting for the first session/);
     expect(await page.locator("#banner").isHidden()).toBe(true);
     await shot(page, "empty");
     expect(problems).toEqual([]);
@@ -126,7 +127,6 @@ describe("the web page", () => {
       const buttons = tool(page, toolExecutionId).locator(".controls button");
       await buttons.first().waitFor();
       expect(await buttons.evaluateAll((bs) => bs.map((b) => b.getAttribute("data-action")))).toEqual(["Approve", "Deny"]);
-      if (action === "Approve") await shot(page, "approval");
       const posted = page.waitForRequest((r) => r.method() === "POST" && r.url().includes("/gates/"));
       await tool(page, toolExecutionId).locator(`button[data-action="${action}"]`).click();
       const req = await posted;
@@ -153,6 +153,7 @@ describe("the web page", () => {
     const buttons = tool(page, toolExecutionId).locator(".controls button");
     await buttons.first().waitFor();
     expect(await buttons.evaluateAll((bs) => bs.map((b) => [b.getAttribute("data-action"), b.textContent]))).toEqual(controls.map((c) => [c.action, c.label]));
+    await shot(page, "approval");
     const posted = page.waitForRequest((r) => r.method() === "POST" && r.url().endsWith(`/gates/${gateId}`));
     await tool(page, toolExecutionId).locator('button[data-action="Approve always for this workspace"]').click();
     expect((await posted).postData()).toBe('{"action":"Approve always for this workspace"}');
@@ -269,6 +270,7 @@ describe("the web page", () => {
     await badge(page, says ? "not_provisioned" : "disconnected");
     expect(await page.locator("#banner").textContent()).toContain(e.message);
     expect(await page.locator("#sessions-empty").isHidden()).toBe(true);
+    expect(await page.locator("#view").textContent()).toMatch(says ? /not provisioned/ : /Waiting for the gateway/);
     await shot(page, "not-provisioned");
     await page.close();
   });
