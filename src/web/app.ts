@@ -126,6 +126,10 @@ function renderView(): void {
     syncChildren(view, intro());
     return;
   }
+  // A typed answer keeps its focus and caret across a rebuild (its text is in page.drafts);
+  // read first: building the new tree moves the cached cards out of the document.
+  const active = document.activeElement;
+  const typing = active instanceof HTMLInputElement && view.contains(active) ? { gate: active.closest("[data-gate]")?.getAttribute("data-gate"), caret: active.selectionStart } : undefined;
   const m = f.model;
   const head = el(
     "div",
@@ -150,6 +154,11 @@ function renderView(): void {
   );
   const empty = m.lastJournalSeq === 0 ? "Reading the journal…" : "No loop has started in this session yet.";
   view.replaceChildren(head, ...(sections.length > 0 ? sections : [el("p", { class: "muted" }, empty)]));
+  if (typing?.gate) {
+    const input = view.querySelector<HTMLInputElement>(`[data-gate="${CSS.escape(typing.gate)}"] input`);
+    input?.focus();
+    if (input && typing.caret !== null) input.setSelectionRange(typing.caret, typing.caret);
+  }
   renderSessionState();
 }
 

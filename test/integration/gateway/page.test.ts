@@ -223,7 +223,15 @@ describe("the web page", () => {
     const input = tool(page, freeText).locator('input[name="answer"]');
     await input.waitFor();
     await shot(page, "question");
-    await input.fill("notes.md");
+    await input.fill("notes");
+    // Something else happens in the session while the answer is typed: the text and the focus stay.
+    const seqBefore = Number(await page.locator(".session-head").getAttribute("data-seq"));
+    await bus.publish(createEvent("PermissionRequested", { ...ids, toolExecutionId: newId(), request: { toolName: "grep", summary: "search" } }));
+    await page.locator(`.session-head[data-seq="${seqBefore + 1}"]`).waitFor();
+    expect(await input.evaluate((e) => e === document.activeElement)).toBe(true);
+    await input.press("End");
+    await input.pressSequentially(".md");
+    expect(await input.inputValue()).toBe("notes.md");
     await tool(page, freeText).locator('button[data-action="send"]').click();
     expect((await typed).answer).toBe("notes.md");
     await tool(page, freeText).locator(".resolution").waitFor();
@@ -274,6 +282,33 @@ describe("the web page", () => {
     await shot(page, "not-provisioned");
     await page.close();
   });
+
+  it("the gateway restarted under the open page: reconnecting, then live, resuming with Last-Event-ID without a gap or a repeat", async () => {
+    const { bus, gw } = await gatewayFor();
+    const ids = await startSession(bus);
+    const { page, problems } = await newPage();
+    await page.goto(`${gw.url}/#${ids.sessionId}`);
+    await badge(page, "live");
+    await page.locator(`article.turn[data-turn="${ids.turnId}"]`).waitFor();
+    const address = gw.url.slice("http://".length);
+    await gw.close();
+    await page.locator('#connection[data-state="reconnecting"], #connection[data-state="disconnected"]').waitFor();
+    // Journaled while no gateway serves the page.
+    const done = await bus.publish(createEvent("TurnDone", { sessionId: ids.sessionId, loopId: ids.loopId, turnId: ids.turnId }));
+    const resumed = page.waitForRequest((r) => r.url().includes(`/v1/sessions/${ids.sessionId}/events`), { timeout: 30_000 });
+    const again = await startGateway(bus, { listen: address });
+    open.push({ bus, gw: again });
+    const req = await resumed;
+    // Either EventSource's own reconnect (the header) or the page's (the query): after the last sequence seen.
+    const header = (await req.allHeaders())["last-event-id"];
+    expect(header ?? new URL(req.url()).searchParams.get("last_event_id")).toBe(String(done.journalSeq - 1));
+    await page.locator(`article.turn[data-turn="${ids.turnId}"][data-outcome="done"]`).waitFor({ timeout: 30_000 });
+    await badge(page, "live");
+    expect(Number(await page.locator(".session-head").getAttribute("data-seq"))).toBe(done.journalSeq);
+    expect(await page.locator("article.turn").count()).toBe(1);
+    expect(problems.filter((p) => !p.includes("net::"))).toEqual([]);
+    await page.close();
+  }, 90_000);
 
   it("NATS stopped under the open page: disconnected, then live again, resuming after its last journal sequence", async () => {
     const { bus, gw } = await gatewayFor();
