@@ -139,7 +139,7 @@ function renderView(): void {
     el(
       "span",
       { class: "muted" },
-      [m.startedAt ? `started ${clock(m.startedAt)}` : "", m.lastActivityAt ? `last event ${ago(m.lastActivityAt, Date.now())}` : "", `journal sequence ${m.lastJournalSeq}`].filter(Boolean).join(" · "),
+      [m.startedAt ? `started ${clock(m.startedAt)}` : "", m.lastActivityAt ? `last event ${clock(m.lastActivityAt)}` : "", `journal sequence ${m.lastJournalSeq}`].filter(Boolean).join(" · "),
     ),
   );
   head.dataset.seq = String(m.lastJournalSeq);
@@ -192,7 +192,8 @@ function answer(gateId: string, label: string, body: GateBody): void {
 function listFailed(f: ApiFailure): void {
   page.listAttempt++;
   page.list = isNotProvisioned(f) ? "not_provisioned" : "disconnected";
-  page.listWhy = isNotProvisioned(f) ? f.message : `Sessions could not be listed: ${describeFailure(f)}`;
+  const retry = `retrying in ${Math.round(backoffMs(page.listAttempt) / 1000)} s`;
+  page.listWhy = isNotProvisioned(f) ? `${f.message} (${retry})` : `Sessions could not be listed: ${describeFailure(f)}; ${retry}.`;
 }
 
 let pollTimer: ReturnType<typeof setTimeout> | undefined;
