@@ -195,6 +195,8 @@ describe("the web page", () => {
     const done = await bus.publish(createEvent("TurnDone", { sessionId: ids.sessionId, loopId: ids.loopId, turnId: ids.turnId }));
     await page.locator(`article.turn[data-turn="${ids.turnId}"][data-outcome="done"]`).waitFor();
     expect(Number(await page.locator(".session-head").getAttribute("data-seq"))).toBe(done.journalSeq);
+    // The session's state (the gateway's fold) follows within a list poll of the change.
+    await page.locator('#session-state:text-is("idle")').waitFor({ timeout: 5000 });
     await shot(page, "finalized");
     expect(problems).toEqual([]);
     await gates.close();
@@ -222,6 +224,7 @@ describe("the web page", () => {
     const typed = gates.requestInput({ ...ids, toolExecutionId: freeText, question: "Name the new file" });
     const input = tool(page, freeText).locator('input[name="answer"]');
     await input.waitFor();
+    await page.locator('#session-state:text-is("waiting on gate")').waitFor({ timeout: 5000 });
     await shot(page, "question");
     await input.fill("notes");
     // Something else happens in the session while the answer is typed: the text and the focus stay.
