@@ -40,6 +40,10 @@ async function newPage(): Promise<{ page: Page; problems: string[] }> {
     if (r.status() >= 400 && !r.url().includes("/v1/")) problems.push(`${r.status()} ${r.url()}`);
   });
   page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
+  // A style, script, image or call the page's own policy refused.
+  page.on("console", (m) => {
+    if (m.type() === "error" && /Content Security Policy/i.test(m.text())) problems.push(`refused by the policy: ${m.text()}`);
+  });
   return { page, problems };
 }
 
@@ -84,6 +88,12 @@ describe("the web page", () => {
     expect(await page.locator("#banner").isHidden()).toBe(true);
     await shot(page, "empty");
     expect(problems).toEqual([]);
+    // Served so that only its own origin is reached and no other site can frame it; the
+    // page above ran under exactly this policy (a refused style, script or call would show).
+    const r = await request(`${gw.url}/`);
+    expect(r.headers.get("content-security-policy")).toMatch(/frame-ancestors 'none'/);
+    expect(r.headers.get("content-security-policy")).toMatch(/connect-src 'self'/);
+    expect(r.headers.get("x-frame-options")).toBe("DENY");
     await page.close();
   });
 
