@@ -1,8 +1,29 @@
 // Bundles the gateway's web page script (src/web/app.ts, with the SDK's projection and
 // codec) for the browser into dist/web/, beside the page itself. Run by `npm run build`.
 import { copyFileSync, mkdirSync } from "node:fs";
-import { build } from "esbuild";
+import { build, type Plugin } from "esbuild";
+
+// zod's classic namespace re-exports every locale (`z.locales`), which the page never
+// uses and esbuild cannot tree-shake from a namespace object: half the bundle. Its English
+// messages are imported on their own and stay.
+const withoutZodLocales: Plugin = {
+  name: "without-zod-locales",
+  setup(b) {
+    b.onResolve({ filter: /\/locales\/index\.js$/ }, (a) => (a.importer.includes("/node_modules/zod/") ? { path: "zod-locales", namespace: "empty" } : undefined));
+    b.onLoad({ filter: /.*/, namespace: "empty" }, () => ({ contents: "export {};", loader: "js" }));
+  },
+};
 
 mkdirSync("dist/web", { recursive: true });
-await build({ entryPoints: ["src/web/app.ts"], bundle: true, minify: true, format: "esm", platform: "browser", target: "es2022", outfile: "dist/web/app.js", logLevel: "warning" });
+await build({
+  entryPoints: ["src/web/app.ts"],
+  bundle: true,
+  minify: true,
+  format: "esm",
+  platform: "browser",
+  target: "es2022",
+  outfile: "dist/web/app.js",
+  logLevel: "warning",
+  plugins: [withoutZodLocales],
+});
 copyFileSync("src/web/page.html", "dist/web/page.html");

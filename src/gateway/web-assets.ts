@@ -14,6 +14,17 @@ const ASSETS = {
   script: ["app.js", "text/javascript; charset=utf-8"],
 } as const;
 
+/**
+ * The page talks to its own origin only, and no other site may frame it: a framed page's
+ * Approve button could be clicked through a decoy (clickjacking). Its styles are inline and
+ * its favicon a data: URL, so nothing else is loaded.
+ */
+const PAGE_HEADERS = {
+  "Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'unsafe-inline'; img-src data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+  "X-Frame-Options": "DENY",
+  "Referrer-Policy": "no-referrer",
+};
+
 const cache = new Map<string, Buffer>();
 
 function load(file: string): Buffer | undefined {
@@ -32,6 +43,12 @@ export function sendAsset(res: ServerResponse, which: keyof typeof ASSETS): void
   const [file, type] = ASSETS[which];
   const data = load(file);
   if (data === undefined) return sendNotFound(res);
-  res.writeHead(200, { "Content-Type": type, "Content-Length": data.length, "Cache-Control": "no-cache", "X-Content-Type-Options": "nosniff" });
+  res.writeHead(200, {
+    "Content-Type": type,
+    "Content-Length": data.length,
+    "Cache-Control": "no-cache",
+    "X-Content-Type-Options": "nosniff",
+    ...(which === "page" ? PAGE_HEADERS : {}),
+  });
   res.end(data);
 }
