@@ -94,6 +94,14 @@ export class GateBook<G extends GateState> {
     return this.#gates.get(gateId)?.state;
   }
 
+  /** Forgets an open gate that never became public (its GateOpened was not written): nothing can answer it. */
+  discard(gate: G): void {
+    const entry = this.#gates.get(gate.gateId);
+    if (entry?.gate !== gate || entry.state !== "open") return;
+    this.#gates.delete(gate.gateId);
+    if (this.#byExecution.get(gate.toolExecutionId) === gate.gateId) this.#byExecution.delete(gate.toolExecutionId);
+  }
+
   /** True when `gate` was still open: it is claimed by its timeout now, the caller's to resolve. */
   expire(gate: G): boolean {
     return this.#claim(gate);

@@ -155,33 +155,71 @@ export class GateServer {
     this.#loopId = loopId;
   }
 
-  /** Publishes PermissionRequested and opens a permission gate; resolves with the decision. */
+  /**
+   * Publishes PermissionRequested and opens a permission gate; resolves with the decision.
+   * Both records are built (and so checked) before the gate exists; if either cannot be
+   * written the gate never became answerable and the call rejects with what failed.
+   */
   async requestPermission(gate: PermissionGate): Promise<PermissionAnswer> {
     this.#checkOpen("controls", gate.controls, "permission", gate.timeoutMs);
     const gateId = newId();
     const coords = this.#coords(gate);
+    const asked = createEvent("PermissionRequested", { ...coords, toolExecutionId: gate.toolExecutionId, request: gate.request });
+    const opened = createEvent("GateOpened", { ...coords, gate: openedGate(gateId, "permission", gate, permissionPrompt(gate.request, gate.title, gate.controls)) });
     const descriptions = gate.request.requirements?.map((r) => r.description);
-    const answered = this.#waitFor(gateId, "permission", gate, { controls: gate.controls, requirementDescriptions: descriptions });
-    await this.#bus.publish(createEvent("PermissionRequested", { ...coords, toolExecutionId: gate.toolExecutionId, request: gate.request }));
-    await this.#bus.publish(createEvent("GateOpened", { ...coords, gate: openedGate(gateId, "permission", gate, permissionPrompt(gate.request, gate.title, gate.controls)) }));
-    const { resolution: r, journalSeq } = await answered;
+    const { resolution: r, journalSeq } = await this.#open(gateId, "permission", gate, { controls: gate.controls, requirementDescriptions: descriptions }, [asked, opened]);
     if (r.reason === "answered" && r.answer.kind === "permission") {
       return { effect: effectOf(r.action!), action: r.action!, reason: r.answer.reason, gateId, journalSeq, answered: true };
     }
     return { effect: "deny", action: "Deny", reason: NO_ANSWER, gateId, journalSeq, answered: false };
   }
 
-  /** Publishes UserInputRequested and opens an ask-user gate; resolves with the answer. */
+  /** Publishes UserInputRequested and opens an ask-user gate; resolves with the answer. Checked and written as requestPermission. */
   async requestInput(gate: InputGate): Promise<InputAnswer> {
     this.#checkOpen("choices", gate.choices, "input", gate.timeoutMs);
     const gateId = newId();
     const coords = this.#coords(gate);
-    const answered = this.#waitFor(gateId, "input", gate, { choices: gate.choices });
-    await this.#bus.publish(createEvent("UserInputRequested", { ...coords, toolExecutionId: gate.toolExecutionId, question: gate.question, choices: gate.choices }));
-    await this.#bus.publish(createEvent("GateOpened", { ...coords, gate: openedGate(gateId, "input", gate, inputPrompt(gate.question, gate.choices)) }));
-    const { resolution: r } = await answered;
+    const asked = createEvent("UserInputRequested", { ...coords, toolExecutionId: gate.toolExecutionId, question: gate.question, choices: gate.choices });
+    const opened = createEvent("GateOpened", { ...coords, gate: openedGate(gateId, "input", gate, inputPrompt(gate.question, gate.choices)) });
+    const { resolution: r } = await this.#open(gateId, "input", gate, { choices: gate.choices }, [asked, opened]);
     const answer = r.reason === "answered" && r.answer.kind === "input" ? r.answer.answer : undefined;
     return { answer, gateId, answered: r.reason === "answered" };
+  }
+
+  /** Opens the gate in the book, writes its records in order, and waits for its resolution; a gate whose records fail is discarded. */
+  async #open(
+    gateId: string,
+    kind: OpenGate["kind"],
+    c: StepCoordinates & { timeoutMs?: number },
+    extra: Pick<GateState, "controls" | "choices" | "requirementDescriptions">,
+    records: JetloopEvent[],
+  ): Promise<Settled> {
+    for (const e of records) this.#check(e);
+    let gate: OpenGate | undefined;
+    const settled = new Promise<Settled>((resolve, reject) => {
+      gate = {
+        gateId,
+        kind,
+        ...extra,
+        turnId: c.turnId,
+        stepId: c.stepId,
+        toolExecutionId: c.toolExecutionId,
+        settle: resolve,
+        fail: reject,
+        deadline: c.timeoutMs === undefined ? undefined : Date.now() + c.timeoutMs,
+      };
+    });
+    // Open before GateOpened is written: an answer that follows it at once finds the gate.
+    this.#gates.open(gate!);
+    try {
+      for (const e of records) await this.#bus.publish(e);
+    } catch (e) {
+      clearTimeout(gate!.timer);
+      this.#gates.discard(gate!);
+      throw e;
+    }
+    this.#arm(gate!);
+    return settled;
   }
 
   /**
@@ -261,24 +299,6 @@ export class GateServer {
 
   #coords(c: StepCoordinates) {
     return { sessionId: this.#sessionId, loopId: this.#loopId, turnId: c.turnId, stepId: c.stepId };
-  }
-
-  #waitFor(gateId: string, kind: OpenGate["kind"], c: StepCoordinates & { timeoutMs?: number }, extra: Pick<GateState, "controls" | "choices" | "requirementDescriptions">) {
-    return new Promise<Settled>((resolve, reject) => {
-      const gate: OpenGate = {
-        gateId,
-        kind,
-        ...extra,
-        turnId: c.turnId,
-        stepId: c.stepId,
-        toolExecutionId: c.toolExecutionId,
-        settle: resolve,
-        fail: reject,
-        deadline: c.timeoutMs === undefined ? undefined : Date.now() + c.timeoutMs,
-      };
-      this.#gates.open(gate);
-      this.#arm(gate);
-    });
   }
 
   /** (Re)starts a gate's timeout for the time it has left. */
