@@ -13,7 +13,8 @@
  *   for the first outcome.
  * - `close()` (and the bus's) settles every pending request: GateResolved `owner_closed`
  *   journaled, the loop's promise rejected with GateClosedError.
- * - `closeOrphans()` closes, as `abandoned`, the gates a dead actor of this loop left open.
+ * - `serveGates(…, { closeOrphans: true })` first closes, as `abandoned`, the gates a dead
+ *   actor of this loop left open.
  */
 import type { Msg, Subscription } from "@nats-io/transport-node";
 import type { BusContext } from "../bus-context.js";
@@ -128,7 +129,7 @@ export class GateServer {
   static {
     start = async (bus, sessionId, loopId, options) => {
       const server = new GateServer(bus, sessionId, loopId);
-      if (options.closeOrphans) await server.closeOrphans();
+      if (options.closeOrphans) server.#orphansClosed = await server.#closeOrphans();
       const subject = commandSubject(bus.namespace, sessionId, loopId, ANSWER_COMMAND);
       server.#sub = bus.nc.subscribe(subject, { callback: (err, msg) => (err ? undefined : server.#onCommand(msg)) });
       server.#unregister = bus.onClose(() => server.close());
@@ -148,6 +149,7 @@ export class GateServer {
   #sub: Subscription | undefined;
   #unregister: (() => void) | undefined;
   #closing: Promise<void> | undefined;
+  #orphansClosed: readonly string[] = [];
 
   private constructor(bus: BusContext<JetloopEvent>, sessionId: string, loopId: string) {
     this.#bus = bus;
@@ -257,20 +259,25 @@ export class GateServer {
     );
   }
 
+  /** The gates `closeOrphans` closed when this server started (their ids, in the order opened). */
+  get orphansClosed(): readonly string[] {
+    return this.#orphansClosed;
+  }
+
   /**
-   * Closes, as `abandoned`, every gate of this loop whose GateOpened is in the journal
-   * with no GateResolved from this loop (a dead actor's), leaving this server's own gates
-   * alone; returns their ids. Refused with CommandError COMMAND_FAILED when an actor
-   * answers on the loop's command subject (it is alive: its gates are its own).
+   * Before this server subscribes: closes, as `abandoned`, every gate of this loop whose
+   * GateOpened is in the journal with no GateResolved from this loop (a dead actor's);
+   * returns their ids. Refused with CommandError COMMAND_FAILED when an actor answers on
+   * the loop's command subject (it is alive: its gates are its own).
    */
-  async closeOrphans(): Promise<string[]> {
+  async #closeOrphans(): Promise<string[]> {
     await this.#requireNoOtherActor();
     const ledger = new GateLedger();
     const filter = { sessions: [this.#sessionId], enduring: { loops: [this.#loopId] }, types: ["GateOpened", "GateResolved"] };
     for await (const d of replay(this.#bus, filter)) ledger.apply(d.event);
     const closed: string[] = [];
     for (const g of ledger.open({ loopId: this.#loopId })) {
-      if (this.#gates.stateOf(g.gateId) !== undefined || g.turnId === undefined || g.stepId === undefined) continue;
+      if (g.turnId === undefined || g.stepId === undefined) continue;
       await this.#bus.publish(createEvent("GateResolved", { sessionId: this.#sessionId, loopId: this.#loopId, turnId: g.turnId, stepId: g.stepId, ...abandoned(g) }));
       closed.push(g.gateId);
     }
