@@ -129,11 +129,17 @@ export class GateServer {
   static {
     start = async (bus, sessionId, loopId, options) => {
       const server = new GateServer(bus, sessionId, loopId);
-      if (options.closeOrphans) server.#orphansClosed = await server.#closeOrphans();
-      const subject = commandSubject(bus.namespace, sessionId, loopId, ANSWER_COMMAND);
-      server.#sub = bus.nc.subscribe(subject, { callback: (err, msg) => (err ? undefined : server.#onCommand(msg)) });
+      // Registered first: on a closed bus this throws before anything is set up.
       server.#unregister = bus.onClose(() => server.close());
-      await bus.nc.flush();
+      try {
+        if (options.closeOrphans) server.#orphansClosed = await server.#closeOrphans();
+        const subject = commandSubject(bus.namespace, sessionId, loopId, ANSWER_COMMAND);
+        server.#sub = bus.nc.subscribe(subject, { callback: (err, msg) => (err ? undefined : server.#onCommand(msg)) });
+        await bus.nc.flush();
+      } catch (e) {
+        await server.close();
+        throw e;
+      }
       return server;
     };
   }
@@ -218,6 +224,8 @@ export class GateServer {
     } catch (e) {
       clearTimeout(gate!.timer);
       this.#gates.discard(gate!);
+      // A close() that claimed the gate meanwhile settles it too; this call reports the write's failure.
+      settled.catch(() => undefined);
       throw e;
     }
     this.#arm(gate!);
