@@ -338,6 +338,39 @@ allowlisted origin read the list (200) and its preflight passed (204).`,
 in test/unit/gateway-boundary.test.ts; the model is in src/gateway/README.md ("The browser
 boundary").`,
   },
+  "13-answer-path": {
+    title: "13. The answer path under pressure",
+    method: `On the suite's server, one loop actor's bus (events capped at 4 KiB) and a second
+connection answer gates as an adversary would. Raced gates: N permission gates, each
+answered at once by three answerers on the two connections (approve, deny, approve).
+Timeouts racing answers: the same with a 400 ms timeout and the answers sent at a random
+point of it. Repeats: one gate, N answers with one command id, all in flight at once,
+from both connections. Oversized: an answer whose reason makes PermissionDecided exceed the
+cap, to a gate with a 1.5 s timeout. Close: N gates (permission and input) pending when
+\`GateServer.close()\` runs, and three when \`bus.close()\` runs. Cross-loop: a writer on loop
+2's subjects journals a GateResolved naming loop 1's open gate. Killed actor: a child
+process opens a gate and is killed with SIGKILL; a successor starts with
+\`serveGates(…, { closeOrphans: true })\`, asks again, and the new gate is approved. The
+journal is read back through replay; the tool activity projection is rebuilt from it.
+
+Asserted: each raced gate has exactly one accepted answer, one GateResolved and one
+PermissionDecided, every loser is told GATE_RESOLVED, and the loop's decision equals the
+journal's; each gate racing its timeout has exactly one outcome, every other answer
+GATE_RESOLVED; every repeat of the command id gets the first outcome (one of them not
+marked duplicate) and one GateResolved is written; the oversized answer is refused
+(COMMAND_FAILED) with nothing journaled and the gate's timer still fires on time (one
+GateResolved, one PermissionDecided, by policy); every pending request settles with
+GateClosedError and each gate is journaled \`owner_closed\`; the forged resolution is not
+applied (the call stays \`awaiting_approval\`), is reported as a violation, and the loop
+actor still takes a real answer; an answer to the killed actor is COMMAND_NO_LISTENER, its
+successor closes the gate \`abandoned\`, and the re-asked call ends \`approved\`.`,
+    notes: `A failure after GateResolved is written (its PermissionDecided fails three times) is not
+produced here: it needs the journal to fail between two appends. The rules for it are
+fuzzed in test/unit/gate-rules.property.test.ts (the gate stays resolved, denied, and the
+loop actor gets ResolutionIncompleteError). \`closeOrphans\` refuses when an actor still
+answers on the loop's command subject; two actors starting at once for one loop are not
+detected.`,
+  },
 };
 
 function cell(v: string | number | boolean | null | undefined): string {

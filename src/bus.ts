@@ -30,7 +30,7 @@ import { FeedHub } from "./subscribe/feed-hub.js";
 import { replay, type ReplayOptions } from "./subscribe/replay.js";
 import { type DurableSubscription, subscribe, type Subscription } from "./subscribe/subscription.js";
 import { type SessionHandle, sessionHandle } from "./session.js";
-import { type GateServer, serveGates } from "./commands/gate-server.js";
+import { type GateServer, serveGates, type ServeGatesOptions } from "./commands/gate-server.js";
 
 export type ConnectOptions<E = JetloopEvent> = ConnectionSettings & BusOptions<E>;
 
@@ -118,6 +118,8 @@ export class Jetloop<E = JetloopEvent> {
   readonly #ctx: BusContext<E>;
   #jsm: Promise<JetStreamManager> | undefined;
   #closed = false;
+  /** Set once the closers ran: what closes with the bus (a gate server settling its gates) may still write until then. */
+  #writerClosed = false;
 
   private constructor(nc: NatsConnection, options: BusOptions<E>, ownsConnection: boolean) {
     this.settings = parseBusOptions(options as Record<string, unknown>);
@@ -154,7 +156,8 @@ export class Jetloop<E = JetloopEvent> {
         this.#closers.add(close);
         return () => this.#closers.delete(close);
       },
-      publish: (event, options) => this.publish(event, options),
+      publish: (event, options) =>
+        this.#writerClosed ? Promise.reject(new ConnectionClosedError("the bus is closed")) : this.#publisher.publish(event, options),
       consumer: (durable) => this.consumer(durable),
     };
     this.#ctx.onPermissionViolation((e) => {
@@ -253,10 +256,12 @@ export class Jetloop<E = JetloopEvent> {
 
   /**
    * The loop actor's side of the answer path: opens gates for one loop and serves the
-   * answers to them. Built-in catalogue only (it publishes built-in events).
+   * answers to them. Built-in catalogue only (it publishes built-in events). Closes with
+   * the bus, settling its pending requests; `{ closeOrphans: true }` first closes the
+   * gates a dead actor of the loop left open.
    */
-  serveGates(this: Jetloop<JetloopEvent>, sessionId: string, loopId: string): Promise<GateServer> {
-    return serveGates(this.#ctx, sessionId, loopId);
+  serveGates(this: Jetloop<JetloopEvent>, sessionId: string, loopId: string, options?: ServeGatesOptions): Promise<GateServer> {
+    return serveGates(this.#ctx, sessionId, loopId, options);
   }
 
   /**
@@ -326,6 +331,7 @@ export class Jetloop<E = JetloopEvent> {
     if (this.#closed) return;
     this.#closed = true;
     await Promise.allSettled([...this.#closers].map((close) => close()));
+    this.#writerClosed = true;
     this.#writer.close();
     if (this.#ownsConnection && !this.nc.isClosed()) await this.nc.close();
   }

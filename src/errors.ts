@@ -31,6 +31,7 @@ export type JetloopErrorCode =
   | "COMMAND_INVALID"
   | "GATE_UNKNOWN"
   | "GATE_RESOLVED"
+  | "GATE_CLOSED"
   | "PARKING_FAILED"
   | "GATEWAY_BIND";
 
@@ -298,14 +299,59 @@ export class SubscriptionError extends JetloopError {
 
 export type CommandErrorCode = "COMMAND_FAILED" | "COMMAND_NO_LISTENER" | "COMMAND_INVALID" | "GATE_UNKNOWN" | "GATE_RESOLVED";
 
-/** An answer command that did not take effect; `code` says why. */
+/**
+ * An answer command that did not take effect; `code` says why. GATE_RESOLVED carries how
+ * the gate was resolved (`outcome`), once it is; while it is being resolved it has none.
+ */
 export class CommandError extends JetloopError {
+  readonly outcome: CommandOutcome | undefined;
+
   constructor(
     code: CommandErrorCode,
     message: string,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; outcome?: CommandOutcome },
   ) {
     super(code, message, options);
+    this.outcome = options?.outcome;
+  }
+}
+
+/** How a gate was resolved, as a GATE_RESOLVED refusal reports it (the answer path's AnswerOutcome). */
+export interface CommandOutcome {
+  readonly gateId: string;
+  readonly toolExecutionId?: string | undefined;
+  readonly action: string;
+  readonly control?: string | undefined;
+  readonly journalSeq: number;
+}
+
+/**
+ * A gate the loop actor waits on closed without an answer because its gate server closed
+ * (`owner_closed`, journaled when `journaled`): the loop must not act on the call.
+ */
+export class GateClosedError extends JetloopError {
+  constructor(
+    readonly gateId: string,
+    readonly reason: "owner_closed",
+    /** Whether the GateResolved with `reason` reached the journal. */
+    readonly journaled: boolean,
+    options?: { cause?: unknown },
+  ) {
+    super("GATE_CLOSED", `gate ${gateId} closed without an answer (${reason}${journaled ? "" : "; the journal could not record it"})`, options);
+  }
+}
+
+/**
+ * An answer whose GateResolved was journaled but whose PermissionDecided could not be,
+ * after retries: the loop actor fails closed (treat the call as denied) and says so.
+ */
+export class ResolutionIncompleteError extends JetloopError {
+  constructor(
+    readonly gateId: string,
+    readonly resolvedSeq: number,
+    options?: { cause?: unknown },
+  ) {
+    super("COMMAND_FAILED", `gate ${gateId} is resolved (journal ${resolvedSeq}) but its decision could not be journaled; failing closed`, options);
   }
 }
 

@@ -26,7 +26,10 @@ export {
   RequestDecodeError,
   ServerUnsupportedError,
   SubscriptionError,
+  GateClosedError,
+  ResolutionIncompleteError,
   type CommandErrorCode,
+  type CommandOutcome,
   type DecodeFailure,
   type JetloopErrorCode,
   type ValidationRule,
@@ -183,10 +186,23 @@ export type { EventFilter, LoopScope } from "./subscribe/filter.js";
 export type { StartPosition, SubscribeOptions, SubscriptionReport } from "./subscribe/options.js";
 export type { ReplayOptions } from "./subscribe/replay.js";
 export { Subscription, type DurableSubscription, type SubscriptionStats } from "./subscribe/subscription.js";
-export { GateServer, type InputAnswer, type InputGate, type PermissionAnswer, type PermissionGate, type StepCoordinates } from "./commands/gate-server.js";
+export {
+  GateServer,
+  type InputAnswer,
+  type InputGate,
+  type PermissionAction,
+  type PermissionAnswer,
+  type PermissionGate,
+  type ServeGatesOptions,
+  type StepCoordinates,
+} from "./commands/gate-server.js";
 export type { AnswerOptions } from "./commands/answer.js";
 export type { Answer, AnswerInput, AnswerOutcome } from "./commands/protocol.js";
 export {
+  GateLedger,
+  type GateViolation,
+  type LedgerGate,
+  type LedgerVerdict,
   ProjectionDeliveryError,
   rebuildToolActivity,
   ToolActivityProjection,

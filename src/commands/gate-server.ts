@@ -2,37 +2,75 @@
  * The loop actor's side of the answer path. It opens gates (publishing the durable
  * request and a GateOpened), serves answer commands on its command subject, and on a
  * valid answer publishes GateResolved (and PermissionDecided for a permission) before
- * replying. Answers are idempotent by command id; a second answer to a resolved gate
- * is refused with GATE_RESOLVED.
+ * replying. The decisions are gate-rules.ts's; this file does the I/O around them:
+ *
+ * - All or nothing: both records of a resolution are built and checked (validity, size)
+ *   before either is written. GateResolved failing leaves the gate open with its timer;
+ *   once it is written the gate is resolved for good and the decision is retried (the
+ *   same event, so the stream's duplicate window makes it safe); if it still fails the
+ *   loop is told to fail closed (ResolutionIncompleteError) and the answerer so.
+ * - A command id is bound to its outcome from the moment it is accepted: repeats wait
+ *   for the first outcome.
+ * - `close()` (and the bus's) settles every pending request: GateResolved `owner_closed`
+ *   journaled, the loop's promise rejected with GateClosedError.
+ * - `serveGates(…, { closeOrphans: true })` first closes, as `abandoned`, the gates a dead
+ *   actor of this loop left open.
  */
 import type { Msg, Subscription } from "@nats-io/transport-node";
 import type { BusContext } from "../bus-context.js";
-import { ConnectionClosedError } from "../errors.js";
+import { encodeValidated } from "../codec/codec.js";
+import { CommandError, ConnectionClosedError, GateClosedError, isJetloopError, OptionsError, ResolutionIncompleteError } from "../errors.js";
 import { createEvent } from "../events/factories.js";
 import { newId } from "../events/ids.js";
 import type { JetloopEvent, PermissionEffect } from "../events/catalogue.js";
 import type { PermissionRequest } from "../events/request.js";
+import { GateLedger, type LedgerGate } from "../projection/gate-ledger.js";
 import { commandSubject } from "../subjects/subjects.js";
-import { failureReply, GateBook, type GateState, inputPrompt, NO_ANSWER, openedGate, permissionPrompt, resolutionOf, type StepCoordinates } from "./gate-rules.js";
-import { ANSWER_COMMAND, type Answer, encodeReply, type Reply } from "./protocol.js";
+import { replay } from "../subscribe/replay.js";
+import { requestFailure } from "./answer.js";
+import {
+  effectOf,
+  failureReply,
+  GateBook,
+  gateOptionsProblem,
+  type GateState,
+  inputPrompt,
+  NO_ANSWER,
+  openedGate,
+  type PermissionAction,
+  permissionPrompt,
+  type Resolution,
+  resolutionOf,
+  type StepCoordinates,
+} from "./gate-rules.js";
+import { ANSWER_COMMAND, encodeReply, type Reply } from "./protocol.js";
 
-export type { StepCoordinates } from "./gate-rules.js";
+export type { PermissionAction, StepCoordinates } from "./gate-rules.js";
 
 export interface PermissionGate extends StepCoordinates {
   readonly request: PermissionRequest;
   readonly title?: string;
+  /**
+   * The controls offered, of the Go gate model's three: "Approve", "Approve always for
+   * this workspace", "Deny". Default Approve and Deny. The chosen one reaches the loop as
+   * `action`; what "always" means (a rule candidate to save) is the loop's to decide.
+   */
+  readonly controls?: readonly PermissionAction[];
   /** Deny (fail closed) when nobody answers in time. Default: wait forever. */
   readonly timeoutMs?: number;
 }
 
 export interface InputGate extends StepCoordinates {
   readonly question: string;
+  /** The answers allowed; at least one (an empty list is refused). Omit it for free text. */
   readonly choices?: string[];
   readonly timeoutMs?: number;
 }
 
 export interface PermissionAnswer {
   readonly effect: PermissionEffect;
+  /** The control chosen, e.g. "Approve always for this workspace"; "Deny" for a timeout. */
+  readonly action: PermissionAction;
   readonly reason?: string | undefined;
   readonly gateId: string;
   /** Journal sequence of the PermissionDecided. */
@@ -47,26 +85,61 @@ export interface InputAnswer {
   readonly answered: boolean;
 }
 
+export interface ServeGatesOptions {
+  /**
+   * Before serving, close as `abandoned` the gates of this loop that an earlier actor
+   * opened and never resolved (its process died). Refused (COMMAND_FAILED) when another
+   * actor still answers on the loop's command subject. Default false.
+   */
+  readonly closeOrphans?: boolean;
+}
+
+interface Settled {
+  readonly resolution: Resolution;
+  readonly journalSeq: number;
+}
+
 interface OpenGate extends GateState {
-  readonly settle: (answer: Answer | undefined, journalSeq: number) => void;
+  readonly settle: (s: Settled) => void;
+  readonly fail: (e: Error) => void;
+  /** When its timeout fires (epoch ms), if it has one. */
+  readonly deadline?: number | undefined;
   timer?: NodeJS.Timeout;
 }
 
 // The constructor is private, so a gate server is handed out serving, by serveGates() only.
-let start: (bus: BusContext<JetloopEvent>, sessionId: string, loopId: string) => Promise<GateServer>;
+let start: (bus: BusContext<JetloopEvent>, sessionId: string, loopId: string, options: ServeGatesOptions) => Promise<GateServer>;
 
 /** Starts serving answers for one loop (`bus.serveGates`): resolves once its command subscription is on the server. */
-export function serveGates(bus: BusContext<JetloopEvent>, sessionId: string, loopId: string): Promise<GateServer> {
-  return start(bus, sessionId, loopId);
+export function serveGates(bus: BusContext<JetloopEvent>, sessionId: string, loopId: string, options: ServeGatesOptions = {}): Promise<GateServer> {
+  if (typeof options !== "object" || options === null) throw new OptionsError("options", "must be an object");
+  for (const k of Object.keys(options)) if (k !== "closeOrphans") throw new OptionsError(k, "is not an option of serveGates");
+  if (options.closeOrphans !== undefined && typeof options.closeOrphans !== "boolean") throw new OptionsError("closeOrphans", "must be a boolean");
+  return start(bus, sessionId, loopId, options);
 }
+
+/** How often a decision whose GateResolved is written is tried again before the loop fails closed. */
+const DECISION_ATTEMPTS = 3;
+/** How soon a timeout whose write failed is tried again. */
+const TIMEOUT_RETRY_MS = 1000;
+/** Room left in a message for the headers the journal writer adds. */
+const HEADER_ALLOWANCE = 512;
 
 export class GateServer {
   static {
-    start = async (bus, sessionId, loopId) => {
+    start = async (bus, sessionId, loopId, options) => {
       const server = new GateServer(bus, sessionId, loopId);
-      const subject = commandSubject(bus.namespace, sessionId, loopId, ANSWER_COMMAND);
-      server.#sub = bus.nc.subscribe(subject, { callback: (err, msg) => (err ? undefined : server.#onCommand(msg)) });
-      await bus.nc.flush();
+      // Registered first: on a closed bus this throws before anything is set up.
+      server.#unregister = bus.onClose(() => server.close());
+      try {
+        if (options.closeOrphans) server.#orphansClosed = await server.#closeOrphans();
+        const subject = commandSubject(bus.namespace, sessionId, loopId, ANSWER_COMMAND);
+        server.#sub = bus.nc.subscribe(subject, { callback: (err, msg) => (err ? undefined : server.#onCommand(msg)) });
+        await bus.nc.flush();
+      } catch (e) {
+        await server.close();
+        throw e;
+      }
       return server;
     };
   }
@@ -75,7 +148,14 @@ export class GateServer {
   readonly #sessionId: string;
   readonly #loopId: string;
   readonly #gates = new GateBook<OpenGate>();
+  /** Replies of accepted commands still being resolved: repeats of their id wait on these. */
+  readonly #inflight = new Map<string, Promise<Reply>>();
+  /** Resolutions being written (answers, timeouts): close() waits for them. */
+  readonly #writing = new Set<Promise<unknown>>();
   #sub: Subscription | undefined;
+  #unregister: (() => void) | undefined;
+  #closing: Promise<void> | undefined;
+  #orphansClosed: readonly string[] = [];
 
   private constructor(bus: BusContext<JetloopEvent>, sessionId: string, loopId: string) {
     this.#bus = bus;
@@ -83,80 +163,231 @@ export class GateServer {
     this.#loopId = loopId;
   }
 
-  /** Publishes PermissionRequested and opens a permission gate; resolves with the decision. */
+  /**
+   * Publishes PermissionRequested and opens a permission gate; resolves with the decision.
+   * Both records are built (and so checked) before the gate exists; if either cannot be
+   * written the gate never became answerable and the call rejects with what failed.
+   */
   async requestPermission(gate: PermissionGate): Promise<PermissionAnswer> {
+    this.#checkOpen("controls", gate.controls, "permission", gate.timeoutMs);
     const gateId = newId();
     const coords = this.#coords(gate);
+    const asked = createEvent("PermissionRequested", { ...coords, toolExecutionId: gate.toolExecutionId, request: gate.request });
+    const opened = createEvent("GateOpened", { ...coords, gate: openedGate(gateId, "permission", gate, permissionPrompt(gate.request, gate.title, gate.controls)) });
     const descriptions = gate.request.requirements?.map((r) => r.description);
-    const answered = this.#waitFor(gateId, "permission", gate, undefined, descriptions);
-    await this.#bus.publish(createEvent("PermissionRequested", { ...coords, toolExecutionId: gate.toolExecutionId, request: gate.request }));
-    await this.#bus.publish(createEvent("GateOpened", { ...coords, gate: openedGate(gateId, "permission", gate, permissionPrompt(gate.request, gate.title)) }));
-    const { answer, journalSeq } = await answered;
-    if (answer?.kind === "permission") return { effect: answer.effect, reason: answer.reason, gateId, journalSeq, answered: true };
-    return { effect: "deny", reason: NO_ANSWER, gateId, journalSeq, answered: false };
+    const { resolution: r, journalSeq } = await this.#open(gateId, "permission", gate, { controls: gate.controls, requirementDescriptions: descriptions }, [asked, opened]);
+    if (r.reason === "answered" && r.answer.kind === "permission") {
+      return { effect: effectOf(r.action!), action: r.action!, reason: r.answer.reason, gateId, journalSeq, answered: true };
+    }
+    return { effect: "deny", action: "Deny", reason: NO_ANSWER, gateId, journalSeq, answered: false };
   }
 
-  /** Publishes UserInputRequested and opens an ask-user gate; resolves with the answer. */
+  /** Publishes UserInputRequested and opens an ask-user gate; resolves with the answer. Checked and written as requestPermission. */
   async requestInput(gate: InputGate): Promise<InputAnswer> {
+    this.#checkOpen("choices", gate.choices, "input", gate.timeoutMs);
     const gateId = newId();
     const coords = this.#coords(gate);
-    const answered = this.#waitFor(gateId, "input", gate, gate.choices, undefined);
-    await this.#bus.publish(createEvent("UserInputRequested", { ...coords, toolExecutionId: gate.toolExecutionId, question: gate.question, choices: gate.choices }));
-    await this.#bus.publish(createEvent("GateOpened", { ...coords, gate: openedGate(gateId, "input", gate, inputPrompt(gate.question, gate.choices)) }));
-    const { answer } = await answered;
-    return { answer: answer?.kind === "input" ? answer.answer : undefined, gateId, answered: answer !== undefined };
+    const asked = createEvent("UserInputRequested", { ...coords, toolExecutionId: gate.toolExecutionId, question: gate.question, choices: gate.choices });
+    const opened = createEvent("GateOpened", { ...coords, gate: openedGate(gateId, "input", gate, inputPrompt(gate.question, gate.choices)) });
+    const { resolution: r } = await this.#open(gateId, "input", gate, { choices: gate.choices }, [asked, opened]);
+    const answer = r.reason === "answered" && r.answer.kind === "input" ? r.answer.answer : undefined;
+    return { answer, gateId, answered: r.reason === "answered" };
   }
 
-  /** Stops serving; open gates are left to time out or to a later actor. */
-  async close(): Promise<void> {
+  /** Opens the gate in the book, writes its records in order, and waits for its resolution; a gate whose records fail is discarded. */
+  async #open(
+    gateId: string,
+    kind: OpenGate["kind"],
+    c: StepCoordinates & { timeoutMs?: number },
+    extra: Pick<GateState, "controls" | "choices" | "requirementDescriptions">,
+    records: JetloopEvent[],
+  ): Promise<Settled> {
+    for (const e of records) this.#check(e);
+    let gate: OpenGate | undefined;
+    const settled = new Promise<Settled>((resolve, reject) => {
+      gate = {
+        gateId,
+        kind,
+        ...extra,
+        turnId: c.turnId,
+        stepId: c.stepId,
+        toolExecutionId: c.toolExecutionId,
+        settle: resolve,
+        fail: reject,
+        deadline: c.timeoutMs === undefined ? undefined : Date.now() + c.timeoutMs,
+      };
+    });
+    // Open before GateOpened is written: an answer that follows it at once finds the gate.
+    this.#gates.open(gate!);
+    try {
+      for (const e of records) await this.#bus.publish(e);
+    } catch (e) {
+      clearTimeout(gate!.timer);
+      this.#gates.discard(gate!);
+      // A close() that claimed the gate meanwhile settles it too; this call reports the write's failure.
+      settled.catch(() => undefined);
+      throw e;
+    }
+    this.#arm(gate!);
+    return settled;
+  }
+
+  /**
+   * Stops serving and settles every pending request as the Go runtime settles a gate whose
+   * owner goes away: its GateResolved `owner_closed` is journaled (no action, so no
+   * decision) and the loop's `requestPermission`/`requestInput` rejects with
+   * GateClosedError (`journaled` says whether the record was written). Resolutions already
+   * being written finish first. Idempotent; `bus.close()` calls it.
+   */
+  close(): Promise<void> {
+    this.#closing ??= this.#close();
+    return this.#closing;
+  }
+
+  async #close(): Promise<void> {
     this.#sub?.unsubscribe();
     this.#sub = undefined;
-    for (const g of this.#gates.closeAll()) clearTimeout(g.timer);
-    await Promise.resolve();
+    this.#unregister?.();
+    await Promise.allSettled([...this.#writing]);
+    await Promise.allSettled(
+      this.#gates.closeAll().map(async (gate) => {
+        clearTimeout(gate.timer);
+        const resolution: Resolution = { reason: "owner_closed" };
+        let journaled = false;
+        try {
+          const seq = await this.#write(gate, resolution);
+          this.#gates.settle(gate, resolution, seq);
+          journaled = true;
+          gate.fail(new GateClosedError(gate.gateId, "owner_closed", true));
+        } catch (e) {
+          this.#bus.log.warn({ gateId: gate.gateId, code: (e as { code?: string }).code }, "could not journal a gate closed by its owner");
+          gate.fail(new GateClosedError(gate.gateId, "owner_closed", journaled, { cause: e }));
+        }
+      }),
+    );
+  }
+
+  /** The gates `closeOrphans` closed when this server started (their ids, in the order opened). */
+  get orphansClosed(): readonly string[] {
+    return this.#orphansClosed;
+  }
+
+  /**
+   * Before this server subscribes: closes, as `abandoned`, every gate of this loop whose
+   * GateOpened is in the journal with no GateResolved from this loop (a dead actor's);
+   * returns their ids. Refused with CommandError COMMAND_FAILED when an actor answers on
+   * the loop's command subject (it is alive: its gates are its own).
+   */
+  async #closeOrphans(): Promise<string[]> {
+    await this.#requireNoOtherActor();
+    const ledger = new GateLedger();
+    const filter = { sessions: [this.#sessionId], enduring: { loops: [this.#loopId] }, types: ["GateOpened", "GateResolved"] };
+    for await (const d of replay(this.#bus, filter)) ledger.apply(d.event);
+    const closed: string[] = [];
+    for (const g of ledger.open({ loopId: this.#loopId })) {
+      if (g.turnId === undefined || g.stepId === undefined) continue;
+      await this.#bus.publish(createEvent("GateResolved", { sessionId: this.#sessionId, loopId: this.#loopId, turnId: g.turnId, stepId: g.stepId, ...abandoned(g) }));
+      closed.push(g.gateId);
+    }
+    return closed;
+  }
+
+  async #requireNoOtherActor(): Promise<void> {
+    const subject = commandSubject(this.#bus.namespace, this.#sessionId, this.#loopId, ANSWER_COMMAND);
+    try {
+      // Any reply (an empty command is refused as invalid) means an actor is alive.
+      await this.#bus.nc.request(subject, new Uint8Array(), { timeout: 2000 });
+    } catch (e) {
+      const failure = requestFailure(e, this.#sessionId, this.#loopId, 2000);
+      if (failure.code === "COMMAND_NO_LISTENER") return;
+      throw failure;
+    }
+    throw new CommandError("COMMAND_FAILED", `an actor still serves session ${this.#sessionId} loop ${this.#loopId}: its gates are not orphans`);
+  }
+
+  #checkOpen(option: "controls" | "choices", list: readonly string[] | undefined, kind: GateState["kind"], timeoutMs: number | undefined): void {
+    if (this.#closing) throw new ConnectionClosedError("the gate server is closed");
+    const problem = gateOptionsProblem(kind, list);
+    if (problem) throw new OptionsError(option, problem.message);
+    if (timeoutMs !== undefined && (!Number.isSafeInteger(timeoutMs) || timeoutMs < 0)) throw new OptionsError("timeoutMs", "must be a non-negative integer");
   }
 
   #coords(c: StepCoordinates) {
     return { sessionId: this.#sessionId, loopId: this.#loopId, turnId: c.turnId, stepId: c.stepId };
   }
 
-  #waitFor(
-    gateId: string,
-    kind: OpenGate["kind"],
-    c: StepCoordinates & { timeoutMs?: number },
-    choices: string[] | undefined,
-    requirementDescriptions: string[] | undefined,
-  ) {
-    return new Promise<{ answer: Answer | undefined; journalSeq: number }>((resolve, reject) => {
-      const gate: OpenGate = {
-        gateId,
-        kind,
-        choices,
-        requirementDescriptions,
-        turnId: c.turnId,
-        stepId: c.stepId,
-        toolExecutionId: c.toolExecutionId,
-        settle: (answer, journalSeq) => resolve({ answer, journalSeq }),
-      };
-      if (c.timeoutMs !== undefined) {
-        gate.timer = setTimeout(() => {
-          if (!this.#gates.expire(gate)) return;
-          this.#resolve(gate, undefined).then(
-            (seq) => gate.settle(undefined, seq),
-            (e: unknown) => reject(e instanceof Error ? e : new ConnectionClosedError()),
-          );
-        }, c.timeoutMs);
-      }
-      this.#gates.open(gate);
-    });
+  /** (Re)starts a gate's timeout for the time it has left. */
+  #arm(gate: OpenGate): void {
+    if (gate.deadline === undefined) return;
+    gate.timer = setTimeout(() => this.#expire(gate), Math.max(0, gate.deadline - Date.now()));
   }
 
-  /** Publishes the journal record of a resolution; returns the sequence that settles the gate. */
-  async #resolve(gate: OpenGate, a: Answer | undefined): Promise<number> {
+  #expire(gate: OpenGate): void {
+    if (this.#gates.expire(gate)) void this.#track(this.#resolveTimeout(gate));
+  }
+
+  async #resolveTimeout(gate: OpenGate): Promise<void> {
+    const resolution: Resolution = { reason: "policy_response" };
+    try {
+      const seq = await this.#write(gate, resolution);
+      this.#gates.settle(gate, resolution, seq);
+      gate.settle({ resolution, journalSeq: seq });
+    } catch (e) {
+      if (e instanceof ResolutionIncompleteError) {
+        this.#gates.settle(gate, resolution, e.resolvedSeq, e.message);
+        gate.fail(e);
+        return;
+      }
+      if (isJetloopError(e, "CONNECTION_CLOSED")) {
+        // Nothing can be written any more: the loop fails closed; the gate stays claimed.
+        gate.fail(e);
+        return;
+      }
+      // Nothing written: the gate is open again and its timeout tries again, unless closing.
+      this.#gates.reopen(gate);
+      this.#bus.log.warn({ gateId: gate.gateId, code: (e as { code?: string }).code }, "could not journal a gate's timeout; retrying");
+      if (!this.#closing) gate.timer = setTimeout(() => this.#expire(gate), TIMEOUT_RETRY_MS);
+    }
+  }
+
+  #track<T>(p: Promise<T>): Promise<T> {
+    this.#writing.add(p);
+    void p.finally(() => this.#writing.delete(p)).catch(() => undefined);
+    return p;
+  }
+
+  /**
+   * Writes a claimed gate's resolution, all or nothing: both records are built and checked
+   * first; a failure before GateResolved is written throws what failed (nothing written),
+   * one after throws ResolutionIncompleteError. Returns the sequence that settles the gate.
+   */
+  async #write(gate: OpenGate, r: Resolution): Promise<number> {
     const coords = this.#coords(gate);
-    const { resolved, decided } = resolutionOf(gate, a);
-    const closed = await this.#bus.publish(createEvent("GateResolved", { ...coords, ...resolved }));
-    if (!decided) return closed.journalSeq;
-    return (await this.#bus.publish(createEvent("PermissionDecided", { ...coords, ...decided }))).journalSeq;
+    const { resolved, decided } = resolutionOf(gate, r);
+    const closing = createEvent("GateResolved", { ...coords, ...resolved });
+    const decision = decided && createEvent("PermissionDecided", { ...coords, ...decided });
+    this.#check(closing);
+    if (decision) this.#check(decision);
+    const closed = await this.#bus.publish(closing);
+    if (!decision) return closed.journalSeq;
+    let last: unknown;
+    for (let attempt = 0; attempt < DECISION_ATTEMPTS; attempt++) {
+      try {
+        return (await this.#bus.publish(decision)).journalSeq;
+      } catch (e) {
+        last = e;
+        if (isJetloopError(e, "CONNECTION_CLOSED")) break;
+      }
+    }
+    this.#bus.log.error({ gateId: gate.gateId, code: (last as { code?: string }).code }, "gate resolved but its decision could not be journaled; failing closed");
+    throw new ResolutionIncompleteError(gate.gateId, closed.journalSeq, { cause: last });
+  }
+
+  /** Throws what publishing `event` would throw for its content (invalid, too large), before anything is written. */
+  #check(event: JetloopEvent): void {
+    const max = this.#bus.nc.info?.max_payload;
+    const cap = Math.min(this.#bus.settings.maxEventBytes, max === undefined ? Infinity : max - HEADER_ALLOWANCE);
+    encodeValidated(event, { registry: this.#bus.registry, maxBytes: cap });
   }
 
   #onCommand(msg: Msg): void {
@@ -172,17 +403,41 @@ export class GateServer {
   async #handle(msg: Msg): Promise<Reply> {
     const verdict = this.#gates.judge(msg.data);
     if ("reply" in verdict) return verdict.reply;
-    const { resolve: gate, answer } = verdict;
+    if ("wait" in verdict) {
+      const first = await this.#inflight.get(verdict.wait)!;
+      return first.status === "ok" ? { ...first, duplicate: true } : first;
+    }
+    const replying = this.#track(this.#answer(verdict.resolve, verdict.resolution));
+    const id = verdict.resolution.answer.commandId;
+    this.#inflight.set(id, replying);
+    void replying.finally(() => this.#inflight.delete(id)).catch(() => undefined);
+    return replying;
+  }
+
+  async #answer(gate: OpenGate, resolution: Extract<Resolution, { reason: "answered" }>): Promise<Reply> {
     clearTimeout(gate.timer);
     let journalSeq: number;
     try {
-      journalSeq = await this.#resolve(gate, answer);
+      journalSeq = await this.#write(gate, resolution);
     } catch (e) {
-      this.#gates.reopen(gate);
-      throw e;
+      if (e instanceof ResolutionIncompleteError) {
+        const reply = this.#gates.settle(gate, resolution, e.resolvedSeq, e.message);
+        gate.fail(e);
+        return reply;
+      }
+      // Nothing written: the gate is answerable again, its timeout running for the time left.
+      this.#gates.reopen(gate, resolution.answer.commandId);
+      if (!this.#closing) this.#arm(gate); // else close() claims it next
+      return failureReply(e);
     }
-    const outcome = this.#gates.settle(gate, answer, journalSeq);
-    gate.settle(answer, journalSeq);
-    return outcome;
+    const reply = this.#gates.settle(gate, resolution, journalSeq);
+    gate.settle({ resolution, journalSeq });
+    return reply;
   }
+}
+
+/** The GateResolved fields that close a dead actor's gate: `abandoned`, no action (the Go runtime's CloseGate). */
+function abandoned(g: LedgerGate) {
+  const cause = g.toolExecutionId === undefined ? undefined : { toolExecutionId: g.toolExecutionId };
+  return { cause, gateId: g.gateId, resolver: "loop", reason: "abandoned" };
 }

@@ -27,10 +27,19 @@ const target = {
 
 export const answerSchema = z
   .discriminatedUnion("kind", [
-    z.strictObject({ kind: z.literal("permission"), ...target, effect: permissionEffectSchema, reason: text().optional() }),
+    z.strictObject({
+      kind: z.literal("permission"),
+      ...target,
+      /** approve or deny: the first control the gate offers with that effect. */
+      effect: permissionEffectSchema.optional(),
+      /** The control chosen, one the gate's GateOpened listed (e.g. "Approve always for this workspace"). */
+      action: text().max(256).optional(),
+      reason: text().optional(),
+    }),
     z.strictObject({ kind: z.literal("input"), ...target, answer: text() }),
   ])
-  .refine((a) => a.gateId !== undefined || a.toolExecutionId !== undefined, "name the gate by gateId or toolExecutionId");
+  .refine((a) => a.gateId !== undefined || a.toolExecutionId !== undefined, "name the gate by gateId or toolExecutionId")
+  .refine((a) => a.kind !== "permission" || a.effect !== undefined || a.action !== undefined, "name the effect or the control chosen");
 export type Answer = z.output<typeof answerSchema>;
 /** What a caller passes to `answer`; the command id is generated when omitted. */
 export type AnswerInput = Answer extends infer A ? (A extends Answer ? Omit<A, "commandId"> & { commandId?: string } : never) : never;
@@ -40,8 +49,13 @@ export const outcomeSchema = z.strictObject({
   status: z.literal("ok"),
   gateId: uuidSchema,
   toolExecutionId: uuidSchema.optional(),
-  /** `approve`/`deny` for a permission, the answer's action for user input. */
+  /**
+   * `approve`/`deny` for a permission, `answered` for user input; for a gate closed without
+   * an answer its close reason (`owner_closed`, `abandoned`; `deny` for a permission timed out).
+   */
   action: text(),
+  /** The permission control chosen, e.g. `Approve always for this workspace`. */
+  control: text().optional(),
   /** Journal sequence of the GateResolved the answer produced. */
   journalSeq: z.number().int().min(1),
   /** The command id was answered before; this is that first outcome. */
@@ -53,6 +67,8 @@ const refusalSchema = z.strictObject({
   status: z.literal("refused"),
   code: z.enum(["COMMAND_INVALID", "GATE_UNKNOWN", "GATE_RESOLVED", "COMMAND_FAILED"]),
   message: text(),
+  /** GATE_RESOLVED: how the gate was resolved; absent while it is being resolved. */
+  outcome: outcomeSchema.optional(),
 });
 const replySchema = z.discriminatedUnion("status", [outcomeSchema, refusalSchema]);
 export type Reply = z.output<typeof replySchema>;
@@ -98,6 +114,6 @@ export function answerCommand(input: AnswerInput): Answer {
 /** The outcome a reply carries; a refusal throws CommandError with the refusal's code. */
 export function outcomeOf(data: Uint8Array): AnswerOutcome {
   const reply = decodeReply(data);
-  if (reply.status === "refused") throw new CommandError(reply.code, reply.message);
+  if (reply.status === "refused") throw new CommandError(reply.code, reply.message, reply.outcome ? { outcome: reply.outcome } : {});
   return reply;
 }

@@ -62,15 +62,17 @@ export async function findGate(bus: Jetloop, sessionId: string, gateId: string):
 
 const FORM_ACTIONS = new Set(["accept", "decline", "cancel"]);
 
-/** The jetloop answer for a runtime gate response, or the error the reference gives. */
+/**
+ * The jetloop answer for a runtime gate response, or the error the reference gives. A
+ * permission answer passes when its action is one of the controls the gate's GateOpened
+ * listed (Go's validateGateAction: a gate without controls takes none); the loop actor
+ * receives the control chosen and decides what it means.
+ */
 export function toAnswer(gateId: string, gate: OpenedGate, req: GateRequest): AnswerInput | GatewayErrorName {
   if (gate.kind === "harness.permission") {
     if (FORM_ACTIONS.has(req.action)) return "gate_kind_mismatch";
-    if (gate.controls.length > 0 && !gate.controls.includes(req.action)) return "gate_action_invalid";
-    // "Approve always for this workspace" has no jetloop equivalent.
-    if (req.action === "Approve") return { kind: "permission", gateId, effect: "approve" };
-    if (req.action === "Deny") return { kind: "permission", gateId, effect: "deny" };
-    return "gate_action_invalid";
+    if (req.action === "" || !gate.controls.includes(req.action)) return "gate_action_invalid";
+    return { kind: "permission", gateId, action: req.action };
   }
   if (gate.kind === "harness.ask_user") {
     if (FORM_ACTIONS.has(req.action)) return "gate_kind_mismatch";
@@ -98,7 +100,14 @@ function timedOut(e: unknown): boolean {
   return false;
 }
 
-/** Sends the answer; undefined on success (202), else the error to answer with. */
+/**
+ * Sends the answer; undefined on success (202, also for a repeat of an accepted command),
+ * else the error to answer with, as the Go handler maps its GateErrorKind: a gate never
+ * opened on the loop, or one already resolved (Go removes it from its directory), is
+ * 404 gate_not_found; one being resolved by another answer is 409 gate_not_ready; an
+ * answer the loop refuses is 400 gate_action_invalid; a journal failure 500; no reply in
+ * time 503 gate_capacity (the one retryable code).
+ */
 export async function sendAnswer(bus: Jetloop, sessionId: string, loopId: string, answer: AnswerInput, timeoutMs: number): Promise<GatewayErrorName | undefined> {
   try {
     await bus.session(sessionId).answer(loopId, answer, { timeoutMs });
@@ -109,8 +118,9 @@ export async function sendAnswer(bus: Jetloop, sessionId: string, loopId: string
       case "COMMAND_NO_LISTENER":
         return "session_not_found";
       case "GATE_UNKNOWN":
-      case "GATE_RESOLVED":
         return "gate_not_found";
+      case "GATE_RESOLVED":
+        return e.outcome ? "gate_not_found" : "gate_not_ready";
       case "COMMAND_INVALID":
         return "gate_action_invalid";
       default:

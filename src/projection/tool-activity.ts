@@ -16,6 +16,7 @@ import type {
 } from "../events/catalogue.js";
 import { defaultRegistry } from "../events/catalogue.js";
 import { JetloopError } from "../errors.js";
+import { GateLedger, type GateViolation } from "./gate-ledger.js";
 import { factsOf, PERMISSION_GATE_KIND, toView, type ToolFacts } from "./status.js";
 import type { StepMessage } from "../events/content.js";
 import type { ApplyResult, JournalRef, ResultFact, ToolActivity, ToolActivityDelivery, ToolKey, TurnOutcome } from "./types.js";
@@ -80,6 +81,9 @@ export class ToolActivityProjection {
   readonly #byToolUse = new Map<string, string>();
   /** (session, gate id) → the call and slot the gate guards. */
   readonly #gates = new Map<string, { key: string; slot: GateSlot }>();
+  /** Which resolution may close which gate (the loop that opened it, once). */
+  readonly #ledger = new GateLedger();
+  #violations: GateViolation[] = [];
   readonly #liveIds = new Set<string>();
   #lastJournalSeq = 0;
   #changed = new Map<string, ToolActivity>();
@@ -241,6 +245,7 @@ export class ToolActivityProjection {
   }
 
   #onGateOpened(e: GateOpened, seq: number): void {
+    this.#ledger.apply(e);
     const { gate } = e;
     const toolExecutionId = gate?.subject?.toolExecutionId ?? e.cause?.toolExecutionId;
     if (gate?.id === undefined || toolExecutionId === undefined) return;
@@ -255,6 +260,12 @@ export class ToolActivityProjection {
   }
 
   #onGateResolved(e: GateResolved, seq: number): void {
+    const verdict = this.#ledger.apply(e);
+    if (verdict.kind === "violation") {
+      this.#violations.push(verdict.violation);
+      return;
+    }
+    if (verdict.kind !== "resolved") return;
     const target = this.#gates.get(`${e.sessionId} ${e.gateId}`);
     const prev = target && this.#entries.get(target.key);
     if (!target || !prev) return;
@@ -365,9 +376,16 @@ export class ToolActivityProjection {
   }
 
   #flush(status: ApplyResult["status"]): ApplyResult {
-    const result = { status, changed: [...this.#changed.values()], removed: [...this.#removed.values()] };
+    const violations = this.#violations;
+    const result: ApplyResult = {
+      status,
+      changed: [...this.#changed.values()],
+      removed: [...this.#removed.values()],
+      ...(violations.length > 0 ? { violations } : {}),
+    };
     this.#changed = new Map();
     this.#removed = new Map();
+    this.#violations = [];
     return result;
   }
 }

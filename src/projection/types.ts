@@ -6,6 +6,7 @@ import type { PermissionEffect, TurnError } from "../events/catalogue.js";
 import type { StepMessage } from "../events/content.js";
 import type { GatePrompt } from "../events/gate.js";
 import type { PermissionRequest } from "../events/request.js";
+import type { GateViolation } from "./gate-ledger.js";
 
 /**
  * One delivery as a subscription yields it: structurally the subscription's
@@ -195,4 +196,9 @@ export interface ApplyResult {
   readonly changed: readonly ToolActivity[];
   /** Live-only entries dropped. */
   readonly removed: readonly ToolKey[];
+  /**
+   * GateResolved events that were not applied because they break the binding rule: from
+   * another loop than the one whose GateOpened opened the gate, or a second resolution.
+   */
+  readonly violations?: readonly GateViolation[];
 }

@@ -1,7 +1,7 @@
 // The seed's approval sequence end to end: PermissionRequested → the answer over NATS →
 // PermissionDecided → ToolCallStarted → ToolCallCompleted → StepDone, both branches.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { connect, createEvent, isJetloopError, type Jetloop, newId } from "../../src/index.js";
+import { CommandError, connect, createEvent, isJetloopError, type Jetloop, newId } from "../../src/index.js";
 import { sleep } from "../harness/async.js";
 import { natsServers, uniqueNamespace } from "../harness/context.js";
 
@@ -81,7 +81,10 @@ describe("answer path", () => {
     const first = await session.answer(loopId, { kind: "permission", toolExecutionId, effect: "deny", commandId });
     const again = await session.answer(loopId, { kind: "permission", toolExecutionId, effect: "deny", commandId });
     expect(again).toEqual({ ...first, duplicate: true });
-    expect(await codeOf(session.answer(loopId, { kind: "permission", toolExecutionId, effect: "approve" }))).toBe("GATE_RESOLVED");
+    // The loser is told the gate is resolved, and how.
+    const late = await session.answer(loopId, { kind: "permission", toolExecutionId, effect: "approve" }).catch((e: unknown) => e);
+    expect(late).toBeInstanceOf(CommandError);
+    expect(late).toMatchObject({ code: "GATE_RESOLVED", outcome: { gateId: first.gateId, action: "deny", control: "Deny", journalSeq: first.journalSeq } });
     expect((await decision).effect).toBe("deny");
     // malformed on the wire: a raw request with an unknown field
     const raw = await bus.nc.request(`${bus.namespace}.cmd.${sessionId}.${loopId}.answer`, new TextEncoder().encode('{"kind":"permission","command_id":"' + newId() + '","tool_execution_id":"' + toolExecutionId + '","effect":"approve","grant_token":"x"}'));
@@ -90,5 +93,51 @@ describe("answer path", () => {
     for await (const d of session.replay({ enduring: "all", types: ["PermissionDecided", "GateResolved"] })) decided.push(d.event.type);
     expect(decided).toEqual(["GateResolved", "PermissionDecided"]);
     await gates.close();
+  });
+
+  it("refuses an input gate with no choices before writing anything; free text when choices are omitted", async () => {
+    const sessionId = newId();
+    const loopId = newId();
+    const gates = await bus.serveGates(sessionId, loopId);
+    const c = { turnId: newId(), stepId: newId(), toolExecutionId: newId() };
+    expect(await codeOf(gates.requestInput({ ...c, question: "Pick one", choices: [] }))).toBe("OPTIONS_INVALID");
+    expect(await codeOf(gates.requestPermission({ ...c, request, controls: ["Approve", "Maybe" as never] }))).toBe("OPTIONS_INVALID");
+    const journal = [];
+    for await (const d of bus.session(sessionId).replay({ enduring: "all" })) journal.push(d.event.type);
+    expect(journal).toEqual([]);
+    const free = gates.requestInput({ ...c, question: "Why?" });
+    await sleep(100);
+    await bus.session(sessionId).answer(loopId, { kind: "input", toolExecutionId: c.toolExecutionId, answer: "because" });
+    expect(await free).toMatchObject({ answer: "because", answered: true });
+    await gates.close();
+  });
+
+  it("passes the control chosen to the loop: Approve always for this workspace approves and says so", async () => {
+    const sessionId = newId();
+    const loopId = newId();
+    const gates = await bus.serveGates(sessionId, loopId);
+    const c = { turnId: newId(), stepId: newId(), toolExecutionId: newId() };
+    const decision = gates.requestPermission({ ...c, request, controls: ["Approve", "Approve always for this workspace", "Deny"] });
+    await sleep(100);
+    const outcome = await bus.session(sessionId).answer(loopId, { kind: "permission", toolExecutionId: c.toolExecutionId, action: "Approve always for this workspace" });
+    expect(outcome).toMatchObject({ action: "approve", control: "Approve always for this workspace" });
+    expect(await decision).toMatchObject({ effect: "approve", action: "Approve always for this workspace", answered: true });
+    await gates.close();
+  });
+
+  it("closeOrphans refuses while another actor serves the loop: its gates are its own", async () => {
+    const sessionId = newId();
+    const loopId = newId();
+    const live = await bus.serveGates(sessionId, loopId);
+    const pending = live.requestPermission({ turnId: newId(), stepId: newId(), toolExecutionId: newId(), request });
+    const settled = pending.catch((e: unknown) => e);
+    await sleep(100);
+    expect(await codeOf(bus.serveGates(sessionId, loopId, { closeOrphans: true }))).toBe("COMMAND_FAILED");
+    await live.close();
+    expect(await settled).toMatchObject({ code: "GATE_CLOSED", journaled: true });
+    // Closed by its owner: nothing is left for a successor to close.
+    const successor = await bus.serveGates(sessionId, loopId, { closeOrphans: true });
+    expect(successor.orphansClosed).toEqual([]);
+    await successor.close();
   });
 });

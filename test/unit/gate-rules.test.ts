@@ -7,11 +7,15 @@ import {
   ANSWER_MEMORY,
   failureReply,
   GateBook,
+  gateOptionsProblem,
+  PERMISSION_ACTIONS,
   type GateState,
   inputPrompt,
   NO_ANSWER,
   openedGate,
   permissionPrompt,
+  type PermissionAction,
+  type Resolution,
   resolutionOf,
   type Verdict,
 } from "../../src/commands/gate-rules.js";
@@ -85,15 +89,39 @@ describe("GateBook.judge", () => {
     const a = permissionGate();
     const book = bookOf(a);
     const r = refusal(book.judge(encodeAnswer(approve(a, { gateId: ID.gate }))));
-    expect(r).toEqual({ code: "GATE_UNKNOWN", message: `no open gate ${ID.gate} on this loop` });
+    expect(r).toEqual({ code: "GATE_UNKNOWN", message: `no gate ${ID.gate} was opened on this loop` });
   });
 
-  it("refuses an answer to no open gate: GATE_UNKNOWN, naming the key", () => {
+  it("refuses an answer to a gate never opened here: GATE_UNKNOWN, naming the key", () => {
     const book = bookOf(permissionGate());
     expect(refusal(book.judge(encodeAnswer(approve(permissionGate({ toolExecutionId: ID.tool })))))).toEqual({
       code: "GATE_UNKNOWN",
-      message: `no open gate ${ID.tool} on this loop`,
+      message: `no gate ${ID.tool} was opened on this loop`,
     });
+  });
+
+  it("takes a control the gate offers: by its action, or the first with the effect named; refuses any other", () => {
+    const three = permissionGate({ controls: ["Approve", "Approve always for this workspace", "Deny"] });
+    for (const action of three.controls!) {
+      const v = bookOf(three).judge(encodeAnswer(approve(three, { effect: undefined, action })));
+      expect("resolve" in v && v.resolution.action).toBe(action);
+    }
+    const byEffect = bookOf(three).judge(encodeAnswer(approve(three)));
+    expect("resolve" in byEffect && byEffect.resolution.action).toBe("Approve");
+    const onlyAlways = permissionGate({ controls: ["Approve always for this workspace", "Deny"] });
+    const v = bookOf(onlyAlways).judge(encodeAnswer(approve(onlyAlways)));
+    expect("resolve" in v && v.resolution.action).toBe("Approve always for this workspace");
+    const two = permissionGate();
+    expect(refusal(bookOf(two).judge(encodeAnswer(approve(two, { effect: undefined, action: "Approve always for this workspace" }))))).toEqual({
+      code: "COMMAND_INVALID",
+      message: '"Approve always for this workspace" is not one of the gate\'s controls',
+    });
+    expect(refusal(bookOf(two).judge(encodeAnswer(approve(two, { effect: "approve", action: "Deny" }))))).toEqual({
+      code: "COMMAND_INVALID",
+      message: 'the control "Deny" does not approve',
+    });
+    const denyOnly = permissionGate({ controls: ["Deny"] });
+    expect(refusal(bookOf(denyOnly).judge(encodeAnswer(approve(denyOnly))))).toEqual({ code: "COMMAND_INVALID", message: "the gate offers no control that does approve" });
   });
 
   it("refuses the wrong kind of answer: COMMAND_INVALID, and the gate stays open", () => {
@@ -113,26 +141,30 @@ describe("GateBook.judge", () => {
     expect(claimed(book.judge(encodeAnswer(say(g, "blue"))))).toBe(g);
   });
 
-  it("claims the gate: a second answer before the resolution is refused; reopen makes it answerable", () => {
+  it("claims the gate: a second answer before the resolution is GATE_RESOLVED with no outcome yet; a repeat of the command waits; reopen makes it answerable", () => {
     const g = permissionGate();
     const book = bookOf(g);
-    claimed(book.judge(encodeAnswer(approve(g))));
-    expect(refusal(book.judge(encodeAnswer(approve(g)))).code).toBe("GATE_UNKNOWN");
-    book.reopen(g);
-    expect(claimed(book.judge(encodeAnswer(approve(g))))).toBe(g);
+    const first = approve(g);
+    claimed(book.judge(encodeAnswer(first)));
+    expect(book.judge(encodeAnswer(approve(g)))).toEqual({ reply: { status: "refused", code: "GATE_RESOLVED", message: `gate ${g.gateId} is being resolved` } });
+    expect(book.judge(encodeAnswer(first))).toEqual({ wait: first.commandId });
+    book.reopen(g, first.commandId);
+    expect(claimed(book.judge(encodeAnswer(first)))).toBe(g);
   });
 
   it("answers a repeated command id with its first outcome, marked duplicate; any other answer is GATE_RESOLVED", () => {
     const g = permissionGate();
     const book = bookOf(g);
     const first = approve(g, { effect: "deny" });
-    claimed(book.judge(encodeAnswer(first)));
-    const outcome = book.settle(g, first, 7);
-    expect(outcome).toEqual({ status: "ok", gateId: g.gateId, toolExecutionId: g.toolExecutionId, action: "deny", journalSeq: 7, duplicate: false });
+    const v = book.judge(encodeAnswer(first));
+    if (!("resolve" in v)) expect.fail("not claimed");
+    const outcome = book.settle(g, v.resolution, 7);
+    expect(outcome).toEqual({ status: "ok", gateId: g.gateId, toolExecutionId: g.toolExecutionId, action: "deny", control: "Deny", journalSeq: 7, duplicate: false });
     // the repeat carries another effect: the first outcome still stands
     expect(book.judge(encodeAnswer({ ...first, effect: "approve" }))).toEqual({ reply: { ...outcome, duplicate: true } });
-    expect(refusal(book.judge(encodeAnswer(approve(g))))).toEqual({ code: "GATE_RESOLVED", message: `gate ${g.toolExecutionId} is already resolved` });
-    expect(refusal(book.judge(encodeAnswer(approve(g, { gateId: g.gateId }))))).toEqual({ code: "GATE_RESOLVED", message: `gate ${g.gateId} is already resolved` });
+    for (const other of [approve(g), approve(g, { gateId: g.gateId })]) {
+      expect(book.judge(encodeAnswer(other))).toEqual({ reply: { status: "refused", code: "GATE_RESOLVED", message: `gate ${g.gateId} is already resolved`, outcome } });
+    }
   });
 
   it("does not remember a refused command: the same id may answer once the mistake is fixed", () => {
@@ -145,37 +177,56 @@ describe("GateBook.judge", () => {
 
   it("settles an input answer with the action `answered`", () => {
     const g = inputGate();
-    const a = say(g, "free text");
-    expect(bookOf(g).settle(g, a, 3)).toMatchObject({ action: "answered", journalSeq: 3, duplicate: false });
+    const book = bookOf(g);
+    const v = book.judge(encodeAnswer(say(g, "free text")));
+    if (!("resolve" in v)) expect.fail("not claimed");
+    expect(book.settle(g, v.resolution, 3)).toMatchObject({ action: "answered", journalSeq: 3, duplicate: false });
   });
 
-  it(`forgets the oldest commands and gates past ${ANSWER_MEMORY}`, () => {
+  it("settles a resolution whose decision was not written as failed closed: the command's reply is the failure, the gate resolved as denied", () => {
+    const g = permissionGate();
+    const book = bookOf(g);
+    const a = approve(g);
+    const v = book.judge(encodeAnswer(a));
+    if (!("resolve" in v)) expect.fail("not claimed");
+    const reply = book.settle(g, v.resolution, 9, "decision not journaled");
+    expect(reply).toEqual({ status: "refused", code: "COMMAND_FAILED", message: "decision not journaled" });
+    expect(book.judge(encodeAnswer(a))).toEqual({ reply });
+    expect(book.judge(encodeAnswer(approve(g)))).toMatchObject({ reply: { code: "GATE_RESOLVED", outcome: { action: "deny", journalSeq: 9 } } });
+  });
+
+  it(`forgets the oldest resolved gates and commands past ${ANSWER_MEMORY}, never an open one`, () => {
     const book = new GateBook<GateState>();
+    const answerAndSettle = (g: GateState, seq: number) => {
+      book.open(g);
+      const a = approve(g);
+      const v = book.judge(encodeAnswer(a));
+      if (!("resolve" in v)) expect.fail("not claimed");
+      book.settle(g, v.resolution, seq);
+      return a;
+    };
+    const stillOpen = permissionGate();
+    book.open(stillOpen);
     const first = permissionGate();
-    const firstAnswer = approve(first);
-    book.settle(first, firstAnswer, 1);
-    // each settle remembers the gate twice (by id and by tool execution): half the memory of gates
-    for (let i = 0; i < ANSWER_MEMORY / 2; i++) {
-      const g = permissionGate();
-      book.settle(g, approve(g), i + 2);
-    }
-    expect(refusal(book.judge(encodeAnswer(approve(first)))).code).toBe("GATE_UNKNOWN");
+    const firstAnswer = answerAndSettle(first, 1);
+    for (let i = 0; i < ANSWER_MEMORY - 2; i++) answerAndSettle(permissionGate(), i + 2);
+    expect(refusal(book.judge(encodeAnswer(approve(first)))).code).toBe("GATE_RESOLVED");
     expect(book.judge(encodeAnswer(firstAnswer))).toMatchObject({ reply: { duplicate: true } });
-    for (let i = 0; i < ANSWER_MEMORY / 2; i++) {
-      const g = permissionGate();
-      book.settle(g, approve(g), i + 2);
-    }
-    expect(refusal(book.judge(encodeAnswer(firstAnswer))).code).toBe("GATE_UNKNOWN");
+    for (let i = 0; i < 2; i++) answerAndSettle(permissionGate(), i + 2);
+    expect(refusal(book.judge(encodeAnswer(approve(first)))).code).toBe("GATE_UNKNOWN");
+    expect(claimed(book.judge(encodeAnswer(approve(stillOpen))))).toBe(stillOpen);
   });
 });
 
 describe("GateBook.expire and closeAll", () => {
-  it("expires an open gate once; a late answer finds no gate", () => {
+  it("expires an open gate once; a late answer is GATE_RESOLVED, with the timeout's outcome once settled", () => {
     const g = permissionGate();
     const book = bookOf(g);
     expect(book.expire(g)).toBe(true);
     expect(book.expire(g)).toBe(false);
-    expect(refusal(book.judge(encodeAnswer(approve(g)))).code).toBe("GATE_UNKNOWN");
+    expect(refusal(book.judge(encodeAnswer(approve(g)))).code).toBe("GATE_RESOLVED");
+    book.settle(g, { reason: "policy_response" }, 5);
+    expect(book.judge(encodeAnswer(approve(g)))).toMatchObject({ reply: { code: "GATE_RESOLVED", outcome: { action: "deny", journalSeq: 5 } } });
   });
 
   it("does not expire a claimed gate, nor another gate under the same id", () => {
@@ -193,15 +244,18 @@ describe("GateBook.expire and closeAll", () => {
     const book = bookOf(a, b);
     expect(book.closeAll()).toEqual([a, b]);
     expect(book.closeAll()).toEqual([]);
-    expect(refusal(book.judge(encodeAnswer(say(b, "x")))).code).toBe("GATE_UNKNOWN");
+    expect(refusal(book.judge(encodeAnswer(say(b, "x")))).code).toBe("GATE_RESOLVED");
+    book.settle(b, { reason: "owner_closed" }, 8);
+    expect(book.judge(encodeAnswer(say(b, "x")))).toMatchObject({ reply: { code: "GATE_RESOLVED", outcome: { action: "owner_closed", journalSeq: 8 } } });
   });
 });
 
 describe("resolutionOf: what the journal records", () => {
   const coords = STEP_COORDS;
   /** The records are valid events once the step's coordinates are added. */
-  function written(g: GateState, a: Answer | undefined) {
-    const { resolved, decided } = resolutionOf(g, a);
+  function written(g: GateState, a: Answer | undefined, action?: PermissionAction) {
+    const r: Resolution = a ? { reason: "answered", answer: a, action: action ?? (a.kind === "permission" ? (a.effect === "approve" ? "Approve" : "Deny") : undefined) } : { reason: "policy_response" };
+    const { resolved, decided } = resolutionOf(g, r);
     createEvent("GateResolved", { ...coords, ...resolved });
     if (decided) createEvent("PermissionDecided", { ...coords, ...decided });
     return { resolved, decided };
@@ -240,13 +294,47 @@ describe("resolutionOf: what the journal records", () => {
   it("an input gate writes no decision; a chosen choice is the action, free text is not journaled", () => {
     const chosen = inputGate({ choices: ["red", "blue"] });
     const picked = written(chosen, say(chosen, "blue"));
+    expect(picked.resolved).not.toHaveProperty("control");
     expect(picked.decided).toBeUndefined();
     expect(picked.resolved).toMatchObject({ action: "blue", reason: "answered", audit: { kind: "ask_user", data: {} } });
     const free = inputGate();
     const { resolved } = written(free, say(free, "my secret plan"));
-    expect(resolved.action).toBe("answered");
+    expect(resolved).toMatchObject({ action: "answered" });
     expect(JSON.stringify(resolved)).not.toContain("my secret plan");
     expect(written(free, undefined).resolved).toMatchObject({ action: undefined, reason: "policy_response" });
+  });
+});
+
+describe("resolutionOf: controls and closes", () => {
+  it("the control chosen is the action journaled; Approve always approves", () => {
+    const g = permissionGate({ controls: ["Approve", "Approve always for this workspace", "Deny"] });
+    const a = approve(g, { effect: undefined, action: "Approve always for this workspace" });
+    const { resolved, decided } = resolutionOf(g, { reason: "answered", answer: a, action: "Approve always for this workspace" });
+    expect(resolved).toMatchObject({ action: "Approve always for this workspace", reason: "answered" });
+    expect(decided).toMatchObject({ effect: "approve" });
+    createEvent("GateResolved", { ...STEP_COORDS, ...resolved });
+  });
+
+  it.each(["owner_closed", "abandoned"] as const)("a gate closed as %s records only its reason: no action, no decision", (reason) => {
+    for (const g of [permissionGate(), inputGate()]) {
+      const { resolved, decided } = resolutionOf(g, { reason });
+      expect(resolved).toEqual({ cause: { toolExecutionId: g.toolExecutionId }, gateId: g.gateId, resolver: "loop", reason });
+      expect(decided).toBeUndefined();
+      createEvent("GateResolved", { ...STEP_COORDS, ...resolved });
+    }
+  });
+});
+
+describe("gateOptionsProblem: what a gate may offer", () => {
+  it("permission controls are the Go model's three, each once; input choices at least one, never empty", () => {
+    expect(gateOptionsProblem("permission", undefined)).toBeUndefined();
+    expect(gateOptionsProblem("permission", [...PERMISSION_ACTIONS])).toBeUndefined();
+    expect(gateOptionsProblem("permission", [])).toMatchObject({ option: "controls" });
+    expect(gateOptionsProblem("permission", ["Approve", "Approve"])).toMatchObject({ message: "must not repeat an entry" });
+    expect(gateOptionsProblem("permission", ["Maybe"])).toMatchObject({ option: "controls" });
+    expect(gateOptionsProblem("input", [])).toMatchObject({ option: "choices", message: "must list at least one; omit it for the default" });
+    expect(gateOptionsProblem("input", [""])).toMatchObject({ option: "choices" });
+    expect(gateOptionsProblem("input", ["a", "b"])).toBeUndefined();
   });
 });
 

@@ -261,6 +261,45 @@ describe("gates", () => {
     expect(p.lastJournalSeq).toBe(2);
   });
 
+  it("applies a GateResolved only from the loop and session whose GateOpened opened the gate, once; reports the rest", () => {
+    // Every resolution a writer on another loop's or session's subjects could forge, and a second one from the right loop.
+    const SESSION2 = uid(2);
+    fc.assert(
+      fc.property(
+        fc.array(fc.record({ loop: fc.constantFrom(C1.loopId, LOOP2), session: fc.constantFrom(C1.sessionId, SESSION2), action: fc.constantFrom("Approve", "Deny") }), {
+          minLength: 1,
+          maxLength: 6,
+        }),
+        (forged) => {
+          const j = journal();
+          const p = new ToolActivityProjection();
+          p.apply(j.durable(ev.requested()));
+          p.apply(j.durable(ev.gateOpened("harness.permission")));
+          let bound: string | undefined;
+          for (const f of forged) {
+            const c = { ...C1, loopId: f.loop, sessionId: f.session };
+            const r = p.apply(j.durable(ev.gateResolved(f.action, "answered", c)));
+            const rightPlace = f.loop === C1.loopId && f.session === C1.sessionId;
+            if (rightPlace && bound === undefined) {
+              bound = f.action;
+              expect(r.violations).toBeUndefined();
+            } else {
+              expect(r.violations).toEqual([
+                expect.objectContaining({
+                  gateId: GATE,
+                  rule: f.session !== C1.sessionId ? "other_session" : f.loop !== C1.loopId ? "other_loop" : "already_resolved",
+                }),
+              ]);
+            }
+            const status = p.get(C1.loopId, ID.tool)!.status;
+            expect(status).toBe(bound === undefined ? "awaiting_approval" : bound === "Approve" ? "approved" : "denied");
+          }
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
   it("takes the tool execution id from the cause when the gate does not name it", () => {
     const j = journal();
     const opened = createEvent("GateOpened", {

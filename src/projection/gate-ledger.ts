@@ -1,0 +1,99 @@
+/**
+ * Which gates are open, from the journal's GateOpened and GateResolved: the one rule for
+ * binding a resolution to its gate. A GateResolved closes a gate only when it comes from
+ * the session and loop whose GateOpened opened it, and only once; anything else is a
+ * violation, reported and not applied (a writer allowed on another loop's subjects must
+ * not close this loop's gate). Pure; used by the tool activity projection, the gate
+ * server's orphan scan and the gateway's session status.
+ */
+
+/** What the ledger knows of a gate from its GateOpened. */
+export interface LedgerGate {
+  readonly sessionId: string;
+  readonly gateId: string;
+  readonly loopId: string | undefined;
+  readonly kind: string | undefined;
+  readonly toolExecutionId: string | undefined;
+  readonly turnId: string | undefined;
+  readonly stepId: string | undefined;
+  /** Whether a GateResolved bound to it was applied. */
+  readonly resolved: boolean;
+}
+
+/** A GateResolved that did not close its gate, and why. */
+export interface GateViolation {
+  readonly gateId: string;
+  readonly sessionId: string;
+  /** The loop the resolution came from (undefined: none named). */
+  readonly loopId: string | undefined;
+  readonly rule: "other_session" | "other_loop" | "already_resolved";
+  readonly message: string;
+}
+
+/** What applying one event did. `unmatched`: a resolution of a gate whose GateOpened was not seen (a replay that began after it). */
+export type LedgerVerdict =
+  | { readonly kind: "opened"; readonly gate: LedgerGate }
+  | { readonly kind: "resolved"; readonly gate: LedgerGate }
+  | { readonly kind: "violation"; readonly violation: GateViolation }
+  | { readonly kind: "unmatched" | "ignored" };
+
+type Event = { readonly type: string; readonly sessionId?: string; readonly loopId?: string | undefined; readonly turnId?: string | undefined; readonly stepId?: string | undefined };
+type Opened = Event & { readonly gate?: { readonly id?: string | undefined; readonly kind?: string | undefined; readonly subject?: { readonly toolExecutionId?: string | undefined } | undefined } | undefined; readonly cause?: { readonly toolExecutionId?: string | undefined } | undefined };
+type Resolved = Event & { readonly gateId?: string | undefined };
+
+export class GateLedger {
+  /** By gate id alone (a UUID): a resolution naming it from another session is caught too. */
+  readonly #gates = new Map<string, LedgerGate>();
+
+  apply(event: Opened | Resolved): LedgerVerdict {
+    if (event.sessionId === undefined) return { kind: "ignored" };
+    if (event.type === "GateOpened") return this.#opened(event, event.sessionId);
+    if (event.type === "GateResolved") return this.#resolved(event, event.sessionId);
+    return { kind: "ignored" };
+  }
+
+  get(gateId: string): LedgerGate | undefined {
+    return this.#gates.get(gateId);
+  }
+
+  /** The gates still open, in the order opened; optionally of one loop. */
+  open(filter: { readonly loopId?: string } = {}): LedgerGate[] {
+    return [...this.#gates.values()].filter((g) => !g.resolved && (filter.loopId === undefined || g.loopId === filter.loopId));
+  }
+
+  #opened(e: Opened, sessionId: string): LedgerVerdict {
+    const gateId = e.gate?.id;
+    if (gateId === undefined) return { kind: "ignored" };
+    const gate: LedgerGate = {
+      sessionId,
+      gateId,
+      loopId: e.loopId,
+      kind: e.gate?.kind,
+      toolExecutionId: e.gate?.subject?.toolExecutionId ?? e.cause?.toolExecutionId,
+      turnId: e.turnId,
+      stepId: e.stepId,
+      resolved: false,
+    };
+    // A gate id opened again (the runtime's restore) starts over.
+    this.#gates.delete(gateId);
+    this.#gates.set(gateId, gate);
+    return { kind: "opened", gate };
+  }
+
+  #resolved(e: Resolved, sessionId: string): LedgerVerdict {
+    if (e.gateId === undefined) return { kind: "ignored" };
+    const key = e.gateId;
+    const gate = this.#gates.get(key);
+    if (!gate) return { kind: "unmatched" };
+    const violation = (rule: GateViolation["rule"], message: string): LedgerVerdict => ({
+      kind: "violation",
+      violation: { gateId: e.gateId!, sessionId, loopId: e.loopId, rule, message },
+    });
+    if (sessionId !== gate.sessionId) return violation("other_session", `gate ${e.gateId} was opened in session ${gate.sessionId}, not ${sessionId}`);
+    if (e.loopId !== gate.loopId) return violation("other_loop", `gate ${e.gateId} was opened by loop ${gate.loopId ?? "(none)"}, not ${e.loopId ?? "(none)"}`);
+    if (gate.resolved) return violation("already_resolved", `gate ${e.gateId} is already resolved`);
+    const closed = { ...gate, resolved: true };
+    this.#gates.set(key, closed);
+    return { kind: "resolved", gate: closed };
+  }
+}
