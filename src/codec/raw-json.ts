@@ -7,7 +7,7 @@
  * that written form, so what is read is what is written back. `value()` parses it on
  * demand (numbers as doubles: for display, not for writing back).
  */
-import { parseStrictJson, RAW_GUIDE, StrictJsonError, wellFormedValue } from "./strict-json.js";
+import { parsedJson, parseStrictJson, RAW_GUIDE, StrictJsonError } from "./strict-json.js";
 
 export class RawJson {
   private constructor(
@@ -35,7 +35,7 @@ export class RawJson {
 
   /** The value, parsed now (lone surrogates read as U+FFFD, as Go reads them). */
   value(): unknown {
-    return wellFormedValue(JSON.parse(this.text));
+    return parsedJson(this.text);
   }
 
   /** JSON.stringify writes the parsed value (JavaScript cannot embed raw text before Node 21). */

@@ -325,9 +325,7 @@ function readGeneric(depth: number): unknown {
   }
   if (c === OPEN_BRACE || c === OPEN_BRACKET) {
     pos = scanJson(src, pos, { depthBase: depth, exactNumbers: true, compact: false }).end;
-    const text = src.slice(start, pos);
-    const value: unknown = JSON.parse(text);
-    return SURROGATE_ESCAPE.test(text) ? wellFormedValue(value) : value;
+    return parsedJson(src.slice(start, pos));
   }
   pos = literalEnd(src, pos);
   return c === 0x74 ? true : c === 0x66 ? false : null;
@@ -394,6 +392,12 @@ const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[
 /** `s` with each lone surrogate replaced by U+FFFD, as Go reads and writes it. */
 export function wellFormedText(s: string): string {
   return s.replace(LONE_SURROGATE, "\ufffd");
+}
+
+/** JSON text already checked, parsed as Go reads it (lone surrogates as U+FFFD). */
+export function parsedJson(text: string): unknown {
+  const value: unknown = JSON.parse(text);
+  return SURROGATE_ESCAPE.test(text) ? wellFormedValue(value) : value;
 }
 
 /** A parsed value with every lone surrogate (in keys too) read as U+FFFD. */
