@@ -36,8 +36,6 @@ export class StrictJsonError extends Error {
 
 /** Go's encoding/json nesting limit, for reading and for writing. */
 export const MAX_DEPTH = 10_000;
-/** @deprecated the one limit is MAX_DEPTH. */
-export const DEFAULT_MAX_DEPTH = MAX_DEPTH;
 
 /** What the schema expects at one place of the text. */
 export interface JsonGuide {
