@@ -181,7 +181,7 @@ export const MUTATIONS: readonly Mutation[] = [
     // Past the reader's nesting limit, Go's 10,000 (MAX_DEPTH in src/codec/strict-json.ts).
     name: "too-deep",
     expect: decode("too_deep"),
-    corrupt: ({ data, int }) => {
+    corrupt: ({ data, int, capBytes }) => {
       const depth = 10_000 + int(40);
       // Arrays or objects; objects need 5 bytes a level, so they nest only as far as the cap allows past the limit.
       const nested = int(2) || capBytes < 6 * depth ? `${"[".repeat(depth)}1${"]".repeat(depth)}` : `${'{"a":'.repeat(depth)}1${"}".repeat(depth)}`;
