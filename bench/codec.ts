@@ -9,11 +9,15 @@
  *           JSON.parse;
  *   validate: validateEvent vs the parse jetloop ran before its hot path was changed
  *           (`schema.safeParse(event, { reportInput: true })`; the rules are the same).
+ * Encode and decode run on the benchmark's PermissionDecided and on the Go-written events
+ * of the conformance data (every enduring type, tool inputs, long texts: what a journal
+ * holds), cycled.
  */
 import { defaultRegistry, encodeEvent, unmarshalEvent, validateEvent, type JetloopEvent } from "../src/index.js";
 import { type BenchContext, type Row, compareRow } from "./lib/context.js";
 import { enduringBatch } from "./lib/events.js";
 import { median } from "./lib/stats.js";
+import { type GoWritten, readJsonl } from "../test/conformance/go-oracle.js";
 
 const N = 20_000;
 
@@ -36,7 +40,7 @@ export function runCodec(ctx: BenchContext): Promise<Row[]> {
     ["validate", (i) => validateEvent(events[i]!), "safeParse(e, { reportInput }), as before", (i) => schema.safeParse(events[i]!, { reportInput: true })],
   ];
   const rows: Row[] = [];
-  for (const [metric, jetloop, rawLabel, raw] of pairs) {
+  const measure = (label: string, metric: string, jetloop: (i: number) => unknown, rawLabel: string, raw: (i: number) => unknown): void => {
     const j: number[] = [];
     const r: number[] = [];
     perEvent(N, jetloop);
@@ -45,8 +49,17 @@ export function runCodec(ctx: BenchContext): Promise<Row[]> {
       j.push(perEvent(N, jetloop));
       r.push(perEvent(N, raw));
     }
-    ctx.log(`codec ${metric}: jetloop ${median(j).toFixed(2)} µs, ${rawLabel} ${median(r).toFixed(2)} µs`);
-    rows.push(compareRow({ bench: "0 codec, no network", metric: `${metric} PermissionDecided (${bytes[0]!.length} B)`, unit: "µs/event", raw: rawLabel }, j, r));
-  }
+    ctx.log(`codec ${metric} ${label}: jetloop ${median(j).toFixed(2)} µs, ${rawLabel} ${median(r).toFixed(2)} µs`);
+    rows.push(compareRow({ bench: "0 codec, no network", metric: `${metric} ${label}`, unit: "µs/event", raw: rawLabel }, j, r));
+  };
+  const mix = readJsonl<GoWritten>("go-written-events.jsonl");
+  const mixBytes = mix.map((w) => encoder.encode(w.json));
+  const mixEvents = mixBytes.map((b) => unmarshalEvent(b));
+  const mixWire = mix.map((w) => JSON.parse(w.json) as unknown);
+  const n = mix.length;
+  const size = Math.round(mixBytes.reduce((a, b) => a + b.length, 0) / n);
+  measure(`Go-written mix (${n} events, ${size} B avg)`, "encode", (i) => encodeEvent(mixEvents[i % n]!), "JSON.stringify + UTF-8", (i) => encoder.encode(JSON.stringify(mixWire[i % n])));
+  measure(`Go-written mix (${n} events, ${size} B avg)`, "decode", (i) => unmarshalEvent(mixBytes[i % n]!), "UTF-8 + JSON.parse", (i): unknown => JSON.parse(decoder.decode(mixBytes[i % n])));
+  for (const [metric, jetloop, rawLabel, raw] of pairs) measure(`PermissionDecided (${bytes[0]!.length} B)`, metric, jetloop, rawLabel, raw);
   return Promise.resolve(rows);
 }

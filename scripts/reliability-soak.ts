@@ -111,7 +111,7 @@ const SOAKS: Record<string, Soak> = {
   "bad-input": async () => {
     const server = await startServer();
     try {
-      const r = await badInputScenario(ctx, { servers: [server.url], serverVersion: server.version, repeat: n(150), validEvents: n(2000), seed: Date.now() % 1_000_000, capBytes: 8192 });
+      const r = await badInputScenario(ctx, { servers: [server.url], serverVersion: server.version, repeat: n(150), validEvents: n(2000), seed: Date.now() % 1_000_000, capBytes: 65_536 });
       const b: string[] = [];
       for (const s of [r.ordered, r.durable, r.replay, r.live]) check(b, s.t.lost === 0 && s.t.duplicated === 0 && s.t.unexpected === 0, "a subscriber yielded something invalid or lost something valid");
       check(b, r.ordered.poison.length === r.injectedJournal && r.live.poison.length === r.injectedLive, "a malformed message was not reported");

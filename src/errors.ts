@@ -80,7 +80,7 @@ export class EventNotPersistableError extends JetloopError {
 export class EventEncodeError extends JetloopError {
   constructor(
     readonly eventType: string,
-    readonly reason: "request_rejected" | "too_large" | "unwritable",
+    readonly reason: "request_rejected" | "too_large" | "unwritable" | "too_deep",
     message: string,
     options?: { cause?: unknown },
   ) {
@@ -100,6 +100,8 @@ export type DecodeFailure =
   | "inexact_number"
   /** A key that names a field only ignoring letter case (`"Type"` for `type`). */
   | "letter_case_key"
+  /** A time whose quoted text holds an escape (Go's time parser reads the bytes as they are). */
+  | "escaped_time"
   /** `null` for a field (the runtime writes an absent value by omitting it). */
   | "null_value";
 

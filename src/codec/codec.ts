@@ -15,8 +15,8 @@ import { defaultRegistry, type JetloopEvent } from "../events/catalogue.js";
 import type { EventRegistry, EventTypeDefinition } from "../events/registry.js";
 import { definitionFor, type SafeResult, validateWith } from "../events/validate.js";
 import { encodePooled } from "./pooled-utf8.js";
-import { parseStrictJson, StrictJsonError } from "./strict-json.js";
-import { fromWire, sortedKeys, toWireJson, UnwritableJsonError, WireKeyError } from "./wire.js";
+import { type JsonGuide, MAX_DEPTH, parseStrictJson, scanJson, StrictJsonError } from "./strict-json.js";
+import { fromWire, guideFor, mergeGuides, sortedKeys, takeDeepestRaw, toWireJson, UnwritableJsonError, WireKeyError } from "./wire.js";
 
 /** The wire schema version this codec writes; it reads 0 and 1 (and an absent `v`) as 1. */
 export const WIRE_VERSION = 1;
@@ -91,12 +91,14 @@ export function encodeValidated<E = JetloopEvent>(event: E, options?: CodecOptio
     throw e;
   }
   let json: string;
+  takeDeepestRaw();
   try {
     json = toWireJson(wireSchemaOf(def), valid, ENVELOPE);
   } catch (e) {
     if (e instanceof UnwritableJsonError) throw new EventEncodeError(def.type, "unwritable", e.message, { cause: e });
     throw e;
   }
+  checkReadable(def.type, json, takeDeepestRaw());
   const bytes = options?.pooled ? encodePooled(json) : utf8Encoder.encode(json);
   const max = options?.maxBytes ?? DEFAULT_MAX_EVENT_BYTES;
   if (bytes.length > max) {
@@ -115,6 +117,38 @@ export function marshalEvent<E = JetloopEvent>(event: E, options?: CodecOptions<
   const def = definitionFor(event, registryOf(options));
   if (def.class !== "enduring") throw new EventNotPersistableError(def.type);
   return encodeEvent(event, options);
+}
+
+/**
+ * Writer = reader: the reader's depth limit holds for what is written. Only raw JSON can
+ * nest deeply (the schema's own objects nest a few levels, tool results a few more), so
+ * the written text is checked only when a raw value in it comes near the limit.
+ */
+function checkReadable(type: string, json: string, deepestRaw: number): void {
+  if (deepestRaw + 64 < MAX_DEPTH) return;
+  try {
+    scanJson(json, 0, { depthBase: 0, exactNumbers: false, compact: false });
+  } catch (e) {
+    if (e instanceof StrictJsonError && e.reason === "too_deep") {
+      throw new EventEncodeError(type, "too_deep", `nests deeper than ${MAX_DEPTH}, which no reader accepts`, { cause: e });
+    }
+    throw e;
+  }
+}
+
+const envelopeGuides = new WeakMap<EventRegistry<unknown>, JsonGuide>();
+
+/**
+ * What the reader expects where in an event of any of the registry's types: the type is
+ * known only once its key is read, and Go writes it near the end.
+ */
+function envelopeGuide(registry: EventRegistry<unknown>): JsonGuide {
+  let guide = envelopeGuides.get(registry);
+  if (guide === undefined) {
+    guide = mergeGuides([...registry.types()].map((def) => guideFor(wireSchemaOf(def))));
+    envelopeGuides.set(registry, guide);
+  }
+  return guide;
 }
 
 function decodeText(input: Uint8Array | string, max: number): string {
@@ -145,7 +179,7 @@ export function decodeEvent<E = JetloopEvent>(input: Uint8Array | string, option
   const text = decodeText(input, options?.maxBytes ?? DEFAULT_MAX_EVENT_BYTES);
   let json: unknown;
   try {
-    json = parseStrictJson(text);
+    json = parseStrictJson(text, envelopeGuide(registryOf(options)));
   } catch (e) {
     if (e instanceof StrictJsonError) throw new EventDecodeError(e.reason, e.message, e.offset);
     throw e;

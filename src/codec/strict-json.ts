@@ -1,20 +1,27 @@
 /**
- * JSON as the Go runtime's decoder reads it, or refused. JSON.parse judges the grammar
- * (fast, and it rejects trailing data); one walk of the parsed value and, only when it
- * cannot decide, one scan of the text then refuse what JSON.parse would read differently
- * from Go or from the text:
+ * JSON read in one pass as the Go runtime's decoder reads it, or refused.
  *
- * - two keys of one object that are equal ignoring letter case (Go's decoder matches
- *   field names case-insensitively, so `"type"` beside `"Type"` is two values for one
- *   field; the runtime refuses them at every level);
- * - a number whose text JavaScript does not write back the same way (`1.0`, `1e2`, `-0`)
- *   or an integer beyond 2^53, which a double cannot hold exactly;
- * - nesting deeper than `maxDepth`.
+ * The text is read once, guided by what the event's schema expects where (a JsonGuide,
+ * built from the zod schemas in wire.ts), so each value is read the way Go reads the field
+ * it lands in:
  *
- * A lone surrogate escape (`"\ud800"`) is read as U+FFFD, as Go reads it.
+ * - the grammar is RFC 8259's as Go's scanner has it (no BOM, whitespace is space, tab,
+ *   CR, LF), nesting up to Go's limit of 10,000 (MAX_DEPTH), one value and nothing after;
+ * - strings are unescaped as Go unescapes them, a lone surrogate read as U+FFFD;
+ * - two keys of one object are refused when strings.ToLower makes them equal, at every
+ *   depth (the runtime's UnmarshalEvent refuses them: an exact repeat is `duplicate_key`,
+ *   a repeat ignoring case `letter_case_key`);
+ * - a raw value (a json.RawMessage) is kept as text: any number form, order and escapes
+ *   as written, compacted and HTML-escaped as Go writes it back (RawJson);
+ * - a quoted value (a time.Time) is refused when its quoted text holds an escape: Go parses
+ *   the bytes between the quotes without unescaping them;
+ * - any other number must be written as JavaScript writes it back (`1.0`, `1e2`, `-0` and
+ *   integers beyond 2^53 are refused as `inexact_number`: a double would change them).
  */
+import { goLower } from "./go-fold.js";
+import { RawJson } from "./raw-json.js";
 
-export type StrictJsonFailure = "malformed_json" | "duplicate_key" | "letter_case_key" | "too_deep" | "inexact_number";
+export type StrictJsonFailure = "malformed_json" | "duplicate_key" | "letter_case_key" | "too_deep" | "inexact_number" | "escaped_time";
 
 export class StrictJsonError extends Error {
   constructor(
@@ -27,120 +34,355 @@ export class StrictJsonError extends Error {
   }
 }
 
-/** Deep enough for any tool input a model writes; Go's own decoder stops at 10,000. */
-export const DEFAULT_MAX_DEPTH = 512;
+/** Go's encoding/json nesting limit, for reading and for writing. */
+export const MAX_DEPTH = 10_000;
 
-// What may be a number: a token after ':', ',' or '[' (inside strings too, which only
-// costs a look). When every such token is written as JavaScript writes it back, no number
-// can be inexact and the scan is not needed. Used where a number stands in an array;
-// numbers after keys are checked while the keys are counted.
-const NUMBER_TOKEN = /[:,[][ \t\n\r]*(-?\d[0-9.eE+-]*)/g;
-
-function mayBeInexact(text: string): boolean {
-  NUMBER_TOKEN.lastIndex = 0;
-  for (let m = NUMBER_TOKEN.exec(text); m !== null; m = NUMBER_TOKEN.exec(text)) {
-    const token = m[1]!;
-    if (String(Number(token)) !== token) return true;
-  }
-  return false;
+/** What the schema expects at one place of the text. */
+export interface JsonGuide {
+  readonly kind: "raw" | "quoted" | "generic" | "shape";
+  /** The guide of an object member; undefined for a key the schema does not know. */
+  readonly member?: (key: string) => JsonGuide | undefined;
+  /** The guide of an array element. */
+  readonly element?: () => JsonGuide;
 }
+
+export const RAW_GUIDE: JsonGuide = { kind: "raw" };
+export const QUOTED_GUIDE: JsonGuide = { kind: "quoted" };
+export const GENERIC_GUIDE: JsonGuide = { kind: "generic" };
+
+/** The value of a key no schema knows: read and checked, then not kept. */
+export const IGNORED: unique symbol = Symbol("ignored");
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const OPEN_BRACE = 0x7b;
+const CLOSE_BRACE = 0x7d;
+const OPEN_BRACKET = 0x5b;
+const CLOSE_BRACKET = 0x5d;
+const COMMA = 0x2c;
+const COLON = 0x3a;
+const MINUS = 0x2d;
+
+// A run of string characters needing no look: no quote, backslash or control character.
+// eslint-disable-next-line no-control-regex -- control characters are what it excludes
+const PLAIN = /[^"\\\x00-\x1f]*/y;
+const NUMBER = /-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
+const ESCAPE_CHARS = new Set([0x22, 0x5c, 0x2f, 0x62, 0x66, 0x6e, 0x72, 0x74]);
+const HEX = /^[0-9a-fA-F]{4}$/;
+const HTML_UNSAFE = /[<>&\u2028\u2029]/;
+const HTML_UNSAFE_ALL = /[<>&\u2028\u2029]/g;
+const HTML_ESCAPES: Record<string, string> = { "<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029" };
 // An escaped surrogate: the only way valid UTF-8 text can spell a lone one.
 const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F]/;
 
-export function parseStrictJson(text: string, maxDepth = DEFAULT_MAX_DEPTH): unknown {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch (e) {
-    // JSON.parse quotes the text around the error; that text may be a secret, so only
-    // the position is kept.
-    const position = /position (\d+)/.exec((e as Error).message)?.[1];
-    throw new StrictJsonError("malformed_json", `malformed JSON${position ? ` at position ${position}` : ""}`, position ? Number(position) : undefined);
-  }
-  if (value === null || typeof value !== "object") {
-    checkNumber(value);
-    if (mayBeInexact(text)) scan(text, maxDepth);
-    return value;
-  }
-  // The cheap proof first: JSON.parse keeps one property per distinct key, so the parsed
-  // value has as many properties as the text has keys exactly when no object repeats a
-  // key. Only when that fails, the nesting is too deep or a number may be inexact does the
-  // full scan run, to name the duplicate key or the number and its offset.
-  numberInArray = false;
-  const props = walk(value, 1, maxDepth);
-  if (props < 0 || props !== countKeys(text) || keyedNumberInexact || (numberInArray && mayBeInexact(text))) scan(text, maxDepth);
-  if ((text.includes("\\ud") || text.includes("\\uD")) && SURROGATE_ESCAPE.test(text)) return wellFormed(value);
-  return value;
+function malformed(at: number, what = "malformed JSON"): never {
+  throw new StrictJsonError("malformed_json", what === "malformed JSON" ? `${what} at position ${at}` : `malformed JSON: ${what} at position ${at}`, at);
 }
 
-function checkNumber(v: unknown): void {
-  if (typeof v !== "number") return;
-  if (Object.is(v, -0) || (Number.isInteger(v) && !Number.isSafeInteger(v))) {
-    throw new StrictJsonError("inexact_number", `the number ${String(v)} cannot be read exactly`);
+function isSpace(c: number): boolean {
+  return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
+}
+
+function skipSpace(text: string, i: number): number {
+  while (i < text.length && isSpace(text.charCodeAt(i))) i++;
+  return i;
+}
+
+/** The end of the string whose opening quote is at `i` (after its closing quote); checks its escapes. */
+function stringEnd(text: string, i: number): { end: number; escaped: boolean } {
+  let escaped = false;
+  let j = i + 1;
+  for (;;) {
+    PLAIN.lastIndex = j;
+    PLAIN.exec(text);
+    j = PLAIN.lastIndex;
+    const c = text.charCodeAt(j);
+    if (c === QUOTE) return { end: j + 1, escaped };
+    if (c !== BACKSLASH) malformed(j, j >= text.length ? "unterminated string" : "control character in string");
+    escaped = true;
+    const e = text.charCodeAt(j + 1);
+    if (ESCAPE_CHARS.has(e)) j += 2;
+    else if (e === 0x75 && HEX.test(text.slice(j + 2, j + 6))) j += 6;
+    else malformed(j, "invalid escape");
   }
 }
 
-/** A key that may equal another one ignoring case: upper-case ASCII or anything non-ASCII. */
-function isFoldable(k: string): boolean {
-  for (let i = 0; i < k.length; i++) {
-    const c = k.charCodeAt(i);
-    if ((c >= 0x41 && c <= 0x5a) || c >= 0x80) return true;
-  }
-  return false;
+/** The string value of the quoted text text[start, end): unescaped as Go unescapes it. */
+function stringValue(text: string, start: number, end: number, escaped: boolean): string {
+  if (!escaped) return text.slice(start + 1, end - 1);
+  const quoted = text.slice(start, end);
+  const s = JSON.parse(quoted) as string;
+  return SURROGATE_ESCAPE.test(quoted) ? wellFormedText(s) : s;
 }
 
-/** Set by `walk` when an array holds a number: `countKeys` sees only numbers after keys. */
-let numberInArray = false;
+/** Refuses a key equal to an earlier one of its object under strings.ToLower. */
+function checkKey(seen: Map<string, string>, key: string, at: number): void {
+  const low = goLower(key);
+  const before = seen.get(low);
+  if (before !== undefined) {
+    if (before === key) throw new StrictJsonError("duplicate_key", `duplicate key ${JSON.stringify(key)}`, at);
+    throw new StrictJsonError("letter_case_key", `keys that differ only in letter case: ${JSON.stringify(key)}`, at);
+  }
+  seen.set(low, key);
+}
+
+function numberEnd(text: string, i: number): number {
+  NUMBER.lastIndex = i;
+  if (NUMBER.exec(text) === null) malformed(i);
+  return NUMBER.lastIndex;
+}
+
+function exactNumber(token: string, at: number): number {
+  const v = Number(token);
+  if (String(v) !== token || (Number.isInteger(v) && !Number.isSafeInteger(v))) {
+    throw new StrictJsonError("inexact_number", `the number ${token} cannot be read exactly`, at);
+  }
+  return v;
+}
+
+function literalEnd(text: string, i: number): number {
+  const c = text.charCodeAt(i);
+  const word = c === 0x74 ? "true" : c === 0x66 ? "false" : c === 0x6e ? "null" : undefined;
+  if (word === undefined || !text.startsWith(word, i)) malformed(i);
+  return i + word.length;
+}
+
+export interface ScanOptions {
+  /** Containers enclosing the value: its own nesting counts from there. */
+  readonly depthBase: number;
+  /** Refuse numbers JavaScript cannot read exactly (not inside raw JSON). */
+  readonly exactNumbers: boolean;
+  /** Also return the value's text as Go writes a RawMessage. */
+  readonly compact: boolean;
+}
+
+export interface ScanResult {
+  /** Just after the value. */
+  readonly end: number;
+  /** Its deepest nesting (0 for a scalar). */
+  readonly depth: number;
+  readonly compact?: string;
+}
 
 /**
- * Counts the own properties of every object in a parsed value, checks its numbers, and
- * refuses two keys of one object that differ only in letter case. -1 when it nests deeper
- * than maxDepth.
+ * Checks the JSON value at `start` (after optional whitespace) the way Go's scanner and
+ * the runtime's duplicate-key check do. Iterative: a value nested 10,000 deep needs no stack.
  */
-function walk(v: object, depth: number, maxDepth: number): number {
-  if (depth > maxDepth) return -1;
-  let n = 0;
-  if (Array.isArray(v)) {
-    for (let i = 0; i < v.length; i++) {
-      const item: unknown = v[i];
-      if (item === null || typeof item !== "object") {
-        if (typeof item === "number") {
-          numberInArray = true;
-          checkNumber(item);
+export function scanJson(text: string, start: number, options: ScanOptions): ScanResult {
+  let i = skipSpace(text, start);
+  const from = i;
+  // One entry per open container: a key map for an object, null for an array.
+  const stack: (Map<string, string> | null)[] = [];
+  let deepest = 0;
+  let out = "";
+  let flushed = i;
+  let spaced = false;
+  const space = (): void => {
+    if (i < text.length && isSpace(text.charCodeAt(i))) {
+      if (options.compact) out += text.slice(flushed, i);
+      i = skipSpace(text, i);
+      flushed = i;
+      spaced = true;
+    }
+  };
+  let expectValue = true;
+  for (;;) {
+    if (expectValue) {
+      const c = text.charCodeAt(i);
+      if (c === OPEN_BRACE || c === OPEN_BRACKET) {
+        const obj = c === OPEN_BRACE;
+        stack.push(obj ? new Map() : null);
+        if (stack.length > deepest) {
+          deepest = stack.length;
+          if (options.depthBase + deepest > MAX_DEPTH) throw new StrictJsonError("too_deep", `nesting deeper than ${MAX_DEPTH}`, i);
+        }
+        i++;
+        space();
+        const close = text.charCodeAt(i);
+        if (close === (obj ? CLOSE_BRACE : CLOSE_BRACKET)) {
+          stack.pop();
+          i++;
+          expectValue = false;
+        } else if (obj) {
+          i = keyThenColon(text, i, stack[stack.length - 1]!);
+          space();
         }
         continue;
       }
-      const c = walk(item, depth + 1, maxDepth);
-      if (c < 0) return -1;
-      n += c;
-    }
-    return n;
-  }
-  // for-in rather than Object.keys: no array per object. JSON.parse's objects inherit
-  // nothing enumerable; if Object.prototype were polluted, the counts differ and the scan
-  // decides.
-  let foldable = false;
-  for (const k in v) {
-    n++;
-    if (!foldable && isFoldable(k)) foldable = true;
-    const item: unknown = (v as Record<string, unknown>)[k];
-    if (item === null || typeof item !== "object") {
-      checkNumber(item);
+      if (c === QUOTE) i = stringEnd(text, i).end;
+      else if (c === MINUS || (c >= 0x30 && c <= 0x39)) {
+        const end = numberEnd(text, i);
+        if (options.exactNumbers) exactNumber(text.slice(i, end), i);
+        i = end;
+      } else i = literalEnd(text, i);
+      expectValue = false;
       continue;
     }
-    const c = walk(item, depth + 1, maxDepth);
-    if (c < 0) return -1;
-    n += c;
+    if (stack.length === 0) break;
+    space();
+    const c = text.charCodeAt(i);
+    const top = stack[stack.length - 1]!;
+    if (c === COMMA) {
+      i++;
+      space();
+      if (top !== null) {
+        i = keyThenColon(text, i, top);
+        space();
+      }
+      expectValue = true;
+    } else if (c === (top !== null ? CLOSE_BRACE : CLOSE_BRACKET)) {
+      stack.pop();
+      i++;
+    } else malformed(i);
   }
-  if (foldable) {
-    const folded = new Set<string>();
-    for (const k in v) {
-      const f = k.toLowerCase();
-      if (folded.has(f)) throw new StrictJsonError("letter_case_key", `keys that differ only in letter case: ${JSON.stringify(k)}`);
-      folded.add(f);
+  if (!options.compact) return { end: i, depth: deepest };
+  let compact = spaced ? out + text.slice(flushed, i) : text.slice(from, i);
+  if (HTML_UNSAFE.test(compact)) compact = compact.replace(HTML_UNSAFE_ALL, (ch) => HTML_ESCAPES[ch]!);
+  return { end: i, depth: deepest, compact };
+
+  function keyThenColon(t: string, k: number, seen: Map<string, string>): number {
+    if (t.charCodeAt(k) !== QUOTE) malformed(k, "expected a key");
+    const s = stringEnd(t, k);
+    checkKey(seen, stringValue(t, k, s.end, s.escaped), k);
+    let j = s.end;
+    if (j < t.length && isSpace(t.charCodeAt(j))) {
+      if (options.compact) out += t.slice(flushed, j);
+      j = skipSpace(t, j);
+      flushed = j;
+      spaced = true;
     }
+    if (t.charCodeAt(j) !== COLON) malformed(j, "expected ':'");
+    return j + 1;
   }
-  return n;
+}
+
+// The guided reader: module state rather than a closure per call (this runs on every
+// delivery). Not re-entrant, and nothing it calls reads JSON.
+let src = "";
+let pos = 0;
+
+/**
+ * Reads `text` as one JSON value, guided by `guide` (default: no schema, every number
+ * exact). Throws StrictJsonError.
+ */
+export function parseStrictJson(text: string, guide: JsonGuide = GENERIC_GUIDE): unknown {
+  src = text;
+  pos = skipSpace(text, 0);
+  try {
+    const value = readValue(guide, 0);
+    pos = skipSpace(text, pos);
+    if (pos !== text.length) malformed(pos, "data after the value");
+    return value;
+  } catch (e) {
+    // Content blocks nest through tool results; a stack that runs out is a nesting too deep.
+    if (e instanceof RangeError) throw new StrictJsonError("too_deep", "nesting too deep to read");
+    throw e;
+  } finally {
+    src = "";
+  }
+}
+
+function readValue(guide: JsonGuide, depth: number): unknown {
+  const c = src.charCodeAt(pos);
+  switch (guide.kind) {
+    case "raw": {
+      const r = scanJson(src, pos, { depthBase: depth, exactNumbers: false, compact: true });
+      pos = r.end;
+      return RawJson.trusted(r.compact!, r.depth);
+    }
+    case "quoted":
+      if (c === QUOTE) {
+        const start = pos;
+        const s = stringEnd(src, pos);
+        if (s.escaped) throw new StrictJsonError("escaped_time", "a time's quoted text holds an escape, which Go's time parser refuses", start);
+        pos = s.end;
+        return src.slice(start + 1, s.end - 1);
+      }
+      break;
+    case "shape":
+      if (c === OPEN_BRACE && guide.member) return readObject(guide, depth + 1);
+      if (c === OPEN_BRACKET && guide.element) return readArray(guide.element(), depth + 1);
+      break;
+    case "generic":
+      break;
+  }
+  return readGeneric(depth);
+}
+
+function readGeneric(depth: number): unknown {
+  const c = src.charCodeAt(pos);
+  const start = pos;
+  if (c === QUOTE) {
+    const s = stringEnd(src, pos);
+    pos = s.end;
+    return stringValue(src, start, s.end, s.escaped);
+  }
+  if (c === MINUS || (c >= 0x30 && c <= 0x39)) {
+    pos = numberEnd(src, pos);
+    return exactNumber(src.slice(start, pos), start);
+  }
+  if (c === OPEN_BRACE || c === OPEN_BRACKET) {
+    pos = scanJson(src, pos, { depthBase: depth, exactNumbers: true, compact: false }).end;
+    return parsedJson(src.slice(start, pos));
+  }
+  pos = literalEnd(src, pos);
+  return c === 0x74 ? true : c === 0x66 ? false : null;
+}
+
+function readObject(guide: JsonGuide, depth: number): Record<string, unknown> {
+  if (depth > MAX_DEPTH) throw new StrictJsonError("too_deep", `nesting deeper than ${MAX_DEPTH}`, pos);
+  pos = skipSpace(src, pos + 1);
+  const out: Record<string, unknown> = {};
+  if (src.charCodeAt(pos) === CLOSE_BRACE) {
+    pos++;
+    return out;
+  }
+  const seen = new Map<string, string>();
+  for (;;) {
+    if (src.charCodeAt(pos) !== QUOTE) malformed(pos, "expected a key");
+    const at = pos;
+    const s = stringEnd(src, pos);
+    const key = stringValue(src, at, s.end, s.escaped);
+    checkKey(seen, key, at);
+    pos = skipSpace(src, s.end);
+    if (src.charCodeAt(pos) !== COLON) malformed(pos, "expected ':'");
+    pos = skipSpace(src, pos + 1);
+    const child = guide.member!(key);
+    let value: unknown;
+    if (child === undefined) {
+      pos = scanJson(src, pos, { depthBase: depth, exactNumbers: false, compact: false }).end;
+      value = IGNORED;
+    } else value = readValue(child, depth);
+    if (key === "__proto__") Object.defineProperty(out, key, { value, enumerable: true, writable: true, configurable: true });
+    else out[key] = value;
+    pos = skipSpace(src, pos);
+    const c = src.charCodeAt(pos);
+    if (c === COMMA) pos = skipSpace(src, pos + 1);
+    else if (c === CLOSE_BRACE) {
+      pos++;
+      return out;
+    } else malformed(pos);
+  }
+}
+
+function readArray(element: JsonGuide, depth: number): unknown[] {
+  if (depth > MAX_DEPTH) throw new StrictJsonError("too_deep", `nesting deeper than ${MAX_DEPTH}`, pos);
+  pos = skipSpace(src, pos + 1);
+  const out: unknown[] = [];
+  if (src.charCodeAt(pos) === CLOSE_BRACKET) {
+    pos++;
+    return out;
+  }
+  for (;;) {
+    out.push(readValue(element, depth));
+    pos = skipSpace(src, pos);
+    const c = src.charCodeAt(pos);
+    if (c === COMMA) pos = skipSpace(src, pos + 1);
+    else if (c === CLOSE_BRACKET) {
+      pos++;
+      return out;
+    } else malformed(pos);
+  }
 }
 
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
@@ -150,127 +392,20 @@ export function wellFormedText(s: string): string {
   return s.replace(LONE_SURROGATE, "\ufffd");
 }
 
-function wellFormed(v: unknown): unknown {
+/** JSON text already checked, parsed as Go reads it (lone surrogates as U+FFFD). */
+export function parsedJson(text: string): unknown {
+  const value: unknown = JSON.parse(text);
+  return SURROGATE_ESCAPE.test(text) ? wellFormedValue(value) : value;
+}
+
+/** A parsed value with every lone surrogate (in keys too) read as U+FFFD. */
+export function wellFormedValue(v: unknown): unknown {
   if (typeof v === "string") return wellFormedText(v);
   if (v === null || typeof v !== "object") return v;
-  if (Array.isArray(v)) return v.map(wellFormed);
+  if (Array.isArray(v)) return v.map(wellFormedValue);
   const out: Record<string, unknown> = {};
-  for (const k in v) out[wellFormedText(k)] = wellFormed((v as Record<string, unknown>)[k]);
+  for (const k in v) {
+    Object.defineProperty(out, wellFormedText(k), { value: wellFormedValue((v as Record<string, unknown>)[k]), enumerable: true, writable: true, configurable: true });
+  }
   return out;
-}
-
-// JSON whitespace between a string and a colon, which only ever follows a key.
-const SPACED_KEY = /"[ \t\n\r]+:/;
-
-/** Set by `countKeys`: a number after a key is written otherwise than JavaScript writes it. */
-let keyedNumberInexact = false;
-
-/**
- * Counts the keys of text that JSON.parse has already accepted, if every key is followed
- * directly by its colon (as compact JSON writes it): the `":` whose quote is not escaped.
- * Such a quote either closes a key or opens a string value starting with a colon, so the
- * count is never below the number of keys, while the parsed value's property count is
- * below it by the duplicates: the two are equal only when no object repeats a key (and no
- * value starts with a colon). -1 when a key is spaced from its colon; the scan decides.
- * On the way it checks the number that follows a key, if one does (`keyedNumberInexact`).
- */
-function countKeys(text: string): number {
-  keyedNumberInexact = false;
-  if (SPACED_KEY.test(text)) return -1;
-  let keys = 0;
-  for (let i = text.indexOf('":'); i !== -1; i = text.indexOf('":', i + 2)) {
-    let backslashes = 0;
-    while (text.charCodeAt(i - 1 - backslashes) === BACKSLASH) backslashes++;
-    if (backslashes % 2 !== 0) continue;
-    keys++;
-    const c = text.charCodeAt(i + 2);
-    if ((c >= 0x30 && c <= 0x39) || c === MINUS) {
-      let end = i + 3;
-      while (end < text.length && isNumberChar(text.charCodeAt(end))) end++;
-      const token = text.slice(i + 2, end);
-      if (String(Number(token)) !== token) keyedNumberInexact = true;
-    }
-  }
-  return keys;
-}
-
-const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
-const OPEN_BRACE = 0x7b;
-const CLOSE_BRACE = 0x7d;
-const OPEN_BRACKET = 0x5b;
-const CLOSE_BRACKET = 0x5d;
-const COMMA = 0x2c;
-const MINUS = 0x2d;
-
-function isNumberChar(c: number): boolean {
-  // digits, '+', '-', '.', 'e', 'E'
-  return (c >= 0x30 && c <= 0x39) || c === 0x2b || c === MINUS || c === 0x2e || c === 0x65 || c === 0x45;
-}
-
-/** Scans text that JSON.parse has already accepted. */
-function scan(text: string, maxDepth: number): void {
-  // One entry per open container: a key set for an object (created lazily), null for an array.
-  const stack: (Set<string> | null | undefined)[] = [];
-  const isObject: boolean[] = [];
-  let expectKey = false;
-  const n = text.length;
-  for (let i = 0; i < n; i++) {
-    const c = text.charCodeAt(i);
-    if (c === QUOTE) {
-      const start = i + 1;
-      let escaped = false;
-      i++;
-      for (; i < n; i++) {
-        const d = text.charCodeAt(i);
-        if (d === BACKSLASH) {
-          escaped = true;
-          i++;
-        } else if (d === QUOTE) break;
-      }
-      if (expectKey) {
-        const raw = text.slice(start, i);
-        const key = escaped ? (JSON.parse(`"${raw}"`) as string) : raw;
-        const folded = key.toLowerCase();
-        const top = stack.length - 1;
-        let keys = stack[top];
-        if (keys === undefined) {
-          keys = new Set();
-          stack[top] = keys;
-        }
-        if (keys !== null) {
-          // Both spellings are kept: an exact repeat and a letter-case variant are told apart.
-          if (keys.has(key)) throw new StrictJsonError("duplicate_key", `duplicate key ${JSON.stringify(raw)}`, start - 1);
-          if (keys.has(`\u0000${folded}`)) {
-            throw new StrictJsonError("letter_case_key", `keys that differ only in letter case: ${JSON.stringify(raw)}`, start - 1);
-          }
-          keys.add(key);
-          keys.add(`\u0000${folded}`);
-        }
-        expectKey = false;
-      }
-    } else if (c === OPEN_BRACE || c === OPEN_BRACKET) {
-      if (stack.length >= maxDepth) {
-        throw new StrictJsonError("too_deep", `nesting deeper than ${maxDepth}`, i);
-      }
-      const obj = c === OPEN_BRACE;
-      stack.push(obj ? undefined : null);
-      isObject.push(obj);
-      expectKey = obj;
-    } else if (c === CLOSE_BRACE || c === CLOSE_BRACKET) {
-      stack.pop();
-      isObject.pop();
-      expectKey = false;
-    } else if (c === COMMA) {
-      expectKey = isObject[isObject.length - 1] === true;
-    } else if ((c >= 0x30 && c <= 0x39) || c === MINUS) {
-      const start = i;
-      while (i + 1 < n && isNumberChar(text.charCodeAt(i + 1))) i++;
-      const token = text.slice(start, i + 1);
-      const v = Number(token);
-      if (String(v) !== token || (Number.isInteger(v) && !Number.isSafeInteger(v))) {
-        throw new StrictJsonError("inexact_number", `the number ${token} cannot be read exactly`, start);
-      }
-    }
-  }
 }

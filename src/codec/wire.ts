@@ -18,11 +18,19 @@
  * as Go ignores them, except in strict objects, which refuse them.
  */
 import type { z } from "zod";
-import { wellFormedText } from "./strict-json.js";
+import { goFold, goLower } from "./go-fold.js";
+import { RawJson } from "./raw-json.js";
+import { GENERIC_GUIDE, type JsonGuide, parseStrictJson, QUOTED_GUIDE, RAW_GUIDE, wellFormedText } from "./strict-json.js";
 
 export interface ValueCodec {
   toWire(value: unknown): unknown;
   fromWire(value: unknown): unknown;
+  /**
+   * How the reader takes the value from the text: `raw` keeps its JSON text (a Go
+   * json.RawMessage, read as a RawJson); `quoted` reads a string's quoted bytes without
+   * unescaping them (a Go time.Time, which refuses any escape).
+   */
+  readonly readsAs?: "raw" | "quoted";
 }
 
 /** How one field sits on the wire, beyond what its schema says. */
@@ -88,8 +96,8 @@ interface ObjectNode {
   /** In the order they are written. */
   readonly fields: Field[];
   readonly byWire: Map<string, Field>;
-  /** Lower-cased wire names, to recognize a letter-case variant of a known key. */
-  readonly byLower: Map<string, Field>;
+  /** Wire names folded as Go folds them, to recognize a key Go would match to a field. */
+  readonly byFold: Map<string, Field>;
   readonly strict: boolean;
   sorted: boolean;
 }
@@ -204,14 +212,14 @@ function scalarOf(schema: z.ZodType): ScalarKind {
 }
 
 function objectNode(strict: boolean, sorted: boolean): ObjectNode {
-  return { kind: "object", fields: [], byWire: new Map(), byLower: new Map(), strict, sorted };
+  return { kind: "object", fields: [], byWire: new Map(), byFold: new Map(), strict, sorted };
 }
 
 function addField(node: ObjectNode, field: Field): void {
   if (node.byWire.has(field.wire)) return;
   node.fields.push(field);
   node.byWire.set(field.wire, field);
-  node.byLower.set(field.wire.toLowerCase(), field);
+  node.byFold.set(goFold(field.wire), field);
 }
 
 function finish(node: ObjectNode): void {
@@ -358,6 +366,10 @@ function goNumber(v: number): string {
  */
 export function goJson(v: unknown): string {
   if (typeof v === "string") return goString(v);
+  if (v instanceof RawJson) {
+    if (v.depth > deepestRaw) deepestRaw = v.depth;
+    return v.text;
+  }
   if (typeof v === "number") return goNumber(v);
   if (typeof v === "boolean") return v ? "true" : "false";
   if (v === null || v === undefined) return "null";
@@ -376,11 +388,21 @@ export function goJson(v: unknown): string {
   return `${out}}`;
 }
 
+/** The deepest raw value written since the last `takeDeepestRaw`: the codec checks the event's depth only when it may matter. */
+let deepestRaw = 0;
+
+export function takeDeepestRaw(): number {
+  const d = deepestRaw;
+  deepestRaw = 0;
+  return d;
+}
+
+/** Keys the reader would refuse as one key (strings.ToLower equal) are not written. */
 function checkFoldedKeys(keys: readonly string[]): void {
   if (keys.length < 2) return;
   const folded = new Set<string>();
   for (const k of keys) {
-    const f = k.toLowerCase();
+    const f = goLower(k);
     if (folded.has(f)) throw new UnwritableJsonError(`keys that differ only in letter case: ${JSON.stringify(k)}`);
     folded.add(f);
   }
@@ -495,12 +517,14 @@ function decodeObject(value: Record<string, unknown>, node: ObjectNode, path: st
     const field = node.byWire.get(key);
     const at = path ? `${path}.${key}` : key;
     if (field === undefined) {
-      if (node.byLower.has(key.toLowerCase())) throw new WireKeyError(at, "letter_case");
+      // One rule at every depth: a key Go would match to a field by folding its case is
+      // refused, never dropped (dropping `viſibility` would read an internal event as public).
+      if (node.byFold.has(goFold(key))) throw new WireKeyError(at, "letter_case");
       if (node.strict) throw new WireKeyError(at, "unknown");
       continue;
     }
     const v = value[key];
-    if (v === null) {
+    if (v === null || (field.nullable && v instanceof RawJson && v.text === "null")) {
       if (field.nullable) continue;
       throw new WireKeyError(at, "null");
     }
@@ -512,6 +536,8 @@ function decodeObject(value: Record<string, unknown>, node: ObjectNode, path: st
 
 /** Reads a wire value; undefined for a zero that Go's writer would omit (`omitempty`). */
 function decode(value: unknown, node: WireNode, path: string, field?: Field): unknown {
+  // Read raw where another event type has a raw field of this name: read it again as this one's.
+  if (value instanceof RawJson && !(node.kind === "value" && node.codec?.readsAs === "raw")) value = parseStrictJson(value.text);
   switch (node.kind) {
     case "object": {
       if (!isPlainObject(value)) return value;
@@ -527,7 +553,8 @@ function decode(value: unknown, node: WireNode, path: string, field?: Field): un
       const option = node.options.get(value[node.wire]);
       if (option) return decodeObject(value, option, path);
       if (!(node.wire in value)) {
-        const variant = Object.keys(value).find((k) => k.toLowerCase() === node.wire.toLowerCase());
+        const folded = goFold(node.wire);
+        const variant = Object.keys(value).find((k) => goFold(k) === folded);
         if (variant !== undefined) throw new WireKeyError(path ? `${path}.${variant}` : variant, "letter_case");
       }
       // An unknown discriminator is left as it is, for validation to refuse.
@@ -545,7 +572,9 @@ function decode(value: unknown, node: WireNode, path: string, field?: Field): un
       const out: Record<string, unknown> = {};
       for (const k in value) {
         if (value[k] === null) throw new WireKeyError(`${path}.${k}`, "null");
-        out[k] = decode(value[k], node.element, `${path}.${k}`);
+        const v = decode(value[k], node.element, `${path}.${k}`);
+        if (k === "__proto__") Object.defineProperty(out, k, { value: v, enumerable: true, writable: true, configurable: true });
+        else out[k] = v;
       }
       return out;
     }
@@ -580,4 +609,88 @@ export function fromWire(schema: z.ZodType, value: unknown): unknown {
   const node = compile(schema);
   if (node.kind === "object" && isPlainObject(value)) return decodeObject(value, node, "");
   return decode(value, node, "");
+}
+
+const guides = new WeakMap<WireNode, JsonGuide>();
+
+/** What the reader expects where, for a schema: see JsonGuide in strict-json.ts. */
+export function guideFor(schema: z.ZodType): JsonGuide {
+  return guideOf(compile(schema));
+}
+
+function guideOf(node: WireNode): JsonGuide {
+  let guide = guides.get(node);
+  if (guide !== undefined) return guide;
+  switch (node.kind) {
+    case "object": {
+      const members = new Map<string, JsonGuide>();
+      guide = {
+        kind: "shape",
+        member: (key) => {
+          const known = members.get(key);
+          if (known !== undefined) return known;
+          const field = node.byWire.get(key) ?? node.byFold.get(goFold(key));
+          if (field === undefined) return undefined;
+          const g = guideOf(field.node);
+          if (field.wire === key) members.set(key, g);
+          return g;
+        },
+      };
+      break;
+    }
+    case "variant":
+      guide = mergeGuides([...new Set(node.options.values())].map(guideOf));
+      break;
+    case "array": {
+      const element = node.element;
+      guide = { kind: "shape", element: () => guideOf(element) };
+      break;
+    }
+    case "record": {
+      const element = node.element;
+      guide = { kind: "shape", member: () => guideOf(element) };
+      break;
+    }
+    case "value":
+      guide = node.codec?.readsAs === "raw" ? RAW_GUIDE : node.codec?.readsAs === "quoted" ? QUOTED_GUIDE : GENERIC_GUIDE;
+      break;
+    case "opaque":
+      guide = GENERIC_GUIDE;
+      break;
+  }
+  guides.set(node, guide);
+  return guide;
+}
+
+/**
+ * One guide for values of any of several shapes (a union's options, every event type's
+ * envelope): a key raw in any of them is read raw, quoted in any is read quoted; decode
+ * reads a raw value again where its own field is not raw.
+ */
+export function mergeGuides(all: readonly JsonGuide[]): JsonGuide {
+  if (all.length === 1) return all[0]!;
+  if (all.some((g) => g.kind === "raw")) return RAW_GUIDE;
+  if (all.some((g) => g.kind === "quoted")) return QUOTED_GUIDE;
+  const shapes = all.filter((g) => g.kind === "shape");
+  if (shapes.length === 0) return GENERIC_GUIDE;
+  if (shapes.length === 1) return shapes[0]!;
+  const members = new Map<string, JsonGuide>();
+  const withMembers = shapes.filter((g) => g.member);
+  const withElements = shapes.filter((g) => g.element);
+  let element: JsonGuide | undefined;
+  return {
+    kind: "shape",
+    member: withMembers.length === 0
+      ? undefined
+      : (key) => {
+          const known = members.get(key);
+          if (known !== undefined) return known;
+          const found = withMembers.map((g) => g.member!(key)).filter((g): g is JsonGuide => g !== undefined);
+          if (found.length === 0) return undefined;
+          const g = mergeGuides(found);
+          if (members.size < 4096) members.set(key, g);
+          return g;
+        },
+    element: withElements.length === 0 ? undefined : () => (element ??= mergeGuides(withElements.map((g) => g.element!()))),
+  };
 }

@@ -9,6 +9,7 @@
  * two, so nothing here pretends to.
  */
 import { z } from "zod";
+import { rawJsonSchema } from "../codec/raw-json-schema.js";
 import { sortedKeys, wireField, withValueCodec } from "../codec/wire.js";
 import { canonicalBase64 } from "./bytes.js";
 import { text } from "./text.js";
@@ -39,8 +40,8 @@ const goField = <S extends z.ZodType>(name: string, schema: S) => wireField(sche
 /** The same, where Go writes an absent value as null (a nil []byte). */
 const goBytes = (name: string) => wireField(bytes.optional(), { name, always: true, nullable: true });
 
-/** Any JSON value, kept as written (a json.RawMessage). */
-const rawJson = z.unknown();
+/** Any JSON value, kept as written (a json.RawMessage): a RawJson. */
+const rawJson = rawJsonSchema();
 
 const block = <T extends string, S extends z.ZodRawShape>(type: T, shape: S) =>
   sortedKeys(z.object({ type: z.literal(type), ...shape }));
@@ -86,6 +87,15 @@ type LeafBlock =
   | z.output<typeof audioBlockSchema>
   | z.output<typeof documentBlockSchema>;
 
+type LeafBlockInput =
+  | z.input<typeof textBlockSchema>
+  | z.input<typeof refusalBlockSchema>
+  | z.input<typeof thinkingBlockSchema>
+  | z.input<typeof toolUseBlockSchema>
+  | z.input<typeof imageBlockSchema>
+  | z.input<typeof audioBlockSchema>
+  | z.input<typeof documentBlockSchema>;
+
 export interface ToolResultBlock {
   type: "tool_result";
   toolUseId?: string | undefined;
@@ -94,9 +104,18 @@ export interface ToolResultBlock {
 }
 export type ContentBlock = LeafBlock | ToolResultBlock;
 
+/** What a block is built from: raw JSON fields (a tool's input) may be any JSON value. */
+export interface ToolResultBlockInput {
+  type: "tool_result";
+  toolUseId?: string | undefined;
+  content?: ContentBlockInput[] | undefined;
+  isError?: boolean | undefined;
+}
+export type ContentBlockInput = LeafBlockInput | ToolResultBlockInput;
+
 // Written out rather than with `block`: the getter (a block may contain blocks) must
 // not be read before contentBlockSchema exists.
-export const toolResultBlockSchema: z.ZodType<ToolResultBlock, ToolResultBlock> = sortedKeys(
+export const toolResultBlockSchema: z.ZodType<ToolResultBlock, ToolResultBlockInput> = sortedKeys(
   z.object({
     type: z.literal("tool_result"),
     toolUseId: wireField(text().optional(), { always: true }),
@@ -107,7 +126,7 @@ export const toolResultBlockSchema: z.ZodType<ToolResultBlock, ToolResultBlock> 
   }),
 );
 
-export const contentBlockSchema: z.ZodType<ContentBlock, ContentBlock> = z.discriminatedUnion("type", [
+export const contentBlockSchema: z.ZodType<ContentBlock, ContentBlockInput> = z.discriminatedUnion("type", [
   textBlockSchema,
   refusalBlockSchema,
   thinkingBlockSchema,

@@ -5,6 +5,7 @@
  * reads a gate; only `resolver` matters to validation (see `gateIdentity`).
  */
 import { z } from "zod";
+import { rawJsonSchema } from "../codec/raw-json-schema.js";
 import { wireField } from "../codec/wire.js";
 import { uuidSchema } from "./ids.js";
 import { text } from "./text.js";
@@ -37,8 +38,8 @@ export const gatePromptSchema = z.object({
   controls: z.array(label).optional(),
 });
 
-/** Answer values by field name (a Go map: written with sorted keys). */
-const values = z.record(z.string(), z.unknown());
+/** Answer values by field name (a Go map of json.RawMessage: sorted keys, each value kept as written). */
+const values = z.record(z.string(), rawJsonSchema());
 const response = z.object({ action: text().optional(), values: values.optional() });
 
 export type GatePrompt = z.output<typeof gatePromptSchema>;
@@ -54,7 +55,8 @@ export const gateResponsePolicySchema = z.object({
       prompt: text().optional(),
       allowedActions: z.array(z.string()).optional(),
       default: response.optional(),
-      metadata: z.unknown().optional(),
+      /** A json.RawMessage: kept as written. */
+      metadata: rawJsonSchema().optional(),
     })
     .optional(),
 });

@@ -120,8 +120,9 @@ export const timestampSchema = withValueCodec(
     // Validated events carry the time as the journal will: what a publisher gets back is
     // what a subscriber reads.
     .transform((v) => goTimestamp(v)!),
-  // An unreadable time passes through unchanged, for validation to name it.
-  { toWire: timestampToWire, fromWire: timestampToWire },
+  // An unreadable time passes through unchanged, for validation to name it. Go's
+  // time.Time reads the quoted bytes themselves: an escaped time is refused by the reader.
+  { toWire: timestampToWire, fromWire: timestampToWire, readsAs: "quoted" },
 );
 
 export const COORDINATES = ["loopId", "turnId", "stepId"] as const;

@@ -33,12 +33,28 @@ export interface GoWritten {
 
 export interface GoVerdict {
   id: string;
-  kind: "event" | "request";
+  /** Absent in go-verdicts-extra.jsonl, whose cases are all events. */
+  kind?: "event" | "request";
   json?: string;
   json_b64?: string;
   go_ok: boolean;
   go_reencoded?: string | null;
-  mutation: string;
+  mutation?: string;
+  /** go-verdicts-extra.jsonl: the input is exactly Go's own output. */
+  canonical?: boolean;
+}
+
+/** Every file of Go verdicts, and the column of CONFORMANCE.md's table that counts each. */
+export const VERDICT_FILES = [
+  { file: "go-verdicts.jsonl", column: (c: GoVerdict) => (c.kind === "request" ? "requests" : "events") },
+  { file: "go-verdicts-extra.jsonl", column: () => "extra" },
+] as const;
+export const COLUMNS = ["events", "requests", "extra"] as const;
+export type Column = (typeof COLUMNS)[number];
+
+/** All verdict cases, each with the column it is counted in. */
+export function allVerdicts(): { c: GoVerdict; column: Column }[] {
+  return VERDICT_FILES.flatMap(({ file, column }) => readJsonl<GoVerdict>(file).map((c) => ({ c, column: column(c) as Column })));
 }
 
 /** The rules by which jetloop refuses input the Go runtime reads (CONFORMANCE.md). */
@@ -98,14 +114,14 @@ export function stricterRuleOf(error: unknown): StricterRule | undefined {
   return undefined;
 }
 
-function inputOf(c: GoVerdict): Uint8Array {
+export function inputOf(c: GoVerdict): Uint8Array {
   return c.json_b64 !== undefined ? Buffer.from(c.json_b64, "base64") : Buffer.from(c.json ?? "", "utf8");
 }
 
 const text = new TextDecoder();
 
 /** jetloop's reading of one input: its re-encoding, or the error it refused with. */
-export function jetloopReads(kind: GoVerdict["kind"], input: Uint8Array): { ok: true; reencoded: string } | { ok: false; error: unknown } {
+export function jetloopReads(kind: GoVerdict["kind"] = "event", input: Uint8Array): { ok: true; reencoded: string } | { ok: false; error: unknown } {
   try {
     if (kind === "request") return { ok: true, reencoded: encodePermissionRequest(decodePermissionRequest(input)) };
     return { ok: true, reencoded: text.decode(marshalEvent(unmarshalEvent(input))) };
@@ -127,9 +143,9 @@ export function judge(c: GoVerdict): Outcome {
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const counts = new Map<string, number>();
-  for (const c of readJsonl<GoVerdict>("go-verdicts.jsonl")) {
+  for (const { c, column } of allVerdicts()) {
     const o = judge(c);
-    const key = o.kind === "stricter" ? `stricter:${o.rule}:${c.kind}` : `${o.kind}`;
+    const key = o.kind === "stricter" ? `stricter:${o.rule}:${column}` : `${o.kind}`;
     counts.set(key, (counts.get(key) ?? 0) + 1);
     if (o.kind === "refuses") console.log(`REFUSES ${c.id}\n   ${o.error}`);
     if (o.kind === "accepts") console.log(`ACCEPTS ${c.id}\n   ${o.reencoded.slice(0, 300)}`);
@@ -142,5 +158,10 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     else console.log(`WRITTEN ${w.id}: ${r.ok ? `differs\n   got ${r.reencoded}\n   exp ${w.json}` : String(r.error)}`);
   }
   console.log([...counts].sort().map(([k, v]) => `${k}: ${v}`).join("\n"));
-  console.log(`Go-written byte-identical: ${identical}/59`);
+  const canonical = allVerdicts().filter(({ c }) => c.canonical);
+  const canonicalIdentical = canonical.filter(({ c }) => {
+    const r = jetloopReads("event", inputOf(c));
+    return r.ok && r.reencoded === c.json;
+  }).length;
+  console.log(`Go-written byte-identical: ${identical}/59, canonical verdict inputs ${canonicalIdentical}/${canonical.length}`);
 }

@@ -178,12 +178,13 @@ export const MUTATIONS: readonly Mutation[] = [
     corrupt: ({ data }) => ({ data: withJson(data, (o) => (o.arguments = { command: SECRET_ARGUMENT, grant_token: SECRET_GRANT })) }),
   },
   {
-    // Past the strict parser's nesting limit of 512 (src/codec/strict-json.ts).
+    // Past the reader's nesting limit, Go's 10,000 (MAX_DEPTH in src/codec/strict-json.ts).
     name: "too-deep",
     expect: decode("too_deep"),
-    corrupt: ({ data, int }) => {
-      const depth = 513 + int(40);
-      const nested = int(2) ? `${"[".repeat(depth)}1${"]".repeat(depth)}` : `${'{"a":'.repeat(depth)}1${"}".repeat(depth)}`;
+    corrupt: ({ data, int, capBytes }) => {
+      const depth = 10_000 + int(40);
+      // Arrays or objects; objects need 5 bytes a level, so they nest only as far as the cap allows past the limit.
+      const nested = int(2) || capBytes < 6 * depth ? `${"[".repeat(depth)}1${"]".repeat(depth)}` : `${'{"a":'.repeat(depth)}1${"}".repeat(depth)}`;
       return { data: enc.encode(dec.decode(data).replace(/}$/, `,"nested":${nested}}`)) };
     },
   },

@@ -31,7 +31,8 @@ let jsm: JetStreamManager;
 /** Everything jetloop logged (JSON lines). */
 const logs: string[] = [];
 /** The reader's decode cap: the table's oversize rows exceed it, the stream accepts them. */
-const CAP = 8192;
+// Room for an event nested past the reader's depth limit (10,000) under the cap.
+const CAP = 65_536;
 const SEED = 20_251_130;
 const session = newId();
 const loop = newId();

@@ -14,6 +14,7 @@ import {
   EventValidationError,
   marshalEvent,
   NIL_UUID,
+  RawJson,
   RegistryError,
   safeUnmarshalEvent,
   unmarshalEvent,
@@ -291,10 +292,10 @@ describe("unmarshalEvent: bytes and JSON", () => {
     expect(unmarshalEvent(input)).toMatchObject({ type: "LoopStarted" });
   });
 
-  it("refuses nesting deeper than 512, even in ignored keys", () => {
+  it("refuses nesting deeper than Go's 10,000 (the event object counts), even in ignored keys", () => {
     const nest = (n: number) => `${"[".repeat(n)}${"]".repeat(n)}`;
-    expect(unmarshalEvent(valid.replace("}", `,"future":${nest(511)}}`))).toMatchObject({ type: "LoopStarted" });
-    expectDecodeError(valid.replace("}", `,"future":${nest(512)}}`), "too_deep");
+    expect(unmarshalEvent(valid.replace("}", `,"future":${nest(9_999)}}`))).toMatchObject({ type: "LoopStarted" });
+    expectDecodeError(valid.replace("}", `,"future":${nest(10_000)}}`), "too_deep");
     expectDecodeError(valid.replace("}", `,"future":${nest(100_000)}}`), "too_deep");
   });
 
@@ -578,5 +579,44 @@ describe("an application's own event type", () => {
     }
     expect(() => defineEventType({ ...base, type: "Ok", class: "ephemeral", endsTurn: true, scope: "loop" })).toThrow(/terminal event must be enduring/);
     expect(() => defineEventType({ ...base, type: "Ok", identity: { loopId: "required" } })).toThrow(/fixed identity profile/);
+  });
+});
+
+describe("raw JSON and the one limit of writer and reader", () => {
+  const stepWith = (input: unknown) => ({
+    ...sample("StepDone"),
+    messages: [{ role: "assistant", blocks: [{ type: "tool_use", id: "toolu_01", name: "bash", input }] }],
+  });
+  const nest = (n: number) => `${"[".repeat(n)}${"]".repeat(n)}`;
+
+  it("takes a tool's input as a JavaScript value and writes it once, as JavaScript orders it", () => {
+    const bytes = marshalEvent(stepWith({ command: "ls", 10: 1, html: "<a&b>" }));
+    expect(text(bytes)).toContain('"Input":{"10":1,"command":"ls","html":"\\u003ca\\u0026b\\u003e"}');
+    const back = unmarshalEvent<{ messages: { blocks: { input: RawJson }[] }[] }>(bytes);
+    const input = back.messages[0]!.blocks[0]!.input;
+    expect(input).toBeInstanceOf(RawJson);
+    expect(input.value()).toEqual({ 10: 1, command: "ls", html: "<a&b>" });
+    expect(JSON.stringify({ input })).toBe('{"input":{"10":1,"command":"ls","html":"<a&b>"}}');
+  });
+
+  it("keeps a RawJson's text: any number form, key order and escape", () => {
+    const raw = RawJson.fromText('{ "z": 1.0, "a": [-0, 3e+0, 12345678901234567890], "p": "\\/work" }');
+    expect(raw.text).toBe('{"z":1.0,"a":[-0,3e+0,12345678901234567890],"p":"\\/work"}');
+    expect(text(marshalEvent(stepWith(raw)))).toContain(`"Input":${raw.text}`);
+  });
+
+  it("refuses a tool input that no reader would read: keys equal ignoring case, a value JSON cannot hold", () => {
+    expect(() => marshalEvent(stepWith({ path: "a", Path: "b" }))).toThrow(EventValidationError);
+    expect(() => marshalEvent(stepWith({ n: Number.NaN }))).toThrow(EventValidationError);
+    expect(() => RawJson.fromText('{"a":1}x')).toThrow(/malformed JSON/);
+  });
+
+  it("publishes nothing nested deeper than the reader reads: Go's 10,000, the event object counting", () => {
+    // root 1, messages 2, a message 3, its blocks 4, a block 5: the input's first bracket is 6.
+    const fits = marshalEvent(stepWith(RawJson.fromText(nest(9_995))));
+    expect(unmarshalEvent(fits)).toMatchObject({ type: "StepDone" });
+    const e = thrownBy(() => marshalEvent(stepWith(RawJson.fromText(nest(9_996)))));
+    expect(e).toBeInstanceOf(EventEncodeError);
+    expect((e as EventEncodeError).reason).toBe("too_deep");
   });
 });

@@ -8,7 +8,8 @@ import { defaultRegistry, newId, type JetloopEvent } from "../../src/index.js";
 import { decodeMessage } from "../../src/subscribe/delivery.js";
 import { badMessages, CHANNELS, MUTATIONS, SECRET_ARGUMENT, SECRET_GRANT } from "../harness/bad-messages.js";
 
-const CAP = 8192;
+// Room for an event nested past the reader's depth limit (10,000) under the cap.
+const CAP = 65_536;
 const NS = "tmut";
 const ctx = { namespace: NS, registry: defaultRegistry, maxEventBytes: CAP, includeInternal: false };
 const coords = { sessionId: newId(), loopId: newId(), turnId: newId(), stepId: newId() };

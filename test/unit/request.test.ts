@@ -183,7 +183,7 @@ describe("decodePermissionRequest: malformed JSON fails closed", () => {
   });
 
   it("too deep nesting", () => {
-    const deep = `{"tool_name":"a","requirements":${"[".repeat(1000)}${"]".repeat(1000)}}`;
+    const deep = `{"tool_name":"a","requirements":${"[".repeat(10_000)}${"]".repeat(10_000)}}`;
     expectRequestError(() => decodePermissionRequest(deep), "", /nesting deeper/);
     // Within the limit, the schema speaks.
     const nested = `{"tool_name":"a","requirements":${"[".repeat(100)}${"]".repeat(100)}}`;

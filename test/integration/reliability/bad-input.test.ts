@@ -8,7 +8,7 @@ import { saveRecord } from "../../harness/reliability/save.js";
 
 describe("reliability: bad input at every boundary", () => {
   it("reports every malformed message with a typed error, yields only valid events, refuses every bad call typed", async () => {
-    const r = await badInputScenario(defaultContext(), { servers: natsServers(), serverVersion: natsServerVersion(), repeat: 12, validEvents: 150, seed: 20_251_130, capBytes: 8192 });
+    const r = await badInputScenario(defaultContext(), { servers: natsServers(), serverVersion: natsServerVersion(), repeat: 12, validEvents: 150, seed: 20_251_130, capBytes: 65_536 });
     saveRecord(r.record);
 
     for (const [name, s] of [["ordered", r.ordered], ["durable", r.durable], ["replay", r.replay]] as const) {
