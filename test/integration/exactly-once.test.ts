@@ -2,7 +2,7 @@
 // short duplicate window (1 s), appends resent after it — fenced ones recognise their first
 // copy, unfenced ones are reconciled with the journal (storedEvents, publishAll resume) —
 // and the provisioning choices that go with it (duplicate window, one size rule).
-import { jetstream, jetstreamManager, DeliverPolicy, type JetStreamManager } from "@nats-io/jetstream";
+import { jetstream, jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -10,7 +10,7 @@ import { connect, createEvent, fromConnection, marshalEvent, newId, OptionsError
 import { supports } from "../../src/connection/server-version.js";
 import { connectTest, natsServerFlavor, natsServers, natsServerVersion, uniqueNamespace } from "../harness/context.js";
 import { rejection, sleep } from "../harness/async.js";
-import { messageCount } from "../harness/stream-state.js";
+import { messageCount, messageIdCounts } from "../harness/stream-state.js";
 
 const FENCING = natsServerFlavor() === "external" || supports(natsServerVersion(), "fencing");
 const WINDOW_MS = 1000;
@@ -39,22 +39,7 @@ afterAll(async () => {
 const decided = (sessionId: string, extra: { reason?: string; createdAt?: string } = {}): JetloopEvent =>
   createEvent("PermissionDecided", { sessionId, loopId: newId(), turnId: newId(), stepId: newId(), toolExecutionId: newId(), effect: "approve", ...extra });
 
-/** Event ids the stream holds, with how often each occurs (read raw, not through jetloop). */
-async function idCounts(stream: string, subject: string): Promise<Map<string, number>> {
-  const counts = new Map<string, number>();
-  const consumer = await jetstream(nc).consumers.get(stream, { filter_subjects: subject, deliver_policy: DeliverPolicy.All });
-  const pending = (await consumer.info(true)).num_pending;
-  if (pending === 0) return counts;
-  const messages = await consumer.consume();
-  let n = 0;
-  for await (const m of messages) {
-    const id = m.headers?.get("Nats-Msg-Id") ?? "";
-    counts.set(id, (counts.get(id) ?? 0) + 1);
-    if (++n === pending) break;
-  }
-  await messages.close();
-  return counts;
-}
+const idCounts = (stream: string, subject: string) => messageIdCounts(jetstream(nc), stream, subject);
 
 const sessionSubject = (sessionId: string) => `${bus.namespace}.journal.${sessionId}.>`;
 

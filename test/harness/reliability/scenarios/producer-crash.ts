@@ -5,7 +5,7 @@
 import type { ChildProcess } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { DeliverPolicy, jetstream } from "@nats-io/jetstream";
+import { jetstream } from "@nats-io/jetstream";
 import { connect, type Jetloop, type JetloopEvent } from "../../../../src/index.js";
 import { makeTempDir, removeTempDir } from "../../server.js";
 import { sleep, waitFor } from "../../async.js";
@@ -13,6 +13,7 @@ import { killAll, readRecordLines, startChild } from "../child-process.js";
 import { row, type FigureRow, type ScenarioRecord } from "../figures.js";
 import { enduring, eventIdOf, newCoords } from "../workload.js";
 import { adminConnection, record, scenarioNamespace, type ScenarioContext } from "./common.js";
+import { messageIdCounts } from "../../stream-state.js";
 
 export const PRODUCER_CRASH = { id: "11-producer-crash", title: "Producer killed (SIGKILL) mid-publish, restarted after the duplicate window" } as const;
 
@@ -51,19 +52,7 @@ export interface ProducerCrashResult {
 async function journalCounts(servers: string[], stream: string): Promise<Map<string, number>> {
   const nc = await adminConnection(servers);
   try {
-    const consumer = await jetstream(nc).consumers.get(stream, { deliver_policy: DeliverPolicy.All, headers_only: true });
-    const pending = (await consumer.info(true)).num_pending;
-    const counts = new Map<string, number>();
-    if (pending === 0) return counts;
-    const messages = await consumer.consume();
-    let n = 0;
-    for await (const m of messages) {
-      const id = m.headers?.get("Nats-Msg-Id") ?? "";
-      counts.set(id, (counts.get(id) ?? 0) + 1);
-      if (++n === pending) break;
-    }
-    await messages.close();
-    return counts;
+    return await messageIdCounts(jetstream(nc), stream);
   } finally {
     await nc.close();
   }
