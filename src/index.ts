@@ -186,6 +186,8 @@ export { Subscription, type DurableSubscription, type SubscriptionStats } from "
 export { GateServer, type InputAnswer, type InputGate, type PermissionAnswer, type PermissionGate, type StepCoordinates } from "./commands/gate-server.js";
 export type { AnswerOptions } from "./commands/answer.js";
 export type { Answer, AnswerInput, AnswerOutcome } from "./commands/protocol.js";
+export { ControlServer, type ControlHandlers, type InputResult, type InterruptResult } from "./commands/controls-server.js";
+export type { ControlOptions, ControlResult } from "./commands/controls-client.js";
 export {
   ProjectionDeliveryError,
   rebuildToolActivity,
