@@ -37,6 +37,8 @@ export interface ControlHandlers {
   interrupt(command: { readonly commandId: string }): InterruptResult | Promise<InterruptResult>;
 }
 
+const CONTROLS_QUEUE = "controls";
+
 type Settled<R> = { readonly effect: boolean; readonly reply: R };
 const refused = (code: ControlRefusal["code"], message: string): ControlRefusal => ({ status: "refused", code, message: message.slice(0, 1000) || code });
 
@@ -57,6 +59,9 @@ export class ControlServer {
       const server = new ControlServer(bus, handlers);
       const on = (command: string, serve: (m: Msg) => Promise<Uint8Array>) =>
         bus.nc.subscribe(sessionCommandSubject(bus.namespace, sessionId, command), {
+          // A queue group: should a second server start for the session, each command still
+          // reaches one handler (but a retry may reach the other, which does not know it).
+          queue: CONTROLS_QUEUE,
           callback: (err, msg) => {
             if (err) return;
             void serve(msg).then((reply) => msg.respond(reply));
