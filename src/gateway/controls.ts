@@ -3,14 +3,14 @@
  * (reference §7), carried to the session's actor over NATS (`serveControls`).
  */
 import { createHash } from "node:crypto";
+import { z } from "zod";
 import type { SessionHandle } from "../session.js";
-import { parseStrictJson } from "../codec/strict-json.js";
-import { fromWire } from "../codec/wire.js";
+import { parseStrictJson, StrictJsonError } from "../codec/strict-json.js";
+import { fromWire, WireKeyError } from "../codec/wire.js";
 import { type ContentBlock, contentBlockSchema, MAX_BLOCKS } from "../events/content.js";
 import { newId } from "../events/ids.js";
 import { fingerprintOf } from "../commands/controls-protocol.js";
 import type { ControlResult } from "../commands/controls-client.js";
-import { z } from "zod";
 import type { GatewayErrorName } from "./envelope.js";
 
 /** The runtime's bound on an Idempotency-Key (bytes); over it is 400. */
@@ -32,8 +32,9 @@ export function decodeInputBody(body: string): ContentBlock[] | undefined {
   let v: unknown;
   try {
     v = parseStrictJson(body);
-  } catch {
-    return undefined;
+  } catch (e) {
+    if (e instanceof StrictJsonError) return undefined;
+    throw e;
   }
   if (typeof v !== "object" || v === null || Array.isArray(v)) return undefined;
   const o = v as Record<string, unknown>;
@@ -43,8 +44,10 @@ export function decodeInputBody(body: string): ContentBlock[] | undefined {
   try {
     const r = blocksSchema.safeParse(fromWire(blocksSchema, raw));
     return r.success ? r.data : undefined;
-  } catch {
-    return undefined; // a key the wire form may not have (WireKeyError)
+  } catch (e) {
+    // A key the wire form may not have (another letter case, a null).
+    if (e instanceof WireKeyError) return undefined;
+    throw e;
   }
 }
 
