@@ -214,7 +214,7 @@ describe("a loop that serves input and interrupt, over HTTP", () => {
     );
     // Oversized: past the body cap (64 KiB here), 400 as Go answers, never 413.
     const big = `{"blocks":[{"type":"text","Text":"${"x".repeat(70 * 1024)}"}]}`;
-    expect([(await post(`/v1/sessions/${actor.sid}/input`, big)).status]).toEqual([400]);
+    expectGo(await post(`/v1/sessions/${actor.sid}/input`, big), "error/body-over-cap");
     expect(actor.inputs.length).toBe(before);
   });
 
