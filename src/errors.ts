@@ -33,7 +33,10 @@ export type JetloopErrorCode =
   | "GATE_RESOLVED"
   | "GATE_CLOSED"
   | "PARKING_FAILED"
-  | "GATEWAY_BIND";
+  | "GATEWAY_BIND"
+  | "COMMAND_TIMEOUT"
+  | "IDEMPOTENCY_CONFLICT"
+  | "INPUT_REFUSED";
 
 export class JetloopError extends Error {
   readonly code: JetloopErrorCode;
@@ -299,7 +302,17 @@ export class SubscriptionError extends JetloopError {
   }
 }
 
-export type CommandErrorCode = "COMMAND_FAILED" | "COMMAND_NO_LISTENER" | "COMMAND_INVALID" | "GATE_UNKNOWN" | "GATE_RESOLVED";
+export type CommandErrorCode =
+  | "COMMAND_FAILED"
+  | "COMMAND_NO_LISTENER"
+  | "COMMAND_INVALID"
+  | "GATE_UNKNOWN"
+  | "GATE_RESOLVED"
+  // The session controls (input, interrupt): no reply in time (the outcome is unknown), a
+  // command id reused for another request, the loop refusing the input.
+  | "COMMAND_TIMEOUT"
+  | "IDEMPOTENCY_CONFLICT"
+  | "INPUT_REFUSED";
 
 /**
  * An answer command that did not take effect; `code` says why. GATE_RESOLVED carries how

@@ -200,6 +200,8 @@ export {
 } from "./commands/gate-server.js";
 export type { AnswerOptions } from "./commands/answer.js";
 export type { Answer, AnswerInput, AnswerOutcome } from "./commands/protocol.js";
+export { ControlServer, type ControlHandlers, type InputResult, type InterruptResult } from "./commands/controls-server.js";
+export type { ControlOptions, ControlResult } from "./commands/controls-client.js";
 export {
   GateLedger,
   type GateViolation,

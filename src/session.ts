@@ -1,6 +1,9 @@
 import type { BusContext } from "./bus-context.js";
 import { answerGate, type AnswerOptions } from "./commands/answer.js";
 import type { AnswerInput, AnswerOutcome } from "./commands/protocol.js";
+import { type ControlOptions, type ControlResult, interruptSession, submitInput } from "./commands/controls-client.js";
+import { type ControlHandlers, type ControlServer, serveControls } from "./commands/controls-server.js";
+import type { ContentBlock } from "./events/content.js";
 import { OptionsError } from "./errors.js";
 import { idProblem } from "./events/ids.js";
 import type { Delivery } from "./subscribe/delivery.js";
@@ -48,6 +51,24 @@ export class SessionHandle<E> {
   /** Answers a gate of one of this session's loops (in the Go runtime's approval sequence, the subscriber's answer to the loop). */
   answer(loopId: string, answer: AnswerInput, options?: AnswerOptions): Promise<AnswerOutcome> {
     return answerGate(this.#bus, this.sessionId, loopId, answer, options);
+  }
+
+  /** Submits human-authored input to the session's actor (Go's Session.Submit); the command id identifies it (`{ ok: true, commandId }`). */
+  submitInput(blocks: ContentBlock[], options?: ControlOptions): Promise<ControlResult<object>> {
+    return submitInput(this.#bus, this.sessionId, blocks, options);
+  }
+
+  /** Interrupts the session's in-flight turns (Go's Session.Interrupt): `{ ok: true, interrupted }`. */
+  interrupt(options?: Omit<ControlOptions, "fingerprint">): Promise<ControlResult<{ readonly interrupted: boolean }>> {
+    return interruptSession(this.#bus, this.sessionId, options);
+  }
+
+  /**
+   * The session actor's side: serves input and interrupt for this session, each command id
+   * handled once (a repeat gets the first outcome). One server per session.
+   */
+  serveControls(handlers: ControlHandlers): Promise<ControlServer> {
+    return serveControls(this.#bus, this.sessionId, handlers);
   }
 
   #scoped(filter: Omit<EventFilter, "sessions">): EventFilter {

@@ -7,8 +7,9 @@ import { warnIfNotProvisioned } from "./provisioned.js";
 
 export const gatewayHelp = `jetloop gateway --listen HOST:PORT [--auth-token-env VAR] [--insecure-public-bind] [--feed MODE]
 
-Serves the Go runtime's HTTP surface (journal pages, SSE, gate answers, capabilities)
-from the journal and the live feed. Runs until interrupted (Ctrl-C).
+Serves the Go runtime's HTTP surface (journal pages, SSE, gate answers, input and
+interrupt to the session's actor, capabilities) from the journal and the live feed.
+Runs until interrupted (Ctrl-C).
 
   --listen HOST:PORT       where to listen (default 127.0.0.1:8080)
   --auth-token-env VAR     require "Authorization: Bearer <token>", the token read from

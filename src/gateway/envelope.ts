@@ -27,6 +27,15 @@ export const GATEWAY_ERRORS = {
   subscribe_failed: [500, "internal", "could not subscribe to session events"],
   gate_failed: [500, "internal", "could not respond to gate"],
   gate_capacity: [503, "gate_capacity", "gate capacity exceeded"],
+  // The session controls (input, interrupt), the runtime's codes and messages.
+  idempotency_key_too_long: [400, "invalid_parameter", "idempotency key too long"],
+  idempotency_conflict: [409, "idempotency_conflict", "idempotency key reused with a different request body"],
+  submit_failed: [500, "internal", "could not submit input"],
+  interrupt_failed: [500, "internal", "could not interrupt session"],
+  // jetloop's own: the session's actor did not reply in time, so the outcome is unknown;
+  // retryable only under an Idempotency-Key (the retry is then the same command).
+  control_timeout: [503, "session_timeout", "the session did not answer in time"],
+  control_timeout_unkeyed: [503, "session_timeout", "the session did not answer in time"],
   // jetloop's own: the browser boundary and the resource bounds (src/gateway/README.md).
   host_not_allowed: [403, "host_not_allowed", "host not allowed"],
   origin_not_allowed: [403, "origin_not_allowed", "origin not allowed"],
@@ -48,7 +57,7 @@ export function sendJson(res: ServerResponse, status: number, json: string): voi
 }
 
 /** Worth retrying as is: gate_capacity (reference §6), and jetloop's transient ones. */
-const RETRYABLE: ReadonlySet<GatewayErrorName> = new Set(["gate_capacity", "session_unreachable", "too_many_streams", "nats_unavailable"]);
+const RETRYABLE: ReadonlySet<GatewayErrorName> = new Set(["gate_capacity", "session_unreachable", "too_many_streams", "nats_unavailable", "control_timeout"]);
 
 export function errorBody(name: GatewayErrorName): string {
   const [, code, message] = GATEWAY_ERRORS[name];

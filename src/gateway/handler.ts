@@ -10,6 +10,7 @@ import { authenticate, bearerToken, type Authenticate, type GatewayPrincipal } f
 import { answerPreflight, checkRequest, isJsonContentType, isPreflight, setCorsHeaders } from "./boundary.js";
 import { type GatewayErrorName, sendError, sendJson } from "./envelope.js";
 import { NatsHealth } from "./nats-health.js";
+import { type ControlAnswer, decodeInputBody, idempotencyKey, sendInput, sendInterrupt } from "./controls.js";
 import { commandIdFor, decodeGateRequest, findGate, sendAnswer, toAnswer } from "./gate-answer.js";
 import { journalPageJson, readJournalPage } from "./journal-page.js";
 import { type GatewayOptions, type GatewaySettings, parseGatewayOptions } from "./options.js";
@@ -21,8 +22,12 @@ import { journalSessions, readSessionStatus, sessionListJson, sortSessions, stat
 import { FrameCache } from "./sse-frames.js";
 import { serveEvents, type SharedStreams } from "./sse-stream.js";
 
-/** The runtime's full-surface capabilities: the gateway serves SSE and gate answers too. */
-export const CAPABILITIES_JSON = '{"protocol":"looprig.serve","version":1,"features":["journal","live_sse","ephemeral_sse","gate_response"]}';
+/**
+ * What this gateway serves: the runtime's full-surface features, in their order, then
+ * jetloop's names for the session controls it carries too (the Go document names no
+ * control; session creation and restore are not served, so nothing names them).
+ */
+export const CAPABILITIES_JSON = '{"protocol":"looprig.serve","version":1,"features":["journal","live_sse","ephemeral_sse","gate_response","input","interrupt"]}';
 
 /** Routes answered without NATS. */
 const STATIC_ROUTES: ReadonlySet<RouteName> = new Set(["page", "script", "capabilities"]);
@@ -86,6 +91,9 @@ export function createGatewayHandler(bus: Jetloop, options: GatewayOptions = {})
         return events(ctx, req, res, r.params.sid!, r.query);
       case "gate":
         return gate(ctx, req, res, r.params.sid!, r.params.gid!);
+      case "input":
+      case "interrupt":
+        return control(ctx, req, res, r.params.sid!, r.name);
     }
   }
   const close = async () => {
@@ -220,4 +228,31 @@ async function gate(ctx: Context, req: IncomingMessage, res: ServerResponse, raw
   } catch (e) {
     sendError(res, ctx.health.failure(e, "gate_failed", { sessionId: sid, gateId: gid }, "could not respond to gate"));
   }
+}
+
+/** `POST …/input` and `…/interrupt`: to the session's actor over NATS (controls.ts). */
+async function control(ctx: Context, req: IncomingMessage, res: ServerResponse, rawSid: string, route: "input" | "interrupt"): Promise<void> {
+  const sid = visibleSession(ctx, res, rawSid);
+  if (sid === undefined) return;
+  const header = idempotencyKey(req.headers["idempotency-key"]);
+  if (header === "too_long") return sendError(res, "idempotency_key_too_long");
+  const { key } = header;
+  // Read for interrupt too (and ignored, as Go ignores it): the body cap and timeout hold on every POST.
+  const body = await readRequestBody(ctx, req, res);
+  if (body === undefined) return;
+  const session = ctx.bus.session(sid);
+  const timeoutMs = ctx.settings.answerTimeoutMs;
+  let answer: ControlAnswer;
+  if (route === "input") {
+    const blocks = decodeInputBody(body);
+    if (blocks === undefined) return sendError(res, "invalid_body");
+    answer = await sendInput(session, blocks, body, key, timeoutMs);
+  } else {
+    answer = await sendInterrupt(session, key, timeoutMs);
+  }
+  if ("body" in answer) return sendJson(res, 200, answer.body);
+  if (answer.error !== "session_not_found") return sendError(res, answer.error);
+  // Nobody serves the session: one with a journal may come back (retryable), an unknown one is not found.
+  const missing = await checkSession(ctx, sid, route === "input" ? "submit_failed" : "interrupt_failed");
+  sendError(res, missing ?? "session_unreachable");
 }

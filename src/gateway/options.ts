@@ -27,7 +27,7 @@ const shape = z.strictObject({
    * subjects only). Default `namespace`.
    */
   feed: feedModeSchema.default("namespace"),
-  /** How long a gate answer waits for the loop actor; past it 503 gate_capacity. Default 5000 ms. */
+  /** How long a gate answer, input or interrupt waits for the loop actor; past it 503 gate_capacity (a gate) or session_timeout. Default 5000 ms. */
   answerTimeoutMs: z.number().int().min(1).default(5000),
   /**
    * Host names (or IP literals, IPv6 in brackets) a request's `Host` may name, besides the

@@ -6,7 +6,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { sendMethodNotAllowed, sendNotFound } from "./envelope.js";
 
-export type RouteName = "page" | "script" | "capabilities" | "sessions" | "status" | "journal" | "events" | "gate";
+export type RouteName = "page" | "script" | "capabilities" | "sessions" | "status" | "journal" | "events" | "gate" | "input" | "interrupt";
 
 interface Pattern {
   readonly method: "GET" | "POST";
@@ -16,8 +16,9 @@ interface Pattern {
 
 const pattern = (method: "GET" | "POST", path: string, name: RouteName): Pattern => ({ method, segments: path.split("/").slice(1), name });
 
-// The runtime's create/input/interrupt/restore routes are not served: a gateway does not
-// drive sessions. They answer as the read-only mux does (404, or 405 on /v1/sessions).
+// The runtime's create and restore routes are not served: a gateway does not start or
+// rebuild sessions (their loop actors do). They answer as a mux without them does: 405
+// on /v1/sessions (its GET exists), 404 on …/restore.
 const ROUTES: readonly Pattern[] = [
   pattern("GET", "/", "page"),
   pattern("GET", "/app.js", "script"),
@@ -27,6 +28,8 @@ const ROUTES: readonly Pattern[] = [
   pattern("GET", "/v1/sessions/{sid}/journal", "journal"),
   pattern("GET", "/v1/sessions/{sid}/events", "events"),
   pattern("POST", "/v1/sessions/{sid}/gates/{gid}", "gate"),
+  pattern("POST", "/v1/sessions/{sid}/input", "input"),
+  pattern("POST", "/v1/sessions/{sid}/interrupt", "interrupt"),
 ];
 
 export interface Matched {

@@ -6,6 +6,7 @@
  *   ephemeral  {ns}.live.{sessionId}.{loopId|_}.{family}.{Type}
  *   feed       {ns}.feed.{sessionId}.{loopId|_}.{family}.{Type}   (the stream republishes the journal)
  *   commands   {ns}.cmd.{sessionId}.{loopId}.{command}
+ *              {ns}.cmd.{sessionId}._.{command}                 (session controls: input, interrupt)
  *   parked     {ns}.parked.{durable}.{held|replay}.{journalSeq}
  *
  * `_` stands for "no loop" (session-scoped events, session-resolved gates). Ids are
@@ -161,6 +162,11 @@ export function filterSubject(ns: string, channel: Channel, s: SubjectSelector):
 /** The subject a loop actor serves `command` on. */
 export function commandSubject(ns: string, sessionId: string, loopId: string, command: string): string {
   return `${checkNamespace(ns)}.cmd.${id("session id", sessionId)}.${id("loop id", loopId)}.${token("command", COMMAND, command)}`;
+}
+
+/** The subject a session's controls (input, interrupt) are served on: no loop, the session's actor routes them. */
+export function sessionCommandSubject(ns: string, sessionId: string, command: string): string {
+  return `${checkNamespace(ns)}.cmd.${id("session id", sessionId)}.${NO_LOOP}.${token("command", COMMAND, command)}`;
 }
 
 /** A durable consumer name: also a subject token of the parked store. */

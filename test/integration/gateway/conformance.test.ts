@@ -114,8 +114,12 @@ describe("gateway conformance with the Go handler", () => {
     expect(got[samples.length]).toContain("000000000598");
   });
 
-  it("answers capabilities with the full-surface document", async () => {
-    expectBody(await request(`${gw.url}/v1/capabilities`), "capabilities/full");
+  it("answers capabilities with the full-surface document, then the session controls it serves too", async () => {
+    const full = go("capabilities/full").body;
+    const r = await request(`${gw.url}/v1/capabilities`);
+    // The Go document's bytes with jetloop's two names appended to its features, in order.
+    expect({ status: r.status, body: r.body }).toEqual({ status: 200, body: full.replace('"gate_response"]', '"gate_response","input","interrupt"]') });
+    expect(r.headers.get("content-type")).toBe("application/json");
   });
 
   it("pages the journal as the Go handler does", async () => {
@@ -152,9 +156,7 @@ describe("gateway conformance with the Go handler", () => {
       ["read-only/post-sessions", "/v1/sessions", { method: "POST" }],
     ];
     for (const [id, path, init] of cases) expectBody(await request(`${gw.url}${path}`, init), id);
-    // The routes that drive a session belong to the runtime: answered as its read-only mux does.
-    for (const path of [`/v1/sessions/${S}/input`, `/v1/sessions/${S}/interrupt`, `/v1/sessions/${S}/restore`]) {
-      expectBody(await request(`${gw.url}${path}`, { method: "POST", body: "{}" }), "mux/not-found");
-    }
+    // Restore is not served: answered as a mux without it does (input and interrupt: controls.test.ts).
+    expectBody(await request(`${gw.url}/v1/sessions/${S}/restore`, { method: "POST", body: "{}", headers: JSON_TYPE }), "mux/not-found");
   });
 });

@@ -1,0 +1,96 @@
+/**
+ * The caller's side of the session controls: submit input to a session, interrupt it.
+ * Expected outcomes are result values; the error says whether the command took effect:
+ * COMMAND_NO_LISTENER (nobody serves the session: not sent), COMMAND_TIMEOUT (no reply in
+ * time: unknown — retry with the same command id, which is safe), IDEMPOTENCY_CONFLICT,
+ * INPUT_REFUSED, COMMAND_INVALID or COMMAND_FAILED (did not take effect).
+ */
+import { NoRespondersError, RequestError, TimeoutError } from "@nats-io/transport-node";
+import { z } from "zod";
+import type { BusContext } from "../bus-context.js";
+import { toWireJson } from "../codec/wire.js";
+import { CommandError } from "../errors.js";
+import { type ContentBlock, contentBlockSchema } from "../events/content.js";
+import { sessionCommandSubject } from "../subjects/subjects.js";
+import {
+  checkedCommand,
+  type ControlRefusal,
+  decodeInputReply,
+  decodeInterruptReply,
+  encodeInputCommand,
+  encodeInterruptCommand,
+  fingerprintOf,
+  INPUT_COMMAND,
+  inputCommandSchema,
+  INTERRUPT_COMMAND,
+  interruptCommandSchema,
+} from "./controls-protocol.js";
+
+export interface ControlOptions {
+  /** Makes the command idempotent: the same id gets the first outcome. Default: a fresh id (each call is a new command). */
+  readonly commandId?: string;
+  /**
+   * What identifies the request under `commandId` (sha256, hex); another one under the same
+   * id is IDEMPOTENCY_CONFLICT. Default: the digest of the command's blocks in the wire
+   * form. The HTTP gateway passes the digest of the request body, as the Go runtime compares bodies.
+   */
+  readonly fingerprint?: string;
+  /** How long to wait for the session's actor. Default 5000 ms. */
+  readonly timeoutMs?: number;
+}
+
+export type ControlResult<T> = ({ readonly ok: true; readonly commandId: string; readonly duplicate: boolean } & T) | { readonly ok: false; readonly error: CommandError };
+
+const blocksSchema = z.array(contentBlockSchema);
+const INTERRUPT_FINGERPRINT = fingerprintOf("interrupt");
+
+/** Sends input to the session's actor: `{ ok: true, commandId }` once it took it. */
+export async function submitInput<E>(bus: BusContext<E>, sessionId: string, blocks: ContentBlock[], options: ControlOptions = {}): Promise<ControlResult<object>> {
+  let command;
+  try {
+    command = checkedCommand(inputCommandSchema, { commandId: options.commandId, blocks, fingerprint: options.fingerprint ?? fingerprintOf(toWireJson(blocksSchema, blocks)) });
+  } catch (e) {
+    return { ok: false, error: e as CommandError };
+  }
+  const sent = await send(bus, sessionCommandSubject(bus.namespace, sessionId, INPUT_COMMAND), encodeInputCommand(command), sessionId, options.timeoutMs);
+  if (sent instanceof CommandError) return { ok: false, error: sent };
+  return settle(() => decodeInputReply(sent), (r) => ({ ok: true, commandId: r.commandId, duplicate: r.duplicate }));
+}
+
+/** Interrupts the session's in-flight turns: `{ ok: true, interrupted }` says whether one was cancelled. */
+export async function interruptSession<E>(bus: BusContext<E>, sessionId: string, options: Omit<ControlOptions, "fingerprint"> = {}): Promise<ControlResult<{ readonly interrupted: boolean }>> {
+  let command;
+  try {
+    command = checkedCommand(interruptCommandSchema, { commandId: options.commandId, fingerprint: INTERRUPT_FINGERPRINT });
+  } catch (e) {
+    return { ok: false, error: e as CommandError };
+  }
+  const sent = await send(bus, sessionCommandSubject(bus.namespace, sessionId, INTERRUPT_COMMAND), encodeInterruptCommand(command), sessionId, options.timeoutMs);
+  if (sent instanceof CommandError) return { ok: false, error: sent };
+  return settle(
+    () => decodeInterruptReply(sent),
+    (r) => ({ ok: true, commandId: r.commandId, duplicate: r.duplicate, interrupted: r.interrupted }),
+  );
+}
+
+async function send<E>(bus: BusContext<E>, subject: string, data: Uint8Array, sessionId: string, timeoutMs = 5000): Promise<Uint8Array | CommandError> {
+  try {
+    return (await bus.nc.request(subject, data, { timeout: timeoutMs })).data;
+  } catch (e) {
+    const cause = e instanceof RequestError ? e.cause : e;
+    if (cause instanceof NoRespondersError) return new CommandError("COMMAND_NO_LISTENER", `nobody serves the controls of session ${sessionId}`, { cause: e });
+    if (cause instanceof TimeoutError) return new CommandError("COMMAND_TIMEOUT", `the session's actor did not reply within ${timeoutMs} ms; the command may have taken effect`, { cause: e });
+    return new CommandError("COMMAND_FAILED", `the command failed: ${(e as Error).message}`, { cause: e });
+  }
+}
+
+function settle<R extends { status: "ok" } | ControlRefusal, T>(decode: () => R, ok: (r: Extract<R, { status: "ok" }>) => T): T | { ok: false; error: CommandError } {
+  let reply: R;
+  try {
+    reply = decode();
+  } catch (e) {
+    return { ok: false, error: e as CommandError };
+  }
+  if (reply.status === "refused") return { ok: false, error: new CommandError(reply.code, reply.message) };
+  return ok(reply as Extract<R, { status: "ok" }>);
+}
