@@ -1,4 +1,4 @@
-import { v7 as uuidv7 } from "uuid";
+import { v5 as uuidv5, v7 as uuidv7 } from "uuid";
 import { z } from "zod";
 import { withValueCodec } from "../codec/wire.js";
 
@@ -19,6 +19,17 @@ export function isCanonicalUuid(value: unknown): value is string {
 export function idProblem(value: unknown): string | undefined {
   if (value === NIL_UUID) return "is the nil UUID, which names nothing";
   return isCanonicalUuid(value) ? undefined : "is not a canonical lowercase UUID";
+}
+
+/** The namespace of the ids jetloop derives by name (`derivedId`). */
+const DERIVED_NAMESPACE = "6f1c2e9a-3b7d-5c41-9e2a-7d0b5f3c8a16";
+
+/**
+ * An id derived from its parts (a name-based v5 UUID): the same parts give the same id,
+ * so a request retried under one idempotency key is one command.
+ */
+export function derivedId(...parts: string[]): string {
+  return uuidv5(parts.join("\n"), DERIVED_NAMESPACE);
 }
 
 /** A new time-ordered (v7) id: event ids sort by creation time. */

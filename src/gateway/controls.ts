@@ -2,13 +2,12 @@
  * `POST /v1/sessions/{sid}/input` and `…/interrupt`: the runtime's session controls
  * (reference §7), carried to the session's actor over NATS (`serveControls`).
  */
-import { createHash } from "node:crypto";
 import { z } from "zod";
 import type { SessionHandle } from "../session.js";
 import { parseStrictJson, StrictJsonError } from "../codec/strict-json.js";
 import { fromWire, WireKeyError } from "../codec/wire.js";
 import { type ContentBlock, contentBlockSchema, MAX_BLOCKS } from "../events/content.js";
-import { newId } from "../events/ids.js";
+import { derivedId, newId } from "../events/ids.js";
 import { fingerprintOf } from "../commands/controls-protocol.js";
 import type { ControlResult } from "../commands/controls-client.js";
 import type { GatewayErrorName } from "./envelope.js";
@@ -65,10 +64,7 @@ export function idempotencyKey(header: string | string[] | undefined): { readonl
  */
 export function controlCommandId(sessionId: string, route: "input" | "interrupt", key: string | undefined): string {
   if (key === undefined) return newId();
-  const h = createHash("sha256").update(`${sessionId}\n${route}\n${key}`).digest("hex");
-  // A version-8 (custom) UUID: the digest with the version and variant bits set.
-  const variant = ((parseInt(h[16]!, 16) & 0x3) | 0x8).toString(16);
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-8${h.slice(13, 16)}-${variant}${h.slice(17, 20)}-${h.slice(20, 32)}`;
+  return derivedId(sessionId, route, key);
 }
 
 /** What the gateway answers for a control that did not succeed. */
