@@ -118,6 +118,57 @@ describe("bounded resources", () => {
     expect(Date.now() - started).toBeLessThan(5000);
   });
 
+  it("cuts a body the route answered without reading, in every way a request can be answered early", async () => {
+    // A connection must not outlive its body's timeout because the route answered before
+    // reading the body: the body still trickles in, and Node drains it for keep-alive.
+    const host = new URL(gw.url).host;
+    const cases: Record<string, string> = {
+      "GET with a body": "GET /v1/capabilities HTTP/1.1",
+      "a route that answers 404": "POST /v1/nowhere HTTP/1.1",
+      "a route that answers 405": "POST /v1/sessions HTTP/1.1",
+      "a malformed session id": "POST /v1/sessions/zzz/gates/yyy HTTP/1.1",
+      "a body that is not JSON (415)": `POST /v1/sessions/${sid}/gates/${newId()} HTTP/1.1`,
+      "a session never seen (404)": `POST /v1/sessions/${newId()}/gates/${newId()} HTTP/1.1`,
+      "a declared length over the cap": `POST /v1/sessions/${sid}/gates/${newId()} HTTP/1.1`,
+    };
+    const framings = ["Content-Length: 100000", "Transfer-Encoding: chunked"];
+    const runs = Object.entries(cases).flatMap(([name, line]) =>
+      framings.map(async (framing) => {
+        const s = await openSocket(gw.url);
+        const reply = untilClosed(s);
+        const type = name.includes("415") ? "text/plain" : "application/json";
+        const length = name.includes("over the cap") ? "Content-Length: 2000000" : framing;
+        s.write(`${line}\r\nHost: ${host}\r\nContent-Type: ${type}\r\n${length}\r\n\r\n`);
+        const chunk = length.startsWith("Transfer") ? "1\r\n \r\n" : " ";
+        const drip = setInterval(() => s.writable && s.write(chunk), 100);
+        const started = Date.now();
+        const cut = await Promise.race([reply.then(() => Date.now() - started), new Promise<"open">((r) => setTimeout(() => r("open"), 4000))]);
+        clearInterval(drip);
+        s.destroy();
+        return { name, framing: length, cut: cut === "open" ? "still open after 4 s" : "cut" };
+      }),
+    );
+    for (const r of await Promise.all(runs)) expect(r).toEqual({ ...r, cut: "cut" });
+  });
+
+  it("cuts headers that trickle in within headersTimeoutMs", async () => {
+    const slow = await startGateway(bus, { listen: "127.0.0.1:0", headersTimeoutMs: 500 });
+    try {
+      const s = await openSocket(slow.url);
+      const reply = untilClosed(s);
+      s.write(`GET /v1/capabilities HTTP/1.1\r\nHost: ${new URL(slow.url).host}\r\n`);
+      const drip = setInterval(() => s.writable && s.write("X-A: b\r\n"), 100);
+      const started = Date.now();
+      const cut = await Promise.race([reply.then(() => Date.now() - started), new Promise<"open">((r) => setTimeout(() => r("open"), 4000))]);
+      clearInterval(drip);
+      s.destroy();
+      expect(cut).not.toBe("open");
+      expect(cut as number).toBeLessThan(2000);
+    } finally {
+      await slow.close();
+    }
+  });
+
   it("holds the connection cap per client address: one more is 503 and closed, a freed slot is reusable", async () => {
     // A gateway of its own: no keep-alive sockets of other tests count.
     const capped = await startGateway(bus, { listen: "127.0.0.1:0", maxConnectionsPerClient: 4 });
