@@ -14,7 +14,7 @@ import { commandIdFor, decodeGateRequest, findGate, sendAnswer, toAnswer } from 
 import { journalPageJson, readJournalPage } from "./journal-page.js";
 import { type GatewayOptions, type GatewaySettings, parseGatewayOptions } from "./options.js";
 import { fromSeqParam, INVALID, lastEventIdParam, limitParam, pathId, skipParam } from "./params.js";
-import { readBody } from "./body.js";
+import { cutUnreadBody, readBody } from "./body.js";
 import { route, type RouteName } from "./routes.js";
 import { sendAsset } from "./web-assets.js";
 import { journalSessions, readSessionStatus, sessionListJson, sortSessions, statusJson } from "./session-status.js";
@@ -49,6 +49,7 @@ export function createGatewayHandler(bus: Jetloop, options: GatewayOptions = {})
   const streams: SharedStreams = { open: new Set(), perClient: new Map(), counters: { open: 0, previewsDropped: 0, slowDisconnects: 0 }, frames: new FrameCache() };
   const health = new NatsHealth(bus);
   const handler = (req: IncomingMessage, res: ServerResponse): void => {
+    res.once("finish", () => cutUnreadBody(req, settings.bodyTimeoutMs));
     void handle(req, res).catch((e: unknown) => {
       bus.log.error({ err: e }, "gateway: request failed");
       if (!res.headersSent) res.writeHead(500).end();
