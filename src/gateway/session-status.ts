@@ -170,9 +170,28 @@ export interface SessionListPage {
   readonly limit: number;
 }
 
-/** Order: last activity descending, then session id ascending (reference §5). */
+/**
+ * A timestamp in Go's form (`goTimestamp`) as [epoch seconds, nanoseconds], comparable
+ * across offsets and fraction lengths; none is before every time.
+ */
+function instant(t: string | undefined): readonly [number, number] {
+  if (t === undefined) return [-Infinity, 0];
+  const dot = t[19] === "." ? 20 : -1;
+  const zoneAt = t.search(/(?:Z|[+-]\d\d:\d\d)$/);
+  const nanos = dot < 0 ? 0 : Number(t.slice(dot, zoneAt).padEnd(9, "0"));
+  return [Date.parse(`${t.slice(0, 19)}${t.slice(zoneAt)}`) / 1000, nanos];
+}
+
+const byCodePoint = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
+/** Order: last activity descending (as instants, as Go's time.Time sorts), then session id ascending (reference §5). */
 export function sortSessions(list: SessionStatus[]): SessionStatus[] {
-  return list.sort((a, b) => (b.updatedAt ?? "").localeCompare(a.updatedAt ?? "") || a.sessionId.localeCompare(b.sessionId));
+  const keys = new Map(list.map((s) => [s, instant(s.updatedAt)] as const));
+  return list.sort((a, b) => {
+    const [as, an] = keys.get(a)!;
+    const [bs, bn] = keys.get(b)!;
+    return bs - as || bn - an || byCodePoint(a.sessionId, b.sessionId);
+  });
 }
 
 export function sessionListJson(page: SessionListPage): string {
