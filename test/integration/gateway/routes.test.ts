@@ -136,6 +136,23 @@ describe("status and list", () => {
   });
 });
 
+describe("a session whose last turn is an internal event", () => {
+  it("is 500 on its status (as Go's reader refuses to rebuild it) but listed, as Go's list never reads last_turn", async () => {
+    const sid = newId();
+    const loopId = newId();
+    const turnId = newId();
+    await bus.publish(createEvent("SessionStarted", { sessionId: sid, createdAt: "2026-11-29T11:00:00Z" }));
+    await bus.publish(createEvent("TurnStarted", { sessionId: sid, loopId, turnId, createdAt: "2026-11-29T11:00:01Z" }));
+    await bus.publish(createEvent("TurnDone", { sessionId: sid, loopId, turnId, visibility: "internal" }));
+    const st = await request(`${gw.url}/v1/sessions/${sid}/status`);
+    expect([st.status, code(st.body)]).toEqual([500, "internal"]);
+    const list = await request(`${gw.url}/v1/sessions?limit=1000`);
+    expect(list.status).toBe(200);
+    const mine = (JSON.parse(list.body) as { sessions: { session_id: string; state: string }[] }).sessions.filter((s) => s.session_id === sid);
+    expect(mine).toEqual([{ session_id: sid, state: "idle", created_at: "2026-11-29T11:00:00Z", last_active_at: "2026-11-29T11:00:01Z" }]);
+  });
+});
+
 describe("auth, body cap, bind", () => {
   it("requires the bearer token on every route, unknown paths included", async () => {
     const secured = await startGateway(bus, { listen: "127.0.0.1:0", token: "s3cret" });
