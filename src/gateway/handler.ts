@@ -17,7 +17,7 @@ import { fromSeqParam, INVALID, lastEventIdParam, limitParam, pathId, skipParam 
 import { cutUnreadBody, readBody } from "./body.js";
 import { route, type RouteName } from "./routes.js";
 import { sendAsset } from "./web-assets.js";
-import { journalSessions, readSessionStatus, sessionListJson, sortSessions, statusJson } from "./session-status.js";
+import { journalSessions, readSessionStatus, servableStatus, sessionListJson, sortSessions, statusJson } from "./session-status.js";
 import { FrameCache } from "./sse-frames.js";
 import { serveEvents, type SharedStreams } from "./sse-stream.js";
 
@@ -152,7 +152,7 @@ async function status(ctx: Context, res: ServerResponse, raw: string): Promise<v
   try {
     const s = await readSessionStatus(ctx.bus, sid);
     if (s === undefined) return sendError(res, "session_not_found");
-    sendJson(res, 200, statusJson(s));
+    sendJson(res, 200, statusJson(servableStatus(s)));
   } catch (e) {
     sendError(res, ctx.health.failure(e, "status_failed", { sessionId: sid }, "could not read session status"));
   }

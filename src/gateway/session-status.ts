@@ -14,6 +14,8 @@ export type SessionState = "running" | "waiting_on_gate" | "idle" | "failed" | "
 interface Summary {
   readonly journalSeq: number;
   readonly json: string;
+  /** An internal event: the status route cannot serve it (`servableStatus`). */
+  readonly internal: boolean;
 }
 
 export interface SessionStatus {
@@ -47,8 +49,8 @@ export class StatusFold {
   lastJournalSeq = 0;
   activeTurnId: string | undefined;
   waitingGateId: string | undefined;
-  lastTurn: (Summary & { readonly internal: boolean }) | undefined;
-  lastStep: (Summary & { readonly internal: boolean }) | undefined;
+  lastTurn: Summary | undefined;
+  lastStep: Summary | undefined;
   createdAt: string | undefined;
   /** Go stamps its clock on TurnStarted, StepDone and RestoreDone; here, that event's `created_at`. */
   lastActiveAt: string | undefined;
@@ -115,6 +117,15 @@ export class InternalSummaryError extends Error {
   override readonly name = "InternalSummaryError";
 }
 
+/**
+ * The status route's view: a summary of an internal event cannot be served (Go's reader
+ * refuses to rebuild it, 500). The list serves no summary, so it does not check.
+ */
+export function servableStatus(s: SessionStatus): SessionStatus {
+  if (s.lastTurn?.internal || s.lastStep?.internal) throw new InternalSummaryError(`session ${s.sessionId}: an internal event is its last turn or step`);
+  return s;
+}
+
 /** Folds one session's journal, internal events included; undefined when the journal has none. */
 export async function readSessionStatus(bus: Jetloop, sessionId: string): Promise<SessionStatus | undefined> {
   const fold = new StatusFold();
@@ -124,7 +135,6 @@ export async function readSessionStatus(bus: Jetloop, sessionId: string): Promis
     fold.apply(d.journalSeq, d.event);
   }
   if (!any) return undefined;
-  if (fold.lastTurn?.internal || fold.lastStep?.internal) throw new InternalSummaryError(`session ${sessionId}: an internal event is its last turn or step`);
   return {
     sessionId,
     state: fold.state,
