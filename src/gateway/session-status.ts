@@ -6,7 +6,7 @@
 import type { Jetloop } from "../bus.js";
 import { goJson } from "../codec/wire.js";
 import type { JetloopEvent } from "../events/catalogue.js";
-import { parseEventSubject, streamSubjects } from "../subjects/subjects.js";
+import { parseEventSubject, streamSubjects, SubjectError } from "../subjects/subjects.js";
 import { eventJson } from "./journal-page.js";
 
 export type SessionState = "running" | "waiting_on_gate" | "idle" | "failed" | "interrupted" | "stopped";
@@ -165,12 +165,29 @@ export function statusJson(s: SessionStatus): string {
   return `{${parts.join(",")}}`;
 }
 
-/** The sessions that have journal messages, from the stream's per-subject counts. */
+/** The session an event subject belongs to; undefined for a subject jetloop never writes. */
+function subjectSession(ns: string, subject: string): string | undefined {
+  try {
+    return parseEventSubject(ns, subject).sessionId;
+  } catch (e) {
+    if (e instanceof SubjectError) return undefined;
+    throw e;
+  }
+}
+
+/**
+ * The sessions that have journal messages, from the stream's per-subject counts. A
+ * subject that is no event subject (anyone who may publish on the journal can store one)
+ * names no session: it is not listed, and the sessions are.
+ */
 export async function journalSessions(bus: Jetloop): Promise<string[]> {
   const jsm = await bus.jetstreamManager();
   const info = await jsm.streams.info(bus.stream, { subjects_filter: streamSubjects(bus.namespace)[0]! });
   const sessions = new Set<string>();
-  for (const subject of Object.keys(info.state.subjects ?? {})) sessions.add(parseEventSubject(bus.namespace, subject).sessionId);
+  for (const subject of Object.keys(info.state.subjects ?? {})) {
+    const sid = subjectSession(bus.namespace, subject);
+    if (sid !== undefined) sessions.add(sid);
+  }
   return [...sessions];
 }
 
