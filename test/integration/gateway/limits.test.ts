@@ -208,6 +208,25 @@ describe("bounded resources", () => {
   });
 });
 
+describe("a Last-Event-ID the journal never reached", () => {
+  it("is 400, not a stream that skips every event up to it (a journal recreated since the client's last id)", async () => {
+    const jsm = await bus.jetstreamManager();
+    const last = (await jsm.streams.info(bus.stream)).state.last_seq;
+    for (const v of [last + 1, last + 1000, 9007199254740990]) {
+      // A 200 would be a stream that never ends: give up on it after a while.
+      const signal = AbortSignal.timeout(3000);
+      const header = await request(`${gw.url}/v1/sessions/${sid}/events`, { headers: { "Last-Event-ID": String(v) }, signal });
+      const query = await request(`${gw.url}/v1/sessions/${sid}/events?last_event_id=${v}`, { signal });
+      for (const r of [header, query]) expect([v, r.status, errorOf(r.body).code]).toEqual([v, 400, "invalid_parameter"]);
+    }
+    // The last sequence itself resumes: the next event arrives.
+    const s = await SseReader.open(`${gw.url}/v1/sessions/${sid}/events`, { "Last-Event-ID": String(last) });
+    await bus.publish(createEvent("SessionStopped", { sessionId: sid }));
+    await s.until((t) => t.includes('"type":"SessionStopped"'));
+    s.close();
+  });
+});
+
 describe("a namespace never provisioned", () => {
   it("answers 503 not_provisioned, whose message says to run jetloop provision", async () => {
     const bare = await connect({ servers: natsServers(), namespace: uniqueNamespace("gn") });
