@@ -33,3 +33,18 @@ export async function readBody(req: IncomingMessage, maxBytes: number, timeoutMs
     req.on("data", onData).on("end", onEnd).on("error", onError).on("aborted", onError);
   });
 }
+
+/**
+ * A body the route answered without reading (an early error, a GET with a body) still
+ * arrives, and Node drains it to keep the connection alive: it gets `timeoutMs` from the
+ * answer to finish, else the connection is closed. Without this a trickle holds the
+ * connection forever.
+ */
+export function cutUnreadBody(req: IncomingMessage, timeoutMs: number): void {
+  if (req.complete) return;
+  const timer = setTimeout(() => {
+    if (!req.complete) req.socket.destroy();
+  }, timeoutMs);
+  const clear = () => clearTimeout(timer);
+  req.once("end", clear).once("close", clear);
+}

@@ -15,10 +15,10 @@ import { commandIdFor, decodeGateRequest, findGate, sendAnswer, toAnswer } from 
 import { journalPageJson, readJournalPage } from "./journal-page.js";
 import { type GatewayOptions, type GatewaySettings, parseGatewayOptions } from "./options.js";
 import { fromSeqParam, INVALID, lastEventIdParam, limitParam, pathId, skipParam } from "./params.js";
-import { readBody } from "./body.js";
+import { cutUnreadBody, readBody } from "./body.js";
 import { route, type RouteName } from "./routes.js";
 import { sendAsset } from "./web-assets.js";
-import { journalSessions, readSessionStatus, sessionListJson, sortSessions, statusJson } from "./session-status.js";
+import { journalSessions, readSessionStatus, servableStatus, sessionListJson, sortSessions, statusJson } from "./session-status.js";
 import { FrameCache } from "./sse-frames.js";
 import { serveEvents, type SharedStreams } from "./sse-stream.js";
 
@@ -54,6 +54,7 @@ export function createGatewayHandler(bus: Jetloop, options: GatewayOptions = {})
   const streams: SharedStreams = { open: new Set(), perClient: new Map(), counters: { open: 0, previewsDropped: 0, slowDisconnects: 0 }, frames: new FrameCache() };
   const health = new NatsHealth(bus);
   const handler = (req: IncomingMessage, res: ServerResponse): void => {
+    res.once("finish", () => cutUnreadBody(req, settings.bodyTimeoutMs));
     void handle(req, res).catch((e: unknown) => {
       bus.log.error({ err: e }, "gateway: request failed");
       if (!res.headersSent) res.writeHead(500).end();
@@ -116,16 +117,24 @@ function visibleSession(ctx: Context, res: ServerResponse, raw: string): string 
   return sid;
 }
 
-async function sessionExists(bus: Jetloop, sid: string): Promise<boolean> {
+/** Whether the session has journal messages, and the stream's last sequence. */
+async function journalState(bus: Jetloop, sid: string): Promise<{ exists: boolean; lastSeq: number }> {
   const jsm = await bus.jetstreamManager();
   const info = await jsm.streams.info(bus.stream, { subjects_filter: `${bus.namespace}.journal.${sid}.>` });
-  return Object.keys(info.state.subjects ?? {}).length > 0;
+  return { exists: Object.keys(info.state.subjects ?? {}).length > 0, lastSeq: info.state.last_seq };
 }
 
-/** 404 when the session has no journal; the outage or 500 when that cannot be read. */
-async function checkSession(ctx: Context, sid: string, fallback: GatewayErrorName): Promise<GatewayErrorName | undefined> {
+/**
+ * 404 when the session has no journal; the outage or 500 when that cannot be read. A
+ * resume point past the journal's last sequence is 400: the client's id is from another
+ * journal (the stream was recreated since), and resuming after it would skip every event
+ * up to it.
+ */
+async function checkSession(ctx: Context, sid: string, fallback: GatewayErrorName, resumeAfter?: number): Promise<GatewayErrorName | undefined> {
   try {
-    return (await sessionExists(ctx.bus, sid)) ? undefined : "session_not_found";
+    const j = await journalState(ctx.bus, sid);
+    if (!j.exists) return "session_not_found";
+    return resumeAfter !== undefined && resumeAfter > j.lastSeq ? "invalid_query" : undefined;
   } catch (e) {
     return ctx.health.failure(e, fallback, { sessionId: sid }, "could not check session");
   }
@@ -159,7 +168,7 @@ async function status(ctx: Context, res: ServerResponse, raw: string): Promise<v
   try {
     const s = await readSessionStatus(ctx.bus, sid);
     if (s === undefined) return sendError(res, "session_not_found");
-    sendJson(res, 200, statusJson(s));
+    sendJson(res, 200, statusJson(servableStatus(s)));
   } catch (e) {
     sendError(res, ctx.health.failure(e, "status_failed", { sessionId: sid }, "could not read session status"));
   }
@@ -193,7 +202,7 @@ async function events(ctx: Context, req: IncomingMessage, res: ServerResponse, r
   const loopRaw = q.get("loop");
   const loopId = loopRaw === null ? undefined : pathId(loopRaw);
   if (last === INVALID || (loopRaw !== null && (loopId === undefined || !isCanonicalUuid(loopId)))) return sendError(res, "invalid_query");
-  const missing = await checkSession(ctx, sid, "subscribe_failed");
+  const missing = await checkSession(ctx, sid, "subscribe_failed", last);
   if (missing !== undefined) return sendError(res, missing);
   await serveEvents(ctx.bus, req, res, { sessionId: sid, loopId, lastEventId: last }, ctx.settings, ctx.streams, (e) =>
     ctx.health.failure(e, "subscribe_failed", { sessionId: sid }, "could not subscribe to session events"),

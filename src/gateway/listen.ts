@@ -85,7 +85,15 @@ export async function startGateway(bus: Jetloop, options: ListenOptions): Promis
   // The runtime's server timeouts: slow headers and idle keep-alives are cut. A slow body is
   // cut by the handler (bodyTimeoutMs): Node's requestTimeout also ends long SSE responses
   // whose socket is backed up, so it stays off.
-  const server = createServer({ requestTimeout: 0, headersTimeout: limits.headersTimeoutMs, keepAliveTimeout: 60_000, maxHeaderSize: 1024 * 1024 });
+  // Node checks headersTimeout only every connectionsCheckingInterval (30 s by default), so a
+  // trickle of headers would last that long: check often enough for the bound to hold.
+  const server = createServer({
+    requestTimeout: 0,
+    headersTimeout: limits.headersTimeoutMs,
+    connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(limits.headersTimeoutMs / 4))),
+    keepAliveTimeout: 60_000,
+    maxHeaderSize: 1024 * 1024,
+  });
   const admitted = capConnections(server, limits.maxConnectionsPerClient);
   server.on("request", (req: IncomingMessage, res: ServerResponse) => (admitted(req.socket) ? handler(req, res) : req.socket.destroy()));
   await new Promise<void>((resolve, reject) => {

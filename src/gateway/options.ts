@@ -4,6 +4,12 @@ import { feedModeSchema } from "../subscribe/options.js";
 import type { Authenticate } from "./auth.js";
 import { type BoundarySettings, LOOPBACK_HOSTS, parseBoundaryLists } from "./boundary.js";
 
+/**
+ * A duration in milliseconds, at least `min`. At most 2^31 - 1: Node runs a longer timer
+ * after 1 ms, so a larger value would be read as "at once", not as "very long".
+ */
+const durationMs = (min: number) => z.number().int().min(min).max(2 ** 31 - 1);
+
 const shape = z.strictObject({
   /** Bearer token every request must carry (`Authorization: Bearer …`). Default: none. */
   token: z.string().min(1).optional(),
@@ -12,13 +18,13 @@ const shape = z.strictObject({
   /** Request body cap in bytes; over it is 400 invalid_body. Default 1 MiB. */
   maxBodyBytes: z.number().int().min(1).default(1024 * 1024),
   /** SSE heartbeat (`: ping`) interval. Default 20000 ms, the runtime's. */
-  heartbeatMs: z.number().int().min(10).default(20_000),
+  heartbeatMs: durationMs(10).default(20_000),
   /** Bytes an SSE client may leave unread before its previews are dropped. Default 256 KiB. */
   previewDropBytes: z.number().int().min(0).default(256 * 1024),
   /** Bytes an SSE client may leave unread before the stream waits for it to drain. Default 1 MiB. */
   maxBufferedBytes: z.number().int().min(1).default(1024 * 1024),
   /** How long an SSE client past `maxBufferedBytes` has to drain before it is disconnected. Default 10000 ms. */
-  slowClientMs: z.number().int().min(1).default(10_000),
+  slowClientMs: durationMs(1).default(10_000),
   /**
    * How the SSE streams follow the live feed (the bus option `feed`, per subscription):
    * `namespace`, one core subscription for all the gateway's clients, every event in
@@ -28,7 +34,7 @@ const shape = z.strictObject({
    */
   feed: feedModeSchema.default("namespace"),
   /** How long a gate answer, input or interrupt waits for the loop actor; past it 503 gate_capacity (a gate) or session_timeout. Default 5000 ms. */
-  answerTimeoutMs: z.number().int().min(1).default(5000),
+  answerTimeoutMs: durationMs(1).default(5000),
   /**
    * Host names (or IP literals, IPv6 in brackets) a request's `Host` may name, besides the
    * address it arrived on. Default: the loopback names `localhost`, `127.0.0.1`, `[::1]`.
@@ -41,7 +47,7 @@ const shape = z.strictObject({
    */
   allowedOrigins: z.array(z.string()).default([]),
   /** How long a request body may take to arrive; past it 408 and the connection is closed. Default 10000 ms. */
-  bodyTimeoutMs: z.number().int().min(1).default(10_000),
+  bodyTimeoutMs: durationMs(1).default(10_000),
   /** Open SSE streams per client address; past it 429 too_many_streams (retryable). Default 32. */
   maxStreamsPerClient: z.number().int().min(1).default(32),
 });
@@ -73,7 +79,7 @@ export function parseGatewayOptions(options: GatewayOptions): GatewaySettings {
 
 const serverShape = z.strictObject({
   /** Time to receive the request headers; past it the connection is closed. Default 5000 ms, the runtime's ReadHeaderTimeout. */
-  headersTimeoutMs: z.number().int().min(1).default(5000),
+  headersTimeoutMs: durationMs(1).default(5000),
   /** Open connections per client address; past it the new connection is answered 503 and closed. Default 128. */
   maxConnectionsPerClient: z.number().int().min(1).default(128),
 });

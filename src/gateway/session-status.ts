@@ -6,7 +6,7 @@
 import type { Jetloop } from "../bus.js";
 import { goJson } from "../codec/wire.js";
 import type { JetloopEvent } from "../events/catalogue.js";
-import { parseEventSubject, streamSubjects } from "../subjects/subjects.js";
+import { parseEventSubject, streamSubjects, SubjectError } from "../subjects/subjects.js";
 import { eventJson } from "./journal-page.js";
 
 export type SessionState = "running" | "waiting_on_gate" | "idle" | "failed" | "interrupted" | "stopped";
@@ -14,6 +14,8 @@ export type SessionState = "running" | "waiting_on_gate" | "idle" | "failed" | "
 interface Summary {
   readonly journalSeq: number;
   readonly json: string;
+  /** An internal event: the status route cannot serve it (`servableStatus`). */
+  readonly internal: boolean;
 }
 
 export interface SessionStatus {
@@ -47,8 +49,8 @@ export class StatusFold {
   lastJournalSeq = 0;
   activeTurnId: string | undefined;
   waitingGateId: string | undefined;
-  lastTurn: (Summary & { readonly internal: boolean }) | undefined;
-  lastStep: (Summary & { readonly internal: boolean }) | undefined;
+  lastTurn: Summary | undefined;
+  lastStep: Summary | undefined;
   createdAt: string | undefined;
   /** Go stamps its clock on TurnStarted, StepDone and RestoreDone; here, that event's `created_at`. */
   lastActiveAt: string | undefined;
@@ -115,6 +117,15 @@ export class InternalSummaryError extends Error {
   override readonly name = "InternalSummaryError";
 }
 
+/**
+ * The status route's view: a summary of an internal event cannot be served (Go's reader
+ * refuses to rebuild it, 500). The list serves no summary, so it does not check.
+ */
+export function servableStatus(s: SessionStatus): SessionStatus {
+  if (s.lastTurn?.internal || s.lastStep?.internal) throw new InternalSummaryError(`session ${s.sessionId}: an internal event is its last turn or step`);
+  return s;
+}
+
 /** Folds one session's journal, internal events included; undefined when the journal has none. */
 export async function readSessionStatus(bus: Jetloop, sessionId: string): Promise<SessionStatus | undefined> {
   const fold = new StatusFold();
@@ -124,7 +135,6 @@ export async function readSessionStatus(bus: Jetloop, sessionId: string): Promis
     fold.apply(d.journalSeq, d.event);
   }
   if (!any) return undefined;
-  if (fold.lastTurn?.internal || fold.lastStep?.internal) throw new InternalSummaryError(`session ${sessionId}: an internal event is its last turn or step`);
   return {
     sessionId,
     state: fold.state,
@@ -155,12 +165,29 @@ export function statusJson(s: SessionStatus): string {
   return `{${parts.join(",")}}`;
 }
 
-/** The sessions that have journal messages, from the stream's per-subject counts. */
+/** The session an event subject belongs to; undefined for a subject jetloop never writes. */
+function subjectSession(ns: string, subject: string): string | undefined {
+  try {
+    return parseEventSubject(ns, subject).sessionId;
+  } catch (e) {
+    if (e instanceof SubjectError) return undefined;
+    throw e;
+  }
+}
+
+/**
+ * The sessions that have journal messages, from the stream's per-subject counts. A
+ * subject that is no event subject (anyone who may publish on the journal can store one)
+ * names no session: it is not listed, and the sessions are.
+ */
 export async function journalSessions(bus: Jetloop): Promise<string[]> {
   const jsm = await bus.jetstreamManager();
   const info = await jsm.streams.info(bus.stream, { subjects_filter: streamSubjects(bus.namespace)[0]! });
   const sessions = new Set<string>();
-  for (const subject of Object.keys(info.state.subjects ?? {})) sessions.add(parseEventSubject(bus.namespace, subject).sessionId);
+  for (const subject of Object.keys(info.state.subjects ?? {})) {
+    const sid = subjectSession(bus.namespace, subject);
+    if (sid !== undefined) sessions.add(sid);
+  }
   return [...sessions];
 }
 
@@ -170,9 +197,28 @@ export interface SessionListPage {
   readonly limit: number;
 }
 
-/** Order: last activity descending, then session id ascending (reference §5). */
+/**
+ * A timestamp in Go's form (`goTimestamp`) as [epoch seconds, nanoseconds], comparable
+ * across offsets and fraction lengths; none is before every time.
+ */
+function instant(t: string | undefined): readonly [number, number] {
+  if (t === undefined) return [-Infinity, 0];
+  const dot = t[19] === "." ? 20 : -1;
+  const zoneAt = t.search(/(?:Z|[+-]\d\d:\d\d)$/);
+  const nanos = dot < 0 ? 0 : Number(t.slice(dot, zoneAt).padEnd(9, "0"));
+  return [Date.parse(`${t.slice(0, 19)}${t.slice(zoneAt)}`) / 1000, nanos];
+}
+
+const byCodePoint = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
+/** Order: last activity descending (as instants, as Go's time.Time sorts), then session id ascending (reference §5). */
 export function sortSessions(list: SessionStatus[]): SessionStatus[] {
-  return list.sort((a, b) => (b.updatedAt ?? "").localeCompare(a.updatedAt ?? "") || a.sessionId.localeCompare(b.sessionId));
+  const keys = new Map(list.map((s) => [s, instant(s.updatedAt)] as const));
+  return list.sort((a, b) => {
+    const [as, an] = keys.get(a)!;
+    const [bs, bn] = keys.get(b)!;
+    return bs - as || bn - an || byCodePoint(a.sessionId, b.sessionId);
+  });
 }
 
 export function sessionListJson(page: SessionListPage): string {

@@ -7,6 +7,8 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { checkRequest, isJsonContentType, LOOPBACK_HOSTS, parseBoundaryLists, parseOrigin } from "../../src/gateway/boundary.js";
 import { lastEventIdParam, MAX_JOURNAL_SEQ } from "../../src/gateway/params.js";
+import { parseGatewayOptions, parseServerOptions } from "../../src/gateway/options.js";
+import { OptionsError } from "../../src/errors.js";
 
 const BOUND = "10.9.8.7";
 const lists = parseBoundaryLists([...LOOPBACK_HOSTS, "gw.example"], ["https://app.example", "http://127.0.0.1:3000"]);
@@ -150,5 +152,23 @@ describe("journal sequence parameters (Last-Event-ID and from_journal_seq, one r
     for (const raw of ["9007199254740991", "9007199254740992", "1e3", "0x10", "+1", " 1", "1 ", "1.0", "١"]) expect(typeof lastEventIdParam(raw)).toBe("symbol");
     expect(lastEventIdParam(String(MAX_JOURNAL_SEQ))).toBe(MAX_JOURNAL_SEQ);
     expect(lastEventIdParam("007")).toBe(7);
+  });
+});
+
+describe("time options", () => {
+  // Node runs a timer longer than 2^31 - 1 ms after 1 ms: such a value would be read as
+  // "at once" (every body timed out, a ping per millisecond), so it is refused.
+  const TIMER_MAX = 2 ** 31 - 1;
+  const handlerMs = ["heartbeatMs", "slowClientMs", "answerTimeoutMs", "bodyTimeoutMs"] as const;
+  it("refuses every duration a Node timer cannot hold, and admits the longest it can", () => {
+    fc.assert(
+      fc.property(fc.constantFrom(...handlerMs, "headersTimeoutMs" as const), fc.integer({ min: TIMER_MAX + 1, max: Number.MAX_SAFE_INTEGER }), (name, ms) => {
+        const parse = name === "headersTimeoutMs" ? () => parseServerOptions({ [name]: ms }) : () => parseGatewayOptions({ [name]: ms });
+        expect(parse).toThrow(OptionsError);
+        expect(parse).toThrow(name);
+      }),
+    );
+    for (const name of handlerMs) expect(parseGatewayOptions({ [name]: TIMER_MAX })[name]).toBe(TIMER_MAX);
+    expect(parseServerOptions({ headersTimeoutMs: TIMER_MAX }).headersTimeoutMs).toBe(TIMER_MAX);
   });
 });

@@ -6,7 +6,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { unmarshalEvent, type JetloopEvent } from "../../src/index.js";
-import { StatusFold } from "../../src/gateway/session-status.js";
+import { sortSessions, StatusFold } from "../../src/gateway/session-status.js";
 import { readJsonl, type GoWritten } from "../conformance/go-oracle.js";
 
 const S = "6f1c2a3b-4d5e-4f60-8a7b-000000000101";
@@ -134,5 +134,52 @@ describe("session status as the Go catalog folds it", () => {
     expect([f.state, f.waitingGateId, f.lastJournalSeq]).toEqual(["waiting_on_gate", opened.type === "GateOpened" ? opened.gate?.id : "", 2]);
     const g = fold(numbered([started, opened, foreign, resolved]));
     expect([g.state, g.waitingGateId, g.lastJournalSeq]).toEqual(["running", undefined, 4]);
+  });
+});
+
+describe("the session list's order", () => {
+  // Go sorts by time.Time: the instant, whatever offset and fraction length each was
+  // written with. The Go-written data itself mixes them (Z and -04:30, no fraction to nine digits).
+  const ns = 1_000_000_000n;
+  /** An instant (ns since the epoch) as Go's RFC3339Nano writes it at `offsetMin`. */
+  function goTime(instant: bigint, offsetMin: number): string {
+    const local = instant + BigInt(offsetMin) * 60n * ns;
+    const secs = local / ns;
+    const frac = (local % ns).toString().padStart(9, "0").replace(/0+$/, "");
+    const base = new Date(Number(secs) * 1000).toISOString().slice(0, 19);
+    const sign = offsetMin < 0 ? "-" : "+";
+    const a = Math.abs(offsetMin);
+    const zone = offsetMin === 0 ? "Z" : `${sign}${String(Math.floor(a / 60)).padStart(2, "0")}:${String(a % 60).padStart(2, "0")}`;
+    return `${base}${frac === "" ? "" : `.${frac}`}${zone}`;
+  }
+  const base = 1_795_947_330n * ns;
+  const entry = fc.record({
+    id: fc.uuid(),
+    // Instants close together (the same second, the same millisecond) and hours apart.
+    at: fc.oneof(fc.bigInt({ min: 0n, max: 3n * ns }), fc.bigInt({ min: 0n, max: 48n * 3600n * ns }), fc.constantFrom(0n, 500_000_000n, 123_000_000n, 123_456_789n)),
+    offset: fc.constantFrom(0, -270, 330, 60, -720, 840),
+    present: fc.boolean(),
+  });
+
+  it("is last activity descending by instant, then session id ascending, for every offset and fraction length", () => {
+    fc.assert(
+      fc.property(fc.array(entry, { minLength: 2, maxLength: 8 }), (entries) => {
+        const list = entries.map((x) => ({
+          sessionId: x.id,
+          updatedAt: x.present ? goTime(base + x.at, x.offset) : undefined,
+          state: undefined,
+          lastJournalSeq: 0,
+          activeTurnId: undefined,
+          waitingGateId: undefined,
+          lastTurn: undefined,
+          lastStep: undefined,
+          createdAt: undefined,
+          instant: x.present ? base + x.at : -1n,
+        }));
+        const expected = [...list].sort((a, b) => (a.instant === b.instant ? (a.sessionId < b.sessionId ? -1 : a.sessionId > b.sessionId ? 1 : 0) : a.instant > b.instant ? -1 : 1));
+        expect(sortSessions([...list]).map((s) => [s.sessionId, s.updatedAt])).toEqual(expected.map((s) => [s.sessionId, s.updatedAt]));
+      }),
+      { numRuns: 500 },
+    );
   });
 });

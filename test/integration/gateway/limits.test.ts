@@ -118,6 +118,57 @@ describe("bounded resources", () => {
     expect(Date.now() - started).toBeLessThan(5000);
   });
 
+  it("cuts a body the route answered without reading, in every way a request can be answered early", async () => {
+    // A connection must not outlive its body's timeout because the route answered before
+    // reading the body: the body still trickles in, and Node drains it for keep-alive.
+    const host = new URL(gw.url).host;
+    const cases: Record<string, string> = {
+      "GET with a body": "GET /v1/capabilities HTTP/1.1",
+      "a route that answers 404": "POST /v1/nowhere HTTP/1.1",
+      "a route that answers 405": "POST /v1/sessions HTTP/1.1",
+      "a malformed session id": "POST /v1/sessions/zzz/gates/yyy HTTP/1.1",
+      "a body that is not JSON (415)": `POST /v1/sessions/${sid}/gates/${newId()} HTTP/1.1`,
+      "a session never seen (404)": `POST /v1/sessions/${newId()}/gates/${newId()} HTTP/1.1`,
+      "a declared length over the cap": `POST /v1/sessions/${sid}/gates/${newId()} HTTP/1.1`,
+    };
+    const framings = ["Content-Length: 100000", "Transfer-Encoding: chunked"];
+    const runs = Object.entries(cases).flatMap(([name, line]) =>
+      framings.map(async (framing) => {
+        const s = await openSocket(gw.url);
+        const reply = untilClosed(s);
+        const type = name.includes("415") ? "text/plain" : "application/json";
+        const length = name.includes("over the cap") ? "Content-Length: 2000000" : framing;
+        s.write(`${line}\r\nHost: ${host}\r\nContent-Type: ${type}\r\n${length}\r\n\r\n`);
+        const chunk = length.startsWith("Transfer") ? "1\r\n \r\n" : " ";
+        const drip = setInterval(() => s.writable && s.write(chunk), 100);
+        const started = Date.now();
+        const cut = await Promise.race([reply.then(() => Date.now() - started), new Promise<"open">((r) => setTimeout(() => r("open"), 4000))]);
+        clearInterval(drip);
+        s.destroy();
+        return { name, framing: length, cut: cut === "open" ? "still open after 4 s" : "cut" };
+      }),
+    );
+    for (const r of await Promise.all(runs)) expect(r).toEqual({ ...r, cut: "cut" });
+  });
+
+  it("cuts headers that trickle in within headersTimeoutMs", async () => {
+    const slow = await startGateway(bus, { listen: "127.0.0.1:0", headersTimeoutMs: 500 });
+    try {
+      const s = await openSocket(slow.url);
+      const reply = untilClosed(s);
+      s.write(`GET /v1/capabilities HTTP/1.1\r\nHost: ${new URL(slow.url).host}\r\n`);
+      const drip = setInterval(() => s.writable && s.write("X-A: b\r\n"), 100);
+      const started = Date.now();
+      const cut = await Promise.race([reply.then(() => Date.now() - started), new Promise<"open">((r) => setTimeout(() => r("open"), 4000))]);
+      clearInterval(drip);
+      s.destroy();
+      expect(cut).not.toBe("open");
+      expect(cut as number).toBeLessThan(2000);
+    } finally {
+      await slow.close();
+    }
+  });
+
   it("holds the connection cap per client address: one more is 503 and closed, a freed slot is reusable", async () => {
     // A gateway of its own: no keep-alive sockets of other tests count.
     const capped = await startGateway(bus, { listen: "127.0.0.1:0", maxConnectionsPerClient: 4 });
@@ -154,6 +205,25 @@ describe("bounded resources", () => {
     }
     const edge = await request(`${gw.url}/v1/sessions/${sid}/journal?from_journal_seq=9007199254740990`);
     expect(JSON.parse(edge.body)).toEqual({ events: [], next_journal_seq: 0, done: true });
+  });
+});
+
+describe("a Last-Event-ID the journal never reached", () => {
+  it("is 400, not a stream that skips every event up to it (a journal recreated since the client's last id)", async () => {
+    const jsm = await bus.jetstreamManager();
+    const last = (await jsm.streams.info(bus.stream)).state.last_seq;
+    for (const v of [last + 1, last + 1000, 9007199254740990]) {
+      // A 200 would be a stream that never ends: give up on it after a while.
+      const signal = AbortSignal.timeout(3000);
+      const header = await request(`${gw.url}/v1/sessions/${sid}/events`, { headers: { "Last-Event-ID": String(v) }, signal });
+      const query = await request(`${gw.url}/v1/sessions/${sid}/events?last_event_id=${v}`, { signal });
+      for (const r of [header, query]) expect([v, r.status, errorOf(r.body).code]).toEqual([v, 400, "invalid_parameter"]);
+    }
+    // The last sequence itself resumes: the next event arrives.
+    const s = await SseReader.open(`${gw.url}/v1/sessions/${sid}/events`, { "Last-Event-ID": String(last) });
+    await bus.publish(createEvent("SessionStopped", { sessionId: sid }));
+    await s.until((t) => t.includes('"type":"SessionStopped"'));
+    s.close();
   });
 });
 

@@ -1,5 +1,6 @@
 // The gateway's routes on a real nats-server: status and list, gate answers through the
 // loop's gate server, auth, the body cap and the fail-secure bind.
+import { jetstream } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connect, createEvent, GatewayBindError, type GateServer, type Jetloop, newId, startGateway, type RunningGateway } from "../../../src/index.js";
 import { natsServers, uniqueNamespace } from "../../harness/context.js";
@@ -133,6 +134,45 @@ describe("status and list", () => {
     expect(st).toMatchObject({ state: "failed", updated_at: "2026-11-29T10:00:01Z" });
     expect(st.active_turn_id).toBeDefined();
     expect((st.last_turn as { event: { type: string } }).event.type).toBe("TurnFailed");
+  });
+});
+
+describe("a session whose last turn is an internal event", () => {
+  it("is 500 on its status (as Go's reader refuses to rebuild it) but listed, as Go's list never reads last_turn", async () => {
+    const sid = newId();
+    const loopId = newId();
+    const turnId = newId();
+    await bus.publish(createEvent("SessionStarted", { sessionId: sid, createdAt: "2026-11-29T11:00:00Z" }));
+    await bus.publish(createEvent("TurnStarted", { sessionId: sid, loopId, turnId, createdAt: "2026-11-29T11:00:01Z" }));
+    await bus.publish(createEvent("TurnDone", { sessionId: sid, loopId, turnId, visibility: "internal" }));
+    const st = await request(`${gw.url}/v1/sessions/${sid}/status`);
+    expect([st.status, code(st.body)]).toEqual([500, "internal"]);
+    const list = await request(`${gw.url}/v1/sessions?limit=1000`);
+    expect(list.status).toBe(200);
+    const mine = (JSON.parse(list.body) as { sessions: { session_id: string; state: string }[] }).sessions.filter((s) => s.session_id === sid);
+    expect(mine).toEqual([{ session_id: sid, state: "idle", created_at: "2026-11-29T11:00:00Z", last_active_at: "2026-11-29T11:00:01Z" }]);
+  });
+});
+
+describe("a journal subject that names no session", () => {
+  it("is no session of the list: the others are listed, not a 500 for all", async () => {
+    // Anyone who may publish on the journal can store a message under a subject jetloop
+    // never writes; it belongs to no session.
+    const own = await connect({ servers: natsServers(), namespace: uniqueNamespace("gj") });
+    const ownGw = await startGateway(own, { listen: "127.0.0.1:0" });
+    try {
+      await own.provision();
+      const sid = newId();
+      await own.publish(createEvent("SessionStarted", { sessionId: sid, createdAt: "2026-11-29T12:00:00Z" }));
+      const js = jetstream(own.nc);
+      for (const junk of ["junk", `${sid}`, `${sid}.x.y.z.w`, "not-a-uuid._.session.SessionStarted"]) await js.publish(`${own.namespace}.journal.${junk}`, "x");
+      const list = await request(`${ownGw.url}/v1/sessions`);
+      expect(list.status).toBe(200);
+      expect((JSON.parse(list.body) as { sessions: { session_id: string }[] }).sessions.map((s) => s.session_id)).toEqual([sid]);
+    } finally {
+      await ownGw.close();
+      await own.close();
+    }
   });
 });
 
