@@ -63,9 +63,6 @@ const COMMA = 0x2c;
 const COLON = 0x3a;
 const MINUS = 0x2d;
 
-// A run of string characters needing no look: no quote, backslash or control character.
-// eslint-disable-next-line no-control-regex -- control characters are what it excludes
-const PLAIN = /[^"\\\x00-\x1f]*/y;
 const NUMBER = /-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
 const ESCAPE_CHARS = new Set([0x22, 0x5c, 0x2f, 0x62, 0x66, 0x6e, 0x72, 0x74]);
 const HEX = /^[0-9a-fA-F]{4}$/;
@@ -88,17 +85,24 @@ function skipSpace(text: string, i: number): number {
   return i;
 }
 
+// Whether the last string stringEnd read held an escape: a module variable rather than a
+// result object per string (every key and value goes through it).
+let lastEscaped = false;
+
 /** The end of the string whose opening quote is at `i` (after its closing quote); checks its escapes. */
-function stringEnd(text: string, i: number): { end: number; escaped: boolean } {
+function stringEnd(text: string, i: number): number {
   let escaped = false;
   let j = i + 1;
+  const n = text.length;
   for (;;) {
-    PLAIN.lastIndex = j;
-    PLAIN.exec(text);
-    j = PLAIN.lastIndex;
-    const c = text.charCodeAt(j);
-    if (c === QUOTE) return { end: j + 1, escaped };
-    if (c !== BACKSLASH) malformed(j, j >= text.length ? "unterminated string" : "control character in string");
+    // A run of characters needing no look: no quote, backslash or control character.
+    let c = 0;
+    while (j < n && (c = text.charCodeAt(j)) !== QUOTE && c !== BACKSLASH && c >= 0x20) j++;
+    if (j < n && c === QUOTE) {
+      lastEscaped = escaped;
+      return j + 1;
+    }
+    if (j >= n || c !== BACKSLASH) malformed(j, j >= n ? "unterminated string" : "control character in string");
     escaped = true;
     const e = text.charCodeAt(j + 1);
     if (ESCAPE_CHARS.has(e)) j += 2;
@@ -113,6 +117,22 @@ function stringValue(text: string, start: number, end: number, escaped: boolean)
   const quoted = text.slice(start, end);
   const s = JSON.parse(quoted) as string;
   return SURROGATE_ESCAPE.test(quoted) ? wellFormedText(s) : s;
+}
+
+/** Whether `key` is its own strings.ToLower: ASCII with no upper-case letter. */
+function isOwnLower(key: string): boolean {
+  for (let i = 0; i < key.length; i++) {
+    const c = key.charCodeAt(i);
+    if (c >= 0x80 || (c >= 0x41 && c <= 0x5a)) return false;
+  }
+  return true;
+}
+
+/** The duplicate check's map for the keys read so far, each its own lower case. */
+function keysByLower(out: Record<string, unknown>): Map<string, string> {
+  const seen = new Map<string, string>();
+  for (const k of Object.keys(out)) seen.set(k, k);
+  return seen;
 }
 
 /** Refuses a key equal to an earlier one of its object under strings.ToLower. */
@@ -209,7 +229,7 @@ export function scanJson(text: string, start: number, options: ScanOptions): Sca
         }
         continue;
       }
-      if (c === QUOTE) i = stringEnd(text, i).end;
+      if (c === QUOTE) i = stringEnd(text, i);
       else if (c === MINUS || (c >= 0x30 && c <= 0x39)) {
         const end = numberEnd(text, i);
         if (options.exactNumbers) exactNumber(text.slice(i, end), i);
@@ -242,9 +262,8 @@ export function scanJson(text: string, start: number, options: ScanOptions): Sca
 
   function keyThenColon(t: string, k: number, seen: Map<string, string>): number {
     if (t.charCodeAt(k) !== QUOTE) malformed(k, "expected a key");
-    const s = stringEnd(t, k);
-    checkKey(seen, stringValue(t, k, s.end, s.escaped), k);
-    let j = s.end;
+    let j = stringEnd(t, k);
+    checkKey(seen, stringValue(t, k, j, lastEscaped), k);
     if (j < t.length && isSpace(t.charCodeAt(j))) {
       if (options.compact) out += t.slice(flushed, j);
       j = skipSpace(t, j);
@@ -293,10 +312,10 @@ function readValue(guide: JsonGuide, depth: number): unknown {
     case "quoted":
       if (c === QUOTE) {
         const start = pos;
-        const s = stringEnd(src, pos);
-        if (s.escaped) throw new StrictJsonError("escaped_time", "a time's quoted text holds an escape, which Go's time parser refuses", start);
-        pos = s.end;
-        return src.slice(start + 1, s.end - 1);
+        const end = stringEnd(src, pos);
+        if (lastEscaped) throw new StrictJsonError("escaped_time", "a time's quoted text holds an escape, which Go's time parser refuses", start);
+        pos = end;
+        return src.slice(start + 1, end - 1);
       }
       break;
     case "shape":
@@ -313,9 +332,8 @@ function readGeneric(depth: number): unknown {
   const c = src.charCodeAt(pos);
   const start = pos;
   if (c === QUOTE) {
-    const s = stringEnd(src, pos);
-    pos = s.end;
-    return stringValue(src, start, s.end, s.escaped);
+    pos = stringEnd(src, pos);
+    return stringValue(src, start, pos, lastEscaped);
   }
   if (c === MINUS || (c >= 0x30 && c <= 0x39)) {
     pos = numberEnd(src, pos);
@@ -337,14 +355,21 @@ function readObject(guide: JsonGuide, depth: number): Record<string, unknown> {
     pos++;
     return out;
   }
-  const seen = new Map<string, string>();
+  // Go's duplicate check keys each object by strings.ToLower. While every key read is its
+  // own lower case (snake_case wire names), those keys are `out`'s own keys: no map needed.
+  let seen: Map<string, string> | undefined;
   for (;;) {
     if (src.charCodeAt(pos) !== QUOTE) malformed(pos, "expected a key");
     const at = pos;
-    const s = stringEnd(src, pos);
-    const key = stringValue(src, at, s.end, s.escaped);
-    checkKey(seen, key, at);
-    pos = skipSpace(src, s.end);
+    const end = stringEnd(src, pos);
+    const key = stringValue(src, at, end, lastEscaped);
+    if (seen === undefined && isOwnLower(key)) {
+      if (Object.hasOwn(out, key)) throw new StrictJsonError("duplicate_key", `duplicate key ${JSON.stringify(key)}`, at);
+    } else {
+      seen ??= keysByLower(out);
+      checkKey(seen, key, at);
+    }
+    pos = skipSpace(src, end);
     if (src.charCodeAt(pos) !== COLON) malformed(pos, "expected ':'");
     pos = skipSpace(src, pos + 1);
     const child = guide.member!(key);
@@ -387,9 +412,12 @@ function readArray(element: JsonGuide, depth: number): unknown[] {
 
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
 
+// String.prototype.isWellFormed (ES2024, in Node 20): native, and most texts are well formed.
+const isWellFormed = (s: string): boolean => (s as unknown as { isWellFormed(): boolean }).isWellFormed();
+
 /** `s` with each lone surrogate replaced by U+FFFD, as Go reads and writes it. */
 export function wellFormedText(s: string): string {
-  return s.replace(LONE_SURROGATE, "\ufffd");
+  return isWellFormed(s) ? s : s.replace(LONE_SURROGATE, "\ufffd");
 }
 
 /** JSON text already checked, parsed as Go reads it (lone surrogates as U+FFFD). */

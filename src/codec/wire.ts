@@ -515,7 +515,8 @@ function decodeObject(value: Record<string, unknown>, node: ObjectNode, path: st
   const out: Record<string, unknown> = {};
   for (const key in value) {
     const field = node.byWire.get(key);
-    const at = path ? `${path}.${key}` : key;
+    // The path names an error; a scalar field's own decode never reports one.
+    const at = field !== undefined && (field.node.kind === "value" || field.node.kind === "opaque") ? "" : path ? `${path}.${key}` : key;
     if (field === undefined) {
       // One rule at every depth: a key Go would match to a field by folding its case is
       // refused, never dropped (dropping `viſibility` would read an internal event as public).
@@ -526,7 +527,7 @@ function decodeObject(value: Record<string, unknown>, node: ObjectNode, path: st
     const v = value[key];
     if (v === null || (field.nullable && v instanceof RawJson && v.text === "null")) {
       if (field.nullable) continue;
-      throw new WireKeyError(at, "null");
+      throw new WireKeyError(path ? `${path}.${key}` : key, "null");
     }
     const decoded = decode(v, field.node, at, field);
     if (decoded !== undefined) out[field.camel] = decoded;
@@ -563,10 +564,13 @@ function decode(value: unknown, node: WireNode, path: string, field?: Field): un
     case "array":
       if (!Array.isArray(value)) return value;
       if (value.length === 0 && field && !field.always && !field.keepEmpty) return undefined;
-      return value.map((v, i) => {
-        if (v === null) throw new WireKeyError(`${path}.${i}`, "null");
-        return decode(v, node.element, `${path}.${i}`);
-      });
+      {
+        const scalar = node.element.kind === "value" || node.element.kind === "opaque";
+        return value.map((v, i) => {
+          if (v === null) throw new WireKeyError(`${path}.${i}`, "null");
+          return decode(v, node.element, scalar ? "" : `${path}.${i}`);
+        });
+      }
     case "record": {
       if (!isPlainObject(value)) return value;
       const out: Record<string, unknown> = {};

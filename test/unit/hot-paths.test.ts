@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { headers } from "@nats-io/transport-node";
 import { goLower } from "../../src/codec/go-fold.js";
-import { parseStrictJson, StrictJsonError } from "../../src/codec/strict-json.js";
+import { GENERIC_GUIDE, type JsonGuide, parseStrictJson, scanJson, StrictJsonError, wellFormedText, wellFormedValue } from "../../src/codec/strict-json.js";
 import { FixedHeaders } from "../../src/publish/journal-writer.js";
 import { defaultRegistry, permissionRequestSchema, validateEvent } from "../../src/index.js";
 import { anyEventArb } from "./arbitraries.js";
@@ -177,6 +177,59 @@ describe("strict JSON: the one-pass reader", () => {
         expect(reason(`[{${JSON.stringify(k)}:1},{${JSON.stringify(k.toUpperCase())}:1}]`)).toBe("ok");
       }),
       { numRuns: 300 },
+    );
+  });
+});
+
+describe("strict JSON: the reader's fast paths agree with its general paths", () => {
+  const verdict = (read: () => unknown): unknown => {
+    try {
+      return { ok: read() };
+    } catch (e) {
+      if (e instanceof StrictJsonError) return e.reason;
+      throw e;
+    }
+  };
+  // Keys from letters whose case Go folds or lowers specially, spelled plainly or escaped.
+  const keyUnit = fc.constantFrom("a", "b", "A", "B", "s", "S", "k", "K", "_", "1", "ſ", "\u212a", "İ", "ı", "é", "É");
+  const keyText = fc
+    .tuple(fc.string({ unit: keyUnit, maxLength: 3 }), fc.boolean())
+    .map(([k, escape]) => (escape ? JSON.stringify(k).replace(/[a-zA-Z]/, (c) => `\\u00${c.charCodeAt(0).toString(16)}`) : JSON.stringify(k)));
+  const object = fc.array(fc.tuple(keyText, fc.constantFrom("1", '"x"', "[]", "{}", "null")), { maxLength: 6 }).map((members) => `{${members.map(([k, v]) => `${k}:${v}`).join(",")}}`);
+  // Every member read as a field of the schema: the guided object reader, without a key map while keys are their own lower case.
+  const shape: JsonGuide = { kind: "shape", member: () => GENERIC_GUIDE };
+
+  it("the guided object reader refuses and accepts the keys that the checker's key map does", () => {
+    fc.assert(
+      fc.property(object, (text) => {
+        const general = verdict(() => scanJson(text, 0, { depthBase: 0, exactNumbers: true, compact: false }));
+        const fast = verdict(() => parseStrictJson(text, shape));
+        expect(typeof fast === "string" ? fast : "ok").toBe(typeof general === "string" ? general : "ok");
+        if (typeof fast !== "string") expect((fast as { ok: unknown }).ok).toEqual(wellFormedValue(JSON.parse(text)));
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  // Strings from the characters the string scanner decides on: quotes, backslashes, control
+  // characters, escapes, escaped surrogates (text decoded from UTF-8 has no raw lone one).
+  const stringUnit = fc.constantFrom("a", "é", "\u{1f600}", '"', "\\", "\\\\", '\\"', "\\n", "\\u00e9", "\\ud800", "\\udc00", "\\x", "\\u12", "\n", "\u001f", " ", "/", "\\/");
+  it("reads a string exactly when JSON.parse does, to the same text (lone surrogates as U+FFFD)", () => {
+    fc.assert(
+      fc.property(fc.array(stringUnit, { maxLength: 8 }), fc.boolean(), (units, closed) => {
+        const text = `"${units.join("")}${closed ? '"' : ""}`;
+        let expected: unknown;
+        try {
+          expected = wellFormedText(JSON.parse(text) as string);
+        } catch {
+          expected = "malformed_json";
+        }
+        const got = verdict(() => parseStrictJson(text));
+        expect(typeof got === "string" ? got : (got as { ok: unknown }).ok).toEqual(expected);
+        const asKey = verdict(() => parseStrictJson(`{${text}:1}`, shape));
+        expect(typeof asKey === "string" ? asKey : "ok").toBe(expected === "malformed_json" ? "malformed_json" : "ok");
+      }),
+      { numRuns: 3000 },
     );
   });
 });
