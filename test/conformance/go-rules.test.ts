@@ -16,6 +16,11 @@ type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 const FREE = new Set(["Input", "ProviderState", "metadata", "values", "app_fields"]);
 /** Of those, the json.RawMessage ones: kept as written, escapes and all. */
 const RAW = new Set(["Input", "ProviderState", "metadata"]);
+/**
+ * A gate response's `values` (not a form's `data.values`, which are strings) is a Go
+ * map[string]json.RawMessage: its keys are decoded, each member kept as written.
+ */
+const isRawMember = (path: Path) => path.at(-1) === "values" && path.at(-2) !== "data";
 /** A key whose value is free: one of FREE, or a form field's `default` (a Go interface{}). */
 const isFree = (path: Path, k: string) => FREE.has(k) || (k === "default" && path.at(-2) === "fields");
 const GO_MAX_DEPTH = 10_000;
@@ -51,7 +56,7 @@ function sites(v: Json, path: Path = [], free = false, raw = false): Site[] {
   else if (v !== null && typeof v === "object") {
     for (const [k, x] of Object.entries(v)) {
       out.push({ path: [...path, k], free, raw, key: k, value: x });
-      out.push(...sites(x, [...path, k], free || isFree(path, k), raw || RAW.has(k)).slice(1));
+      out.push(...sites(x, [...path, k], free || isFree(path, k), raw || RAW.has(k) || isRawMember(path)).slice(1));
     }
   }
   return out;
@@ -166,7 +171,7 @@ describe("Go's rules, generated", () => {
         const site = strings[pick % strings.length]!;
         const asKey = site.key !== undefined && (typeof site.value !== "string" || at % 2 === 0);
         // A value's own site is its key's: the value is raw when the key's value is.
-        const inRaw = asKey ? site.raw : site.raw || RAW.has(String(site.path.at(-1)));
+        const inRaw = asKey ? site.raw : site.raw || RAW.has(String(site.path.at(-1))) || isRawMember(site.path.slice(0, -1));
         const s = asKey ? site.key! : (site.value as string);
         fc.pre(s.length > 0);
         const units = JSON.stringify(s).slice(1, -1);
