@@ -232,19 +232,27 @@ processes share the durable until nothing is pending or waiting for an ack and e
 failing event is parked. Then the bug is "fixed": two new processes start and
 \`bus.parked.replay(durable, "all")\` (what \`jetloop parked replay --all\` runs) sends the
 parked events back. "Parked" and "replayed" rows count the failing events; "delivered" is
-what the store held, or what the fixed handlers acknowledged.
+what the store held, or what the fixed handlers acknowledged. Delivery is at least once: a
+replayed entry whose acknowledgement (its removal from the store, then the ack) does not
+reach the server within the replay consumer's ack wait (the durable's, 200 ms here; a
+process stalled on a loaded machine) is handed over again with its delivery count up, so
+"duplicated" in the replay row is the server's redeliveries, counted apart as such.
 
 Asserted: the killed process parked one event and never terminated it; that event came
 again and was parked again (\`NOT_SETTLED\`) without reaching a handler, so a handler saw
 it at most maxDeliver times; every failing event is parked exactly once and no other
-event is; every parked event is acknowledged exactly once after the replay, and only as a
-replay; the parked store and the durable end empty; no published event is lost.`,
+event is; replay sends each parked event back exactly once (one first hand-over, delivery
+count 1, each), every one is acknowledged, only as a replay, and every further
+acknowledgement is of a redelivery; the parked store and the durable end empty; no
+published event is lost.`,
     notes: `The kill lands between the two steps because the killed process watches its own parked
 subjects: the server hands a core subscriber the entry no later than the store's ack, and
 jetloop terminates the original only after that ack. jetloop, not the server, counts
 \`maxDeliver\` (the consumer's \`max_deliver\` is unlimited): with a server-side limit the
 server would stop delivering an event whose parking failed, and it would be lost to the
-durable.`,
+durable. While a delivery is held jetloop extends its ack wait at once and then every
+third of its shortest ack wait, until the settlement is confirmed; only a process that
+cannot run for a whole ack wait lets it expire.`,
   },
   "10-feed-gaps": {
     title: "10. Gaps on the live feed",

@@ -75,17 +75,26 @@ export async function acknowledge(s: Settler, o: Original): Promise<void> {
 }
 
 /**
- * The handler's view of `o`. Settling stops the automatic ack extension (`onSettle`);
- * parking started by `nak`/`term`, which return nothing, is handed to `track` so that
- * closing the subscription waits for it.
+ * The handler's view of `o`. The automatic ack extension stops (`onSettle`) once the
+ * settlement is done, not when it starts: an acknowledgement (for a replay, the store's
+ * removal first) or a parking takes round trips, and the delivery must not expire and be
+ * handed to another process meanwhile. Parking started by `nak`/`term`, which return
+ * nothing, is handed to `track` so that closing the subscription waits for it.
  */
 export function durableDelivery<E>(s: Settler, o: Original, event: E, onSettle: () => void, track: (p: Promise<unknown>) => void): DurableDelivery<E> {
   let settled = false;
-  const settle = () => {
-    if (!settled) {
-      settled = true;
+  let done = false;
+  const finish = () => {
+    if (!done) {
+      done = true;
       onSettle();
     }
+  };
+  /** Marks the handler's decision; `p` is the settlement's remaining work, if any. */
+  const settle = (p?: Promise<unknown>): void => {
+    settled = true;
+    if (p) void p.then(finish, finish);
+    else finish();
   };
   const last = o.deliveryCount >= s.maxDeliver;
   // The server redelivers a plain nak at once; the durable's backoff is applied here.
@@ -98,25 +107,36 @@ export function durableDelivery<E>(s: Settler, o: Original, event: E, onSettle: 
     deliveryCount: o.deliveryCount,
     replayed: o.storeSeq !== undefined,
     async ack() {
-      settle();
-      await acknowledge(s, o);
+      const p = acknowledge(s, o);
+      settle(p);
+      await p;
     },
     nak(delayMs?: number) {
-      settle();
-      if (last) track(lastAttempt("NAK", "negatively acknowledged on the last allowed delivery"));
-      else retry(delayMs);
+      if (!last) {
+        settle();
+        return retry(delayMs);
+      }
+      const p = lastAttempt("NAK", "negatively acknowledged on the last allowed delivery");
+      settle(p);
+      track(p);
     },
     async fail(error: unknown, delayMs?: number) {
-      settle();
-      if (!last) return retry(delayMs);
+      if (!last) {
+        settle();
+        return retry(delayMs);
+      }
       const { code, message } = errorSummary(error);
-      await lastAttempt(code, message);
+      const p = lastAttempt(code, message);
+      settle(p);
+      await p;
     },
     term(reason?: string) {
-      settle();
-      if (reason !== undefined) track(park(s, o, "terminated", "TERMINATED", reason));
-      else if (o.storeSeq !== undefined) track(s.parked.remove(o.storeSeq).then(() => o.msg.term()));
+      let p: Promise<unknown> | undefined;
+      if (reason !== undefined) p = park(s, o, "terminated", "TERMINATED", reason);
+      else if (o.storeSeq !== undefined) p = s.parked.remove(o.storeSeq).then(() => o.msg.term());
       else o.msg.term();
+      settle(p);
+      if (p) track(p);
     },
     working() {
       if (!settled) o.msg.working();

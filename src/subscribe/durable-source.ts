@@ -47,6 +47,8 @@ export class DurableSource<E> implements Source {
   #pumps: Promise<unknown>[] = [];
   readonly #settling = new Set<Promise<unknown>>();
   #ackWaitMs = 30_000;
+  /** The replay consumer's ack wait, as it exists (an earlier process may have made it). */
+  #replayAckWaitMs = 30_000;
   #maxDeliver: number;
   #backoffMs: number[] = [];
   /** Delivered but not yet settled, by stream sequence: the ack floor if we must recreate. */
@@ -199,12 +201,14 @@ export class DurableSource<E> implements Source {
     const stream = this.#parked.stream;
     const what = `the replay consumer of durable ${this.#name}`;
     try {
-      await jsm.consumers.info(stream, this.#name);
+      const info = await jsm.consumers.info(stream, this.#name);
+      this.#replayAckWaitMs = (info.config.ack_wait ?? 30e9) / 1e6;
       return; // made by another process of this durable, or an earlier run
     } catch (e) {
       if (!(e instanceof JetStreamApiError && e.code === JetStreamApiCodes.ConsumerNotFound)) throw consumerError(e, stream, `reading ${what}`);
     }
     const journal = this.#config(undefined);
+    this.#replayAckWaitMs = this.#ackWaitMs;
     try {
       await jsm.consumers.add(stream, {
         durable_name: this.#name,
@@ -217,7 +221,7 @@ export class DurableSource<E> implements Source {
         inactive_threshold: journal.inactive_threshold,
       });
     } catch (e) {
-      // Another process of this durable made it in between.
+      // Another process of this durable made it in between (with this durable's ack wait).
       if (e instanceof JetStreamApiError && CONSUMER_EXISTS.has(e.code)) return;
       throw consumerError(e, stream, `creating ${what}`);
     }
@@ -266,12 +270,18 @@ export class DurableSource<E> implements Source {
     // The ack floor concerns the journal consumer only.
     const seq = o.storeSeq === undefined ? m.seq : undefined;
     if (seq !== undefined) this.#unsettled.add(seq);
+    // The server's clock has run since it delivered the message (it may have waited in the
+    // pull buffer), so the first extension is at once, and the period follows the shortest
+    // ack wait this delivery can have: a fixed period longer than it lets it be handed again
+    // while its handler holds it. The extension runs until the settlement is confirmed.
     const started = Date.now();
-    const every = Math.max(250, Math.floor(this.#ackWaitMs / 2));
+    const autoExtendMs = this.#ctx.settings.autoExtendMs;
+    const leaseMs = o.storeSeq === undefined ? Math.min(this.#ackWaitMs, ...this.#backoffMs) : this.#replayAckWaitMs;
+    if (autoExtendMs > 0) m.working();
     const timer = setInterval(() => {
-      if (Date.now() - started > this.#ctx.settings.autoExtendMs || this.#stopped) clearInterval(timer);
+      if (Date.now() - started > autoExtendMs || this.#stopped) clearInterval(timer);
       else m.working();
-    }, every);
+    }, Math.max(10, Math.floor(leaseMs / 3)));
     timer.unref();
     const onSettle = () => {
       clearInterval(timer);

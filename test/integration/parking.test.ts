@@ -97,6 +97,24 @@ describe.concurrent("parking", () => {
     expect(await r.extra(800), "acknowledged: not again").toBeUndefined();
   });
 
+  it("a replayed delivery its handler holds past the replay's ack wait is extended, not handed again", async () => {
+    const f = fixture();
+    const [seq] = await f.publish(1);
+    // backoffMs [200]: the durable's ack wait, and so the replay consumer's, is 200 ms.
+    const r = new Reader(await f.subscribe({ maxDeliver: 3, backoffMs: [200] }));
+    (await r.one()).term("bug 42");
+    await waitFor("parked", async () => (await f.parked()).length === 1, 10_000);
+    await bus.parked.replay(f.durable, "all");
+    const back = await r.one(5000);
+    expect([back.journalSeq, back.replayed]).toEqual([seq, true]);
+    // Five ack waits pass while the "handler" works on it.
+    expect(await r.extra(1000), "handed again while its handler holds it").toBeUndefined();
+    await back.ack();
+    expect(await f.parked()).toEqual([]);
+    expect(await r.extra(600)).toBeUndefined();
+    expect((await jsm.consumers.info(bus.parked.stream, f.durable)).num_redelivered).toBe(0);
+  });
+
   it("replays in journal order, only to the durable that parked them; --seq picks one", async () => {
     const f = fixture();
     const seqs = await f.publish(4);

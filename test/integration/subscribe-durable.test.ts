@@ -178,10 +178,11 @@ describe.concurrent("durable subscriptions", () => {
     expect(ci.ack_floor.stream_seq).toBeGreaterThanOrEqual(seqs[1]!);
   });
 
-  it("an unsettled delivery's ack wait is extended automatically while the handler runs", async () => {
+  // 200 ms: an ack wait shorter than any fixed extension period (the period follows it).
+  it.each([600, 200])("an unsettled delivery's ack wait (%i ms) is extended automatically while the handler runs", async (ackWaitMs) => {
     const f = fixture();
     const [seq] = await f.publish(1);
-    const r = new Reader(await f.subscribe({ backoffMs: [600] }));
+    const r = new Reader(await f.subscribe({ backoffMs: [ackWaitMs] }));
     const d = await r.one();
     // Three ack waits pass while the "handler" works on it.
     expect(await r.extra(1800)).toBeUndefined();
