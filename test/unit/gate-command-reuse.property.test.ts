@@ -29,7 +29,9 @@ const answerTo = (g: GateState, s: Shape): Answer => ({
   action: s.control,
   ...(s.reason === undefined ? {} : { reason: s.reason }),
 });
-const same = (a: Answer, b: Answer) => Buffer.from(encodeAnswer(a)).equals(Buffer.from(encodeAnswer(b)));
+/** A repeat: the same control and reason, naming the first gate (by its id, or by its tool execution even once a newer gate guards it). */
+const repeats = (first: Shape, second: Shape, g1: GateState, g2: GateState) =>
+  first.control === second.control && first.reason === second.reason && (g2 === g1 || (second.byExecution && g2.toolExecutionId === g1.toolExecutionId));
 
 describe("a command id reused for another answer", () => {
   it("is refused while the first is in flight and after it settled; a true repeat gets the first outcome", () => {
@@ -40,13 +42,13 @@ describe("a command id reused for another answer", () => {
         book.open(g1);
         const a1 = answerTo(g1, first);
         const v1 = book.judge(encodeAnswer(a1));
-        expect("resolve" in v1).toBe(true);
-        if (settled) book.settle(g1, (v1 as { resolution: never }).resolution, 7);
+        if (!("resolve" in v1)) throw new Error("the first answer was not taken");
+        if (settled) book.settle(g1, v1.resolution, 7);
         const g2 = target === "other gate" ? gate(2, 2) : target === "same execution, new gate" ? gate(3, 1) : g1;
         if (g2 !== g1) book.open(g2);
-        const a2 = answerTo(g2, sameShape ? first : second);
-        const v2 = book.judge(encodeAnswer(a2));
-        if (same(a1, a2)) {
+        const shape = sameShape ? first : second;
+        const v2 = book.judge(encodeAnswer(answerTo(g2, shape)));
+        if (repeats(first, shape, g1, g2)) {
           if (settled) expect(v2).toMatchObject({ reply: { status: "ok", gateId: g1.gateId, duplicate: true } });
           else expect(v2).toEqual({ wait: COMMAND });
           return;
