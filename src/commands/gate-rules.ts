@@ -96,10 +96,14 @@ export class GateBook<G extends GateState> {
     return this.#gates.get(gateId)?.state;
   }
 
-  /** Forgets an open gate that never became public (its GateOpened was not written): nothing can answer it. */
+  /**
+   * Forgets a gate that never became public (its records were not written): nothing can
+   * answer it. One claimed meanwhile is forgotten too; its claimant learns it from the
+   * failed open and forgets its command (`forgetCommand`).
+   */
   discard(gate: G): void {
     const entry = this.#gates.get(gate.gateId);
-    if (entry?.gate !== gate || entry.state !== "open") return;
+    if (entry?.gate !== gate || entry.state === "resolved") return;
     this.#gates.delete(gate.gateId);
     if (this.#byExecution.get(gate.toolExecutionId) === gate.gateId) this.#byExecution.delete(gate.toolExecutionId);
   }
@@ -157,6 +161,11 @@ export class GateBook<G extends GateState> {
     this.#claim(gate);
     this.#commands.set(a.commandId, { state: "pending", ...accepted(gate, a) });
     return { resolve: gate, resolution: { reason: "answered", answer: a, action } };
+  }
+
+  /** Forgets a command id still pending: its gate was discarded, nothing written (the same id may try again). */
+  forgetCommand(commandId: string): void {
+    if (this.#commands.get(commandId)?.state === "pending") this.#commands.delete(commandId);
   }
 
   /** A claimed gate whose resolution was not written: open again, its command id forgotten (a retry may try again). */
