@@ -25,6 +25,7 @@ import { newId } from "../events/ids.js";
 import type { JetloopEvent, PermissionEffect } from "../events/catalogue.js";
 import type { PermissionRequest } from "../events/request.js";
 import { GateLedger, type LedgerGate } from "../projection/gate-ledger.js";
+import { journalHeaderRoom } from "../publish/journal-writer.js";
 import { commandSubject } from "../subjects/subjects.js";
 import { replay } from "../subscribe/replay.js";
 import { requestFailure } from "./answer.js";
@@ -128,8 +129,6 @@ export function serveGates(bus: BusContext<JetloopEvent>, sessionId: string, loo
 const DECISION_ATTEMPTS = 3;
 /** How soon a timeout whose write failed is tried again. */
 const TIMEOUT_RETRY_MS = 1000;
-/** Room left in a message for the headers the journal writer adds. */
-const HEADER_ALLOWANCE = 512;
 
 export class GateServer {
   static {
@@ -411,8 +410,9 @@ export class GateServer {
 
   /** Throws what publishing `event` would throw for its content (invalid, too large), before anything is written. */
   #check(event: JetloopEvent): void {
+    // The journal writer's own rule (publisher.ts): maxEventBytes, lowered by the room its headers take on this stream.
     const max = this.#bus.nc.info?.max_payload;
-    const cap = Math.min(this.#bus.settings.maxEventBytes, max === undefined ? Infinity : max - HEADER_ALLOWANCE);
+    const cap = Math.min(this.#bus.settings.maxEventBytes, max === undefined ? Infinity : max - journalHeaderRoom(this.#bus.stream, this.#bus.namespace));
     encodeValidated(event, { registry: this.#bus.registry, maxBytes: cap });
   }
 
