@@ -29,6 +29,7 @@ import { journalHeaderRoom } from "../publish/journal-writer.js";
 import { commandSubject } from "../subjects/subjects.js";
 import { replay } from "../subscribe/replay.js";
 import { requestFailure } from "./answer.js";
+import { derivedUuid } from "./derived-id.js";
 import {
   effectOf,
   failureReply,
@@ -301,7 +302,9 @@ export class GateServer {
     const closed: string[] = [];
     for (const g of ledger.open({ loopId: this.#loopId })) {
       if (g.turnId === undefined || g.stepId === undefined) continue;
-      await this.#bus.publish(createEvent("GateResolved", { sessionId: this.#sessionId, loopId: this.#loopId, turnId: g.turnId, stepId: g.stepId, ...abandoned(g) }));
+      // One id per closed orphan: a second successor closing it at once is the same message, stored once.
+      const eventId = derivedUuid(`${this.#bus.namespace}\n${this.#sessionId}\n${g.gateId}\nabandoned`);
+      await this.#bus.publish(createEvent("GateResolved", { eventId, sessionId: this.#sessionId, loopId: this.#loopId, turnId: g.turnId, stepId: g.stepId, ...abandoned(g) }));
       closed.push(g.gateId);
     }
     return closed;

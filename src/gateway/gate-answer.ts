@@ -2,9 +2,9 @@
  * `POST /v1/sessions/{sid}/gates/{gid}`: the runtime's gate response, turned into
  * jetloop's answer command to the loop that opened the gate (reference §6, §10).
  */
-import { createHash } from "node:crypto";
 import { TimeoutError } from "@nats-io/transport-node";
 import type { Jetloop } from "../bus.js";
+import { derivedUuid } from "../commands/derived-id.js";
 import type { AnswerInput } from "../commands/protocol.js";
 import { CommandError } from "../errors.js";
 import type { GatewayErrorName } from "./envelope.js";
@@ -157,10 +157,7 @@ export function toAnswer(gateId: string, gate: OpenedGate, req: GateRequest): An
  */
 export function commandIdFor(sessionId: string, answer: AnswerInput, idempotencyKey: string | undefined): string {
   const basis = idempotencyKey === undefined ? JSON.stringify(answer) : `key:${idempotencyKey}`;
-  const h = createHash("sha256").update(`${sessionId}\n${answer.gateId ?? ""}\n${basis}`).digest("hex");
-  // A version-8 (custom) UUID: the digest with the version and variant bits set.
-  const variant = ((parseInt(h[16]!, 16) & 0x3) | 0x8).toString(16);
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-8${h.slice(13, 16)}-${variant}${h.slice(17, 20)}-${h.slice(20, 32)}`;
+  return derivedUuid(`${sessionId}\n${answer.gateId ?? ""}\n${basis}`);
 }
 
 function timedOut(e: unknown): boolean {
