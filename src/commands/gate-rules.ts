@@ -71,12 +71,14 @@ const refused = (code: Extract<Reply, { status: "refused" }>["code"], message: s
   outcome ? { status: "refused", code, message, outcome } : { status: "refused", code, message };
 
 type Entry<G> = { readonly gate: G; state: "open" | "resolving" } | { readonly gate: G; state: "resolved"; readonly outcome: AnswerOutcome };
-type CommandState = { readonly state: "pending"; readonly gateId: string } | { readonly state: "done"; readonly reply: Reply };
+/** A command id's state, with the answer it was accepted with and the gate it claimed: a repeat must carry the same answer for the same gate. */
+type Accepted = { readonly answer: string; readonly gateId: string; readonly toolExecutionId: string };
+type CommandState = (Accepted & { readonly state: "pending" }) | (Accepted & { readonly state: "done"; readonly reply: Reply });
 
 /**
  * Every gate of one loop this server opened (open and resolving ones always; resolved ones
  * up to ANSWER_MEMORY, oldest forgotten first) and the command ids accepted, bound to their
- * gate from the moment of acceptance.
+ * gate from the moment of acceptance, with the answer they carried.
  */
 export class GateBook<G extends GateState> {
   readonly #gates = new Map<string, Entry<G>>();
@@ -94,10 +96,14 @@ export class GateBook<G extends GateState> {
     return this.#gates.get(gateId)?.state;
   }
 
-  /** Forgets an open gate that never became public (its GateOpened was not written): nothing can answer it. */
+  /**
+   * Forgets a gate that never became public (its records were not written): nothing can
+   * answer it. One claimed meanwhile is forgotten too; its claimant learns it from the
+   * failed open and forgets its command (`forgetCommand`).
+   */
   discard(gate: G): void {
     const entry = this.#gates.get(gate.gateId);
-    if (entry?.gate !== gate || entry.state !== "open") return;
+    if (entry?.gate !== gate || entry.state === "resolved") return;
     this.#gates.delete(gate.gateId);
     if (this.#byExecution.get(gate.toolExecutionId) === gate.gateId) this.#byExecution.delete(gate.toolExecutionId);
   }
@@ -130,6 +136,8 @@ export class GateBook<G extends GateState> {
       throw e;
     }
     const earlier = this.#commands.get(a.commandId);
+    // The same id with another answer is no repeat: it must not be told the first one's outcome.
+    if (earlier && !isRepeat(earlier, a)) return { reply: refused("COMMAND_INVALID", `command id ${a.commandId} was used for another answer`) };
     if (earlier?.state === "pending") return { wait: a.commandId };
     if (earlier) return { reply: earlier.reply.status === "ok" ? { ...earlier.reply, duplicate: true } : earlier.reply };
     const key = a.gateId ?? a.toolExecutionId!;
@@ -138,6 +146,9 @@ export class GateBook<G extends GateState> {
     if (entry.state === "resolving") return { reply: refused("GATE_RESOLVED", `gate ${entry.gate.gateId} is being resolved`) };
     if (entry.state === "resolved") return { reply: refused("GATE_RESOLVED", `gate ${entry.gate.gateId} is already resolved`, entry.outcome) };
     const gate = entry.gate;
+    if (a.gateId !== undefined && a.toolExecutionId !== undefined && a.toolExecutionId !== gate.toolExecutionId) {
+      return { reply: refused("COMMAND_INVALID", `gate ${gate.gateId} guards another tool execution than ${a.toolExecutionId}`) };
+    }
     if (a.kind !== gate.kind) return { reply: refused("COMMAND_INVALID", `gate ${gate.gateId} asks for ${gate.kind}, not ${a.kind}`) };
     let action: PermissionAction | undefined;
     if (a.kind === "input") {
@@ -148,8 +159,13 @@ export class GateBook<G extends GateState> {
       action = chosen;
     }
     this.#claim(gate);
-    this.#commands.set(a.commandId, { state: "pending", gateId: gate.gateId });
+    this.#commands.set(a.commandId, { state: "pending", ...accepted(gate, a) });
     return { resolve: gate, resolution: { reason: "answered", answer: a, action } };
+  }
+
+  /** Forgets a command id still pending: its gate was discarded, nothing written (the same id may try again). */
+  forgetCommand(commandId: string): void {
+    if (this.#commands.get(commandId)?.state === "pending") this.#commands.delete(commandId);
   }
 
   /** A claimed gate whose resolution was not written: open again, its command id forgotten (a retry may try again). */
@@ -173,7 +189,7 @@ export class GateBook<G extends GateState> {
     this.#gates.delete(gate.gateId);
     this.#gates.set(gate.gateId, { gate, state: "resolved", outcome });
     const reply = failure === undefined ? outcome : refused("COMMAND_FAILED", failure.slice(0, 1000) || "failed");
-    if (resolution.reason === "answered") this.#commands.set(resolution.answer.commandId, { state: "done", reply });
+    if (resolution.reason === "answered") this.#commands.set(resolution.answer.commandId, { state: "done", ...accepted(gate, resolution.answer), reply });
     this.#forget();
     return reply;
   }
@@ -202,6 +218,20 @@ export class GateBook<G extends GateState> {
       }
     }
   }
+}
+
+/** What a command says but its id and how it names its gate, canonically. */
+function answerKey(a: Answer): string {
+  const { commandId: _id, gateId: _gate, toolExecutionId: _execution, ...rest } = a;
+  return JSON.stringify(Object.entries(rest).sort(([x], [y]) => (x < y ? -1 : 1)));
+}
+
+const accepted = (gate: GateState, a: Answer): Accepted => ({ answer: answerKey(a), gateId: gate.gateId, toolExecutionId: gate.toolExecutionId });
+
+/** A repeat: the same answer naming the same gate (by its id or its tool execution), not a newer gate of that execution or another answer. */
+function isRepeat(earlier: Accepted, a: Answer): boolean {
+  if (earlier.answer !== answerKey(a)) return false;
+  return a.gateId !== undefined ? a.gateId === earlier.gateId : a.toolExecutionId === earlier.toolExecutionId;
 }
 
 /** The control a permission answer chooses: its `action`, else the first offered control with its `effect`. */

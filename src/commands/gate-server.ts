@@ -21,10 +21,11 @@ import type { BusContext } from "../bus-context.js";
 import { encodeValidated } from "../codec/codec.js";
 import { CommandError, ConnectionClosedError, GateClosedError, isJetloopError, OptionsError, ResolutionIncompleteError } from "../errors.js";
 import { createEvent } from "../events/factories.js";
-import { newId } from "../events/ids.js";
+import { derivedId, newId } from "../events/ids.js";
 import type { JetloopEvent, PermissionEffect } from "../events/catalogue.js";
 import type { PermissionRequest } from "../events/request.js";
 import { GateLedger, type LedgerGate } from "../projection/gate-ledger.js";
+import { journalHeaderRoom } from "../publish/journal-writer.js";
 import { commandSubject } from "../subjects/subjects.js";
 import { replay } from "../subscribe/replay.js";
 import { requestFailure } from "./answer.js";
@@ -102,6 +103,12 @@ interface Settled {
 interface OpenGate extends GateState {
   readonly settle: (s: Settled) => void;
   readonly fail: (e: Error) => void;
+  /**
+   * Settles once the gate's own records (the request, GateOpened) are written, or rejects
+   * with what failed. Whoever claims the gate waits for it before writing a resolution, so
+   * a GateResolved never precedes its GateOpened in the journal.
+   */
+  readonly opened: Promise<void>;
   /** When its timeout fires (epoch ms), if it has one. */
   readonly deadline?: number | undefined;
   timer?: NodeJS.Timeout;
@@ -122,8 +129,6 @@ export function serveGates(bus: BusContext<JetloopEvent>, sessionId: string, loo
 const DECISION_ATTEMPTS = 3;
 /** How soon a timeout whose write failed is tried again. */
 const TIMEOUT_RETRY_MS = 1000;
-/** Room left in a message for the headers the journal writer adds. */
-const HEADER_ALLOWANCE = 512;
 
 export class GateServer {
   static {
@@ -204,8 +209,14 @@ export class GateServer {
   ): Promise<Settled> {
     for (const e of records) this.#check(e);
     let gate: OpenGate | undefined;
+    let markOpened!: (failure?: Error) => void;
+    const opened = new Promise<void>((resolve, reject) => {
+      markOpened = (failure) => (failure === undefined ? resolve() : reject(failure));
+    });
+    opened.catch(() => undefined);
     const settled = new Promise<Settled>((resolve, reject) => {
       gate = {
+        opened,
         gateId,
         kind,
         ...extra,
@@ -217,17 +228,19 @@ export class GateServer {
         deadline: c.timeoutMs === undefined ? undefined : Date.now() + c.timeoutMs,
       };
     });
-    // Open before GateOpened is written: an answer that follows it at once finds the gate.
+    // A close() may settle it before it is returned, and this call reports a write's failure instead.
+    settled.catch(() => undefined);
+    // Open before GateOpened is written: an answer that follows it at once finds the gate
+    // (and waits for `opened` before resolving it).
     this.#gates.open(gate!);
     try {
       for (const e of records) await this.#bus.publish(e);
     } catch (e) {
-      clearTimeout(gate!.timer);
       this.#gates.discard(gate!);
-      // A close() that claimed the gate meanwhile settles it too; this call reports the write's failure.
-      settled.catch(() => undefined);
+      markOpened(e instanceof Error ? e : new Error(String(e)));
       throw e;
     }
+    markOpened();
     this.#arm(gate!);
     return settled;
   }
@@ -252,6 +265,8 @@ export class GateServer {
     await Promise.allSettled(
       this.#gates.closeAll().map(async (gate) => {
         clearTimeout(gate.timer);
+        // A gate whose records failed was never public: its request already rejected with that.
+        if (!(await this.#opened(gate))) return;
         const resolution: Resolution = { reason: "owner_closed" };
         let journaled = false;
         try {
@@ -286,7 +301,9 @@ export class GateServer {
     const closed: string[] = [];
     for (const g of ledger.open({ loopId: this.#loopId })) {
       if (g.turnId === undefined || g.stepId === undefined) continue;
-      await this.#bus.publish(createEvent("GateResolved", { sessionId: this.#sessionId, loopId: this.#loopId, turnId: g.turnId, stepId: g.stepId, ...abandoned(g) }));
+      // One id per closed orphan: a second successor closing it at once is the same message, stored once.
+      const eventId = derivedId(this.#bus.namespace, this.#sessionId, g.gateId, "abandoned");
+      await this.#bus.publish(createEvent("GateResolved", { eventId, sessionId: this.#sessionId, loopId: this.#loopId, turnId: g.turnId, stepId: g.stepId, ...abandoned(g) }));
       closed.push(g.gateId);
     }
     return closed;
@@ -383,10 +400,21 @@ export class GateServer {
     throw new ResolutionIncompleteError(gate.gateId, closed.journalSeq, { cause: last });
   }
 
+  /** Waits for a claimed gate's own records: true once written; false when they failed (the gate is gone from the book). */
+  async #opened(gate: OpenGate): Promise<boolean> {
+    try {
+      await gate.opened;
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
   /** Throws what publishing `event` would throw for its content (invalid, too large), before anything is written. */
   #check(event: JetloopEvent): void {
+    // The journal writer's own rule (publisher.ts): maxEventBytes, lowered by the room its headers take on this stream.
     const max = this.#bus.nc.info?.max_payload;
-    const cap = Math.min(this.#bus.settings.maxEventBytes, max === undefined ? Infinity : max - HEADER_ALLOWANCE);
+    const cap = Math.min(this.#bus.settings.maxEventBytes, max === undefined ? Infinity : max - journalHeaderRoom(this.#bus.stream, this.#bus.namespace));
     encodeValidated(event, { registry: this.#bus.registry, maxBytes: cap });
   }
 
@@ -416,6 +444,10 @@ export class GateServer {
 
   async #answer(gate: OpenGate, resolution: Extract<Resolution, { reason: "answered" }>): Promise<Reply> {
     clearTimeout(gate.timer);
+    if (!(await this.#opened(gate))) {
+      this.#gates.forgetCommand(resolution.answer.commandId);
+      return failureReply(new Error(`gate ${gate.gateId} could not be opened: nothing was written`));
+    }
     let journalSeq: number;
     try {
       journalSeq = await this.#write(gate, resolution);

@@ -15,7 +15,13 @@ export interface GateRequest {
   readonly values: Record<string, unknown>;
 }
 
-/** Decodes a gate body as Go's encoding/json would into gate.ResponseRequest; undefined is invalid_body. */
+/**
+ * Decodes a gate body as Go's encoding/json would into gate.ResponseRequest; undefined is
+ * invalid_body. Every top-level key whose folded form is a field's sets it, in order, so
+ * the last duplicate wins whatever its case; null leaves `action` as it was and empties
+ * `values`; an object into `values` adds its keys to the map already there; a wrong type
+ * in any of them is invalid_body.
+ */
 export function decodeGateRequest(body: string): GateRequest | undefined {
   if (body.trim() === "") return { action: "", values: {} };
   let v: unknown;
@@ -26,17 +32,79 @@ export function decodeGateRequest(body: string): GateRequest | undefined {
   }
   if (v === null) return { action: "", values: {} };
   if (typeof v !== "object" || Array.isArray(v)) return undefined;
-  const field = (name: string): unknown => {
-    const o = v as Record<string, unknown>;
-    if (name in o) return o[name];
-    const key = Object.keys(o).find((k) => k.toLowerCase() === name);
-    return key === undefined ? undefined : o[key];
+  let action = "";
+  let values: Record<string, unknown> = {};
+  for (const [key, value] of topLevelMembers(body)) {
+    const field = goFold(key);
+    if (field === "ACTION") {
+      if (value === null) continue;
+      if (typeof value !== "string") return undefined;
+      action = value;
+    } else if (field === "VALUES") {
+      if (value === null) values = {};
+      else if (typeof value !== "object" || Array.isArray(value)) return undefined;
+      else values = { ...values, ...(value as Record<string, unknown>) };
+    }
+  }
+  return { action, values };
+}
+
+/**
+ * A key as Go's encoding/json folds it to match a field (bytes.EqualFold): ASCII upper
+ * case, and the two non-ASCII runes whose fold set holds an ASCII letter, ſ (S) and the
+ * Kelvin sign (K). Other runes stay as they are; no field name of ours has them.
+ */
+function goFold(key: string): string {
+  return key.replace(/[a-z\u017f\u212a]/g, (c) => (c === "\u017f" ? "S" : c === "\u212a" ? "K" : c.toUpperCase()));
+}
+
+/**
+ * The members of a JSON object text in order, duplicates kept (JSON.parse keeps only the
+ * last of each exact key, at the first one's place). `text` is known to be valid JSON.
+ */
+function topLevelMembers(text: string): [string, unknown][] {
+  const members: [string, unknown][] = [];
+  let i = text.indexOf("{") + 1;
+  const skipSpace = () => {
+    while (/\s/.test(text[i] ?? "")) i++;
   };
-  const action = field("action");
-  const values = field("values");
-  if (action !== undefined && action !== null && typeof action !== "string") return undefined;
-  if (values !== undefined && values !== null && (typeof values !== "object" || Array.isArray(values))) return undefined;
-  return { action: action ?? "", values: (values as Record<string, unknown> | null) ?? {} };
+  const scanString = () => {
+    const start = i++;
+    while (text[i] !== '"') i += text[i] === "\\" ? 2 : 1;
+    i++;
+    return text.slice(start, i);
+  };
+  for (;;) {
+    skipSpace();
+    if (text[i] === "}") return members;
+    const key = JSON.parse(scanString()) as string;
+    skipSpace();
+    i++; // ':'
+    skipSpace();
+    const start = i;
+    let depth = 0;
+    while (i < text.length) {
+      const c = text[i]!;
+      if (c === '"') {
+        scanString();
+        if (depth === 0) break;
+        continue;
+      }
+      if (c === "{" || c === "[") depth++;
+      else if (c === "}" || c === "]") {
+        if (depth === 0) break;
+        depth--;
+        if (depth === 0) {
+          i++;
+          break;
+        }
+      } else if (depth === 0 && (c === "," || /\s/.test(c))) break;
+      i++;
+    }
+    members.push([key, JSON.parse(text.slice(start, i))]);
+    skipSpace();
+    if (text[i] === ",") i++;
+  }
 }
 
 /** The gate as its GateOpened described it. */

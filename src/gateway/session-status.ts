@@ -6,6 +6,7 @@
 import type { Jetloop } from "../bus.js";
 import { goJson } from "../codec/wire.js";
 import type { JetloopEvent } from "../events/catalogue.js";
+import { GateLedger } from "../projection/gate-ledger.js";
 import { parseEventSubject, streamSubjects, SubjectError } from "../subjects/subjects.js";
 import { eventJson } from "./journal-page.js";
 
@@ -41,8 +42,10 @@ export interface SessionStatus {
  * TurnFailed → failed, `last_turn` (the active turn stays, as in Go); TurnInterrupted →
  * interrupted, nothing else; StepDone → `last_step`, activity; LoopStarted → no field
  * served here; SessionStopped → stopped. Every one of these advances `last_journal_seq`;
- * any other event changes nothing, not even that. jetloop adds one rule (issue 29): a
- * GateResolved counts only from the loop whose GateOpened opened that gate.
+ * any other event changes nothing, not even that. jetloop adds one rule (issue 29), the
+ * projection's own (GateLedger): a GateResolved counts only from the loop whose GateOpened
+ * opened that gate, and only once; a GateOpened taking over another loop's gate id does
+ * not count either.
  */
 export class StatusFold {
   state: SessionState | undefined;
@@ -54,8 +57,8 @@ export class StatusFold {
   createdAt: string | undefined;
   /** Go stamps its clock on TurnStarted, StepDone and RestoreDone; here, that event's `created_at`. */
   lastActiveAt: string | undefined;
-  /** Gate id → the loop that opened it. */
-  readonly #openers = new Map<string, string>();
+  /** Which resolution may close which gate: the same rule as the tool activity projection's. */
+  readonly #ledger = new GateLedger();
 
   apply(journalSeq: number, e: JetloopEvent): void {
     if (!this.#applied(journalSeq, e)) return;
@@ -75,13 +78,13 @@ export class StatusFold {
         this.lastActiveAt = e.createdAt ?? this.lastActiveAt;
         return true;
       case "GateOpened":
+        if (this.#ledger.apply(e).kind === "violation") return false;
         this.state = "waiting_on_gate";
         this.waitingGateId = e.gate?.id;
-        if (e.gate?.id) this.#openers.set(e.gate.id, e.loopId ?? "");
         return true;
       case "GateResolved":
-        // Only the loop that opened the gate resolves it (a GateResolved from elsewhere is not applied).
-        if (e.gateId === undefined || this.#openers.get(e.gateId) !== (e.loopId ?? "")) return false;
+        // Only the loop that opened the gate resolves it, once (anything else is not applied).
+        if (this.#ledger.apply(e).kind !== "resolved") return false;
         this.waitingGateId = undefined;
         this.state = this.activeTurnId ? "running" : "idle";
         return true;

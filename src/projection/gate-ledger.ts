@@ -27,6 +27,8 @@ export interface GateViolation {
   /** The loop the resolution came from (undefined: none named). */
   readonly loopId: string | undefined;
   readonly rule: "other_session" | "other_loop" | "already_resolved";
+  /** Which record broke the rule: a resolution, or a GateOpened reusing another loop's gate id. */
+  readonly record: "GateOpened" | "GateResolved";
   readonly message: string;
 }
 
@@ -64,6 +66,11 @@ export class GateLedger {
   #opened(e: Opened, sessionId: string): LedgerVerdict {
     const gateId = e.gate?.id;
     if (gateId === undefined) return { kind: "ignored" };
+    // A gate id opened again by its own loop (the runtime's restore) starts over; by anyone
+    // else it would take the gate over (its opener's resolution then refused as foreign).
+    const known = this.#gates.get(gateId);
+    if (known && known.sessionId !== sessionId) return violation(e, "GateOpened", gateId, sessionId, "other_session", `gate ${gateId} was opened in session ${known.sessionId}, not ${sessionId}`);
+    if (known && known.loopId !== e.loopId) return violation(e, "GateOpened", gateId, sessionId, "other_loop", `gate ${gateId} was opened by loop ${known.loopId ?? "(none)"}, not ${e.loopId ?? "(none)"}`);
     const gate: LedgerGate = {
       sessionId,
       gateId,
@@ -74,7 +81,6 @@ export class GateLedger {
       stepId: e.stepId,
       resolved: false,
     };
-    // A gate id opened again (the runtime's restore) starts over.
     this.#gates.delete(gateId);
     this.#gates.set(gateId, gate);
     return { kind: "opened", gate };
@@ -85,15 +91,15 @@ export class GateLedger {
     const key = e.gateId;
     const gate = this.#gates.get(key);
     if (!gate) return { kind: "unmatched" };
-    const violation = (rule: GateViolation["rule"], message: string): LedgerVerdict => ({
-      kind: "violation",
-      violation: { gateId: e.gateId!, sessionId, loopId: e.loopId, rule, message },
-    });
-    if (sessionId !== gate.sessionId) return violation("other_session", `gate ${e.gateId} was opened in session ${gate.sessionId}, not ${sessionId}`);
-    if (e.loopId !== gate.loopId) return violation("other_loop", `gate ${e.gateId} was opened by loop ${gate.loopId ?? "(none)"}, not ${e.loopId ?? "(none)"}`);
-    if (gate.resolved) return violation("already_resolved", `gate ${e.gateId} is already resolved`);
+    if (sessionId !== gate.sessionId) return violation(e, "GateResolved", key, sessionId, "other_session", `gate ${key} was opened in session ${gate.sessionId}, not ${sessionId}`);
+    if (e.loopId !== gate.loopId) return violation(e, "GateResolved", key, sessionId, "other_loop", `gate ${key} was opened by loop ${gate.loopId ?? "(none)"}, not ${e.loopId ?? "(none)"}`);
+    if (gate.resolved) return violation(e, "GateResolved", key, sessionId, "already_resolved", `gate ${key} is already resolved`);
     const closed = { ...gate, resolved: true };
     this.#gates.set(key, closed);
     return { kind: "resolved", gate: closed };
   }
+}
+
+function violation(e: Event, record: GateViolation["record"], gateId: string, sessionId: string, rule: GateViolation["rule"], message: string): LedgerVerdict {
+  return { kind: "violation", violation: { gateId, sessionId, loopId: e.loopId, rule, record, message } };
 }

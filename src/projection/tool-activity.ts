@@ -245,7 +245,11 @@ export class ToolActivityProjection {
   }
 
   #onGateOpened(e: GateOpened, seq: number): void {
-    this.#ledger.apply(e);
+    const verdict = this.#ledger.apply(e);
+    if (verdict.kind === "violation") {
+      this.#violations.push(verdict.violation);
+      return;
+    }
     const { gate } = e;
     const toolExecutionId = gate?.subject?.toolExecutionId ?? e.cause?.toolExecutionId;
     if (gate?.id === undefined || toolExecutionId === undefined) return;

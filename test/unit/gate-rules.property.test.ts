@@ -47,6 +47,8 @@ function run(ops: Op[]): void {
   const opened = new Set<number>();
   /** What the journal holds: one GateResolved per gate at most, and its outcome. */
   const journal = new Map<string, { seq: number; reply: Reply }>();
+  /** The gate and effect each accepted command id carried. */
+  const acceptedWith = new Map<string, { gate: number; effect: string }>();
   /** The first reply each command id received (its outcome). */
   const firstReply = new Map<string, Reply>();
   const claims: Claim[] = [];
@@ -71,6 +73,12 @@ function run(ops: Op[]): void {
         const v = book.judge(encodeAnswer(a));
         const earlier = firstReply.get(commandId);
         const pendingClaim = claims.find((c) => c.commandId === commandId);
+        const first = acceptedWith.get(commandId);
+        if (first && (first.gate !== o.gate || first.effect !== o.effect)) {
+          // The same id with another answer or for another gate is no repeat.
+          expect(v).toMatchObject({ reply: { status: "refused", code: "COMMAND_INVALID" } });
+          break;
+        }
         if ("wait" in v) {
           // Only a command id accepted and still being resolved waits.
           expect(pendingClaim).toBeDefined();
@@ -84,6 +92,7 @@ function run(ops: Op[]): void {
           expect(claimed(g.gateId)).toBe(false);
           expect(earlier === undefined || earlier.status !== "ok").toBe(true);
           claims.push({ gate: v.resolve, resolution: v.resolution, commandId });
+          acceptedWith.set(commandId, { gate: o.gate, effect: o.effect });
           break;
         }
         const r = v.reply;
@@ -127,6 +136,7 @@ function run(ops: Op[]): void {
         if (o.write === "fails") {
           // Nothing written: the gate is open again, its command id forgotten.
           book.reopen(gate, commandId);
+          if (commandId) acceptedWith.delete(commandId);
           break;
         }
         seq += 1;

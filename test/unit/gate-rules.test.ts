@@ -160,8 +160,11 @@ describe("GateBook.judge", () => {
     if (!("resolve" in v)) expect.fail("not claimed");
     const outcome = book.settle(g, v.resolution, 7);
     expect(outcome).toEqual({ status: "ok", gateId: g.gateId, toolExecutionId: g.toolExecutionId, action: "deny", control: "Deny", journalSeq: 7, duplicate: false });
-    // the repeat carries another effect: the first outcome still stands
-    expect(book.judge(encodeAnswer({ ...first, effect: "approve" }))).toEqual({ reply: { ...outcome, duplicate: true } });
+    // the same id named by the gate's tool execution: a repeat
+    const { gateId: _g, ...byExecution } = first;
+    expect(book.judge(encodeAnswer({ ...byExecution, toolExecutionId: g.toolExecutionId }))).toEqual({ reply: { ...outcome, duplicate: true } });
+    // the same id with another effect is no repeat (Go's idempotency_conflict): refused, not told the first outcome as its own
+    expect(refusal(book.judge(encodeAnswer({ ...first, effect: "approve" }))).code).toBe("COMMAND_INVALID");
     for (const other of [approve(g), approve(g, { gateId: g.gateId })]) {
       expect(book.judge(encodeAnswer(other))).toEqual({ reply: { status: "refused", code: "GATE_RESOLVED", message: `gate ${g.gateId} is already resolved`, outcome } });
     }
