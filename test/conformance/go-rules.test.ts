@@ -155,6 +155,41 @@ describe("Go's rules, generated", () => {
     expect(kept).toBeGreaterThan(10);
   });
 
+  it("only ſ and the Kelvin sign fold onto ASCII letters: every other non-ASCII code point folds onto none (unicode.SimpleFold leaves İ and ı alone)", () => {
+    const onto: string[] = [];
+    for (let cp = 0x80; cp <= 0x10ffff; cp++) {
+      if (cp >= 0xd800 && cp <= 0xdfff) continue;
+      if (/[A-Z]/.test(goFold(String.fromCodePoint(cp)))) onto.push(cp.toString(16));
+    }
+    expect(onto).toEqual(["17f", "212a"]);
+  });
+
+  it("a look-alike Go does not fold (İ, ı for i) makes another key: read as if the field were absent, as Go ignores an unknown key (a request or an audit refuses it, as Go's do)", () => {
+    let n = 0;
+    for (const w of written) {
+      const root = parsed(w);
+      for (const site of sites(root).filter((x) => x.key !== undefined && !x.free && /[iI]/.test(x.key))) {
+        const without = structuredClone(root);
+        const parent = site.path.slice(0, -1).reduce<Json>((o, p) => (o as Record<string, Json>)[p as string]!, without) as Record<string, Json>;
+        delete parent[site.key!];
+        const absent = read(JSON.stringify(without));
+        for (const alike of ["\u0131", "\u0130", "ı", "İ"]) {
+          const variant = JSON.stringify(site.key!).replace(/[iI]/, alike);
+          const v = read(respell(root, site.path, variant, true));
+          const where = `${w.id} ${site.path.join(".")} → ${variant}`;
+          // A permission request and a gate's audit refuse unknown keys, as Go's decoders do.
+          if (site.path.length > 1 && (site.path[0] === "request" || site.path[0] === "audit")) expect(v.ok, where).toBe(false);
+          else {
+            expect(reasonOf(v), where).toBe(reasonOf(absent));
+            if (v.ok && absent.ok) expect(v.out, where).toBe(absent.out);
+          }
+          n++;
+        }
+      }
+    }
+    expect(n).toBeGreaterThan(100);
+  });
+
   it("escapes in every string, keys and times included: a time refuses them, raw JSON keeps them, elsewhere they mean their character", () => {
     let times = 0;
     let raw = 0;
