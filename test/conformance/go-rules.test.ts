@@ -238,6 +238,81 @@ describe("Go's rules, generated", () => {
     void raw; // raw strings are few: the sweep below covers each of them
   });
 
+  it("times as the runtime's Go reads them (time.Parse, strict RFC 3339 switched off): one-digit hours, offsets up to 24:60, written back in Go's form; the zero instant in any offset omitted", () => {
+    const loopIdle = written.find((w) => w.id === "LoopIdle/minimal")!;
+    const pad = (x: number, n = 2) => String(x).padStart(n, "0");
+    const instant = (y: number, mo: number, d: number, h: number, mi: number, s: number) => {
+      const date = new Date(0);
+      date.setUTCFullYear(y, mo - 1, d);
+      date.setUTCHours(h, mi, s, 0);
+      return date.getTime();
+    };
+    const zero = instant(1, 1, 1, 0, 0, 0);
+    const dateArb = fc.oneof(
+      fc.tuple(fc.integer({ min: 0, max: 9999 }), fc.integer({ min: 1, max: 12 }), fc.integer({ min: 1, max: 31 })),
+      fc.tuple(fc.constantFrom(0, 1), fc.constantFrom(1, 12), fc.constantFrom(1, 31)),
+    );
+    let accepted = 0;
+    let refused = 0;
+    let omitted = 0;
+    fc.assert(
+      fc.property(
+        dateArb,
+        fc.integer({ min: 0, max: 24 }),
+        fc.boolean(),
+        fc.integer({ min: 0, max: 60 }),
+        fc.integer({ min: 0, max: 60 }),
+        fc.option(fc.tuple(fc.constantFrom(".", ","), fc.stringMatching(/^[0-9]{1,12}$/)), { nil: undefined }),
+        fc.option(fc.tuple(fc.constantFrom("+", "-"), fc.integer({ min: 0, max: 25 }), fc.integer({ min: 0, max: 61 })), { nil: undefined }),
+        ([y, mo, d], h, oneDigit, mi, s, frac, zone) => {
+          const hourText = oneDigit && h < 10 ? String(h) : pad(h);
+          const text = `${pad(y, 4)}-${pad(mo)}-${pad(d)}T${hourText}:${pad(mi)}:${pad(s)}${frac ? frac.join("") : ""}${zone ? `${zone[0]}${pad(zone[1])}:${pad(zone[2])}` : "Z"}`;
+          const v = read(loopIdle.json.replace(/"created_at":"[^"]*"/, `"created_at":"${text}"`));
+          const leap = (y % 4 === 0 && y % 100 !== 0) || y % 400 === 0;
+          const days = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][mo - 1]!;
+          const offset = zone ? (zone[0] === "-" ? -1 : 1) * (zone[1] * 60 + zone[2]) : 0;
+          // Go's reader: a real date, a clock within the day, an offset's hour ≤ 24 and minute ≤ 60;
+          // its writer: an offset under 24 hours.
+          const readable = d <= days && h <= 23 && mi <= 59 && s <= 59 && (!zone || (zone[1] <= 24 && zone[2] <= 60));
+          if (!readable || Math.abs(offset) >= 24 * 60) {
+            expect(v.ok, text).toBe(false);
+            refused++;
+            return;
+          }
+          const digits = frac ? frac[1].slice(0, 9).replace(/0+$/, "") : "";
+          const goZone = offset === 0 ? "Z" : `${offset < 0 ? "-" : "+"}${pad(Math.floor(Math.abs(offset) / 60))}:${pad(Math.abs(offset) % 60)}`;
+          const goText = `${pad(y, 4)}-${pad(mo)}-${pad(d)}T${pad(h)}:${pad(mi)}:${pad(s)}${digits ? `.${digits}` : ""}${goZone}`;
+          expect(reasonOf(v), text).toBe("ok");
+          const isZero = digits === "" && instant(y, mo, d, h, mi - offset, s) === zero;
+          const expected = isZero
+            ? loopIdle.json.replace(/"created_at":"[^"]*",/, "")
+            : loopIdle.json.replace(/"created_at":"[^"]*"/, `"created_at":"${goText}"`);
+          expect((v as { out: string }).out, text).toBe(expected);
+          if (isZero) omitted++;
+          else accepted++;
+        },
+      ),
+      { numRuns: 2000 },
+    );
+    for (const [text, goText] of [
+      ["2026-11-29T1:15:30Z", "2026-11-29T01:15:30Z"],
+      ["2026-11-29T10:15:30+00:60", "2026-11-29T10:15:30+01:00"],
+      ["2026-11-29T10:15:30-05:60", "2026-11-29T10:15:30-06:00"],
+      ["2026-11-29T9:15:30,5+24:00", undefined],
+      ["2026-11-29T10:15:30+23:60", undefined],
+      ["0001-01-01T05:30:00+05:30", ""],
+      ["0000-12-31T23:00:00-01:00", ""],
+    ] as const) {
+      const v = read(loopIdle.json.replace(/"created_at":"[^"]*"/, `"created_at":"${text}"`));
+      if (goText === "") omitted++;
+      if (goText === undefined) expect(v.ok, text).toBe(false);
+      else expect((v as { out: string }).out, text).toBe(goText === "" ? loopIdle.json.replace(/"created_at":"[^"]*",/, "") : loopIdle.json.replace(/"created_at":"[^"]*"/, `"created_at":"${goText}"`));
+    }
+    expect(accepted).toBeGreaterThan(500);
+    expect(refused).toBeGreaterThan(100);
+    expect(omitted).toBeGreaterThan(0);
+  });
+
   it("an escape in every string of every raw value is kept as written", () => {
     let n = 0;
     for (const w of written) {
