@@ -28,8 +28,9 @@ function singleCodePoint(s: string): number | undefined {
  * Built once, on the first non-ASCII key: the classes linked by each code point's simple
  * lower and upper case (a union-find over the whole cased range), each mapped to its
  * smallest member. Simple mappings are the single-code-point results of toLowerCase and
- * toUpperCase; U+0130 (whose only simple mapping is to `i`, not an orbit in Go) stays alone,
- * as foldName leaves it matching only itself.
+ * toUpperCase; U+0130 `İ` and U+0131 `ı` (a case mapping to `i`/`I` but no case folding:
+ * unicode.SimpleFold returns each unchanged) stay alone, as foldName leaves them matching
+ * only themselves.
  */
 function buildFoldTable(): Map<number, number> {
   const parent = new Map<number, number>();
@@ -56,7 +57,7 @@ function buildFoldTable(): Map<number, number> {
   };
   for (let cp = 0x41; cp <= LAST_CASED; cp++) {
     if (cp >= 0xd800 && cp <= 0xdfff) continue;
-    if (cp === 0x130) continue;
+    if (cp === 0x130 || cp === 0x131) continue;
     const s = String.fromCodePoint(cp);
     const lower = singleCodePoint(s.toLowerCase());
     const upper = singleCodePoint(s.toUpperCase());

@@ -25,7 +25,8 @@ export const gateFieldSchema = z.object({
   kind: text().optional(),
   required: z.boolean().optional(),
   options: z.array(z.object({ value: text().optional(), label: text().optional() })).optional(),
-  default: z.unknown().optional(),
+  /** A json.RawMessage: kept as written (number forms, key order, escapes). */
+  default: rawJsonSchema().optional(),
 });
 
 /** In the runtime's field order: `origin` comes before the schema and the controls. */

@@ -58,28 +58,34 @@ let lastValid = "";
 
 /**
  * A timestamp in the form Go's RFC3339Nano writer gives it, or undefined when `v` is not a
- * time both runtimes read and write the same way: RFC 3339 as Go's time.Parse reads it (a
- * fraction after '.' or ',', of any length; a numeric offset with a colon, or Z). Go reads
- * 2024-02-30 and 24:00:00 as errors and so does this; it reads an offset of +24:00 but
- * cannot write it back, so jetloop refuses that too. Parsed in place: this runs on every
- * publish and every delivery.
+ * time both runtimes read and write the same way: RFC 3339 as Go's time.Parse reads it
+ * (the runtime's Go has time.Time's strict RFC 3339 check switched off): an hour of one
+ * digit or two, a fraction after '.' or ',', of any length, cut to nanoseconds; a numeric
+ * offset with a colon, its hour up to 24 and its minute up to 60 ("as some people do write
+ * offsets of 24 hours or 60 minutes"), or Z. Go reads 2024-02-30 and 24:00:00 as errors and
+ * so does this; it reads an offset of 24 hours or more (+24:00, +23:60) but cannot write
+ * it back, so jetloop refuses that too. Parsed in place: this runs on every publish and
+ * every delivery.
  */
 export function goTimestamp(v: string): string | undefined {
   if (v === lastValid) return v;
   const n = v.length;
-  if (n < 20 || v[4] !== "-" || v[7] !== "-" || v[10] !== "T" || v[13] !== ":" || v[16] !== ":") return undefined;
+  const h = v[12] === ":" ? 1 : 2; // the hour's digits: Go reads `T1:15:30` as 01:15:30
+  const m = 11 + h; // the ':' after the hour
+  if (n < 18 + h || v[4] !== "-" || v[7] !== "-" || v[10] !== "T" || v[m] !== ":" || v[m + 3] !== ":") return undefined;
   const year = digitsAt(v, 0, 4);
   const month = digitsAt(v, 5, 2);
   const day = digitsAt(v, 8, 2);
-  const hour = digitsAt(v, 11, 2);
-  const minute = digitsAt(v, 14, 2);
-  const second = digitsAt(v, 17, 2);
+  const hour = digitsAt(v, 11, h);
+  const minute = digitsAt(v, m + 1, 2);
+  const second = digitsAt(v, m + 4, 2);
   if (year < 0 || month < 1 || month > 12 || day < 1 || hour < 0 || hour > 23 || minute < 0 || minute > 59 || second < 0 || second > 59) return undefined;
   const leap = (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0;
   if (day > (month === 2 && leap ? 29 : DAYS_IN_MONTH[month - 1]!)) return undefined;
-  let i = 19;
+  let i = m + 6;
+  const fractionAt = i + 1;
   let end = i; // of the fraction digits kept
-  let canonical = true;
+  let canonical = h === 2;
   if (v[i] === "." || v[i] === ",") {
     if (v[i] === ",") canonical = false;
     const start = ++i;
@@ -94,19 +100,47 @@ export function goTimestamp(v: string): string | undefined {
   else if ((v[i] === "+" || v[i] === "-") && i + 6 === n && v[i + 3] === ":") {
     const oh = digitsAt(v, i + 1, 2);
     const om = digitsAt(v, i + 4, 2);
-    if (oh < 0 || om < 0 || oh > 23 || om > 59) return undefined;
-    zone = oh === 0 && om === 0 ? "Z" : v.slice(i);
-    if (zone === "Z") canonical = false;
+    if (oh < 0 || om < 0 || oh > 24 || om > 60) return undefined;
+    const minutes = oh * 60 + om;
+    if (minutes >= 24 * 60) return undefined; // Go's writer refuses an offset of 24 hours
+    zone = minutes === 0 ? "Z" : `${v[i]}${pad2(Math.floor(minutes / 60))}:${pad2(minutes % 60)}`;
+    if (zone !== v.slice(i)) canonical = false;
   } else return undefined;
-  const out = canonical ? v : `${v.slice(0, 19)}${end > 20 ? `.${v.slice(20, end)}` : ""}${zone}`;
+  const out = canonical ? v : `${v.slice(0, 11)}${pad2(hour)}${v.slice(m, m + 6)}${end > fractionAt ? `.${v.slice(fractionAt, end)}` : ""}${zone}`;
   lastValid = out;
   return out;
+}
+
+function pad2(x: number): string {
+  return x < 10 ? `0${x}` : String(x);
+}
+
+/** Minutes from 0000-01-01 to 0001-01-01 (year 0 is a leap year). */
+const ZERO_MINUTES = 366 * 24 * 60;
+
+/**
+ * Whether a timestamp in Go's form (goTimestamp's output) is Go's zero time, the instant
+ * time.Time's IsZero reports in whatever offset it is written (`0001-01-01T01:00:00+01:00`
+ * too): the runtime's writer omits it (omitzero), so jetloop does.
+ */
+function isZeroInstant(t: string): boolean {
+  if (t === ZERO_TIME) return true;
+  // Only years 0 and 1 reach it within an offset of less than a day; and only whole minutes.
+  if (!t.startsWith("000") || (t[3] !== "0" && t[3] !== "1") || t.slice(17, 19) !== "00" || t[19] === ".") return false;
+  const year = t.charCodeAt(3) - 48;
+  const month = digitsAt(t, 5, 2);
+  let days = year === 1 ? 366 : 0;
+  for (let k = 0; k < month - 1; k++) days += k === 1 && year === 0 ? 29 : DAYS_IN_MONTH[k]!;
+  days += digitsAt(t, 8, 2) - 1;
+  let minutes = days * 24 * 60 + digitsAt(t, 11, 2) * 60 + digitsAt(t, 14, 2);
+  if (t[19] !== "Z") minutes -= (t[19] === "-" ? -1 : 1) * (digitsAt(t, 20, 2) * 60 + digitsAt(t, 23, 2));
+  return minutes === ZERO_MINUTES;
 }
 
 function timestampToWire(v: unknown): unknown {
   if (typeof v !== "string") return v;
   const t = goTimestamp(v);
-  return t === ZERO_TIME ? undefined : (t ?? v);
+  return t !== undefined && isZeroInstant(t) ? undefined : (t ?? v);
 }
 
 /**

@@ -16,13 +16,17 @@ type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 const FREE = new Set(["Input", "ProviderState", "metadata", "values", "app_fields"]);
 /** Of those, the json.RawMessage ones: kept as written, escapes and all. */
 const RAW = new Set(["Input", "ProviderState", "metadata"]);
+/** A form field's `default` (a json.RawMessage, like those of RAW). */
+const isFieldDefault = (path: Path, k: string) => k === "default" && path.at(-2) === "fields";
 /**
  * A gate response's `values` (not a form's `data.values`, which are strings) is a Go
  * map[string]json.RawMessage: its keys are decoded, each member kept as written.
  */
 const isRawMember = (path: Path) => path.at(-1) === "values" && path.at(-2) !== "data";
-/** A key whose value is free: one of FREE, or a form field's `default` (a Go interface{}). */
-const isFree = (path: Path, k: string) => FREE.has(k) || (k === "default" && path.at(-2) === "fields");
+/** A key whose value is free: one of FREE, or a form field's `default`. */
+const isFree = (path: Path, k: string) => FREE.has(k) || isFieldDefault(path, k);
+/** A key (of the object at `path`) whose value is a json.RawMessage. */
+const isRaw = (path: Path, k: string) => RAW.has(k) || isFieldDefault(path, k) || isRawMember(path);
 const GO_MAX_DEPTH = 10_000;
 
 const written = readJsonl<GoWritten>("go-written-events.jsonl");
@@ -56,7 +60,7 @@ function sites(v: Json, path: Path = [], free = false, raw = false): Site[] {
   else if (v !== null && typeof v === "object") {
     for (const [k, x] of Object.entries(v)) {
       out.push({ path: [...path, k], free, raw, key: k, value: x });
-      out.push(...sites(x, [...path, k], free || isFree(path, k), raw || RAW.has(k) || isRawMember(path)).slice(1));
+      out.push(...sites(x, [...path, k], free || isFree(path, k), raw || isRaw(path, k)).slice(1));
     }
   }
   return out;
@@ -158,7 +162,42 @@ describe("Go's rules, generated", () => {
     }
     expect(refused).toBeGreaterThan(1000);
     expect(kept).toBeGreaterThan(10);
+  }, 30_000);
+
+  it("only ſ and the Kelvin sign fold onto ASCII letters: every other non-ASCII code point folds onto none (unicode.SimpleFold leaves İ and ı alone)", () => {
+    const onto: string[] = [];
+    for (let cp = 0x80; cp <= 0x10ffff; cp++) {
+      if (cp >= 0xd800 && cp <= 0xdfff) continue;
+      if (/[A-Z]/.test(goFold(String.fromCodePoint(cp)))) onto.push(cp.toString(16));
+    }
+    expect(onto).toEqual(["17f", "212a"]);
   });
+
+  it("a look-alike Go does not fold (İ, ı for i) makes another key: read as if the field were absent, as Go ignores an unknown key (a request or an audit refuses it, as Go's do)", () => {
+    let n = 0;
+    for (const w of written) {
+      const root = parsed(w);
+      for (const site of sites(root).filter((x) => x.key !== undefined && !x.free && /[iI]/.test(x.key))) {
+        const without = structuredClone(root);
+        const parent = site.path.slice(0, -1).reduce<Json>((o, p) => (o as Record<string, Json>)[p as string]!, without) as Record<string, Json>;
+        delete parent[site.key!];
+        const absent = read(JSON.stringify(without));
+        for (const alike of ["\\u0131", "\u0130"]) {
+          const variant = JSON.stringify(site.key!).replace(/[iI]/, alike);
+          const v = read(respell(root, site.path, variant, true));
+          const where = `${w.id} ${site.path.join(".")} → ${variant}`;
+          // A permission request and a gate's audit refuse unknown keys, as Go's decoders do.
+          if (site.path.length > 1 && (site.path[0] === "request" || site.path[0] === "audit")) expect(v.ok, where).toBe(false);
+          else {
+            expect(reasonOf(v), where).toBe(reasonOf(absent));
+            if (v.ok && absent.ok) expect(v.out, where).toBe(absent.out);
+          }
+          n++;
+        }
+      }
+    }
+    expect(n).toBeGreaterThan(100);
+  }, 30_000);
 
   it("escapes in every string, keys and times included: a time refuses them, raw JSON keeps them, elsewhere they mean their character", () => {
     let times = 0;
@@ -171,7 +210,7 @@ describe("Go's rules, generated", () => {
         const site = strings[pick % strings.length]!;
         const asKey = site.key !== undefined && (typeof site.value !== "string" || at % 2 === 0);
         // A value's own site is its key's: the value is raw when the key's value is.
-        const inRaw = asKey ? site.raw : site.raw || RAW.has(String(site.path.at(-1))) || isRawMember(site.path.slice(0, -1));
+        const inRaw = asKey ? site.raw : site.raw || isRaw(site.path.slice(0, -1), String(site.path.at(-1)));
         const s = asKey ? site.key! : (site.value as string);
         fc.pre(s.length > 0);
         const units = JSON.stringify(s).slice(1, -1);
@@ -208,6 +247,81 @@ describe("Go's rules, generated", () => {
     void raw; // raw strings are few: the sweep below covers each of them
   });
 
+  it("times as the runtime's Go reads them (time.Parse, strict RFC 3339 switched off): one-digit hours, offsets up to 24:60, written back in Go's form; the zero instant in any offset omitted", () => {
+    const loopIdle = written.find((w) => w.id === "LoopIdle/minimal")!;
+    const pad = (x: number, n = 2) => String(x).padStart(n, "0");
+    const instant = (y: number, mo: number, d: number, h: number, mi: number, s: number) => {
+      const date = new Date(0);
+      date.setUTCFullYear(y, mo - 1, d);
+      date.setUTCHours(h, mi, s, 0);
+      return date.getTime();
+    };
+    const zero = instant(1, 1, 1, 0, 0, 0);
+    const dateArb = fc.oneof(
+      fc.tuple(fc.integer({ min: 0, max: 9999 }), fc.integer({ min: 1, max: 12 }), fc.integer({ min: 1, max: 31 })),
+      fc.tuple(fc.constantFrom(0, 1), fc.constantFrom(1, 12), fc.constantFrom(1, 31)),
+    );
+    let accepted = 0;
+    let refused = 0;
+    let omitted = 0;
+    fc.assert(
+      fc.property(
+        dateArb,
+        fc.integer({ min: 0, max: 24 }),
+        fc.boolean(),
+        fc.integer({ min: 0, max: 60 }),
+        fc.integer({ min: 0, max: 60 }),
+        fc.option(fc.tuple(fc.constantFrom(".", ","), fc.stringMatching(/^[0-9]{1,12}$/)), { nil: undefined }),
+        fc.option(fc.tuple(fc.constantFrom("+", "-"), fc.integer({ min: 0, max: 25 }), fc.integer({ min: 0, max: 61 })), { nil: undefined }),
+        ([y, mo, d], h, oneDigit, mi, s, frac, zone) => {
+          const hourText = oneDigit && h < 10 ? String(h) : pad(h);
+          const text = `${pad(y, 4)}-${pad(mo)}-${pad(d)}T${hourText}:${pad(mi)}:${pad(s)}${frac ? frac.join("") : ""}${zone ? `${zone[0]}${pad(zone[1])}:${pad(zone[2])}` : "Z"}`;
+          const v = read(loopIdle.json.replace(/"created_at":"[^"]*"/, `"created_at":"${text}"`));
+          const leap = (y % 4 === 0 && y % 100 !== 0) || y % 400 === 0;
+          const days = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][mo - 1]!;
+          const offset = zone ? (zone[0] === "-" ? -1 : 1) * (zone[1] * 60 + zone[2]) : 0;
+          // Go's reader: a real date, a clock within the day, an offset's hour ≤ 24 and minute ≤ 60;
+          // its writer: an offset under 24 hours.
+          const readable = d <= days && h <= 23 && mi <= 59 && s <= 59 && (!zone || (zone[1] <= 24 && zone[2] <= 60));
+          if (!readable || Math.abs(offset) >= 24 * 60) {
+            expect(v.ok, text).toBe(false);
+            refused++;
+            return;
+          }
+          const digits = frac ? frac[1].slice(0, 9).replace(/0+$/, "") : "";
+          const goZone = offset === 0 ? "Z" : `${offset < 0 ? "-" : "+"}${pad(Math.floor(Math.abs(offset) / 60))}:${pad(Math.abs(offset) % 60)}`;
+          const goText = `${pad(y, 4)}-${pad(mo)}-${pad(d)}T${pad(h)}:${pad(mi)}:${pad(s)}${digits ? `.${digits}` : ""}${goZone}`;
+          expect(reasonOf(v), text).toBe("ok");
+          const isZero = digits === "" && instant(y, mo, d, h, mi - offset, s) === zero;
+          const expected = isZero
+            ? loopIdle.json.replace(/"created_at":"[^"]*",/, "")
+            : loopIdle.json.replace(/"created_at":"[^"]*"/, `"created_at":"${goText}"`);
+          expect((v as { out: string }).out, text).toBe(expected);
+          if (isZero) omitted++;
+          else accepted++;
+        },
+      ),
+      { numRuns: 2000 },
+    );
+    for (const [text, goText] of [
+      ["2026-11-29T1:15:30Z", "2026-11-29T01:15:30Z"],
+      ["2026-11-29T10:15:30+00:60", "2026-11-29T10:15:30+01:00"],
+      ["2026-11-29T10:15:30-05:60", "2026-11-29T10:15:30-06:00"],
+      ["2026-11-29T9:15:30,5+24:00", undefined],
+      ["2026-11-29T10:15:30+23:60", undefined],
+      ["0001-01-01T05:30:00+05:30", ""],
+      ["0000-12-31T23:00:00-01:00", ""],
+    ] as const) {
+      const v = read(loopIdle.json.replace(/"created_at":"[^"]*"/, `"created_at":"${text}"`));
+      if (goText === "") omitted++;
+      if (goText === undefined) expect(v.ok, text).toBe(false);
+      else expect((v as { out: string }).out, text).toBe(goText === "" ? loopIdle.json.replace(/"created_at":"[^"]*",/, "") : loopIdle.json.replace(/"created_at":"[^"]*"/, `"created_at":"${goText}"`));
+    }
+    expect(accepted).toBeGreaterThan(500);
+    expect(refused).toBeGreaterThan(100);
+    expect(omitted).toBeGreaterThan(0);
+  });
+
   it("an escape in every string of every raw value is kept as written", () => {
     let n = 0;
     for (const w of written) {
@@ -237,6 +351,22 @@ describe("Go's rules, generated", () => {
         else expect(typed.ok).toBe(n === "1" || n === "0");
       }),
       { numRuns: 300 },
+    );
+  });
+
+  it("a form field's default is a json.RawMessage: every number form, key order and escape kept as written", () => {
+    const schema = written.find((w) => w.id === "GateOpened/ask-user-schema")!;
+    expect(schema.json).toContain('"default":"a"');
+    fc.assert(
+      fc.property(numberText, (n) => {
+        for (const d of [n, `{"z":${n},"10":"\\/x","2":[${n}]}`, `"\\u0061"`]) {
+          const json = schema.json.replace('"default":"a"', `"default":${d}`);
+          const v = read(json);
+          expect(reasonOf(v), d).toBe("ok");
+          expect((v as { out: string }).out, d).toBe(json);
+        }
+      }),
+      { numRuns: 200 },
     );
   });
 
