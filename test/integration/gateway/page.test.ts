@@ -8,7 +8,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium, type BrowserContext, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { connect, createEvent, type Jetloop, newId, startGateway, type RunningGateway } from "../../../src/index.js";
+import { connect as natsConnect } from "@nats-io/transport-node";
+import { connect, createEvent, fromConnection, type Jetloop, newId, startGateway, type RunningGateway } from "../../../src/index.js";
 import { uniqueNamespace } from "../../harness/context.js";
 import { startServer, type NatsServer } from "../../harness/server.js";
 import { request } from "./http.js";
@@ -256,15 +257,20 @@ describe("the web page", () => {
   it("an answer that failed says why, in the gateway's words (the loop actor is gone)", async () => {
     const { bus, gw } = await gatewayFor();
     const ids = await startSession(bus);
-    const gates = await bus.serveGates(ids.sessionId, ids.loopId);
+    // The loop actor runs on a connection of its own, which dies under it: no close() of
+    // its gate server, so the gate stays open in the journal with no one serving it.
+    const actorConnection = await natsConnect({ servers: server.url });
+    const actor = fromConnection(actorConnection, { namespace: bus.namespace });
+    const gates = await actor.serveGates(ids.sessionId, ids.loopId);
     const toolExecutionId = newId();
-    void gates.requestPermission({ ...ids, toolExecutionId, toolUseId: "toolu_01", request: { toolName: "bash", summary: "deploy" } });
+    const pending = gates.requestPermission({ ...ids, toolExecutionId, toolUseId: "toolu_01", request: { toolName: "bash", summary: "deploy" } });
+    pending.catch(() => undefined); // settled by the connection's death, not awaited
     const { page, problems } = await newPage();
     await page.goto(`${gw.url}/#${ids.sessionId}`);
     const approve = tool(page, toolExecutionId).locator('button[data-action="Approve"]');
     await approve.waitFor();
     const gateId = (await tool(page, toolExecutionId).locator(".gate").getAttribute("data-gate"))!;
-    await gates.close();
+    await actorConnection.close();
     await approve.click();
     const error = tool(page, toolExecutionId).locator(".answer-error");
     await error.waitFor();
