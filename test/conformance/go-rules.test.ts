@@ -1,5 +1,5 @@
 // Corner cases built from Go's rules rather than taken from Go's data: each family below
-// transforms the Go-written events (../shared/conformance/go-written-events.jsonl) the
+// transforms the Go-written events (test/conformance/data/go-written-events.jsonl) the
 // way one rule of encoding/json or the runtime's UnmarshalEvent covers, and checks
 // jetloop's verdict against what the rule says Go does (CONFORMANCE.md, "How jetloop reads").
 import fc from "fast-check";
