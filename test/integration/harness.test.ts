@@ -136,6 +136,9 @@ describe("the three-node cluster from deploy/nats/cluster.conf", () => {
     // A fresh 2.10 cluster may refuse placement for a while (see provisionOnCluster).
     await provisionOnCluster(() => jsm.streams.add({ name: stream, subjects: [subject], num_replicas: 3 }));
     expect((await jsm.streams.info(stream)).config.num_replicas).toBe(3);
+    // Created is not yet led: the first publish can find no responder until the stream's
+    // raft group has elected its leader (seen on containers).
+    await waitFor("the stream's leader", async () => Boolean((await jsm.streams.info(stream)).cluster?.leader));
     await jetstream(nc).publish(subject, "replicated");
 
     const info = await jsm.streams.info(stream);
