@@ -78,23 +78,18 @@ export const documentBlockSchema = block("document", {
   text: goField("Text", text().optional()),
 });
 
-type LeafBlock =
-  | z.output<typeof textBlockSchema>
-  | z.output<typeof refusalBlockSchema>
-  | z.output<typeof thinkingBlockSchema>
-  | z.output<typeof toolUseBlockSchema>
-  | z.output<typeof imageBlockSchema>
-  | z.output<typeof audioBlockSchema>
-  | z.output<typeof documentBlockSchema>;
-
-type LeafBlockInput =
-  | z.input<typeof textBlockSchema>
-  | z.input<typeof refusalBlockSchema>
-  | z.input<typeof thinkingBlockSchema>
-  | z.input<typeof toolUseBlockSchema>
-  | z.input<typeof imageBlockSchema>
-  | z.input<typeof audioBlockSchema>
-  | z.input<typeof documentBlockSchema>;
+/** The blocks that hold no blocks: one list for the types and the union below. */
+const leafBlockSchemas = [
+  textBlockSchema,
+  refusalBlockSchema,
+  thinkingBlockSchema,
+  toolUseBlockSchema,
+  imageBlockSchema,
+  audioBlockSchema,
+  documentBlockSchema,
+] as const;
+type LeafBlock = z.output<(typeof leafBlockSchemas)[number]>;
+type LeafBlockInput = z.input<(typeof leafBlockSchemas)[number]>;
 
 export interface ToolResultBlock {
   type: "tool_result";
@@ -127,13 +122,7 @@ export const toolResultBlockSchema: z.ZodType<ToolResultBlock, ToolResultBlockIn
 );
 
 export const contentBlockSchema: z.ZodType<ContentBlock, ContentBlockInput> = z.discriminatedUnion("type", [
-  textBlockSchema,
-  refusalBlockSchema,
-  thinkingBlockSchema,
-  toolUseBlockSchema,
-  imageBlockSchema,
-  audioBlockSchema,
-  documentBlockSchema,
+  ...leafBlockSchemas,
   toolResultBlockSchema as unknown as typeof textBlockSchema,
 ]);
 
