@@ -60,6 +60,16 @@ async function startSession(bus: Jetloop) {
   return ids;
 }
 
+/** A gateway, a session with an open turn, and a page following it live. */
+async function sessionPage() {
+  const { bus, gw } = await gatewayFor();
+  const ids = await startSession(bus);
+  const { page, problems } = await newPage();
+  await page.goto(`${gw.url}/#${ids.sessionId}`);
+  await badge(page, "live");
+  return { bus, gw, ids, page, problems };
+}
+
 beforeAll(async () => {
   mkdirSync(OUT, { recursive: true });
   server = await startServer();
@@ -125,12 +135,8 @@ describe("the web page", () => {
   });
 
   it("an approval card renders every control the gate lists and posts {action} as JSON; Approve and Deny reach the loop", async () => {
-    const { bus, gw } = await gatewayFor();
-    const ids = await startSession(bus);
+    const { bus, ids, page, problems } = await sessionPage();
     const gates = await bus.serveGates(ids.sessionId, ids.loopId);
-    const { page, problems } = await newPage();
-    await page.goto(`${gw.url}/#${ids.sessionId}`);
-    await badge(page, "live");
 
     for (const action of ["Approve", "Deny"] as const) {
       const toolExecutionId = newId();
@@ -177,12 +183,8 @@ describe("the web page", () => {
   });
 
   it("a running tool shows its preview, and keeps it once StepDone finalizes the call", async () => {
-    const { bus, gw } = await gatewayFor();
-    const ids = await startSession(bus);
+    const { bus, ids, page, problems } = await sessionPage();
     const toolExecutionId = newId();
-    const { page, problems } = await newPage();
-    await page.goto(`${gw.url}/#${ids.sessionId}`);
-    await badge(page, "live");
     const gates = await bus.serveGates(ids.sessionId, ids.loopId);
     const decision = gates.requestPermission({ ...ids, toolExecutionId, toolUseId: "toolu_01", request: { toolName: "bash", summary: "ls -la" } });
     await tool(page, toolExecutionId).locator('button[data-action="Approve"]').click();
@@ -215,12 +217,8 @@ describe("the web page", () => {
   });
 
   it("a user-input question: its choices as buttons, else a free-text answer; both reach the loop", async () => {
-    const { bus, gw } = await gatewayFor();
-    const ids = await startSession(bus);
+    const { bus, ids, page, problems } = await sessionPage();
     const gates = await bus.serveGates(ids.sessionId, ids.loopId);
-    const { page, problems } = await newPage();
-    await page.goto(`${gw.url}/#${ids.sessionId}`);
-    await badge(page, "live");
 
     const withChoices = newId();
     const picked = gates.requestInput({ ...ids, toolExecutionId: withChoices, question: "Which branch?", choices: ["main", "release"] });
@@ -303,11 +301,7 @@ describe("the web page", () => {
   });
 
   it("the gateway restarted under the open page: reconnecting, then live, resuming with Last-Event-ID without a gap or a repeat", async () => {
-    const { bus, gw } = await gatewayFor();
-    const ids = await startSession(bus);
-    const { page, problems } = await newPage();
-    await page.goto(`${gw.url}/#${ids.sessionId}`);
-    await badge(page, "live");
+    const { bus, gw, ids, page, problems } = await sessionPage();
     await page.locator(`article.turn[data-turn="${ids.turnId}"]`).waitFor();
     const address = gw.url.slice("http://".length);
     await gw.close();
@@ -330,11 +324,7 @@ describe("the web page", () => {
   }, 90_000);
 
   it("NATS stopped under the open page: disconnected, then live again, resuming after its last journal sequence", async () => {
-    const { bus, gw } = await gatewayFor();
-    const ids = await startSession(bus);
-    const { page, problems } = await newPage();
-    await page.goto(`${gw.url}/#${ids.sessionId}`);
-    await badge(page, "live");
+    const { bus, ids, page, problems } = await sessionPage();
     await page.locator(`article.turn[data-turn="${ids.turnId}"]`).waitFor();
     await server.stop();
     await badge(page, "disconnected");
