@@ -29,15 +29,18 @@ const NEWEST_ONLY = [
 /**
  * How many files run at once. vitest's default, one less than the cores, is one file at a
  * time on a 2-core CI machine. The unit files are CPU-bound (property runs): one per core.
- * The integration files mostly wait on servers, processes and timers: twice the cores
- * (JETLOOP_TEST_WORKERS overrides it), capped to bound the servers, clusters and Chromiums
- * alive at once on a big machine. The two kinds run one after the other (groupOrder), so
- * an integration file's timing never competes with a core-bound property run.
+ * The integration files mostly wait on servers, processes and timers: one more than the
+ * cores (JETLOOP_TEST_WORKERS overrides it), capped to bound the servers, clusters and
+ * Chromiums alive at once on a big machine. Not more: their CPU (about 300 s for both
+ * servers) would saturate two cores, and the tests with 200 ms ack waits and backoffs
+ * are the first to fail on a saturated machine (seen with four on a loaded one).
+ * The two kinds run one after the other (groupOrder), so an integration file's timing
+ * never competes with a core-bound property run.
  */
 const CORES = availableParallelism();
 function serverWorkers(): number {
   const asked = process.env.JETLOOP_TEST_WORKERS;
-  if (asked === undefined) return Math.min(8, 2 * CORES);
+  if (asked === undefined) return Math.min(8, CORES + 1);
   const n = Number(asked);
   if (!Number.isInteger(n) || n < 1) throw new Error(`JETLOOP_TEST_WORKERS must be a whole number of at least 1, not ${JSON.stringify(asked)}`);
   return n;
