@@ -1,6 +1,8 @@
 import { defineConfig } from "vitest/config";
 import type { TestProjectInlineConfiguration } from "vitest/config";
+import { availableParallelism } from "node:os";
 import { resolveBackend, type Backend } from "./test/harness/backend.js";
+import LongestFirst from "./test/harness/sequencer.js";
 
 /**
  * Integration files that run against the newest server only. The others (the SDK against
@@ -24,6 +26,26 @@ const NEWEST_ONLY = [
   "test/integration/reliability/leader-kill.test.ts",
 ];
 
+/**
+ * How many files run at once. vitest's default, one less than the cores, is one file at a
+ * time on a 2-core CI machine. The unit files are CPU-bound (property runs): one per core.
+ * The integration files mostly wait on servers, processes and timers: one more than the
+ * cores (JETLOOP_TEST_WORKERS overrides it), capped to bound the servers, clusters and
+ * Chromiums alive at once on a big machine. Not more: their CPU (about 300 s for both
+ * servers) would saturate two cores, and the tests with 200 ms ack waits and backoffs
+ * are the first to fail on a saturated machine (seen with four on a loaded one).
+ * The two kinds run one after the other (groupOrder), so an integration file's timing
+ * never competes with a core-bound property run.
+ */
+const CORES = availableParallelism();
+function serverWorkers(): number {
+  const asked = process.env.JETLOOP_TEST_WORKERS;
+  if (asked === undefined) return Math.min(8, CORES + 1);
+  const n = Number(asked);
+  if (!Number.isInteger(n) || n < 1) throw new Error(`JETLOOP_TEST_WORKERS must be a whole number of at least 1, not ${JSON.stringify(asked)}`);
+  return n;
+}
+
 // Unit tests cover pure code; integration tests talk to real nats-server processes or
 // containers that the harness starts (see test/harness/README.md). The integration tests
 // run against the newest nats-server and, but for NEWEST_ONLY, the oldest supported one
@@ -40,6 +62,8 @@ const integration = (flavor: "oldest" | "newest", backend: Backend): TestProject
     env: { JETLOOP_NATS_SERVER: flavor, JETLOOP_NATS_BACKEND: backend },
     testTimeout: 30_000,
     hookTimeout: 60_000,
+    maxWorkers: serverWorkers(),
+    sequence: { groupOrder: 1 },
   },
 });
 
@@ -52,6 +76,8 @@ const containers: TestProjectInlineConfiguration = {
     env: { JETLOOP_NATS_SERVER: "newest", JETLOOP_NATS_BACKEND: "containers" },
     testTimeout: 60_000,
     hookTimeout: 120_000,
+    maxWorkers: serverWorkers(),
+    sequence: { groupOrder: 1 },
   },
 };
 
@@ -83,11 +109,17 @@ export default defineConfig(async () => {
   }
   return {
     test: {
+      // Longest first across the projects of a group (test/harness/sequencer.ts).
+      sequence: { sequencer: LongestFirst },
       projects: [
         {
           test: {
             name: "unit",
             include: ["test/unit/**/*.test.ts", "test/conformance/**/*.test.ts"],
+            maxWorkers: CORES,
+            sequence: { groupOrder: 0 },
+            // Pure code: a worker's files share one module graph (imported once, not per file).
+            isolate: false,
           },
         },
         integration("newest", backend),

@@ -2,11 +2,11 @@
 // (no cluster: it cannot have 3 replicas), and the sync setting read back from /varz —
 // `provision --verify` and `jetloop consumers` warn on a server that acknowledges before
 // syncing, not on one with `sync_interval: always`. The three-node half is in
-// cluster.test.ts.
+// cluster.test.ts. The commands run in this process (jetloopIn): the entry point is cli.test.ts's.
 import { dirname } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connect, createEvent, type Jetloop, newId, OptionsError } from "../../src/index.js";
-import { jetloop } from "../harness/cli.js";
+import { jetloopIn } from "../harness/cli.js";
 import { rejection } from "../harness/async.js";
 import { uniqueNamespace } from "../harness/context.js";
 import { removeTempDir, startServer, type NatsServer } from "../harness/server.js";
@@ -49,10 +49,10 @@ describe("the sync setting, read from /varz", () => {
   it("jetloop provision --verify and jetloop consumers warn on the default server only", async () => {
     for (const [server, warns] of [[plain, true], [strict, false]] as const) {
       const base = ["--server", server.url, "--namespace", uniqueNamespace(), "--monitor", server.monitorUrl];
-      expect((await jetloop(["provision", ...base])).code).toBe(0);
-      const verify = await jetloop(["provision", "--verify", ...base]);
+      expect((await jetloopIn(["provision", ...base])).code).toBe(0);
+      const verify = await jetloopIn(["provision", "--verify", ...base]);
       expect(verify.code).toBe(0);
-      const consumers = await jetloop(["consumers", ...base]);
+      const consumers = await jetloopIn(["consumers", ...base]);
       expect(consumers.code).toBe(0);
       for (const run of [verify, consumers]) {
         expect(run.stderr.includes("acknowledges appends before syncing"), `${server.monitorUrl}: ${run.stderr}`).toBe(warns);
@@ -82,7 +82,7 @@ describe("the strict profile on a single server", () => {
       expect(await rejection(bus.provision({ durability: "strict", monitor: [strict.monitorUrl] }))).toMatchObject({ code: "OPTIONS_INVALID", option: "durability" });
       expect(await rejection(bus.publish(createEvent("SessionStarted", { sessionId: newId() })))).toMatchObject({ code: "NOT_PROVISIONED" });
     });
-    const cli = await jetloop(["provision", "--durability", "strict", "--server", strict.url, "--namespace", uniqueNamespace()]);
+    const cli = await jetloopIn(["provision", "--durability", "strict", "--server", strict.url, "--namespace", uniqueNamespace()]);
     expect(cli.code).not.toBe(0);
     expect(cli.stderr).toContain("strict needs a cluster");
   });

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# npm test's static checks, the linter and the type checker, side by side: each is one
+# CPU-bound process (typed linting builds its own TypeScript program), so on two cores the
+# pair takes as long as the linter alone (measured idle: lint 78 s, tsc 31 s of CPU, 109 s
+# one after the other). Each one's output is printed whole when it ends; fails if either does.
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+out="$(mktemp -d "${TMPDIR:-/tmp}/jetloop-static-checks.XXXXXX")"
+trap 'rm -rf "$out"' EXIT
+npm run -s lint >"$out/lint" 2>&1 &
+lint=$!
+npm run -s typecheck >"$out/typecheck" 2>&1 &
+typecheck=$!
+status=0
+for check in lint typecheck; do
+  if wait "${!check}"; then
+    [[ -s $out/$check ]] && cat "$out/$check"
+  else
+    echo "static checks: $check failed" >&2
+    cat "$out/$check" >&2
+    status=1
+  fi
+done
+exit "$status"
