@@ -114,15 +114,34 @@ interface OpenGate extends GateState {
   timer?: NodeJS.Timeout;
 }
 
-// The constructor is private, so a gate server is handed out serving, by serveGates() only.
-let start: (bus: BusContext<JetloopEvent>, sessionId: string, loopId: string, options: ServeGatesOptions) => Promise<GateServer>;
+/** A loop's gate server (`bus.serveGates(sessionId, loopId)`): the loop actor's side of the answer path. */
+export interface GateServer {
+  /**
+   * Publishes PermissionRequested and opens a permission gate; resolves with the decision.
+   * Both records are built (and so checked) before the gate exists; if either cannot be
+   * written the gate never became answerable and the call rejects with what failed.
+   */
+  requestPermission(gate: PermissionGate): Promise<PermissionAnswer>;
+  /** Publishes UserInputRequested and opens an ask-user gate; resolves with the answer. Checked and written as requestPermission. */
+  requestInput(gate: InputGate): Promise<InputAnswer>;
+  /**
+   * Stops serving and settles every pending request as the Go runtime settles a gate whose
+   * owner goes away: its GateResolved `owner_closed` is journaled (no action, so no
+   * decision) and the loop's `requestPermission`/`requestInput` rejects with
+   * GateClosedError (`journaled` says whether the record was written). Resolutions already
+   * being written finish first. Idempotent; `bus.close()` calls it.
+   */
+  close(): Promise<void>;
+  /** The gates `closeOrphans` closed when this server started (their ids, in the order opened). */
+  readonly orphansClosed: readonly string[];
+}
 
 /** Starts serving answers for one loop (`bus.serveGates`): resolves once its command subscription is on the server. */
 export function serveGates(bus: BusContext<JetloopEvent>, sessionId: string, loopId: string, options: ServeGatesOptions = {}): Promise<GateServer> {
   if (typeof options !== "object" || options === null) throw new OptionsError("options", "must be an object");
   for (const k of Object.keys(options)) if (k !== "closeOrphans") throw new OptionsError(k, "is not an option of serveGates");
   if (options.closeOrphans !== undefined && typeof options.closeOrphans !== "boolean") throw new OptionsError("closeOrphans", "must be a boolean");
-  return start(bus, sessionId, loopId, options);
+  return new GateServerImpl(bus, sessionId, loopId).serve(options);
 }
 
 /** How often a decision whose GateResolved is written is tried again before the loop fails closed. */
@@ -130,25 +149,7 @@ const DECISION_ATTEMPTS = 3;
 /** How soon a timeout whose write failed is tried again. */
 const TIMEOUT_RETRY_MS = 1000;
 
-export class GateServer {
-  static {
-    start = async (bus, sessionId, loopId, options) => {
-      const server = new GateServer(bus, sessionId, loopId);
-      // Registered first: on a closed bus this throws before anything is set up.
-      server.#unregister = bus.onClose(() => server.close());
-      try {
-        if (options.closeOrphans) server.#orphansClosed = await server.#closeOrphans();
-        const subject = commandSubject(bus.namespace, sessionId, loopId, ANSWER_COMMAND);
-        server.#sub = bus.nc.subscribe(subject, { callback: (err, msg) => (err ? undefined : server.#onCommand(msg)) });
-        await bus.nc.flush();
-      } catch (e) {
-        await server.close();
-        throw e;
-      }
-      return server;
-    };
-  }
-
+class GateServerImpl implements GateServer {
   readonly #bus: BusContext<JetloopEvent>;
   readonly #sessionId: string;
   readonly #loopId: string;
@@ -162,17 +163,28 @@ export class GateServer {
   #closing: Promise<void> | undefined;
   #orphansClosed: readonly string[] = [];
 
-  private constructor(bus: BusContext<JetloopEvent>, sessionId: string, loopId: string) {
+  constructor(bus: BusContext<JetloopEvent>, sessionId: string, loopId: string) {
     this.#bus = bus;
     this.#sessionId = sessionId;
     this.#loopId = loopId;
   }
 
-  /**
-   * Publishes PermissionRequested and opens a permission gate; resolves with the decision.
-   * Both records are built (and so checked) before the gate exists; if either cannot be
-   * written the gate never became answerable and the call rejects with what failed.
-   */
+  /** Closes orphans if asked, then subscribes; `serveGates` awaits this before handing the server out. */
+  async serve(options: ServeGatesOptions): Promise<this> {
+    // Registered first: on a closed bus this throws before anything is set up.
+    this.#unregister = this.#bus.onClose(() => this.close());
+    try {
+      if (options.closeOrphans) this.#orphansClosed = await this.#closeOrphans();
+      const subject = commandSubject(this.#bus.settings.namespace, this.#sessionId, this.#loopId, ANSWER_COMMAND);
+      this.#sub = this.#bus.nc.subscribe(subject, { callback: (err, msg) => (err ? undefined : this.#onCommand(msg)) });
+      await this.#bus.nc.flush();
+    } catch (e) {
+      await this.close();
+      throw e;
+    }
+    return this;
+  }
+
   async requestPermission(gate: PermissionGate): Promise<PermissionAnswer> {
     this.#checkOpen("controls", gate.controls, "permission", gate.timeoutMs);
     const gateId = newId();
@@ -187,7 +199,6 @@ export class GateServer {
     return { effect: "deny", action: "Deny", reason: NO_ANSWER, gateId, journalSeq, answered: false };
   }
 
-  /** Publishes UserInputRequested and opens an ask-user gate; resolves with the answer. Checked and written as requestPermission. */
   async requestInput(gate: InputGate): Promise<InputAnswer> {
     this.#checkOpen("choices", gate.choices, "input", gate.timeoutMs);
     const gateId = newId();
@@ -245,13 +256,6 @@ export class GateServer {
     return settled;
   }
 
-  /**
-   * Stops serving and settles every pending request as the Go runtime settles a gate whose
-   * owner goes away: its GateResolved `owner_closed` is journaled (no action, so no
-   * decision) and the loop's `requestPermission`/`requestInput` rejects with
-   * GateClosedError (`journaled` says whether the record was written). Resolutions already
-   * being written finish first. Idempotent; `bus.close()` calls it.
-   */
   close(): Promise<void> {
     this.#closing ??= this.#close();
     return this.#closing;
@@ -282,7 +286,6 @@ export class GateServer {
     );
   }
 
-  /** The gates `closeOrphans` closed when this server started (their ids, in the order opened). */
   get orphansClosed(): readonly string[] {
     return this.#orphansClosed;
   }
@@ -302,7 +305,7 @@ export class GateServer {
     for (const g of ledger.open({ loopId: this.#loopId })) {
       if (g.turnId === undefined || g.stepId === undefined) continue;
       // One id per closed orphan: a second successor closing it at once is the same message, stored once.
-      const eventId = derivedId(this.#bus.namespace, this.#sessionId, g.gateId, "abandoned");
+      const eventId = derivedId(this.#bus.settings.namespace, this.#sessionId, g.gateId, "abandoned");
       await this.#bus.publish(createEvent("GateResolved", { eventId, sessionId: this.#sessionId, loopId: this.#loopId, turnId: g.turnId, stepId: g.stepId, ...abandoned(g) }));
       closed.push(g.gateId);
     }
@@ -310,7 +313,7 @@ export class GateServer {
   }
 
   async #requireNoOtherActor(): Promise<void> {
-    const subject = commandSubject(this.#bus.namespace, this.#sessionId, this.#loopId, ANSWER_COMMAND);
+    const subject = commandSubject(this.#bus.settings.namespace, this.#sessionId, this.#loopId, ANSWER_COMMAND);
     try {
       // Any reply (an empty command is refused as invalid) means an actor is alive.
       await this.#bus.nc.request(subject, new Uint8Array(), { timeout: 2000 });
@@ -414,7 +417,7 @@ export class GateServer {
   #check(event: JetloopEvent): void {
     // The journal writer's own rule (publisher.ts): maxEventBytes, lowered by the room its headers take on this stream.
     const max = this.#bus.nc.info?.max_payload;
-    const cap = Math.min(this.#bus.settings.maxEventBytes, max === undefined ? Infinity : max - journalHeaderRoom(this.#bus.stream, this.#bus.namespace));
+    const cap = Math.min(this.#bus.settings.maxEventBytes, max === undefined ? Infinity : max - journalHeaderRoom(this.#bus.settings.stream, this.#bus.settings.namespace));
     encodeValidated(event, { registry: this.#bus.registry, maxBytes: cap });
   }
 
