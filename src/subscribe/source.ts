@@ -15,9 +15,7 @@ export interface SourceContext<E> {
   readonly js: JetStreamClient;
   jsm(): Promise<JetStreamManager>;
   readonly stream: string;
-  /** The journal's last sequence now (shared by subscriptions that start together). */
-  lastSeq(): Promise<number>;
-  /** The journal's last sequence and republish destination now (shared likewise). */
+  /** The journal's last sequence and republish destination now (shared by subscriptions that start together). */
   journalState(): Promise<JournalState>;
   /** The bus's feeds, shared by its feed subscriptions. */
   readonly feeds: Feeds;
@@ -74,10 +72,6 @@ export class BusSourceContext<E> implements SourceContext<E> {
 
   get feeds(): Feeds {
     return this.#bus.feeds;
-  }
-
-  lastSeq(): Promise<number> {
-    return this.#bus.journalPosition.lastSeq();
   }
 
   journalState(): Promise<JournalState> {
