@@ -1,20 +1,7 @@
 /**
- * The loop actor's side of the answer path. It opens gates (publishing the durable
- * request and a GateOpened), serves answer commands on its command subject, and on a
- * valid answer publishes GateResolved (and PermissionDecided for a permission) before
- * replying. The decisions are gate-rules.ts's; this file does the I/O around them:
- *
- * - All or nothing: both records of a resolution are built and checked (validity, size)
- *   before either is written. GateResolved failing leaves the gate open with its timer;
- *   once it is written the gate is resolved for good and the decision is retried (the
- *   same event, so the stream's duplicate window makes it safe); if it still fails the
- *   loop is told to fail closed (ResolutionIncompleteError) and the answerer so.
- * - A command id is bound to its outcome from the moment it is accepted: repeats wait
- *   for the first outcome.
- * - `close()` (and the bus's) settles every pending request: GateResolved `owner_closed`
- *   journaled, the loop's promise rejected with GateClosedError.
- * - `serveGates(…, { closeOrphans: true })` first closes, as `abandoned`, the gates a dead
- *   actor of this loop left open.
+ * The loop actor's side of the answer path (README.md in this folder: what a resolution
+ * writes, all or nothing, and how gates close): opens gates, serves answer commands, and
+ * does the I/O around gate-rules.ts's decisions. The package exports the interface.
  */
 import type { Msg, Subscription } from "@nats-io/transport-node";
 import type { BusContext } from "../bus-context.js";

@@ -35,10 +35,6 @@ export class OpenSubscriptions {
     });
   }
 
-  get size(): number {
-    return this.#open.size;
-  }
-
   /** Throws ConnectionClosedError once the bus is closed: nothing would close the subscription. */
   add(sub: OpenSubscription): void {
     if (this.#closed) throw new ConnectionClosedError("the bus is closed");
