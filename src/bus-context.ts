@@ -1,9 +1,8 @@
 /**
- * What the layers below the bus (subscriptions, replay, the answer path, the session
- * handle) need of it: the connection, the namespace and stream, the registry, settings
- * and logger, and the few operations they call. They depend on this, never on the
- * `Jetloop` class (bus.ts), so each can be built and tested without the facade; the
- * lint configuration refuses an import of bus.ts below it.
+ * The bus core: what the layers below the bus (subscriptions, replay, the answer path, the
+ * session handle) get of it, built once by bus.ts. They depend on this, never on the bus
+ * class, so each can be built and tested without the facade; the lint configuration
+ * refuses an import of bus.ts below it. Namespace and stream live in `settings` only.
  */
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection, PermissionViolationError } from "@nats-io/transport-node";
@@ -14,22 +13,26 @@ import type { ParkedStore } from "./parking/parked-store.js";
 import type { PublishOptions, PublishResult } from "./publish/publisher.js";
 import type { ConsumerFigures } from "./streams/consumer-figures.js";
 import type { JournalPosition } from "./streams/position.js";
-import type { FeedHub } from "./subscribe/feed-hub.js";
+import type { DecodeContext } from "./subscribe/delivery.js";
+import type { Feeds } from "./subscribe/feed/feeds.js";
+import type { OpenSubscriptions } from "./subscribe/open-subscriptions.js";
 
 export interface BusContext<E> {
   readonly nc: NatsConnection;
   /** One JetStream client for all the bus's reads: ten thousand viewers need not carry one each. */
   readonly js: JetStreamClient;
-  readonly namespace: string;
-  readonly stream: string;
   readonly settings: BusSettings;
   readonly registry: EventRegistry<E>;
   readonly log: Logger;
   readonly parked: ParkedStore;
   /** Where subscriptions that start at "new" begin. */
   readonly journalPosition: JournalPosition;
-  /** The live feed subscriptions that the bus's live subscriptions share. */
-  readonly feeds: FeedHub;
+  /** The feeds the bus's feed subscriptions share (subscribe/feed/). */
+  readonly feeds: Feeds;
+  /** The bus's open subscriptions: closed with the bus, watched together. */
+  readonly subscriptions: OpenSubscriptions;
+  /** How the bus decodes for a filter with or without `includeInternal` (one context each, shared). */
+  decoding(includeInternal: boolean): DecodeContext<E>;
   jetstreamManager(): Promise<JetStreamManager>;
   /** Permission errors the server sends asynchronously; returns the unsubscribe. */
   onPermissionViolation(listener: (e: PermissionViolationError) => void): () => void;

@@ -1,7 +1,9 @@
 /**
  * The bus: one NATS connection, one namespace, one events stream. It is the SDK's
  * entry point; each job it offers lives in its own module (publish/, subscribe/,
- * streams/), and this file only wires them together.
+ * streams/), and this file only wires them together: it builds the bus core
+ * (bus-context.ts) once and hands it down. The package exports the `Jetloop` interface
+ * and the factories; the class stays here.
  */
 import { jetstream, jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { type NatsConnection, PermissionViolationError } from "@nats-io/transport-node";
@@ -26,7 +28,9 @@ import { type Parked, ParkedStore } from "./parking/parked-store.js";
 import type { Delivery } from "./subscribe/delivery.js";
 import type { EventFilter } from "./subscribe/filter.js";
 import type { SubscribeOptions } from "./subscribe/options.js";
-import { FeedHub } from "./subscribe/feed-hub.js";
+import { decodeContexts } from "./subscribe/delivery.js";
+import { Feeds } from "./subscribe/feed/feeds.js";
+import { OpenSubscriptions } from "./subscribe/open-subscriptions.js";
 import { replay, type ReplayOptions } from "./subscribe/replay.js";
 import { type DurableSubscription, subscribe, type Subscription } from "./subscribe/subscription.js";
 import { type SessionHandle, sessionHandle } from "./session.js";
@@ -86,20 +90,8 @@ export interface BusProvisionReport extends ProvisionReport {
   readonly durability: { readonly profile: Durability; readonly settings: readonly SyncSetting[]; readonly warnings: readonly DurabilityWarning[] };
 }
 
-/** Listeners for permission violations the server reports asynchronously. */
-type ViolationListener = (e: PermissionViolationError) => void;
-
-// The constructor is private, so a bus comes from connect() or fromConnection() only; the
-// class's static block hands these two module functions what they need of it.
-let construct: <E>(nc: NatsConnection, options: BusOptions<E>, ownsConnection: boolean) => Jetloop<E>;
-let contextOf: <E>(bus: Jetloop<E>) => BusContext<E>;
-
-export class Jetloop<E = JetloopEvent> {
-  static {
-    construct = (nc, options, ownsConnection) => new Jetloop(nc, options, ownsConnection);
-    contextOf = (bus) => bus.#ctx;
-  }
-
+/** A bus (`connect()`, `fromConnection()`): one connection, one namespace, one events stream. */
+export interface Jetloop<E = JetloopEvent> {
   readonly nc: NatsConnection;
   readonly settings: BusSettings;
   readonly registry: EventRegistry<E>;
@@ -108,48 +100,132 @@ export class Jetloop<E = JetloopEvent> {
   readonly serverVersion: string;
   /** Durable deliveries kept after their last attempt, for replay or drop. */
   readonly parked: Parked;
+  readonly namespace: string;
+  readonly stream: string;
+  supports(feature: Feature): boolean;
+  jetstreamManager(): Promise<JetStreamManager>;
+  /**
+   * Validates and publishes one event. Enduring: appended to the journal, resolves with
+   * its journal sequence once acknowledged. Ephemeral: a preview, sent on its preview
+   * subject, journal sequence 0. Many calls may be in flight at once (up to `maxInFlight`; more wait).
+   */
+  publish(event: E, options?: PublishOptions): Promise<PublishResult>;
+  /**
+   * Publishes many events pipelined: all in flight at once (bounded by `maxInFlight`),
+   * results in the order given. Rejects with the first failure, after all have settled.
+   * With `resume`, events the journal already holds are not published again (at any delay).
+   */
+  publishAll(events: Iterable<E>, options?: PublishAllOptions): Promise<PublishResult[]>;
+  /**
+   * Which of `events` the journal holds, by event id, read from `since` on their sessions'
+   * journal subjects: for a producer that may or may not have stored them (a crash, a
+   * PublishTimeoutError) and wants to publish only the rest, past the duplicate window.
+   */
+  storedEvents(events: Iterable<E>, options: ReconcileOptions): Promise<Map<string, StoredEvent>>;
+  /**
+   * Subscribes to events: an async iterable of deliveries `{ event, journalSeq }`.
+   * Without `durable`, a feed subscription (UI): history from the journal, then the
+   * stream's republished feed over core subscriptions shared within the bus; with it, a
+   * durable subscription: a named durable consumer whose deliveries are acknowledged
+   * explicitly.
+   */
+  subscribeEvents(filter: EventFilter, options: SubscribeOptions & { durable: string }): Promise<DurableSubscription<E>>;
+  subscribeEvents(filter: EventFilter, options?: SubscribeOptions): Promise<Subscription<E>>;
+  /**
+   * Reads the journal events `filter` selects (the filter of `subscribeEvents`; its
+   * enduring part: previews are never stored) from `fromSeq` to `toSeq` in order, then
+   * ends. Filter and options are checked at the call (OptionsError).
+   */
+  replay(filter: EventFilter, options?: ReplayOptions): AsyncGenerator<Delivery<E>, void, undefined>;
+  /** A handle scoped to one session, reading like the Go runtime's `live.SubscribeEvents`. */
+  session(sessionId: string): SessionHandle<E>;
+  /**
+   * The loop actor's side of the answer path: opens gates for one loop and serves the
+   * answers to them. Built-in catalogue only (it publishes built-in events). Closes with
+   * the bus, settling its pending requests; `{ closeOrphans: true }` first closes the
+   * gates a dead actor of the loop left open.
+   */
+  serveGates(this: Jetloop<JetloopEvent>, sessionId: string, loopId: string, options?: ServeGatesOptions): Promise<GateServer>;
+  /**
+   * Creates or updates the events stream from `streams/events.json` and the parked store
+   * from `streams/parked.json`, and warns of retention that can remove what a durable has
+   * not acknowledged.
+   */
+  provision(request?: ProvisionRequest): Promise<BusProvisionReport>;
+  /**
+   * Every durable of the namespace with its lag, parked count and retention warnings; with
+   * `monitor`, also a warning for each server that acknowledges before syncing.
+   */
+  consumers(options?: { monitor?: string[] }): Promise<ConsumersReport & { durabilityWarnings: readonly DurabilityWarning[] }>;
+  /** One durable's figures, or undefined when there is no such durable. */
+  consumer(durable: string): Promise<ConsumerFigures | undefined>;
+  /**
+   * Closes the bus's subscriptions (their iteration ends quietly, as after their own
+   * `close()`), fails in-flight appends, and closes the connection if the bus opened it.
+   * Idempotent.
+   */
+  close(): Promise<void>;
+}
+
+/** Listeners for permission violations the server reports asynchronously. */
+type ViolationListener = (e: PermissionViolationError) => void;
+
+/** The bus: `Jetloop`'s implementation. Its members' docs are on the interface. */
+class BusImpl<E = JetloopEvent> implements Jetloop<E> {
+  readonly nc: NatsConnection;
+  readonly settings: BusSettings;
+  readonly registry: EventRegistry<E>;
+  readonly log: Logger;
+  readonly serverVersion: string;
+  readonly parked: Parked;
+  /** The bus core the layers below get (bus-context.ts); never handed to users (`busContext` is for jetloop's tests). */
+  readonly context: BusContext<E>;
   readonly #ownsConnection: boolean;
   readonly #writer: JournalWriter;
   readonly #publisher: Publisher<E>;
   readonly #violationListeners = new Set<ViolationListener>();
-  /** What closes with the bus: its open subscriptions. */
+  /** What else closes with the bus (gate and control servers); its subscriptions close through `context.subscriptions`. */
   readonly #closers = new Set<() => Promise<void>>();
-  /** What the layers below get of the bus (bus-context.ts); never handed to users. */
-  readonly #ctx: BusContext<E>;
   #jsm: Promise<JetStreamManager> | undefined;
   #closed = false;
   /** Set once the closers ran: what closes with the bus (a gate server settling its gates) may still write until then. */
   #writerClosed = false;
 
-  private constructor(nc: NatsConnection, options: BusOptions<E>, ownsConnection: boolean) {
-    this.settings = parseBusOptions(options as Record<string, unknown>);
+  constructor(nc: NatsConnection, options: BusOptions<E>, ownsConnection: boolean) {
+    const settings = parseBusOptions(options as Record<string, unknown>);
+    this.settings = settings;
     this.nc = nc;
     this.#ownsConnection = ownsConnection;
-    this.registry = options.registry ?? (defaultRegistry);
-    this.log = (options.logger ?? pino({ name: "jetloop", level: "warn" }, process.stderr)).child({ namespace: this.settings.namespace });
+    this.registry = options.registry ?? defaultRegistry;
+    const log = (options.logger ?? pino({ name: "jetloop", level: "warn" }, process.stderr)).child({ namespace: settings.namespace });
+    this.log = log;
     this.serverVersion = nc.info?.version ?? "0.0.0";
     requireMinimum(this.serverVersion);
-    const parked = new ParkedStore(nc, () => this.jetstreamManager(), this.settings.namespace, defaultParkedStreamName(this.settings.namespace));
+    const jsm = () => this.jetstreamManager();
+    const parked = new ParkedStore(nc, jsm, settings.namespace, defaultParkedStreamName(settings.namespace));
     this.parked = parked;
-    this.#writer = new JournalWriter(nc, () => this.jetstreamManager(), this.settings, this.log);
-    this.#publisher = new Publisher(nc, this.#writer, { ...this.settings, serverVersion: this.serverVersion }, this.registry);
-    const journalPosition = new JournalPosition(() => this.jetstreamManager(), this.settings.stream);
-    this.#ctx = {
+    this.#writer = new JournalWriter(nc, jsm, settings, log);
+    this.#publisher = new Publisher(nc, this.#writer, { ...settings, serverVersion: this.serverVersion }, this.registry);
+    const js = jetstream(nc);
+    const journalPosition = new JournalPosition(jsm, settings.stream);
+    const onPermissionViolation = (listener: ViolationListener) => {
+      this.#violationListeners.add(listener);
+      return () => this.#violationListeners.delete(listener);
+    };
+    const decoding = decodeContexts(settings.namespace, this.registry, settings.maxEventBytes);
+    this.context = {
       nc,
-      js: jetstream(nc),
-      namespace: this.settings.namespace,
-      stream: this.settings.stream,
-      settings: this.settings,
+      js,
+      settings,
       registry: this.registry,
-      log: this.log,
+      log,
       parked,
       journalPosition,
-      feeds: new FeedHub(nc, this.settings.namespace, this.settings.stream, this.log, () => journalPosition.state()),
-      jetstreamManager: () => this.jetstreamManager(),
-      onPermissionViolation: (listener) => {
-        this.#violationListeners.add(listener);
-        return () => this.#violationListeners.delete(listener);
-      },
+      feeds: new Feeds({ nc, js, namespace: settings.namespace, stream: settings.stream, log, journalState: () => journalPosition.state() }),
+      subscriptions: new OpenSubscriptions(nc, log, onPermissionViolation),
+      decoding: (includeInternal) => decoding[includeInternal ? 1 : 0],
+      jetstreamManager: jsm,
+      onPermissionViolation,
       onClose: (close) => {
         // Nothing would close it: a bus over a caller's connection can outlive its close().
         if (this.#closed) throw new ConnectionClosedError("the bus is closed");
@@ -160,7 +236,7 @@ export class Jetloop<E = JetloopEvent> {
         this.#writerClosed ? Promise.reject(new ConnectionClosedError("the bus is closed")) : this.#publisher.publish(event, options),
       consumer: (durable) => this.consumer(durable),
     };
-    this.#ctx.onPermissionViolation((e) => {
+    onPermissionViolation((e) => {
       if (e.operation !== "publish") return;
       const denied = new PermissionDeniedError("publish", e.subject, { cause: e });
       this.#writer.failSubject(e.subject, denied);
@@ -186,11 +262,6 @@ export class Jetloop<E = JetloopEvent> {
     return this.#jsm;
   }
 
-  /**
-   * Validates and publishes one event. Enduring: appended to the journal, resolves with
-   * its journal sequence once acknowledged. Ephemeral: sent on its live subject, journal
-   * sequence 0. Many calls may be in flight at once (up to `maxInFlight`; more wait).
-   */
   publish(event: E, options?: PublishOptions): Promise<PublishResult> {
     // A bus over a caller's connection leaves it open on close(): refuse here, or previews
     // would still go out on it.
@@ -198,11 +269,6 @@ export class Jetloop<E = JetloopEvent> {
     return this.#publisher.publish(event, options);
   }
 
-  /**
-   * Publishes many events pipelined: all in flight at once (bounded by `maxInFlight`),
-   * results in the order given. Rejects with the first failure, after all have settled.
-   * With `resume`, events the journal already holds are not published again (at any delay).
-   */
   async publishAll(events: Iterable<E>, options: PublishAllOptions = {}): Promise<PublishResult[]> {
     const { resume, ...publishOptions } = options;
     const all = [...events];
@@ -218,57 +284,29 @@ export class Jetloop<E = JetloopEvent> {
     return settled.map((s) => (s as PromiseFulfilledResult<PublishResult>).value);
   }
 
-  /**
-   * Which of `events` the journal holds, by event id, read from `since` on their sessions'
-   * journal subjects: for a producer that may or may not have stored them (a crash, a
-   * PublishTimeoutError) and wants to publish only the rest, past the duplicate window.
-   */
   storedEvents(events: Iterable<E>, options: ReconcileOptions): Promise<Map<string, StoredEvent>> {
     if (this.#closed) return Promise.reject(new ConnectionClosedError("the bus is closed"));
-    return storedEvents(this.#ctx, events, options);
+    return storedEvents({ js: this.context.js, namespace: this.namespace, stream: this.stream, log: this.log }, events, options);
   }
 
-  /**
-   * Subscribes to events: an async iterable of deliveries `{ event, journalSeq }`.
-   * Without `durable`, the journal part is live (UI): history from the journal, then the
-   * stream's republished feed over core subscriptions shared within the bus; with it, a
-   * named durable consumer whose deliveries are acknowledged explicitly.
-   */
   subscribeEvents(filter: EventFilter, options: SubscribeOptions & { durable: string }): Promise<DurableSubscription<E>>;
   subscribeEvents(filter: EventFilter, options?: SubscribeOptions): Promise<Subscription<E>>;
   async subscribeEvents(filter: EventFilter, options: SubscribeOptions = {}): Promise<Subscription<E>> {
-    return subscribe(this.#ctx, filter, options);
+    return subscribe(this.context, filter, options);
   }
 
-  /**
-   * Reads the journal events `filter` selects (the filter of `subscribeEvents`; its
-   * enduring part: previews are never stored) from `fromSeq` to `toSeq` in order, then
-   * ends. Filter and options are checked at the call (OptionsError).
-   */
   replay(filter: EventFilter, options?: ReplayOptions): AsyncGenerator<Delivery<E>, void, undefined> {
-    return replay(this.#ctx, filter, options);
+    return replay(this.context, filter, options);
   }
 
-  /** A handle scoped to one session, reading like the Go runtime's `live.SubscribeEvents`. */
   session(sessionId: string): SessionHandle<E> {
-    return sessionHandle(this.#ctx, sessionId);
+    return sessionHandle(this.context, sessionId);
   }
 
-  /**
-   * The loop actor's side of the answer path: opens gates for one loop and serves the
-   * answers to them. Built-in catalogue only (it publishes built-in events). Closes with
-   * the bus, settling its pending requests; `{ closeOrphans: true }` first closes the
-   * gates a dead actor of the loop left open.
-   */
-  serveGates(this: Jetloop<JetloopEvent>, sessionId: string, loopId: string, options?: ServeGatesOptions): Promise<GateServer> {
-    return serveGates(this.#ctx, sessionId, loopId, options);
+  serveGates(this: BusImpl<JetloopEvent>, sessionId: string, loopId: string, options?: ServeGatesOptions): Promise<GateServer> {
+    return serveGates(this.context, sessionId, loopId, options);
   }
 
-  /**
-   * Creates or updates the events stream from `streams/events.json` and the parked store
-   * from `streams/parked.json`, and warns of retention that can remove what a durable has
-   * not acknowledged.
-   */
   async provision(request: ProvisionRequest = {}): Promise<BusProvisionReport> {
     const maxAge = request.maxAge === undefined ? undefined : parseRetention("maxAge", () => parseDuration(request.maxAge!));
     const maxBytes = request.maxBytes === undefined ? undefined : parseRetention("maxBytes", () => request.maxBytes!);
@@ -305,10 +343,6 @@ export class Jetloop<E = JetloopEvent> {
     return { ...report, parked, warnings, durability };
   }
 
-  /**
-   * Every durable of the namespace with its lag, parked count and retention warnings; with
-   * `monitor`, also a warning for each server that acknowledges before syncing.
-   */
   async consumers(options: { monitor?: string[] } = {}): Promise<ConsumersReport & { durabilityWarnings: readonly DurabilityWarning[] }> {
     const monitor = checkMonitorUrls(options.monitor);
     const report = await consumersReport(await this.jetstreamManager(), this.stream, this.parked);
@@ -317,20 +351,14 @@ export class Jetloop<E = JetloopEvent> {
     return { ...report, durabilityWarnings: (await durabilityWarnings(this.stream, monitor, 3, "default")).warnings };
   }
 
-  /** One durable's figures, or undefined when there is no such durable. */
   async consumer(durable: string): Promise<ConsumerFigures | undefined> {
     return (await this.consumers()).consumers.find((c) => c.durable === durable);
   }
 
-  /**
-   * Closes the bus's subscriptions (their iteration ends quietly, as after their own
-   * `close()`), fails in-flight appends, and closes the connection if the bus opened it.
-   * Idempotent.
-   */
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    await Promise.allSettled([...this.#closers].map((close) => close()));
+    await Promise.allSettled([this.context.subscriptions.closeAll(), ...[...this.#closers].map((close) => close())]);
     this.#writerClosed = true;
     this.#writer.close();
     if (this.#ownsConnection && !this.nc.isClosed()) await this.nc.close();
@@ -360,7 +388,7 @@ export async function connect<E = JetloopEvent>(options: ConnectOptions<E> = {})
   parseBusOptions(options as Record<string, unknown>); // fail before dialing
   const nc = await openConnection(options);
   try {
-    return construct<E>(nc, options, true);
+    return new BusImpl<E>(nc, options, true);
   } catch (e) {
     await nc.close();
     throw e;
@@ -369,7 +397,7 @@ export async function connect<E = JetloopEvent>(options: ConnectOptions<E> = {})
 
 /** A bus over a connection the caller owns; the bus's `close()` leaves the connection open. */
 export function fromConnection<E = JetloopEvent>(nc: NatsConnection, options: BusOptions<E> = {}): Jetloop<E> {
-  return construct<E>(nc, options, false);
+  return new BusImpl<E>(nc, options, false);
 }
 
 /**
@@ -377,7 +405,8 @@ export function fromConnection<E = JetloopEvent>(nc: NatsConnection, options: Bu
  * (a feed hub's test hook, its subscription count); not exported by the package.
  */
 export function busContext<E>(bus: Jetloop<E>): BusContext<E> {
-  return contextOf(bus);
+  if (!(bus instanceof BusImpl)) throw new TypeError("not a bus made by connect() or fromConnection()");
+  return (bus as BusImpl<E>).context;
 }
 
 /** A retention option: a positive number (ns or bytes), checked before anything is sent. */

@@ -156,7 +156,7 @@ export {
 } from "./codec/codec.js";
 /** A json.RawMessage field's value (a tool's input, gate metadata): its JSON text, parsed on demand. */
 export { RawJson } from "./codec/raw-json.js";
-export { connect, fromConnection, Jetloop, type BusProvisionReport, type ConnectOptions, type ProvisionRequest } from "./bus.js";
+export { connect, fromConnection, type Jetloop, type BusProvisionReport, type ConnectOptions, type ProvisionRequest } from "./bus.js";
 export { type PublishAllOptions } from "./bus.js";
 export { type ReconcileOptions, type StoredEvent } from "./publish/reconcile.js";
 export { type Durability, type DurabilityWarning, type SyncSetting } from "./streams/durability.js";
@@ -182,14 +182,14 @@ export {
 } from "./subjects/subjects.js";
 export { declaredParkedStreamConfig, declaredStreamConfig, defaultParkedStreamName, defaultStreamName } from "./streams/declared.js";
 export { diffStreamConfig, type FieldDrift, type ProvisionReport } from "./streams/provision.js";
-export { SessionHandle } from "./session.js";
+export type { SessionHandle } from "./session.js";
 export type { Delivery, DurableDelivery, DeliveryFailure } from "./subscribe/delivery.js";
 export type { EventFilter, LoopScope } from "./subscribe/filter.js";
 export type { StartPosition, SubscribeOptions, SubscriptionReport } from "./subscribe/options.js";
 export type { ReplayOptions } from "./subscribe/replay.js";
-export { Subscription, type DurableSubscription, type SubscriptionStats } from "./subscribe/subscription.js";
+export { type Subscription, type DurableSubscription, type SubscriptionStats } from "./subscribe/subscription.js";
 export {
-  GateServer,
+  type GateServer,
   type InputAnswer,
   type InputGate,
   type PermissionAction,
@@ -200,7 +200,7 @@ export {
 } from "./commands/gate-server.js";
 export type { AnswerOptions } from "./commands/answer.js";
 export type { Answer, AnswerInput, AnswerOutcome } from "./commands/protocol.js";
-export { ControlServer, type ControlHandlers, type InputResult, type InterruptResult } from "./commands/controls-server.js";
+export { type ControlServer, type ControlHandlers, type InputResult, type InterruptResult } from "./commands/controls-server.js";
 export type { ControlOptions, ControlResult } from "./commands/controls-client.js";
 export {
   GateLedger,

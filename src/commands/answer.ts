@@ -17,7 +17,7 @@ export interface AnswerOptions {
  */
 export async function answerGate<E>(bus: BusContext<E>, sessionId: string, loopId: string, input: AnswerInput, options: AnswerOptions = {}): Promise<AnswerOutcome> {
   const command = answerCommand(input);
-  const subject = commandSubject(bus.namespace, sessionId, loopId, ANSWER_COMMAND);
+  const subject = commandSubject(bus.settings.namespace, sessionId, loopId, ANSWER_COMMAND);
   const timeoutMs = options.timeoutMs ?? 5000;
   let data: Uint8Array;
   try {

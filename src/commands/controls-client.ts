@@ -52,7 +52,7 @@ export async function submitInput<E>(bus: BusContext<E>, sessionId: string, bloc
   } catch (e) {
     return { ok: false, error: e as CommandError };
   }
-  const sent = await send(bus, sessionCommandSubject(bus.namespace, sessionId, INPUT_COMMAND), encodeInputCommand(command), sessionId, options.timeoutMs);
+  const sent = await send(bus, sessionCommandSubject(bus.settings.namespace, sessionId, INPUT_COMMAND), encodeInputCommand(command), sessionId, options.timeoutMs);
   if (sent instanceof CommandError) return { ok: false, error: sent };
   return settle(() => decodeInputReply(sent), (r) => ({ ok: true, commandId: r.commandId, duplicate: r.duplicate }));
 }
@@ -65,7 +65,7 @@ export async function interruptSession<E>(bus: BusContext<E>, sessionId: string,
   } catch (e) {
     return { ok: false, error: e as CommandError };
   }
-  const sent = await send(bus, sessionCommandSubject(bus.namespace, sessionId, INTERRUPT_COMMAND), encodeInterruptCommand(command), sessionId, options.timeoutMs);
+  const sent = await send(bus, sessionCommandSubject(bus.settings.namespace, sessionId, INTERRUPT_COMMAND), encodeInterruptCommand(command), sessionId, options.timeoutMs);
   if (sent instanceof CommandError) return { ok: false, error: sent };
   return settle(
     () => decodeInterruptReply(sent),

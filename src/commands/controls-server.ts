@@ -42,49 +42,49 @@ const CONTROLS_QUEUE = "controls";
 type Settled<R> = { readonly effect: boolean; readonly reply: R };
 const refused = (code: ControlRefusal["code"], message: string): ControlRefusal => ({ status: "refused", code, message: message.slice(0, 1000) || code });
 
-// The constructor is private: a server is handed out serving, by serveControls() only.
-let start: <E>(bus: BusContext<E>, sessionId: string, handlers: ControlHandlers) => Promise<ControlServer>;
+/** A session's control server (`bus.session(id).serveControls(handlers)`). */
+export interface ControlServer {
+  /** Stops serving; commands in flight still get their replies. */
+  close(): Promise<void>;
+}
 
 /** Starts serving the controls of one session: resolves once both subscriptions are on the server. */
 export function serveControls<E>(bus: BusContext<E>, sessionId: string, handlers: ControlHandlers): Promise<ControlServer> {
   for (const name of ["input", "interrupt"] as const) {
     if (typeof (handlers as unknown as Record<string, unknown> | undefined)?.[name] !== "function") throw new OptionsError(name, "must be a function");
   }
-  return start(bus, sessionId, handlers);
+  return new ControlServerImpl(bus, handlers).serve(bus, sessionId);
 }
 
-export class ControlServer {
-  static {
-    start = async (bus, sessionId, handlers) => {
-      const server = new ControlServer(bus, handlers);
-      const on = (command: string, serve: (m: Msg) => Promise<Uint8Array>) =>
-        bus.nc.subscribe(sessionCommandSubject(bus.namespace, sessionId, command), {
-          // A queue group: should a second server start for the session, each command still
-          // reaches one handler (but a retry may reach the other, which does not know it).
-          queue: CONTROLS_QUEUE,
-          callback: (err, msg) => {
-            if (err) return;
-            void serve(msg).then((reply) => msg.respond(reply));
-          },
-        });
-      server.#subs = [on(INPUT_COMMAND, (m) => server.#input(m)), on(INTERRUPT_COMMAND, (m) => server.#interrupt(m))];
-      await bus.nc.flush();
-      return server;
-    };
-  }
-
+class ControlServerImpl implements ControlServer {
   readonly #log: BusContext<unknown>["log"];
   readonly #handlers: ControlHandlers;
   readonly #inputs = new ControlBook<InputReply>();
   readonly #interrupts = new ControlBook<InterruptReply>();
   #subs: Subscription[] = [];
 
-  private constructor(bus: BusContext<unknown>, handlers: ControlHandlers) {
+  constructor(bus: BusContext<unknown>, handlers: ControlHandlers) {
     this.#log = bus.log;
     this.#handlers = handlers;
   }
 
-  /** Stops serving; commands in flight still get their replies. */
+  /** Subscribes to the session's two command subjects; `serveControls` awaits this before handing the server out. */
+  async serve(bus: BusContext<unknown>, sessionId: string): Promise<this> {
+    const on = (command: string, serve: (m: Msg) => Promise<Uint8Array>) =>
+      bus.nc.subscribe(sessionCommandSubject(bus.settings.namespace, sessionId, command), {
+        // A queue group: should a second server start for the session, each command still
+        // reaches one handler (but a retry may reach the other, which does not know it).
+        queue: CONTROLS_QUEUE,
+        callback: (err, msg) => {
+          if (err) return;
+          void serve(msg).then((reply) => msg.respond(reply));
+        },
+      });
+    this.#subs = [on(INPUT_COMMAND, (m) => this.#input(m)), on(INTERRUPT_COMMAND, (m) => this.#interrupt(m))];
+    await bus.nc.flush();
+    return this;
+  }
+
   async close(): Promise<void> {
     for (const s of this.#subs) s.unsubscribe();
     this.#subs = [];

@@ -1,20 +1,7 @@
 /**
- * The loop actor's side of the answer path. It opens gates (publishing the durable
- * request and a GateOpened), serves answer commands on its command subject, and on a
- * valid answer publishes GateResolved (and PermissionDecided for a permission) before
- * replying. The decisions are gate-rules.ts's; this file does the I/O around them:
- *
- * - All or nothing: both records of a resolution are built and checked (validity, size)
- *   before either is written. GateResolved failing leaves the gate open with its timer;
- *   once it is written the gate is resolved for good and the decision is retried (the
- *   same event, so the stream's duplicate window makes it safe); if it still fails the
- *   loop is told to fail closed (ResolutionIncompleteError) and the answerer so.
- * - A command id is bound to its outcome from the moment it is accepted: repeats wait
- *   for the first outcome.
- * - `close()` (and the bus's) settles every pending request: GateResolved `owner_closed`
- *   journaled, the loop's promise rejected with GateClosedError.
- * - `serveGates(…, { closeOrphans: true })` first closes, as `abandoned`, the gates a dead
- *   actor of this loop left open.
+ * The loop actor's side of the answer path (README.md in this folder: what a resolution
+ * writes, all or nothing, and how gates close): opens gates, serves answer commands, and
+ * does the I/O around gate-rules.ts's decisions. The package exports the interface.
  */
 import type { Msg, Subscription } from "@nats-io/transport-node";
 import type { BusContext } from "../bus-context.js";
@@ -114,15 +101,34 @@ interface OpenGate extends GateState {
   timer?: NodeJS.Timeout;
 }
 
-// The constructor is private, so a gate server is handed out serving, by serveGates() only.
-let start: (bus: BusContext<JetloopEvent>, sessionId: string, loopId: string, options: ServeGatesOptions) => Promise<GateServer>;
+/** A loop's gate server (`bus.serveGates(sessionId, loopId)`): the loop actor's side of the answer path. */
+export interface GateServer {
+  /**
+   * Publishes PermissionRequested and opens a permission gate; resolves with the decision.
+   * Both records are built (and so checked) before the gate exists; if either cannot be
+   * written the gate never became answerable and the call rejects with what failed.
+   */
+  requestPermission(gate: PermissionGate): Promise<PermissionAnswer>;
+  /** Publishes UserInputRequested and opens an ask-user gate; resolves with the answer. Checked and written as requestPermission. */
+  requestInput(gate: InputGate): Promise<InputAnswer>;
+  /**
+   * Stops serving and settles every pending request as the Go runtime settles a gate whose
+   * owner goes away: its GateResolved `owner_closed` is journaled (no action, so no
+   * decision) and the loop's `requestPermission`/`requestInput` rejects with
+   * GateClosedError (`journaled` says whether the record was written). Resolutions already
+   * being written finish first. Idempotent; `bus.close()` calls it.
+   */
+  close(): Promise<void>;
+  /** The gates `closeOrphans` closed when this server started (their ids, in the order opened). */
+  readonly orphansClosed: readonly string[];
+}
 
 /** Starts serving answers for one loop (`bus.serveGates`): resolves once its command subscription is on the server. */
 export function serveGates(bus: BusContext<JetloopEvent>, sessionId: string, loopId: string, options: ServeGatesOptions = {}): Promise<GateServer> {
   if (typeof options !== "object" || options === null) throw new OptionsError("options", "must be an object");
   for (const k of Object.keys(options)) if (k !== "closeOrphans") throw new OptionsError(k, "is not an option of serveGates");
   if (options.closeOrphans !== undefined && typeof options.closeOrphans !== "boolean") throw new OptionsError("closeOrphans", "must be a boolean");
-  return start(bus, sessionId, loopId, options);
+  return new GateServerImpl(bus, sessionId, loopId).serve(options);
 }
 
 /** How often a decision whose GateResolved is written is tried again before the loop fails closed. */
@@ -130,25 +136,7 @@ const DECISION_ATTEMPTS = 3;
 /** How soon a timeout whose write failed is tried again. */
 const TIMEOUT_RETRY_MS = 1000;
 
-export class GateServer {
-  static {
-    start = async (bus, sessionId, loopId, options) => {
-      const server = new GateServer(bus, sessionId, loopId);
-      // Registered first: on a closed bus this throws before anything is set up.
-      server.#unregister = bus.onClose(() => server.close());
-      try {
-        if (options.closeOrphans) server.#orphansClosed = await server.#closeOrphans();
-        const subject = commandSubject(bus.namespace, sessionId, loopId, ANSWER_COMMAND);
-        server.#sub = bus.nc.subscribe(subject, { callback: (err, msg) => (err ? undefined : server.#onCommand(msg)) });
-        await bus.nc.flush();
-      } catch (e) {
-        await server.close();
-        throw e;
-      }
-      return server;
-    };
-  }
-
+class GateServerImpl implements GateServer {
   readonly #bus: BusContext<JetloopEvent>;
   readonly #sessionId: string;
   readonly #loopId: string;
@@ -162,17 +150,28 @@ export class GateServer {
   #closing: Promise<void> | undefined;
   #orphansClosed: readonly string[] = [];
 
-  private constructor(bus: BusContext<JetloopEvent>, sessionId: string, loopId: string) {
+  constructor(bus: BusContext<JetloopEvent>, sessionId: string, loopId: string) {
     this.#bus = bus;
     this.#sessionId = sessionId;
     this.#loopId = loopId;
   }
 
-  /**
-   * Publishes PermissionRequested and opens a permission gate; resolves with the decision.
-   * Both records are built (and so checked) before the gate exists; if either cannot be
-   * written the gate never became answerable and the call rejects with what failed.
-   */
+  /** Closes orphans if asked, then subscribes; `serveGates` awaits this before handing the server out. */
+  async serve(options: ServeGatesOptions): Promise<this> {
+    // Registered first: on a closed bus this throws before anything is set up.
+    this.#unregister = this.#bus.onClose(() => this.close());
+    try {
+      if (options.closeOrphans) this.#orphansClosed = await this.#closeOrphans();
+      const subject = commandSubject(this.#bus.settings.namespace, this.#sessionId, this.#loopId, ANSWER_COMMAND);
+      this.#sub = this.#bus.nc.subscribe(subject, { callback: (err, msg) => (err ? undefined : this.#onCommand(msg)) });
+      await this.#bus.nc.flush();
+    } catch (e) {
+      await this.close();
+      throw e;
+    }
+    return this;
+  }
+
   async requestPermission(gate: PermissionGate): Promise<PermissionAnswer> {
     this.#checkOpen("controls", gate.controls, "permission", gate.timeoutMs);
     const gateId = newId();
@@ -187,7 +186,6 @@ export class GateServer {
     return { effect: "deny", action: "Deny", reason: NO_ANSWER, gateId, journalSeq, answered: false };
   }
 
-  /** Publishes UserInputRequested and opens an ask-user gate; resolves with the answer. Checked and written as requestPermission. */
   async requestInput(gate: InputGate): Promise<InputAnswer> {
     this.#checkOpen("choices", gate.choices, "input", gate.timeoutMs);
     const gateId = newId();
@@ -245,13 +243,6 @@ export class GateServer {
     return settled;
   }
 
-  /**
-   * Stops serving and settles every pending request as the Go runtime settles a gate whose
-   * owner goes away: its GateResolved `owner_closed` is journaled (no action, so no
-   * decision) and the loop's `requestPermission`/`requestInput` rejects with
-   * GateClosedError (`journaled` says whether the record was written). Resolutions already
-   * being written finish first. Idempotent; `bus.close()` calls it.
-   */
   close(): Promise<void> {
     this.#closing ??= this.#close();
     return this.#closing;
@@ -282,7 +273,6 @@ export class GateServer {
     );
   }
 
-  /** The gates `closeOrphans` closed when this server started (their ids, in the order opened). */
   get orphansClosed(): readonly string[] {
     return this.#orphansClosed;
   }
@@ -302,7 +292,7 @@ export class GateServer {
     for (const g of ledger.open({ loopId: this.#loopId })) {
       if (g.turnId === undefined || g.stepId === undefined) continue;
       // One id per closed orphan: a second successor closing it at once is the same message, stored once.
-      const eventId = derivedId(this.#bus.namespace, this.#sessionId, g.gateId, "abandoned");
+      const eventId = derivedId(this.#bus.settings.namespace, this.#sessionId, g.gateId, "abandoned");
       await this.#bus.publish(createEvent("GateResolved", { eventId, sessionId: this.#sessionId, loopId: this.#loopId, turnId: g.turnId, stepId: g.stepId, ...abandoned(g) }));
       closed.push(g.gateId);
     }
@@ -310,7 +300,7 @@ export class GateServer {
   }
 
   async #requireNoOtherActor(): Promise<void> {
-    const subject = commandSubject(this.#bus.namespace, this.#sessionId, this.#loopId, ANSWER_COMMAND);
+    const subject = commandSubject(this.#bus.settings.namespace, this.#sessionId, this.#loopId, ANSWER_COMMAND);
     try {
       // Any reply (an empty command is refused as invalid) means an actor is alive.
       await this.#bus.nc.request(subject, new Uint8Array(), { timeout: 2000 });
@@ -414,7 +404,7 @@ export class GateServer {
   #check(event: JetloopEvent): void {
     // The journal writer's own rule (publisher.ts): maxEventBytes, lowered by the room its headers take on this stream.
     const max = this.#bus.nc.info?.max_payload;
-    const cap = Math.min(this.#bus.settings.maxEventBytes, max === undefined ? Infinity : max - journalHeaderRoom(this.#bus.stream, this.#bus.namespace));
+    const cap = Math.min(this.#bus.settings.maxEventBytes, max === undefined ? Infinity : max - journalHeaderRoom(this.#bus.settings.stream, this.#bus.settings.namespace));
     encodeValidated(event, { registry: this.#bus.registry, maxBytes: cap });
   }
 

@@ -23,10 +23,6 @@ export class JournalPosition {
     this.#stream = stream;
   }
 
-  async lastSeq(): Promise<number> {
-    return (await this.state()).lastSeq;
-  }
-
   state(): Promise<JournalState> {
     // The read starts in a microtask: whoever asks before then joins it.
     this.#next ??= Promise.resolve().then(async () => {

@@ -207,3 +207,8 @@ export function parseParkedSubject(ns: string, subject: string): { durable: stri
   }
   return { durable: durable!, state, journalSeq };
 }
+
+/** The prefix every subject of one channel of a namespace starts with: `{ns}.{channel}.`. */
+export function channelPrefix(ns: string, channel: Channel): string {
+  return `${ns}.${channel}.`;
+}

@@ -4,7 +4,7 @@
  * the consumer's pull-based flow control holds the rest on the server. Ephemeral
  * deliveries drop the oldest when full (counted), so a slow UI sees fresh previews.
  * Arrival order is kept across both kinds. The reader's `next` is the queue's own promise,
- * with no wrapper: on the live feed it is one per delivered event.
+ * with no wrapper: on the feed it is one per delivered event.
  */
 interface Slot<D> {
   readonly stamp: number;
@@ -66,7 +66,7 @@ export class DeliveryQueue<D> {
     return true;
   }
 
-  /** Buffers a live item; returns false when an older one had to be dropped for it. */
+  /** Buffers a preview; returns false when an older one had to be dropped for it. */
   pushEphemeral(item: D): boolean {
     if (this.#ended) return true;
     if (this.#handOver(item)) return true;

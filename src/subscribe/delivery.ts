@@ -1,4 +1,3 @@
-import type { BusContext } from "../bus-context.js";
 import { safeDecodeEvent, type DecodeError } from "../codec/codec.js";
 import { DeliveryMismatchError } from "../errors.js";
 import type { EventRegistry } from "../events/registry.js";
@@ -10,7 +9,7 @@ export interface Delivery<E> {
   /** The stream sequence of an enduring event; 0 for an ephemeral one. */
   readonly journalSeq: number;
   readonly subject: string;
-  /** On a live preview: the last journal sequence its loop had written when it was sent. */
+  /** On a preview: the last journal sequence its loop had written when it was sent. */
   readonly lastJournalSeq?: number | undefined;
 }
 
@@ -50,20 +49,15 @@ export interface DecodeContext<E> {
   readonly includeInternal: boolean;
 }
 
-/** How a bus's subscriptions and replays decode: `includeInternal` comes from the filter. */
-// One decode context per bus and includeInternal, shared by its subscriptions and replays:
-// ten thousand viewers need not carry ten thousand copies, and sharing one lets the feed
-// decode a message once for all of them.
-const decodeContexts = new WeakMap<object, [ordinary: DecodeContext<unknown>, internal: DecodeContext<unknown>]>();
-
-export function decodeContext<E>(bus: BusContext<E>, includeInternal: boolean): DecodeContext<E> {
-  let pair = decodeContexts.get(bus);
-  if (pair === undefined) {
-    const base = { namespace: bus.namespace, registry: bus.registry as EventRegistry<unknown>, maxEventBytes: bus.settings.maxEventBytes };
-    pair = [{ ...base, includeInternal: false }, { ...base, includeInternal: true }];
-    decodeContexts.set(bus, pair);
-  }
-  return pair[includeInternal ? 1 : 0];
+/**
+ * How a bus's subscriptions and replays decode, without and with internal events (the
+ * filter's `includeInternal` picks one). Made once per bus (bus-context.ts): ten thousand
+ * viewers need not carry ten thousand copies, and sharing one lets the feed decode a
+ * message once for all of them.
+ */
+export function decodeContexts<E>(namespace: string, registry: EventRegistry<E>, maxEventBytes: number): readonly [ordinary: DecodeContext<E>, internal: DecodeContext<E>] {
+  const base = { namespace, registry, maxEventBytes };
+  return [{ ...base, includeInternal: false }, { ...base, includeInternal: true }];
 }
 
 export type Decoded<E> =
@@ -94,7 +88,7 @@ export function decodeMessage<E>(ctx: DecodeContext<E>, subject: string, data: U
   const e = r.data as unknown as Routed;
   const def = ctx.registry.get(e.type)!;
   // The class fixes the channel: an ephemeral event written raw into the journal, or an
-  // enduring one sent on a live subject (bypassing the journal), is as foreign as one
+  // enduring one sent on a preview subject (bypassing the journal), is as foreign as one
   // on another loop's subject. The channel is a token of the subject compared.
   const home: Channel = def.class === "enduring" ? "journal" : "live";
   const expected = validEventSubject(ctx.namespace, home, { sessionId: e.sessionId, loopId: e.loopId, family: def.family, type: e.type });

@@ -14,7 +14,7 @@ import { type Channel, filterSubject, NO_LOOP, type SubjectSelector } from "../s
 export type LoopScope = "all" | { readonly loops: Iterable<string> };
 
 export interface EventFilter {
-  /** Live previews (ToolCallStarted, …). Omitted: none. */
+  /** Previews (ToolCallStarted, …). Omitted: none. */
   readonly ephemeral?: LoopScope | undefined;
   /** Journal events. Omitted: none. */
   readonly enduring?: LoopScope | undefined;
@@ -33,9 +33,9 @@ export const MANY_FILTER_SUBJECTS = 16;
 
 export interface ResolvedFilter {
   readonly journalSubjects: readonly string[];
-  /** The same selection on the stream's republished feed (what live subscriptions follow). */
+  /** The same selection on the stream's republished feed (what feed subscriptions follow). */
   readonly feedSubjects: readonly string[];
-  readonly liveSubjects: readonly string[];
+  readonly previewSubjects: readonly string[];
   readonly includeInternal: boolean;
 }
 
@@ -110,7 +110,7 @@ export function resolveFilter(ns: string, filter: EventFilter, registry: EventRe
   return {
     journalSubjects: subjectsFor(ns, "journal", filter.enduring, sessions, selectors),
     feedSubjects: subjectsFor(ns, "feed", filter.enduring, sessions, selectors),
-    liveSubjects: subjectsFor(ns, "live", filter.ephemeral, sessions, selectors),
+    previewSubjects: subjectsFor(ns, "live", filter.ephemeral, sessions, selectors),
     includeInternal: filter.includeInternal === true,
   };
 }

@@ -1,7 +1,7 @@
 /**
  * A bounded read of the journal with an ordered consumer: from a sequence (or a time) to
  * `toSeq`, or to the end of the journal as it stood when the read began; then it ends and
- * deletes its consumer. Replay uses it, and so does the live feed for history and for
+ * deletes its consumer. Replay uses it, and so does a feed subscription for history and for
  * closing gaps.
  */
 import { type Consumer, type ConsumerMessages, DeliverPolicy, type JetStreamClient, type JsMsg, type OrderedConsumerOptions } from "@nats-io/jetstream";

@@ -1,5 +1,5 @@
 /**
- * The journal read into deliveries: the one path replay and a live subscription's history
+ * The journal read into deliveries: the one path replay and a feed subscription's history
  * and catch-up share. A range of journal subjects is read with an ordered consumer
  * (journal-range.ts); each message is decoded, validated and checked against its subject
  * (delivery.ts); a malformed one is reported and skipped (reportPoison), an internal one

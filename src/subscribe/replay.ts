@@ -2,13 +2,13 @@
  * A bounded, ordered read of the journal: the events a filter selects (the filter of
  * `subscribeEvents`, its enduring part) from a sequence to a sequence, or to the end of the
  * journal as it stood when the replay began; then it ends. It reads through the same path
- * as a live subscription's history (journal-read.ts).
+ * as a feed subscription's history (journal-read.ts).
  */
 import { z } from "zod";
 import type { BusContext } from "../bus-context.js";
 import { OptionsError } from "../errors.js";
 import type { EventRegistry } from "../events/registry.js";
-import { decodeContext, type Delivery } from "./delivery.js";
+import type { Delivery } from "./delivery.js";
 import { type EventFilter, resolveFilter } from "./filter.js";
 import { type JournalReader, readDeliveries } from "./journal-read.js";
 import { checkOnReport, parseOptions, type SubscriptionReport } from "./options.js";
@@ -63,11 +63,11 @@ export function replay<E>(bus: BusContext<E>, filter: EventFilter, options: Repl
   checkOnReport(onReport);
   const { fromSeq = 1, toSeq = Number.MAX_SAFE_INTEGER, batch = 512 } = parseOptions(replayShape, rest);
   if (fromSeq > toSeq) throw new OptionsError("toSeq", `${toSeq} is below fromSeq ${fromSeq}: the range is empty`);
-  const resolved = resolveFilter(bus.namespace, checkReplayFilter(bus.registry, filter), bus.registry);
+  const resolved = resolveFilter(bus.settings.namespace, checkReplayFilter(bus.registry, filter), bus.registry);
   const reader: JournalReader<E> = {
     js: bus.js,
-    stream: bus.stream,
-    decode: decodeContext(bus, resolved.includeInternal),
+    stream: bus.settings.stream,
+    decode: bus.decoding(resolved.includeInternal),
     log: bus.log.child({ component: "replay" }),
     report: (r) => onReport?.(r),
   };

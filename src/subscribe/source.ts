@@ -1,24 +1,24 @@
+/** The parts of a subscription (README.md): what each is handed, and what each offers. */
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "pino";
+import type { BusContext } from "../bus-context.js";
 import type { JournalState } from "../streams/position.js";
 import type { DecodeContext, Delivery, DeliveryFailure } from "./delivery.js";
 import type { DeliveryQueue } from "./delivery-queue.js";
-import type { FeedHub } from "./feed-hub.js";
+import type { Feeds } from "./feed/feeds.js";
 import type { SubscribeSettings, SubscriptionReport } from "./options.js";
 
 /** What every source of a subscription shares: where to put deliveries and how to fail. */
 export interface SourceContext<E> {
   readonly nc: NatsConnection;
   readonly js: JetStreamClient;
-  readonly jsm: () => Promise<JetStreamManager>;
+  jsm(): Promise<JetStreamManager>;
   readonly stream: string;
-  /** The journal's last sequence now (shared by subscriptions that start together). */
-  lastSeq(): Promise<number>;
-  /** The journal's last sequence and republish destination now (shared likewise). */
+  /** The journal's last sequence and republish destination now (shared by subscriptions that start together). */
   journalState(): Promise<JournalState>;
-  /** The connection's live feed subscriptions, shared by its live subscriptions. */
-  readonly feeds: FeedHub;
+  /** The bus's feeds, shared by its feed subscriptions. */
+  readonly feeds: Feeds;
   readonly decode: DecodeContext<E>;
   readonly queue: DeliveryQueue<Delivery<E>>;
   readonly settings: SubscribeSettings;
@@ -28,7 +28,58 @@ export interface SourceContext<E> {
   fail(error: Error): void;
 }
 
-/** One part of a subscription: the journal (a durable consumer or the live feed) or the previews. */
+/** A subscription's own part of a source context. */
+export type OwnSourceContext<E> = Pick<SourceContext<E>, "decode" | "queue" | "settings" | "log" | "report" | "fail">;
+
+/**
+ * A source context over the bus's context: the bus's part is read through it (getters on
+ * the class), so ten thousand viewers hold one reference to the bus each, not a copy of it.
+ */
+export class BusSourceContext<E> implements SourceContext<E> {
+  readonly #bus: BusContext<E>;
+  readonly decode: DecodeContext<E>;
+  readonly queue: DeliveryQueue<Delivery<E>>;
+  readonly settings: SubscribeSettings;
+  readonly log: Logger;
+  readonly report: (report: SubscriptionReport) => void;
+  readonly fail: (error: Error) => void;
+
+  constructor(bus: BusContext<E>, own: OwnSourceContext<E>) {
+    this.#bus = bus;
+    this.decode = own.decode;
+    this.queue = own.queue;
+    this.settings = own.settings;
+    this.log = own.log;
+    this.report = own.report;
+    this.fail = own.fail;
+  }
+
+  get nc(): NatsConnection {
+    return this.#bus.nc;
+  }
+
+  get js(): JetStreamClient {
+    return this.#bus.js;
+  }
+
+  jsm(): Promise<JetStreamManager> {
+    return this.#bus.jetstreamManager();
+  }
+
+  get stream(): string {
+    return this.#bus.settings.stream;
+  }
+
+  get feeds(): Feeds {
+    return this.#bus.feeds;
+  }
+
+  journalState(): Promise<JournalState> {
+    return this.#bus.journalPosition.state();
+  }
+}
+
+/** One part of a subscription: the journal (a durable consumer or the feed) or the previews. */
 export interface Source {
   start(): Promise<void>;
   /** Switches to new subject filters without losing the position. */

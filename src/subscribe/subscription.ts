@@ -1,67 +1,26 @@
 /**
- * A subscription: an async iterable of deliveries merged from the journal consumer and
- * the live subscriptions, with `close()` (idempotent) and `err()` (why it ended; nothing
- * after an intentional close). It mirrors the Go runtime's `session.SubscribeEvents`. A
- * subscription that fails ends its reader's iteration with the error, once what was
- * buffered has been read: a `for await` loop cannot mistake a failure for the end.
+ * A subscription (README.md): an async iterable of deliveries merged from the journal part
+ * (the feed or a durable consumer) and the preview part. It mirrors the Go runtime's
+ * `session.SubscribeEvents`. The package exports the interface; the class stays here.
  */
-import type { PermissionViolationError } from "@nats-io/transport-node";
-import type { Logger } from "pino";
 import type { BusContext } from "../bus-context.js";
-import { ConnectionClosedError, OptionsError, PermissionDeniedError } from "../errors.js";
+import { OptionsError } from "../errors.js";
 import type { JetloopEvent } from "../events/catalogue.js";
-import { decodeContext, type Delivery, type DurableDelivery } from "./delivery.js";
+import type { ConsumerFigures } from "../streams/consumer-figures.js";
+import type { Delivery, DurableDelivery } from "./delivery.js";
 import { DeliveryQueue } from "./delivery-queue.js";
 import { DurableSource } from "./durable-source.js";
-import { FeedSource } from "./feed-source.js";
+import { FeedSource } from "./feed/feed-source.js";
 import { type EventFilter, MANY_FILTER_SUBJECTS, resolveFilter } from "./filter.js";
-import { LiveSource } from "./live-source.js";
+import type { OpenSubscription } from "./open-subscriptions.js";
 import { type SubscribeOptions, parseSubscribeOptions, type SubscriptionReport } from "./options.js";
-import type { Source, SourceContext } from "./source.js";
-import type { ConsumerFigures } from "../streams/consumer-figures.js";
-
-// What the live subscriptions of a bus have in common is made once per bus: ten thousand
-// viewers in a process should not carry ten thousand copies of it.
-type BusShare = Omit<SourceContext<unknown>, "decode" | "queue" | "settings" | "log" | "report" | "fail">;
-const busShares = new WeakMap<object, BusShare>();
-const liveLogs = new WeakMap<Logger, Logger>();
-
-/** A source context: the bus's share as its prototype, the subscription's own fields on it. */
-function sourceContext<E>(bus: BusContext<E>, own: Pick<SourceContext<E>, "decode" | "queue" | "settings" | "log" | "report" | "fail">): SourceContext<E> {
-  let share = busShares.get(bus);
-  if (share === undefined) {
-    share = {
-      nc: bus.nc,
-      js: bus.js,
-      jsm: () => bus.jetstreamManager(),
-      stream: bus.stream,
-      lastSeq: () => bus.journalPosition.lastSeq(),
-      journalState: () => bus.journalPosition.state(),
-      feeds: bus.feeds,
-    };
-    busShares.set(bus, share);
-  }
-  return Object.assign(Object.create(share) as BusShare, own);
-}
-
-function liveLog(log: Logger): Logger {
-  let child = liveLogs.get(log);
-  if (child === undefined) liveLogs.set(log, (child = log.child({ component: "subscription" })));
-  return child;
-}
-
-// The constructor is private, so a subscription is handed out started, by subscribe() only.
-let open: <E>(bus: BusContext<E>, filter: EventFilter, options: SubscribeOptions) => Promise<Subscription<E>>;
-
-/** Opens a subscription: resolves once it is in place (what is published from then on is delivered). */
-export function subscribe<E>(bus: BusContext<E>, filter: EventFilter, options: SubscribeOptions = {}): Promise<Subscription<E>> {
-  return open(bus, filter, options);
-}
+import { PreviewSource } from "./preview-source.js";
+import { BusSourceContext, type Source, type SourceContext } from "./source.js";
 
 export interface SubscriptionStats {
   /** Deliveries handed to the reader. */
   readonly delivered: number;
-  /** Live deliveries dropped because the reader was slow. */
+  /** Preview deliveries dropped because the reader was slow. */
   readonly dropped: number;
   /** Malformed messages reported and skipped. */
   readonly poison: number;
@@ -69,67 +28,93 @@ export interface SubscriptionStats {
   readonly parked: number;
 }
 
-export class Subscription<E = JetloopEvent, D extends Delivery<E> = Delivery<E>> implements AsyncIterable<D> {
-  static {
-    open = <T>(bus: BusContext<T>, filter: EventFilter, options: SubscribeOptions) => new Subscription<T>(bus, filter, options).#start();
-  }
+/**
+ * An open subscription: iterate it (`for await`), `close()` it (idempotent; or `break`),
+ * and read `err()` for why it ended (nothing after an intentional close). A subscription
+ * that fails ends its reader's iteration with the error, once what was buffered has been
+ * read: a `for await` loop cannot mistake a failure for the end.
+ */
+export interface Subscription<E = JetloopEvent, D extends Delivery<E> = Delivery<E>> extends AsyncIterable<D> {
+  /**
+   * Why the subscription ended, or undefined (still running, or closed on purpose): the
+   * error its iteration rejected with.
+   */
+  err(): Error | undefined;
+  readonly closed: boolean;
+  stats(): SubscriptionStats;
+  /**
+   * A durable subscription's figures as the server has them (pending, waiting for ack,
+   * redelivered, parked, behind the journal); undefined for a feed subscription.
+   */
+  lag(): Promise<ConsumerFigures | undefined>;
+  /** The filter in force. */
+  readonly filter: EventFilter;
+  /**
+   * Changes the filter (add or remove loops, sessions, types) without losing the
+   * position: the journal part resumes after the last delivered sequence.
+   */
+  updateFilter(filter: EventFilter): Promise<void>;
+  /** Stops delivery and releases the consumer; the reader's loop ends quietly. Idempotent; `err()` stays as it was. */
+  close(): Promise<void>;
+}
 
+export type DurableSubscription<E = JetloopEvent> = Subscription<E, DurableDelivery<E>>;
+
+/** Opens a subscription: resolves once it is in place (what is published from then on is delivered). */
+export function subscribe<E>(bus: BusContext<E>, filter: EventFilter, options: SubscribeOptions = {}): Promise<Subscription<E>> {
+  return new SubscriptionImpl<E>(bus, filter, options).start();
+}
+
+class SubscriptionImpl<E, D extends Delivery<E> = Delivery<E>> implements Subscription<E, D>, OpenSubscription {
   readonly #bus: BusContext<E>;
   readonly #queue: DeliveryQueue<Delivery<E>>;
   readonly #onReport: ((r: SubscriptionReport) => void) | undefined;
   #filter: EventFilter;
-  #enduring: Source | undefined;
+  #journal: Source | undefined;
   #feed: FeedSource<E> | undefined;
-  #live: LiveSource<E> | undefined;
+  #preview: PreviewSource<E> | undefined;
   #error: Error | undefined;
   #closed = false;
   #poison = 0;
   #parked = 0;
   readonly #ctx: SourceContext<E>;
-  /**
-   * The running subscriptions of each bus, for its one permission-violation listener, its
-   * one watch of the connection's end and its one close hook (per subscription, each cost
-   * a promise and closures).
-   */
-  static readonly #running = new WeakMap<object, Running>();
 
-  private constructor(bus: BusContext<E>, filter: EventFilter, options: SubscribeOptions) {
+  constructor(bus: BusContext<E>, filter: EventFilter, options: SubscribeOptions) {
     const settings = parseSubscribeOptions(options);
-    const resolved = resolveFilter(bus.namespace, filter, bus.registry);
+    const resolved = resolveFilter(bus.settings.namespace, filter, bus.registry);
     this.#bus = bus;
     this.#filter = filter;
     this.#onReport = options.onReport;
     this.#queue = new DeliveryQueue(settings.enduringBuffer ?? (settings.durable ? 16 : 256), settings.ephemeralBuffer);
-    this.#ctx = sourceContext(bus, {
-      decode: decodeContext(bus, resolved.includeInternal),
+    this.#ctx = new BusSourceContext(bus, {
+      decode: bus.decoding(resolved.includeInternal),
       queue: this.#queue,
       settings,
-      log: settings.durable
-        ? bus.log.child({ component: "subscription", durable: settings.durable })
-        : liveLog(bus.log),
+      log: settings.durable ? bus.subscriptions.log.child({ durable: settings.durable }) : bus.subscriptions.log,
       report: (r) => this.#report(r),
-      fail: (e) => this.#fail(e),
+      fail: (e) => this.fail(e),
     });
     if (resolved.journalSubjects.length > MANY_FILTER_SUBJECTS) {
       this.#ctx.log.warn({ filterSubjects: resolved.journalSubjects.length }, "many filter subjects make a consumer slow; consider fewer loops per subscription");
     }
     if (resolved.journalSubjects.length > 0) {
-      if (settings.durable) this.#enduring = new DurableSource(this.#ctx, settings.durable, resolved.journalSubjects, settings.start ?? "all", bus.parked);
-      else this.#enduring = this.#feed = new FeedSource(this.#ctx, resolved.feedSubjects, settings.start ?? "new", settings.feed ?? bus.settings.feed);
+      if (settings.durable) this.#journal = new DurableSource(this.#ctx, settings.durable, resolved.journalSubjects, settings.start ?? "all", bus.parked);
+      else this.#journal = this.#feed = new FeedSource(this.#ctx, resolved.feedSubjects, settings.start ?? "new", settings.feed ?? bus.settings.feed);
     }
-    if (resolved.liveSubjects.length > 0) this.#live = new LiveSource(this.#ctx, resolved.liveSubjects);
+    if (resolved.previewSubjects.length > 0) this.#preview = new PreviewSource(this.#ctx, resolved.previewSubjects);
   }
 
   /** Starts the sources; `subscribe` awaits this before handing the subscription out. */
-  async #start(): Promise<this> {
-    Subscription.#track(this.#bus, this as unknown as AnySubscription);
+  async start(): Promise<this> {
+    // Throws once the bus is closed (nothing would close the subscription).
+    this.#bus.subscriptions.add(this);
     try {
-      if (this.#live) {
-        await this.#live.start();
-        // The live subscriptions are registered on the server before the journal is read.
+      if (this.#preview) {
+        await this.#preview.start();
+        // The preview subscriptions are registered on the server before the journal is read.
         await this.#bus.nc.flush();
       }
-      await this.#enduring?.start();
+      await this.#journal?.start();
     } catch (e) {
       await this.#shutdown();
       throw e;
@@ -137,28 +122,8 @@ export class Subscription<E = JetloopEvent, D extends Delivery<E> = Delivery<E>>
     return this;
   }
 
-  static #track(bus: BusContext<unknown>, sub: AnySubscription): void {
-    let running = Subscription.#running.get(bus);
-    if (!running) {
-      const subs = new Set<AnySubscription>();
-      // Closing the bus closes its subscriptions on purpose: their readers end quietly.
-      running = { subs, closeAll: async () => void (await Promise.allSettled([...subs].map((s) => s.close()))) };
-      Subscription.#running.set(bus, running);
-      bus.onPermissionViolation((e) => {
-        if (e.operation === "subscription") for (const s of [...subs]) s.#violation(e);
-      });
-      void bus.nc.closed().then(() => {
-        const e = new ConnectionClosedError("the connection closed under the subscription");
-        for (const s of [...subs]) s.#fail(e);
-      });
-    }
-    // Throws once the bus is closed (nothing would close the subscription); registers once per bus.
-    bus.onClose(running.closeAll);
-    running.subs.add(sub);
-  }
-
-  #violation(e: PermissionViolationError): void {
-    if (this.#live?.owns(e.subject) || this.#feed?.owns(e.subject)) this.#fail(new PermissionDeniedError("subscribe", e.subject, { cause: e }));
+  owns(subject: string): boolean {
+    return this.#preview?.owns(subject) === true || this.#feed?.owns(subject) === true;
   }
 
   [Symbol.asyncIterator](): AsyncIterator<D> {
@@ -172,10 +137,6 @@ export class Subscription<E = JetloopEvent, D extends Delivery<E> = Delivery<E>>
     };
   }
 
-  /**
-   * Why the subscription ended, or undefined (still running, or closed on purpose): the
-   * error its iteration rejected with.
-   */
   err(): Error | undefined {
     return this.#error;
   }
@@ -188,35 +149,25 @@ export class Subscription<E = JetloopEvent, D extends Delivery<E> = Delivery<E>>
     return { delivered: this.#queue.taken, dropped: this.#queue.dropped, poison: this.#poison, parked: this.#parked };
   }
 
-  /**
-   * A durable subscription's figures as the server has them (pending, waiting for ack,
-   * redelivered, parked, behind the journal); undefined for an ordered one.
-   */
   async lag(): Promise<ConsumerFigures | undefined> {
     const durable = this.#ctx.settings.durable;
     return durable === undefined ? undefined : this.#bus.consumer(durable);
   }
 
-  /** The filter in force. */
   get filter(): EventFilter {
     return this.#filter;
   }
 
-  /**
-   * Changes the filter (add or remove loops, sessions, types) without losing the
-   * position: the journal part resumes after the last delivered sequence.
-   */
   async updateFilter(filter: EventFilter): Promise<void> {
-    const resolved = resolveFilter(this.#bus.namespace, filter, this.#bus.registry);
-    if ((resolved.journalSubjects.length > 0) !== (this.#enduring !== undefined) || (resolved.liveSubjects.length > 0) !== (this.#live !== undefined)) {
+    const resolved = resolveFilter(this.#bus.settings.namespace, filter, this.#bus.registry);
+    if ((resolved.journalSubjects.length > 0) !== (this.#journal !== undefined) || (resolved.previewSubjects.length > 0) !== (this.#preview !== undefined)) {
       throw new OptionsError("filter", "a filter update cannot add or remove the enduring or the ephemeral part");
     }
-    await this.#live?.update(resolved.liveSubjects);
-    await this.#enduring?.update(this.#feed ? resolved.feedSubjects : resolved.journalSubjects);
+    await this.#preview?.update(resolved.previewSubjects);
+    await this.#journal?.update(this.#feed ? resolved.feedSubjects : resolved.journalSubjects);
     this.#filter = filter;
   }
 
-  /** Stops delivery and releases the consumer; the reader's loop ends quietly. Idempotent; `err()` stays as it was. */
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
@@ -224,18 +175,18 @@ export class Subscription<E = JetloopEvent, D extends Delivery<E> = Delivery<E>>
     await this.#shutdown();
   }
 
-  async #shutdown(): Promise<void> {
-    Subscription.#running.get(this.#bus)?.subs.delete(this as unknown as AnySubscription);
-    this.#queue.end();
-    await Promise.allSettled([this.#live?.stop(), this.#enduring?.stop()]);
-  }
-
-  #fail(error: Error): void {
+  fail(error: Error): void {
     if (this.#closed || this.#queue.ended) return;
     this.#error = error;
     this.#ctx.log.warn({ code: (error as { code?: string }).code, reason: error.message }, "subscription ended");
     this.#queue.end(error);
     void this.#shutdown();
+  }
+
+  async #shutdown(): Promise<void> {
+    this.#bus.subscriptions.delete(this);
+    this.#queue.end();
+    await Promise.allSettled([this.#preview?.stop(), this.#journal?.stop()]);
   }
 
   #report(r: SubscriptionReport): void {
@@ -248,12 +199,3 @@ export class Subscription<E = JetloopEvent, D extends Delivery<E> = Delivery<E>>
     }
   }
 }
-
-type AnySubscription = Subscription<unknown, Delivery<unknown>>;
-
-interface Running {
-  readonly subs: Set<AnySubscription>;
-  readonly closeAll: () => Promise<void>;
-}
-
-export type DurableSubscription<E = JetloopEvent> = Subscription<E, DurableDelivery<E>>;

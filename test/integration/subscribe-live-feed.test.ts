@@ -169,12 +169,12 @@ describe("feed messages lost without a reconnect (the drop hook), on views over 
     const loops = [newId(), newId(), newId()];
     const sub = await b.subscribeEvents({ sessions: [sessionId], enduring: "all" });
     let seen = 0;
-    busContext(b).feeds.dropForTest = () => ++seen % 3 === 0;
+    busContext(b).feeds.testHooks.drop = () => ++seen % 3 === 0;
     const want: number[] = [];
     try {
       for (let i = 0; i < 30; i++) want.push((await bus.publish(decided(sessionId, loops[i % 3]!))).journalSeq);
     } finally {
-      busContext(b).feeds.dropForTest = undefined;
+      busContext(b).feeds.testHooks.drop = undefined;
     }
     // The loops speak once more, so loop mode sees every miss too.
     for (const l of loops) want.push((await bus.publish(decided(sessionId, l))).journalSeq);
@@ -197,7 +197,7 @@ describe("feed messages lost without a reconnect (the drop hook), on views over 
       nsViewers.subscribeEvents({ sessions: [sessionId], enduring: "all" }, { onReport: (r) => void (r.kind === "gap_closed" && reports[name]!.push(r.reason)) });
     const [subA, subB] = [await open(a, "a"), await open(b, "b")];
     let dropped = 0;
-    busContext(nsViewers).feeds.dropForTest = (m) => m.subject.includes(a) && dropped++ === 0;
+    busContext(nsViewers).feeds.testHooks.drop = (m) => m.subject.includes(a) && dropped++ === 0;
     try {
       const want = { a: [] as number[], b: [] as number[] };
       want.a.push((await bus.publish(decided(a, newId()))).journalSeq);
@@ -208,7 +208,7 @@ describe("feed messages lost without a reconnect (the drop hook), on views over 
       expect(dropped).toBeGreaterThan(0);
       expect(reports).toEqual({ a: ["gap"], b: [] });
     } finally {
-      busContext(nsViewers).feeds.dropForTest = undefined;
+      busContext(nsViewers).feeds.testHooks.drop = undefined;
       await subA.close();
       await subB.close();
     }

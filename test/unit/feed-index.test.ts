@@ -2,7 +2,7 @@
 // filter subjects (as resolveFilter makes them) match it, and removal leaves nothing behind.
 import { describe, expect, it } from "vitest";
 import { defaultRegistry, newId } from "../../src/index.js";
-import { FeedIndex } from "../../src/subscribe/feed-index.js";
+import { FeedIndex } from "../../src/subscribe/feed/feed-index.js";
 import { type EventFilter, resolveFilter } from "../../src/subscribe/filter.js";
 
 const ns = "t1";

@@ -38,7 +38,7 @@ describe("resolveFilter: loops", () => {
     expect(resolve({ enduring: "all", ephemeral: "all" })).toEqual({
       journalSubjects: ["acme.journal.*.*.>"],
       feedSubjects: ["acme.feed.*.*.>"],
-      liveSubjects: ["acme.live.*.*.>"],
+      previewSubjects: ["acme.live.*.*.>"],
       includeInternal: false,
     });
   });
@@ -48,7 +48,7 @@ describe("resolveFilter: loops", () => {
     expect(r.journalSubjects).toEqual([`acme.journal.*.${L1}.>`, `acme.journal.*.${L2}.>`, "acme.journal.*._.>"]);
     // Live subscriptions follow the same selection on the feed.
     expect(r.feedSubjects).toEqual([`acme.feed.*.${L1}.>`, `acme.feed.*.${L2}.>`, "acme.feed.*._.>"]);
-    expect(r.liveSubjects).toEqual([]);
+    expect(r.previewSubjects).toEqual([]);
   });
 
   it("repeated loop ids are listed once", () => {
@@ -62,10 +62,10 @@ describe("resolveFilter: loops", () => {
   it("ephemeral and enduring scopes are independent", () => {
     const r = resolve({ enduring: "all", ephemeral: { loops: [L2] } });
     expect(r.journalSubjects).toEqual(["acme.journal.*.*.>"]);
-    expect(r.liveSubjects).toEqual([`acme.live.*.${L2}.>`, "acme.live.*._.>"]);
+    expect(r.previewSubjects).toEqual([`acme.live.*.${L2}.>`, "acme.live.*._.>"]);
     const only = resolve({ ephemeral: { loops: [L1] } });
     expect(only.journalSubjects).toEqual([]);
-    expect(only.liveSubjects).toEqual([`acme.live.*.${L1}.>`, "acme.live.*._.>"]);
+    expect(only.previewSubjects).toEqual([`acme.live.*.${L1}.>`, "acme.live.*._.>"]);
   });
 
   it("accepts any iterable of loop ids (a Set)", () => {
@@ -85,7 +85,7 @@ describe("resolveFilter: sessions", () => {
 
   it("several sessions give one subject per session (and per loop)", () => {
     expect(resolve({ enduring: "all", sessions: [S1, S2] }).journalSubjects).toEqual([`acme.journal.${S1}.*.>`, `acme.journal.${S2}.*.>`]);
-    expect(resolve({ ephemeral: { loops: [L1] }, sessions: [S1, S2] }).liveSubjects).toEqual([
+    expect(resolve({ ephemeral: { loops: [L1] }, sessions: [S1, S2] }).previewSubjects).toEqual([
       `acme.live.${S1}.${L1}.>`,
       `acme.live.${S1}._.>`,
       `acme.live.${S2}.${L1}.>`,
@@ -108,7 +108,7 @@ describe("resolveFilter: types and families", () => {
   it("a type selects its family and type tokens", () => {
     const r = resolve({ enduring: "all", ephemeral: "all", types: ["PermissionDecided", "ToolCallStarted"] });
     expect(r.journalSubjects).toEqual(["acme.journal.*.*.tool.PermissionDecided", "acme.journal.*.*.tool.ToolCallStarted"]);
-    expect(r.liveSubjects).toEqual(["acme.live.*.*.tool.PermissionDecided", "acme.live.*.*.tool.ToolCallStarted"]);
+    expect(r.previewSubjects).toEqual(["acme.live.*.*.tool.PermissionDecided", "acme.live.*.*.tool.ToolCallStarted"]);
   });
 
   it("a family selects every type of it", () => {

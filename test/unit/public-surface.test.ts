@@ -5,10 +5,21 @@ import ts from "typescript";
 import { describe, expect, it } from "vitest";
 import * as api from "../../src/index.js";
 
-/** The members of `className` declared in `file`, as its source has them. */
-function members(file: string, className: string): { name: string; hidden: boolean; isStatic: boolean; internal: boolean }[] {
-  const path = new URL(`../../src/${file}`, import.meta.url);
-  const source = ts.createSourceFile(file, readFileSync(path, "utf8"), ts.ScriptTarget.ES2022, true);
+/** The declarations of `file`, parsed. */
+function parse(file: string): ts.SourceFile {
+  return ts.createSourceFile(file, readFileSync(new URL(`../../src/${file}`, import.meta.url), "utf8"), ts.ScriptTarget.ES2022, true);
+}
+
+interface Member {
+  name: string;
+  hidden: boolean;
+  isStatic: boolean;
+  internal: boolean;
+}
+
+/** The members of the class `className` declared in `file`, as its source has them. */
+function members(file: string, className: string): Member[] {
+  const source = parse(file);
   const cls = source.statements.find((s): s is ts.ClassDeclaration => ts.isClassDeclaration(s) && s.name?.text === className);
   if (!cls) throw new Error(`no class ${className} in ${file}`);
   return cls.members
@@ -25,6 +36,33 @@ function members(file: string, className: string): { name: string; hidden: boole
     });
 }
 
+/** The member names of the interface `name` declared in `file` (with those of the interfaces it extends there). */
+function interfaceMembers(file: string, name: string): string[] {
+  const source = parse(file);
+  const decl = source.statements.find((s): s is ts.InterfaceDeclaration => ts.isInterfaceDeclaration(s) && s.name.text === name);
+  if (!decl) throw new Error(`no interface ${name} in ${file}`);
+  return [...new Set(decl.members.map((m) => m.name?.getText(source) ?? "?"))].sort();
+}
+
+/** Whether `file` exports a class (a value users could construct or extend). */
+function exportedClasses(file: string): string[] {
+  return parse(file)
+    .statements.filter((s): s is ts.ClassDeclaration => ts.isClassDeclaration(s) && (ts.getModifiers(s) ?? []).some((m) => m.kind === ts.SyntaxKind.ExportKeyword))
+    .map((c) => c.name?.text ?? "?");
+}
+
+/**
+ * The handles the package hands out, each an exported interface over an internal class,
+ * and the class's seams: public members the layers inside call, not on the interface.
+ */
+const HANDLES = [
+  { file: "bus.ts", iface: "Jetloop", impl: "BusImpl", seams: ["context"] },
+  { file: "subscribe/subscription.ts", iface: "Subscription", impl: "SubscriptionImpl", seams: ["start", "owns", "fail"] },
+  { file: "session.ts", iface: "SessionHandle", impl: "SessionHandleImpl", seams: [] },
+  { file: "commands/gate-server.ts", iface: "GateServer", impl: "GateServerImpl", seams: ["serve"] },
+  { file: "commands/controls-server.ts", iface: "ControlServer", impl: "ControlServerImpl", seams: ["serve"] },
+] as const;
+
 describe("the public surface (src/index.ts)", () => {
   it("lists each export by name", () => {
     const index = readFileSync(new URL("../../src/index.ts", import.meta.url), "utf8");
@@ -38,36 +76,41 @@ describe("the public surface (src/index.ts)", () => {
     expect(typeof api.isJetloopError).toBe("function");
   });
 
-  it("the Jetloop class has no @internal member, and exactly these public ones", () => {
-    const all = members("bus.ts", "Jetloop");
-    expect(all.filter((m) => m.internal).map((m) => m.name)).toEqual([]);
-    const visible = [...new Set(all.filter((m) => !m.hidden).map((m) => m.name))].sort();
-    expect(visible).toEqual(
+  it("a bus's members are exactly these", () => {
+    expect(interfaceMembers("bus.ts", "Jetloop")).toEqual(
       [
         "close", "consumer", "consumers", "jetstreamManager", "log", "namespace", "nc", "parked", "provision", "publish", "publishAll",
         "registry", "replay", "serveGates", "serverVersion", "session", "settings", "storedEvents", "stream", "subscribeEvents", "supports",
       ].sort(),
     );
-    // The same at run time: what the prototype carries, and no static factory.
-    expect(Object.getOwnPropertyNames(api.Jetloop.prototype).filter((n) => n !== "constructor").every((n) => visible.includes(n))).toBe(true);
-    expect(Object.getOwnPropertyNames(api.Jetloop).filter((n) => !["length", "name", "prototype"].includes(n))).toEqual([]);
   });
 
-  it("the bus's handles have no @internal member either: a subscription, a session handle and a gate server come from the bus", () => {
-    for (const [file, name] of [["subscribe/subscription.ts", "Subscription"], ["session.ts", "SessionHandle"], ["commands/gate-server.ts", "GateServer"]] as const) {
-      const all = members(file, name);
-      expect(all.filter((m) => m.internal).map((m) => m.name), name).toEqual([]);
-      expect(all.filter((m) => m.name === "constructor").map((m) => m.hidden), name).toEqual([true]);
+  it("interfaces out, classes in: each handle is an exported interface; its class is neither exported nor a value of the package", () => {
+    for (const { file, iface, impl } of HANDLES) {
+      expect(exportedClasses(file), file).toEqual([]);
+      expect(Object.keys(api), iface).not.toContain(iface);
+      expect(Object.keys(api), impl).not.toContain(impl);
+      expect(interfaceMembers(file, iface).length, iface).toBeGreaterThan(0);
     }
   });
 
-  it("one form of each thing: a bus comes from connect() or fromConnection(), the class's constructor is private", () => {
-    expect(members("bus.ts", "Jetloop").filter((m) => m.name === "constructor").map((m) => m.hidden)).toEqual([true]);
-    expect(members("bus.ts", "Jetloop").filter((m) => m.isStatic && !m.hidden)).toEqual([]);
+  it("a handle's class shows nothing beyond its interface but its named seams, and marks nothing @internal", () => {
+    for (const { file, iface, impl, seams } of HANDLES) {
+      const all = members(file, impl);
+      expect(all.filter((m) => m.internal).map((m) => m.name), impl).toEqual([]);
+      expect(all.filter((m) => m.isStatic && !m.hidden), impl).toEqual([]);
+      const visible = new Set(all.filter((m) => !m.hidden && m.name !== "constructor").map((m) => m.name));
+      const allowed = new Set([...interfaceMembers(file, iface), ...seams, "[Symbol.asyncIterator]"]);
+      expect([...visible].filter((n) => !allowed.has(n)), impl).toEqual([]);
+      // A seam is a seam only while the class has it: a stale entry here is dead.
+      for (const seam of seams) expect(visible.has(seam), `${impl}.${seam}`).toBe(true);
+    }
+  });
+
+  it("no class static blocks hand out constructors: a handle comes from a factory (connect, fromConnection, the bus's methods)", () => {
+    for (const { file } of HANDLES) expect(readFileSync(new URL(`../../src/${file}`, import.meta.url), "utf8"), file).not.toMatch(/\bstatic \{/);
     expect(typeof api.connect).toBe("function");
     expect(typeof api.fromConnection).toBe("function");
-    expect(members("subscribe/subscription.ts", "Subscription").map((m) => m.name)).not.toContain("events");
-    // A gate server comes from bus.serveGates(): no public static on the class users receive.
-    expect(members("commands/gate-server.ts", "GateServer").filter((m) => m.isStatic && !m.hidden)).toEqual([]);
+    expect(interfaceMembers("subscribe/subscription.ts", "Subscription")).not.toContain("events");
   });
 });

@@ -160,14 +160,14 @@ export async function feedGapsScenario(ctx: ScenarioContext, o: FeedGapsOptions)
         const sent: { c: Coords; id: string }[] = [];
         let seen = 0;
         let dropped = 0;
-        busContext(viewerBus).feeds.dropForTest = () => {
+        busContext(viewerBus).feeds.testHooks.drop = () => {
           if (++seen % o.dropEvery !== 0) return false;
           dropped++;
           return true;
         };
         await publishRound(o.events, sent);
         await sleep(200);
-        busContext(viewerBus).feeds.dropForTest = undefined;
+        busContext(viewerBus).feeds.testHooks.drop = undefined;
         await publishRound(loops.length + 1, sent);
         // A loop's viewers follow one subject each; the session and all-sessions views span
         // many, where a drop shows only when the same subject speaks again (see RELIABILITY.md).

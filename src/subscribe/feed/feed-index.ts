@@ -5,7 +5,7 @@
  * family and type tokens. Filter subjects come from `filterSubject` (subjects.ts):
  * `{ns}.feed.{session|*}.{loop|_|*}.>` or `….{family|*}.{type|*}`.
  */
-import { SubjectError } from "../subjects/subjects.js";
+import { channelPrefix, SubjectError } from "../../subjects/subjects.js";
 
 /** One pattern's viewers (one held alone, more in a set); `family`/`type` undefined for `>`. */
 interface Pattern<V> {
@@ -29,8 +29,8 @@ export class FeedIndex<V extends object> {
   #size = 0;
 
   constructor(namespace: string) {
-    this.#prefix = `${namespace}.feed.`;
-    this.#journalPrefix = `${namespace}.journal.`;
+    this.#prefix = channelPrefix(namespace, "feed");
+    this.#journalPrefix = channelPrefix(namespace, "journal");
   }
 
   /** Viewer-pattern pairs held. */

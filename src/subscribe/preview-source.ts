@@ -1,4 +1,4 @@
-/** The ephemeral part: core NATS subscriptions on the selected live subjects. */
+/** The preview part of a subscription: core NATS subscriptions on the selected preview subjects (README.md). */
 import type { Msg, Subscription } from "@nats-io/transport-node";
 import { PermissionViolationError } from "@nats-io/transport-node";
 import { PermissionDeniedError, SubscriptionError } from "../errors.js";
@@ -6,7 +6,7 @@ import { HEADER_LAST_JOURNAL_SEQ } from "../publish/publisher.js";
 import { decodeMessage, hiddenFrom } from "./delivery.js";
 import { reportPoison, type Source, type SourceContext } from "./source.js";
 
-export class LiveSource<E> implements Source {
+export class PreviewSource<E> implements Source {
   readonly #ctx: SourceContext<E>;
   readonly #subs = new Map<string, Subscription>();
   #subjects: readonly string[];
@@ -53,7 +53,7 @@ export class LiveSource<E> implements Source {
           this.#ctx.fail(
             err instanceof PermissionViolationError
               ? new PermissionDeniedError("subscribe", subject, { cause: err })
-              : new SubscriptionError(`live subscription on ${subject} failed: ${err.message}`, { cause: err }),
+              : new SubscriptionError(`preview subscription on ${subject} failed: ${err.message}`, { cause: err }),
           );
           return;
         }

@@ -1,65 +1,33 @@
 /**
- * The enduring part of a live (non-durable) subscription: history and catch-up from the
- * journal, then the stream's republished feed over shared core subscriptions (feed-hub.ts)
- * — no JetStream consumer while it follows, no timers.
- *
- * The seam. The feed subscriptions are registered on the server (flush) before the
- * journal's last sequence B is read, so every event stored after B is on the feed. The
- * journal is read up to B; feed messages are buffered meanwhile and then taken in order,
- * skipping any sequence already delivered. Delivery is by journal sequence, strictly
- * increasing: never a duplicate, and the seam is proven by the sequences themselves.
- *
- * Gaps. `Nats-Last-Sequence` on a feed message is the previous sequence of the same
- * journal subject, and a filter spans several subjects (one per event type of a loop),
- * so the check is per subject: after a journal read up to B, everything of the filter up
- * to B is known, and every sequence taken since is remembered; a message whose previous
- * sequence is above B and was never taken reveals a missed message, and the journal is
- * read from B to just before this one (earlier messages of the same subject may be
- * missing too). That check alone sees a miss only
- * when its subject speaks again (then the missed event comes late, out of order, still
- * exactly once), so the ways the feed really loses messages are caught where they
- * happen: a reconnect (a slow consumer cut off, a restart, a network cut) and a stream
- * leader election (the hub reports both), and a reader too slow for the buffer (the
- * overflow is dropped and read back). Each resync reads the journal from the last
- * delivered sequence to the journal's end, then takes the feed again.
- *
- * In namespace mode (`feed: "namespace"`) the hub delivers in journal order with nothing
- * missed (feed-namespace.ts), so the per-subject check and its memory are not needed.
- *
- * Delivery is synchronous when the viewer is idle and in order (no read or resync under
- * way, nothing buffered, room in the queue): the async pump runs only when there is a
- * backlog or a journal read to do.
+ * The journal part of a feed subscription (README.md in this folder): the seam between
+ * history and the feed, the journal reads, and the buffering; the strategy it follows the
+ * feed with (`loop` or `namespace`) finds and reports the gaps.
  */
 import type { JsMsg } from "@nats-io/jetstream";
-import { NotProvisionedError } from "../errors.js";
-import { consumerError } from "./consumer-errors.js";
-import { feedRepublish, switchChannel } from "../subjects/subjects.js";
-import { type Decoded, decodeMessage, type Delivery } from "./delivery.js";
-import type { FeedMessage, FeedViewer, RepairReason, ResyncReason } from "./feed-hub.js";
-import { journalDelivery } from "./journal-read.js";
-import { type JournalRange, readJournalRange, retryJournalRead } from "./journal-range.js";
-import type { FeedMode, StartPosition } from "./options.js";
-import type { Source, SourceContext } from "./source.js";
+import { NotProvisionedError } from "../../errors.js";
+import { feedRepublish, switchChannel } from "../../subjects/subjects.js";
+import { consumerError } from "../consumer-errors.js";
+import { type Decoded, decodeMessage, type Delivery } from "../delivery.js";
+import { journalDelivery } from "../journal-read.js";
+import { type JournalRange, readJournalRange, retryJournalRead } from "../journal-range.js";
+import type { FeedMode, StartPosition } from "../options.js";
+import type { Source, SourceContext } from "../source.js";
+import type { FeedMessage, FeedStrategy, FeedViewer, GapCheck, RepairReason, ResyncReason } from "./feed.js";
 
 /** Feed messages buffered behind a slow reader before the rest is read back from the journal. */
 const INBOX_LIMIT = 4096;
-/** Sequences remembered for the gap check before the oldest is forgotten. */
-const TAKEN_MEMORY = 10_000;
 
 type Resync = ResyncReason | "gap" | "slow_reader" | "filter";
 
 export class FeedSource<E> implements Source, FeedViewer {
   readonly #ctx: SourceContext<E>;
   readonly #start: StartPosition;
-  readonly #mode: FeedMode;
+  readonly #feed: FeedStrategy;
+  readonly #gaps: GapCheck;
   /** The feed subjects followed: the journal filter, on the feed channel (the journal's is derived when read). */
   #feeds: readonly string[];
   /** Last journal sequence taken (delivered, skipped or reported). */
   #lastSeq = 0;
-  /** Loop mode: everything of the filter up to here has been read; `#taken` covers what follows. */
-  #baseline = 0;
-  /** Loop mode: sequences taken above the baseline; made on first use (an idle viewer holds none). */
-  #taken: Set<number> | undefined;
   /** Made on first use: an idle, in-order viewer never buffers. */
   #inbox: FeedMessage[] | undefined;
   #overflowed = false;
@@ -81,7 +49,8 @@ export class FeedSource<E> implements Source, FeedViewer {
     this.#ctx = ctx;
     this.#feeds = subjects;
     this.#start = start;
-    this.#mode = mode;
+    this.#feed = ctx.feeds.of(mode);
+    this.#gaps = this.#feed.gapCheck();
   }
 
   async start(): Promise<void> {
@@ -89,7 +58,7 @@ export class FeedSource<E> implements Source, FeedViewer {
     this.#follow();
     // The feed subscriptions exist on the server before the journal position is read, and
     // a refusal (permissions) has arrived by then: it fails subscribeEvents itself.
-    await ctx.feeds.registered(this.#mode);
+    await this.#feed.registered();
     if (this.#refused) throw this.#refused;
     // A missing stream is NOT_PROVISIONED (with its hint), as for every other read.
     const state = await ctx.journalState().catch((e: unknown) => {
@@ -107,7 +76,7 @@ export class FeedSource<E> implements Source, FeedViewer {
       this.#lastSeq = start.seq - 1;
       history = { from: start, to: state.lastSeq };
     } else history = { from: start, to: state.lastSeq };
-    this.#baseline = this.#lastSeq;
+    this.#gaps.settled(this.#lastSeq);
     let first: Reading | undefined;
     // The first read is opened here, so a refused consumer fails subscribeEvents itself.
     if (history && history.to > this.#lastSeq) first = await this.#open(history.from, history.to);
@@ -122,7 +91,7 @@ export class FeedSource<E> implements Source, FeedViewer {
     this.#unfollow();
     this.#feeds = subjects;
     this.#follow();
-    await this.#ctx.feeds.registered(this.#mode);
+    await this.#feed.registered();
     // What the old filter had buffered is dropped; the new filter's events after the
     // position are read from the journal.
     this.#inbox = undefined;
@@ -140,7 +109,7 @@ export class FeedSource<E> implements Source, FeedViewer {
 
   /** True when a permission error on `subject` concerns this source's feed subscriptions. */
   owns(subject: string): boolean {
-    return this.#ctx.feeds.owns(subject, this.#feeds, this.#mode);
+    return this.#feed.owns(subject, this.#feeds);
   }
 
   onFeed(message: FeedMessage): void {
@@ -175,11 +144,11 @@ export class FeedSource<E> implements Source, FeedViewer {
   }
 
   #follow(): void {
-    for (const f of this.#feeds) this.#ctx.feeds.join(f, this, this.#mode);
+    for (const f of this.#feeds) this.#feed.join(f, this);
   }
 
   #unfollow(): void {
-    for (const f of this.#feeds) this.#ctx.feeds.leave(f, this, this.#mode);
+    for (const f of this.#feeds) this.#feed.leave(f, this);
   }
 
   /** Starts the pump unless it runs. */
@@ -219,20 +188,10 @@ export class FeedSource<E> implements Source, FeedViewer {
     }
   }
 
-  /** Loop mode: `seq` lies after the last full read and was never taken. */
-  #untaken(seq: number): boolean {
-    return this.#mode === "loop" && seq > this.#baseline && !this.#taken?.has(seq);
-  }
-
-  /** Loop mode: the previous message of this subject was never taken (the feed lost it). */
-  #missed(m: FeedMessage): boolean {
-    return this.#untaken(m.lastSeq);
-  }
-
   /** Takes a message at once when nothing is in the way; false leaves it to the pump. */
   #takeNow(m: FeedMessage): boolean {
     if (m.seq <= this.#lastSeq) return true; // read from the journal already
-    if (this.#missed(m) || !this.#ctx.queue.hasRoom()) return false;
+    if (this.#gaps.missedFrom(m) !== undefined || !this.#ctx.queue.hasRoom()) return false;
     this.#lastSeq = m.seq;
     const item = this.#admit(m.seq, m.subject, m.data, m);
     if (item) this.#ctx.queue.offerEnduring(item);
@@ -242,11 +201,10 @@ export class FeedSource<E> implements Source, FeedViewer {
   /** One feed message, in order. */
   async #take(m: FeedMessage): Promise<void> {
     if (m.seq <= this.#lastSeq) return; // read from the journal already
-    if (this.#missed(m)) {
-      // The previous message of this subject never arrived, and maybe others of it before
-      // (a journal read carries no previous sequence to follow the chain): read everything
-      // of the filter after the baseline up to just before this one; what was taken is skipped.
-      const from = this.#baseline + 1;
+    const from = this.#gaps.missedFrom(m);
+    if (from !== undefined) {
+      // The feed lost something before this message: read the filter from where the check
+      // says up to just before it; what was taken is skipped.
       const generation = this.#generation;
       await this.#catchUp(m.seq - 1, from);
       if (generation !== this.#generation) return;
@@ -259,7 +217,7 @@ export class FeedSource<E> implements Source, FeedViewer {
 
   async #resyncNow(reason: Resync): Promise<void> {
     const from = this.#lastSeq + 1;
-    await this.#retrying(() => this.#ctx.feeds.registered(this.#mode));
+    await this.#retrying(() => this.#feed.registered());
     const to = (await this.#retrying(() => this.#ctx.journalState())).lastSeq;
     await this.#catchUp(to);
     if (reason !== "filter") this.#ctx.report({ kind: "gap_closed", fromSeq: from, toSeq: to, reason });
@@ -279,7 +237,7 @@ export class FeedSource<E> implements Source, FeedViewer {
     const ns = this.#ctx.decode.namespace;
     const subjects = this.#feeds.map((f) => switchChannel(ns, f, "feed", "journal"));
     const range = { subjects, from, toSeq: to, batch: this.#ctx.settings.batch ?? 256 };
-    const messages = readJournalRange(this.#ctx.js, this.#ctx.stream, range, "reading the journal for a live subscription");
+    const messages = readJournalRange(this.#ctx.js, this.#ctx.stream, range, "reading the journal for a feed subscription");
     const first = await this.#ctx.feeds.limitCatchUp(() => messages.next());
     return { messages, first, to, generation: this.#generation };
   }
@@ -292,7 +250,7 @@ export class FeedSource<E> implements Source, FeedViewer {
         return;
       }
       const m = next.value;
-      if (m.seq > this.#lastSeq || this.#untaken(m.seq)) {
+      if (m.seq > this.#lastSeq || this.#gaps.untaken(m.seq)) {
         this.#lastSeq = Math.max(this.#lastSeq, m.seq);
         await this.#deliver(m.seq, m.subject, m.data);
       }
@@ -301,11 +259,10 @@ export class FeedSource<E> implements Source, FeedViewer {
     if (r.generation === this.#generation) this.#settle(r.to);
   }
 
-  /** Everything of the filter up to `to` has been read: the memory of what was taken starts over. */
+  /** Everything of the filter up to `to` has been read: the gap check starts over. */
   #settle(to: number): void {
     this.#lastSeq = Math.max(this.#lastSeq, to);
-    this.#baseline = this.#lastSeq;
-    this.#taken = undefined;
+    this.#gaps.settled(this.#lastSeq);
   }
 
   async #deliver(seq: number, subject: string, data: Uint8Array, shared?: FeedMessage): Promise<void> {
@@ -315,19 +272,8 @@ export class FeedSource<E> implements Source, FeedViewer {
 
   /** Decodes and checks one event taken in order; undefined when it is not delivered (poison, internal). */
   #admit(seq: number, subject: string, data: Uint8Array, shared: FeedMessage | undefined): Delivery<E> | undefined {
-    if (this.#mode === "loop") this.#remember(seq);
+    this.#gaps.took(seq);
     return journalDelivery(this.#ctx, seq, subject, data, shared && decodeShared(this.#ctx.decode, shared));
-  }
-
-  #remember(seq: number): void {
-    const taken = (this.#taken ??= new Set());
-    taken.add(seq);
-    if (taken.size > TAKEN_MEMORY) {
-      // Forget the oldest; it becomes the floor of the check.
-      const oldest = taken.values().next().value!;
-      taken.delete(oldest);
-      this.#baseline = Math.max(this.#baseline, oldest);
-    }
   }
 
   #retrying<T>(op: () => Promise<T>): Promise<T> {

@@ -1,44 +1,26 @@
 /**
- * The namespace feed (`feed: "namespace"`): one core subscription on `{ns}.feed.>` for all
- * the live subscriptions of a bus that chose it, dispatched locally (feed-index.ts).
- *
- * The stream stores only `{ns}.journal.>` and republishes every stored message, so the
- * sequences on this subscription are contiguous: a message whose sequence is not the next
- * one reveals a miss at once, whatever subject it was on. Later messages are then held,
- * the journal is read from the missed sequence to just before the held one, and
- * everything is dispatched in journal order — a viewer never sees an event late. After a
- * reconnect or a stream leader election the journal is read once, to its end, for every
- * viewer together (a loop-mode viewer would open a journal read of its own).
+ * The `namespace` strategy (README.md in this folder): one core subscription on
+ * `{ns}.feed.>` for all the feed subscriptions of a bus that chose it, dispatched locally
+ * (feed-index.ts). Its feed's sequences are contiguous, so it finds a miss at once and
+ * repairs it for every viewer, in journal order: its viewers need no gap check of their own.
  */
-import type { JetStreamClient } from "@nats-io/jetstream";
-import type { Msg, NatsConnection, Subscription } from "@nats-io/transport-node";
-import type { Logger } from "pino";
-import type { JournalState } from "../streams/position.js";
+import type { Msg, Subscription } from "@nats-io/transport-node";
+import { feedRepublish } from "../../subjects/subjects.js";
+import { readJournalRange, retryJournalRead } from "../journal-range.js";
+import type { FeedDeps, FeedMessage, FeedStrategy, FeedViewer, GapCheck, RepairReason } from "./feed.js";
 import { FeedIndex } from "./feed-index.js";
-import { readJournalRange, retryJournalRead } from "./journal-range.js";
-import type { FeedMessage, FeedViewer, RepairReason } from "./feed-hub.js";
 
 /** Messages held behind a repair before the rest is left to the journal. */
 const HOLD_LIMIT = 65_536;
 /** Messages pulled at once when a repair reads the journal. */
 const REPAIR_BATCH = 256;
 
-export interface NamespaceFeedDeps {
-  readonly nc: NatsConnection;
-  readonly namespace: string;
-  readonly stream: string;
-  readonly log: Logger;
-  readonly js: () => JetStreamClient;
-  readonly journalState: () => Promise<JournalState>;
-  /** Parses a feed message, or undefined for one that is not the stream's (logged). */
-  readonly parse: (msg: Msg) => FeedMessage | undefined;
-  /** The hub's test hook: true drops the message as if the network had lost it. */
-  readonly drop: (m: FeedMessage) => boolean;
-  readonly fail: (viewers: Iterable<FeedViewer>, err: Error, subject: string) => void;
-}
+/** Nothing to check: the namespace feed repairs every gap before it dispatches. */
+const NO_GAPS: GapCheck = { missedFrom: () => undefined, untaken: () => false, took: () => {}, settled: () => {} };
 
-export class NamespaceFeed {
-  readonly #d: NamespaceFeedDeps;
+export class NamespaceFeed implements FeedStrategy {
+  readonly #d: FeedDeps;
+  readonly #journal: string;
   readonly #index: FeedIndex<FeedViewer>;
   readonly #subject: string;
   readonly #dispatchTo: (v: FeedViewer) => void;
@@ -57,23 +39,28 @@ export class NamespaceFeed {
   /** Bumped when the subscription is dropped: work for an older one stops. */
   #generation = 0;
 
-  constructor(deps: NamespaceFeedDeps) {
+  constructor(deps: FeedDeps) {
     this.#d = deps;
     this.#index = new FeedIndex(deps.namespace);
-    this.#subject = `${deps.namespace}.feed.>`;
+    const { src, dest } = feedRepublish(deps.namespace);
+    this.#subject = dest;
+    this.#journal = src;
     this.#dispatchTo = (v) => {
       this.#reached?.add(v);
       v.onFeed(this.#current!);
     };
   }
 
-  /** The one subject this feed subscribes to. */
-  get subject(): string {
-    return this.#subject;
+  get subscriptions(): number {
+    return this.#sub === undefined ? 0 : 1;
   }
 
-  get following(): boolean {
-    return this.#sub !== undefined;
+  owns(subject: string): boolean {
+    return subject === this.#subject;
+  }
+
+  gapCheck(): GapCheck {
+    return NO_GAPS;
   }
 
   join(feedSubject: string, viewer: FeedViewer): void {
@@ -102,7 +89,7 @@ export class NamespaceFeed {
    * (the journal's last sequence read after it): from then on every later event is
    * dispatched, in order, to every viewer joined.
    */
-  ready(): Promise<void> {
+  registered(): Promise<void> {
     this.#ready ??= this.#locate().catch((e: unknown) => {
       this.#ready = undefined;
       throw e;
@@ -111,7 +98,7 @@ export class NamespaceFeed {
   }
 
   /** Something may have been missed (a reconnect, a leader election): read the journal to its end once for everyone. */
-  catchUp(reason: RepairReason): void {
+  resyncAll(reason: RepairReason): void {
     if (this.#last === undefined) return; // not located yet: the position read comes after
     void this.#repair(reason, undefined);
   }
@@ -132,7 +119,7 @@ export class NamespaceFeed {
       return;
     }
     const m = this.#d.parse(msg);
-    if (m === undefined || this.#d.drop(m)) return;
+    if (m === undefined) return;
     if (this.#last === undefined || this.#repairing) return this.#hold(m);
     if (m.seq <= this.#last) return;
     if (m.seq > this.#last + 1) {
@@ -227,8 +214,8 @@ export class NamespaceFeed {
 
   /** One journal read from `from` to `to`; dispatches what is after the last dispatched sequence. */
   async #read(from: number, to: number, generation: number): Promise<void> {
-    const range = { subjects: [`${this.#d.namespace}.journal.>`], from: { seq: Math.max(from, this.#last! + 1) }, toSeq: to, batch: REPAIR_BATCH };
-    for await (const m of readJournalRange(this.#d.js(), this.#d.stream, range, "reading the journal for the namespace feed")) {
+    const range = { subjects: [this.#journal], from: { seq: Math.max(from, this.#last! + 1) }, toSeq: to, batch: REPAIR_BATCH };
+    for await (const m of readJournalRange(this.#d.js, this.#d.stream, range, "reading the journal for the namespace feed")) {
       if (generation !== this.#generation) return;
       if (m.seq <= this.#last!) continue;
       this.#last = m.seq;

@@ -1,0 +1,129 @@
+/**
+ * The bus's feeds: what every feed subscription of a bus shares, whichever strategy it
+ * follows the feed with (README.md in this folder) — the strategies themselves, made on
+ * first use; the parse of the republish headers; the watches that concern every viewer
+ * (a reconnect, the stream's leader election); and the limit on journal reads at once.
+ */
+import type { JetStreamClient } from "@nats-io/jetstream";
+import { type Msg, PermissionViolationError, type NatsConnection } from "@nats-io/transport-node";
+import type { Logger } from "pino";
+import { PermissionDeniedError, SubscriptionError } from "../../errors.js";
+import type { JournalState } from "../../streams/position.js";
+import { streamLeaderElectedSubject, switchChannel } from "../../subjects/subjects.js";
+import type { FeedMode } from "../options.js";
+import { RepublishReader } from "../republish-headers.js";
+import type { FeedDeps, FeedMessage, FeedStrategy, FeedViewer, ResyncReason } from "./feed.js";
+import { LoopFeed } from "./loop-feed.js";
+import { NamespaceFeed } from "./namespace-feed.js";
+
+/** Journal reads (consumer creations) a process starts at once when many viewers catch up together. */
+const CATCH_UP_CONCURRENCY = 8;
+
+/** Test-only hooks, reached through the bus's context (`busContext(bus).feeds.testHooks`). */
+export interface FeedTestHooks {
+  /** Return true to drop a feed message before any viewer sees it, as if the network had lost it. */
+  drop?: ((message: FeedMessage) => boolean) | undefined;
+}
+
+export interface FeedsConfig {
+  readonly nc: NatsConnection;
+  readonly js: JetStreamClient;
+  readonly namespace: string;
+  readonly stream: string;
+  readonly log: Logger;
+  readonly journalState: () => Promise<JournalState>;
+}
+
+export class Feeds {
+  readonly #deps: FeedDeps;
+  readonly #republish: RepublishReader;
+  #loop: LoopFeed | undefined;
+  #namespace: NamespaceFeed | undefined;
+  #watching = false;
+  #catchUps = 0;
+  readonly #waiting: (() => void)[] = [];
+  readonly testHooks: FeedTestHooks = {};
+
+  constructor(config: FeedsConfig) {
+    this.#republish = new RepublishReader(config.stream);
+    this.#deps = {
+      ...config,
+      log: config.log.child({ component: "feed" }),
+      parse: (msg) => this.#parse(msg),
+      fail: (viewers, err, subject) => fail(viewers, err, subject),
+    };
+  }
+
+  /** The strategy of `mode`, made on first use; the shared watches start with the first. */
+  of(mode: FeedMode): FeedStrategy {
+    this.#watch();
+    if (mode === "namespace") return (this.#namespace ??= new NamespaceFeed(this.#deps));
+    return (this.#loop ??= new LoopFeed(this.#deps));
+  }
+
+  /** Core subscriptions open by both strategies (shared ones count once). */
+  get subscriptions(): number {
+    return (this.#loop?.subscriptions ?? 0) + (this.#namespace?.subscriptions ?? 0);
+  }
+
+  /**
+   * Runs `create` (a journal read's consumer creation) with at most a few running at
+   * once, so ten thousand viewers resyncing after a reconnect do not hit the server with
+   * ten thousand consumer creations together.
+   */
+  async limitCatchUp<T>(create: () => Promise<T>): Promise<T> {
+    while (this.#catchUps >= CATCH_UP_CONCURRENCY) await new Promise<void>((resolve) => this.#waiting.push(resolve));
+    this.#catchUps++;
+    try {
+      return await create();
+    } finally {
+      this.#catchUps--;
+      this.#waiting.shift()?.();
+    }
+  }
+
+  #parse(msg: Msg): FeedMessage | undefined {
+    const at = this.#republish.position(msg);
+    if (at === undefined) {
+      this.#deps.log.warn({ subject: msg.subject }, "ignored a feed message without the stream's republish headers");
+      return undefined;
+    }
+    const message = { seq: at.seq, lastSeq: at.lastSeq, subject: switchChannel(this.#deps.namespace, msg.subject, "feed", "journal"), data: msg.data };
+    return this.testHooks.drop?.(message) ? undefined : message;
+  }
+
+  #resyncAll(reason: ResyncReason): void {
+    this.#deps.log.info({ reason, subscriptions: this.subscriptions }, "feed viewers resync from the journal");
+    this.#loop?.resyncAll(reason);
+    this.#namespace?.resyncAll(reason);
+  }
+
+  /** Starts, once, the watches that concern every viewer. */
+  #watch(): void {
+    if (this.#watching) return;
+    this.#watching = true;
+    const { nc, log, stream } = this.#deps;
+    void (async () => {
+      try {
+        for await (const s of nc.status()) if (s.type === "reconnect") this.#resyncAll("reconnect");
+      } catch {
+        // the status feed ends with the connection
+      }
+    })();
+    nc.subscribe(streamLeaderElectedSubject(stream), {
+      callback: (err) => {
+        // A user without the advisory grant still gets reconnect resyncs and per-subject gap checks.
+        if (err) log.warn({ reason: err.message }, "no leader-election advisories for the feed");
+        else this.#resyncAll("leader_elected");
+      },
+    });
+  }
+}
+
+function fail(viewers: Iterable<FeedViewer>, err: Error, subject: string): void {
+  const e =
+    err instanceof PermissionViolationError
+      ? new PermissionDeniedError("subscribe", subject, { cause: err })
+      : new SubscriptionError(`feed subscription on ${subject} failed: ${err.message}`, { cause: err });
+  for (const v of [...viewers]) v.fail(e);
+}
