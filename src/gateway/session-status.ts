@@ -4,7 +4,7 @@
  * requests, so any number of gateways answer alike.
  */
 import type { Jetloop } from "../bus.js";
-import { goJson } from "../codec/wire.js";
+import { goJson } from "../wire/wire.js";
 import type { JetloopEvent } from "../events/catalogue.js";
 import { GateLedger } from "../projection/gate-ledger.js";
 import { parseEventSubject, streamSubjects, SubjectError } from "../subjects/subjects.js";

@@ -4,7 +4,7 @@
  * shape (kind/header/delta), not the journal envelope.
  */
 import { encodeEvent } from "../codec/codec.js";
-import { goJson } from "../codec/wire.js";
+import { goJson } from "../wire/wire.js";
 import type { JetloopEvent } from "../events/catalogue.js";
 import type { Delivery } from "../subscribe/delivery.js";
 import { eventJson } from "./journal-page.js";

@@ -24,7 +24,7 @@ import {
   PublishError,
   PublishTimeoutError,
 } from "../errors.js";
-import { encodePooled } from "../codec/pooled-utf8.js";
+import { encodePooled } from "../wire/pooled-utf8.js";
 import { newId } from "../events/ids.js";
 import { sessionJournalSubject } from "../subjects/subjects.js";
 

@@ -19,7 +19,6 @@
  *   integers beyond 2^53 are refused as `inexact_number`: a double would change them).
  */
 import { goLower } from "./go-fold.js";
-import { RawJson } from "./raw-json.js";
 
 export type StrictJsonFailure = "malformed_json" | "duplicate_key" | "letter_case_key" | "too_deep" | "inexact_number" | "escaped_time";
 
@@ -44,9 +43,10 @@ export interface JsonGuide {
   readonly member?: (key: string) => JsonGuide | undefined;
   /** The guide of an array element. */
   readonly element?: () => JsonGuide;
+  /** `raw`: the value that keeps the scanned, compacted text (raw-json.ts's RAW_GUIDE, a RawJson). */
+  readonly keep?: (compact: string, depth: number) => unknown;
 }
 
-export const RAW_GUIDE: JsonGuide = { kind: "raw" };
 export const QUOTED_GUIDE: JsonGuide = { kind: "quoted" };
 export const GENERIC_GUIDE: JsonGuide = { kind: "generic" };
 
@@ -307,7 +307,7 @@ function readValue(guide: JsonGuide, depth: number): unknown {
     case "raw": {
       const r = scanJson(src, pos, { depthBase: depth, exactNumbers: false, compact: true });
       pos = r.end;
-      return RawJson.trusted(r.compact!, r.depth);
+      return guide.keep!(r.compact!, r.depth);
     }
     case "quoted":
       if (c === QUOTE) {

@@ -19,8 +19,8 @@
  */
 import type { z } from "zod";
 import { goFold, goLower } from "./go-fold.js";
-import { RawJson } from "./raw-json.js";
-import { GENERIC_GUIDE, type JsonGuide, parseStrictJson, QUOTED_GUIDE, RAW_GUIDE, wellFormedText } from "./strict-json.js";
+import { RAW_GUIDE, RawJson } from "./raw-json.js";
+import { GENERIC_GUIDE, type JsonGuide, parseStrictJson, QUOTED_GUIDE, wellFormedText } from "./strict-json.js";
 
 export interface ValueCodec {
   toWire(value: unknown): unknown;
