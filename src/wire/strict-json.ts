@@ -69,6 +69,31 @@ const HEX = /^[0-9a-fA-F]{4}$/;
 const HTML_UNSAFE = /[<>&\u2028\u2029]/;
 const HTML_UNSAFE_ALL = /[<>&\u2028\u2029]/g;
 const HTML_ESCAPES: Record<string, string> = { "<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029" };
+/**
+ * Valid JSON text as Go's json.Encoder embeds a json.RawMessage: whitespace between tokens
+ * removed, `<`, `>`, `&`, U+2028 and U+2029 escaped. Text already in that form (all that
+ * Go's writer and jetloop's encoder produce) is returned as it is. The text is not checked:
+ * only what the reader accepted comes here.
+ */
+export function compactJson(text: string): string {
+  let out = "";
+  let flushed = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === BACKSLASH) i++;
+      else if (c === QUOTE) inString = false;
+    } else if (c === QUOTE) inString = true;
+    else if (isSpace(c)) {
+      out += text.slice(flushed, i);
+      flushed = i + 1;
+    }
+  }
+  const compact = flushed === 0 ? text : out + text.slice(flushed);
+  return HTML_UNSAFE.test(compact) ? compact.replace(HTML_UNSAFE_ALL, (ch) => HTML_ESCAPES[ch]!) : compact;
+}
+
 // An escaped surrogate: the only way valid UTF-8 text can spell a lone one.
 const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F]/;
 

@@ -1,6 +1,7 @@
 // Writer = reader, end to end: whatever `publish` accepts comes back identical through
-// replay, a live subscription and a durable, on a real nats-server; what no reader would
-// read is refused by `publish` and never stored. Depth and size edges included.
+// replay, a live subscription, a durable, and the gateway's journal page and SSE frames,
+// on a real nats-server; what no reader would read is refused by `publish` and never
+// stored. Depth and size edges included.
 import fc from "fast-check";
 import type { JetStreamManager } from "@nats-io/jetstream";
 import { describe, expect, it } from "vitest";
@@ -11,12 +12,14 @@ import {
   encodeEvent,
   newId,
   RawJson,
+  startGateway,
   validateEvent,
   type Jetloop,
   type JetloopEvent,
 } from "../../src/index.js";
 import { provisionedBus } from "../harness/context.js";
 import { Reader } from "../harness/reader.js";
+import { frames, request, SseReader } from "./gateway/http.js";
 import { enduringEventArb } from "../unit/arbitraries.js";
 
 let bus: Jetloop;
@@ -55,7 +58,7 @@ function edgeEvents(sessionId: string): JetloopEvent[] {
 }
 
 describe("what publish accepts is read back identically", () => {
-  it("by replay, a live subscription and a durable", async () => {
+  it("by replay, a live subscription, a durable and the gateway", async () => {
     const sessionId = newId();
     const durable = `rt-${newId().slice(-12)}`;
     cleanup.push(() => jsm.consumers.delete(bus.stream, durable));
@@ -64,6 +67,7 @@ describe("what publish accepts is read back identically", () => {
     cleanup.push(() => live.close());
     const sampled = fc.sample(enduringEventArb, { numRuns: 40, seed: 28 }).map((e) => ({ ...e, sessionId }) as JetloopEvent);
     const accepted: JetloopEvent[] = [];
+    const seqs: number[] = [];
     for (const e of [...edgeEvents(sessionId), ...sampled]) {
       let valid: JetloopEvent;
       try {
@@ -71,7 +75,7 @@ describe("what publish accepts is read back identically", () => {
       } catch {
         continue; // an arbitrary event that needs coordinates this session's rewrite broke
       }
-      await bus.publish(valid);
+      seqs.push((await bus.publish(valid)).journalSeq);
       accepted.push(valid);
     }
     expect(accepted.length).toBeGreaterThan(30);
@@ -91,6 +95,21 @@ describe("what publish accepts is read back identically", () => {
     const got = await new Reader(sub).take(replayed.length);
     for (const d of got) await d.ack();
     expect(got.map((d) => wire(d.event))).toEqual(want);
+
+    // The gateway serves the stored bytes: the page and the frames embed exactly them.
+    const wantSeqs = seqs.filter((_, i) => accepted[i]!.visibility !== "internal");
+    const gw = await startGateway(bus, { listen: "127.0.0.1:0" });
+    cleanup.push(() => gw.close());
+    const page = await request(`${gw.url}/v1/sessions/${sessionId}/journal?limit=1000`);
+    expect(page.status).toBe(200);
+    const entries = want.map((w, i) => `{"journal_seq":${wantSeqs[i]},"event":${w}}`).join(",");
+    expect(page.body).toBe(`{"events":[${entries}],"next_journal_seq":0,"done":true}\n`);
+
+    const sse = await SseReader.open(`${gw.url}/v1/sessions/${sessionId}/events?last_event_id=${seqs[0]! - 1}`);
+    await sse.until((t) => t.includes(`id: ${wantSeqs.at(-1)}\n`), 30_000);
+    sse.close();
+    const enduring = frames(sse.text).filter((f) => f.startsWith("event: enduring\n"));
+    expect(enduring).toEqual(want.map((w, i) => `event: enduring\nid: ${wantSeqs[i]}\ndata: {"v":1,"event":${w}}\n\n`));
   });
 
   it("refuses what no reader would read, and stores nothing", async () => {
