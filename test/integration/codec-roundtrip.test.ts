@@ -3,13 +3,14 @@
 // on a real nats-server; what no reader would read is refused by `publish` and never
 // stored. Depth and size edges included.
 import fc from "fast-check";
-import type { JetStreamManager } from "@nats-io/jetstream";
+import { jetstream, type JetStreamManager } from "@nats-io/jetstream";
 import { describe, expect, it } from "vitest";
 import {
   createEvent,
   DEFAULT_MAX_EVENT_BYTES,
   EventEncodeError,
   encodeEvent,
+  eventSubject,
   newId,
   RawJson,
   startGateway,
@@ -110,6 +111,30 @@ describe("what publish accepts is read back identically", () => {
     sse.close();
     const enduring = frames(sse.text).filter((f) => f.startsWith("event: enduring\n"));
     expect(enduring).toEqual(want.map((w, i) => `event: enduring\nid: ${wantSeqs[i]}\ndata: {"v":1,"event":${w}}\n\n`));
+  });
+
+  it("by the gateway as stored: Go-readable bytes jetloop would write otherwise are served as they are, compacted as Go embeds them", async () => {
+    const sessionId = newId();
+    const e = createEvent("SessionStarted", { sessionId, agentName: "a/b" });
+    const canonical = wire(e);
+    // Spaces and newlines between tokens, `\/` for `/`: Go's reader (and jetloop's) takes both.
+    const stored = canonical.replace(/,"/g, ' ,\n "').replace("a/b", "a\\/b");
+    const subject = eventSubject(bus.namespace, "journal", { sessionId, family: "session", type: "SessionStarted" });
+    const { seq } = await jetstream(bus.nc).publish(subject, new TextEncoder().encode(stored));
+    const replayed: JetloopEvent[] = [];
+    for await (const d of bus.replay({ sessions: [sessionId], enduring: "all" })) replayed.push(d.event);
+    expect(replayed.map(wire)).toEqual([canonical]); // re-encoding would write this
+
+    const served = stored.replace(/ ,\n "/g, ',"');
+    expect(served).not.toBe(canonical);
+    const gw = await startGateway(bus, { listen: "127.0.0.1:0" });
+    cleanup.push(() => gw.close());
+    const page = await request(`${gw.url}/v1/sessions/${sessionId}/journal`);
+    expect(page.body).toBe(`{"events":[{"journal_seq":${seq},"event":${served}}],"next_journal_seq":0,"done":true}\n`);
+    const sse = await SseReader.open(`${gw.url}/v1/sessions/${sessionId}/events?last_event_id=${seq - 1}`);
+    await sse.until((t) => t.includes(`id: ${seq}\n`));
+    sse.close();
+    expect(frames(sse.text).filter((f) => f.startsWith("event: enduring\n"))).toEqual([`event: enduring\nid: ${seq}\ndata: {"v":1,"event":${served}}\n\n`]);
   });
 
   it("refuses what no reader would read, and stores nothing", async () => {
