@@ -99,7 +99,7 @@ export class Subscription<E = JetloopEvent, D extends Delivery<E> = Delivery<E>>
     this.#bus = bus;
     this.#filter = filter;
     this.#onReport = options.onReport;
-    this.#queue = new DeliveryQueue(settings.enduringBuffer ?? (settings.durable ? 16 : 256), settings.ephemeralBuffer);
+    this.#queue = new DeliveryQueue(settings.enduringBuffer, settings.ephemeralBuffer);
     this.#ctx = sourceContext(bus, {
       decode: decodeContext(bus, resolved.includeInternal),
       queue: this.#queue,
@@ -114,8 +114,8 @@ export class Subscription<E = JetloopEvent, D extends Delivery<E> = Delivery<E>>
       this.#ctx.log.warn({ filterSubjects: resolved.journalSubjects.length }, "many filter subjects make a consumer slow; consider fewer loops per subscription");
     }
     if (resolved.journalSubjects.length > 0) {
-      if (settings.durable) this.#enduring = new DurableSource(this.#ctx, settings.durable, resolved.journalSubjects, settings.start ?? "all", bus.parked);
-      else this.#enduring = this.#feed = new FeedSource(this.#ctx, resolved.feedSubjects, settings.start ?? "new", settings.feed ?? bus.settings.feed);
+      if (settings.durable) this.#enduring = new DurableSource(this.#ctx, settings.durable, resolved.journalSubjects, settings.start, bus.parked);
+      else this.#enduring = this.#feed = new FeedSource(this.#ctx, resolved.feedSubjects, settings.start, settings.feed ?? bus.settings.feed);
     }
     if (resolved.liveSubjects.length > 0) this.#live = new LiveSource(this.#ctx, resolved.liveSubjects);
   }
