@@ -11,16 +11,33 @@ import { OptionsError } from "./errors.js";
 export function parseOptions<S extends z.ZodType>(shape: S, options: unknown): z.output<S> {
   const r = shape.safeParse(options === undefined ? {} : options);
   if (r.success) return r.data;
-  throw optionsError(r.error.issues[0]!);
+  throw optionsError(r.error.issues);
 }
 
-/** The OptionsError for a zod issue: the option's dotted path, an unknown key by its own path. */
-export function optionsError(issue: z.core.$ZodIssue): OptionsError {
-  if (issue.code === "unrecognized_keys") {
-    const key = issue.keys[0]!;
-    return new OptionsError([...issue.path, key].join("."), "is not an option");
+/**
+ * The OptionsError for zod's issues: an unknown key first, by its own path (a misspelt
+ * key is likelier the cause than the real one it leaves missing), else the first issue.
+ */
+export function optionsError(issues: readonly z.core.$ZodIssue[], at: readonly PropertyKey[] = []): OptionsError {
+  const unknown = unknownKey(issues, at);
+  if (unknown !== undefined) return new OptionsError(unknown, "is not an option");
+  const issue = issues[0]!;
+  return new OptionsError([...at, ...issue.path].map(String).join(".") || "options", issue.message);
+}
+
+/** The dotted path of an unknown key among the issues, also inside a union's branches. */
+function unknownKey(issues: readonly z.core.$ZodIssue[], at: readonly PropertyKey[]): string | undefined {
+  for (const issue of issues) {
+    if (issue.code === "unrecognized_keys") return [...at, ...issue.path, issue.keys[0]!].map(String).join(".");
   }
-  return new OptionsError(issue.path.join(".") || "options", issue.message);
+  for (const issue of issues) {
+    if (issue.code !== "invalid_union") continue;
+    for (const branch of issue.errors) {
+      const key = unknownKey(branch, [...at, ...issue.path]);
+      if (key !== undefined) return key;
+    }
+  }
+  return undefined;
 }
 
 /** A function-valued option (a callback, a hook): zod does not describe its signature. */

@@ -15,12 +15,10 @@ export type FeedMode = z.output<typeof feedModeSchema>;
 /** Where the journal part of a subscription starts. */
 export type StartPosition = "new" | "all" | { readonly seq: number } | { readonly time: Date };
 
-const start = z.union([
-  z.literal("new"),
-  z.literal("all"),
-  z.strictObject({ seq: z.number().int().min(1) }),
-  z.strictObject({ time: z.date() }),
-]);
+const start = z.union(
+  [z.literal("new"), z.literal("all"), z.strictObject({ seq: z.number().int().min(1) }), z.strictObject({ time: z.date() })],
+  'must be "new", "all", { seq } (a journal sequence, 1 or more) or { time } (a Date)',
+);
 
 /** Status of the subscription: poison messages, drops, consumer recreation. */
 const onReport = functionOption<(report: SubscriptionReport) => void>().optional();
@@ -115,13 +113,10 @@ export function parseSubscribeOptions(options: SubscribeOptions | undefined): Su
     ? Object.fromEntries(Object.entries(given).filter(([k, v]) => !(other.has(k) && v === undefined)))
     : options);
   if (r.success) return r.data;
-  const issue = r.error.issues[0]!;
-  if (issue.code === "unrecognized_keys" && issue.path.length === 0) {
-    const key = issue.keys[0]!;
-    if (durable && feedOnly.has(key)) throw new OptionsError(key, "applies to feed subscriptions only");
-    if (!durable && durableOnly.has(key)) throw new OptionsError(key, "applies to durable subscriptions only");
-  }
-  throw optionsError(issue);
+  const error = optionsError(r.error.issues);
+  if (durable && feedOnly.has(error.option)) throw new OptionsError(error.option, "applies to feed subscriptions only");
+  if (!durable && durableOnly.has(error.option)) throw new OptionsError(error.option, "applies to durable subscriptions only");
+  throw error;
 }
 
 /** The range of a replay and how it reads. */

@@ -97,18 +97,27 @@ function unknownKey(known: readonly string[]): fc.Arbitrary<string> {
     .filter((k) => !known.includes(k));
 }
 
-/** `target` with an own, enumerable `key` (even `__proto__`, which a literal would turn into the prototype). */
-function withKey(target: Record<string, unknown>, key: string, value: unknown): Record<string, unknown> {
+/**
+ * `target` with an own, enumerable `key` (even `__proto__`, which a literal would turn into
+ * the prototype); with `replacing`, a key of `target` it stands in for is gone (the typo
+ * replaced the real key, which may be required).
+ */
+function withKey(target: Record<string, unknown>, key: string, value: unknown, replacing?: string): Record<string, unknown> {
   const copy = { ...target };
+  if (replacing !== undefined) delete copy[replacing];
   Object.defineProperty(copy, key, { value, enumerable: true, configurable: true, writable: true });
   return copy;
 }
 
 /** Options: the base, with `nest`'s value at its path (when nested), and the unknown key at that level. */
-function optionsWith(entry: EntryPoint, nest: Nest | undefined, key: string, value: unknown): Record<string, unknown> {
-  if (nest === undefined) return withKey(entry.base, key, value);
-  return { ...entry.base, [nest.path[0]!]: withKey(nest.value, key, value) };
+function optionsWith(entry: EntryPoint, nest: Nest | undefined, key: string, value: unknown, replacing?: string): Record<string, unknown> {
+  if (nest === undefined) return withKey(entry.base, key, value, replacing);
+  return { ...entry.base, [nest.path[0]!]: withKey(nest.value, key, value, replacing) };
 }
+
+/** Each key the given options hold, with a typo of it that replaces it. */
+const replacedKey = (present: readonly string[], known: readonly string[]) =>
+  fc.constantFrom(...present).chain((real) => typo(real).filter((k) => !known.includes(k)).map((key) => ({ key, real })));
 
 function refusal(parse: (o: never) => unknown, options: unknown): OptionsError | undefined {
   try {
@@ -141,6 +150,16 @@ describe("unknown option keys", () => {
     );
   });
 
+  const withBase = ENTRY_POINTS.filter((e) => Object.keys(e.base).length > 0).map((e) => [e.name, e] as const);
+  it.each(withBase)("%s refuses a typo that replaces a key it was given, naming the typo", (_, entry) => {
+    fc.assert(
+      fc.property(replacedKey(Object.keys(entry.base), entry.keys), ({ key, real }) => {
+        expect(refusal(entry.parse, optionsWith(entry, undefined, key, entry.base[real], real))?.option).toBe(key);
+      }),
+      { numRuns: 100 },
+    );
+  });
+
   const nested = ENTRY_POINTS.flatMap((entry) => entry.nests.map((nest) => [`${entry.name} ${nest.path.join(".")} ${JSON.stringify(nest.keys)}`, entry, nest] as const));
   it.each(nested)("%s: an unknown nested key is named by its path", (_, entry, nest) => {
     fc.assert(
@@ -148,6 +167,12 @@ describe("unknown option keys", () => {
         const e = refusal(entry.parse, optionsWith(entry, nest, key, v));
         expect(e, key).toBeInstanceOf(OptionsError);
         expect(e!.option).toBe([...nest.path, key].join("."));
+      }),
+      { numRuns: 100 },
+    );
+    fc.assert(
+      fc.property(replacedKey(Object.keys(nest.value), nest.keys), ({ key, real }) => {
+        expect(refusal(entry.parse, optionsWith(entry, nest, key, nest.value[real], real))?.option).toBe([...nest.path, key].join("."));
       }),
       { numRuns: 100 },
     );
