@@ -4,7 +4,7 @@ import { RegistryError } from "../errors.js";
 import { FAMILY, TYPE } from "../subjects/subjects.js";
 import { type Coordinate, headerShape, RESERVED_KEYS } from "./header.js";
 
-/** Enduring events are journaled and authoritative; ephemeral ones are live previews. */
+/** Enduring events are journaled and authoritative; ephemeral ones are previews. */
 export type EventClass = "enduring" | "ephemeral";
 /** Session-scoped events belong to the session as a whole and pass every loop filter. */
 export type EventScope = "session" | "loop";

@@ -59,7 +59,7 @@ function checkSeq(type: string, journalSeq: number, ephemeral: boolean | undefin
 
 /**
  * Tool activity per (loop id, tool execution id), rebuilt from enduring events and
- * overlaid with the live previews seen on the current connection.
+ * overlaid with the previews seen on the current connection.
  *
  * ```ts
  * const tools = new ToolActivityProjection();
@@ -158,7 +158,7 @@ export class ToolActivityProjection {
   }
 
   /**
-   * Forgets everything learned from live previews: call it when the live connection is
+   * Forgets everything learned from previews: call it when the live connection is
    * lost or replaced, since previews missed in between are gone for good. Running and
    * completed calls fall back to what the journal says (e.g. `approved`); live-only
    * calls are dropped. `lastJournalSeq` is kept, so the journal resumes where it was.
@@ -174,7 +174,7 @@ export class ToolActivityProjection {
     return { changed, removed };
   }
 
-  // --- live previews -----------------------------------------------------------
+  // --- previews -----------------------------------------------------------
 
   #applyLive(event: { readonly type: string }): ApplyResult {
     if (!isBuiltIn(event) || (event.type !== "ToolCallStarted" && event.type !== "ToolCallCompleted")) {

@@ -1,6 +1,6 @@
 /**
  * Routes a validated event by class: enduring → the journal (JetStream, acknowledged,
- * deduplicated by event id); ephemeral → its live subject on core NATS (no ack, no
+ * deduplicated by event id); ephemeral → its preview subject on core NATS (no ack, no
  * persistence, journal sequence 0).
  */
 import type { NatsConnection } from "@nats-io/transport-node";
@@ -13,7 +13,7 @@ import { FixedHeaders, journalHeaderRoom, type JournalWriter } from "./journal-w
 import { parsePublishOptions, type PublishOptions } from "./options.js";
 import { PreviewConfirmation } from "./preview-confirmation.js";
 
-/** Header on a live preview: the last journal sequence its loop had written when it was sent. */
+/** Header on a preview: the last journal sequence its loop had written when it was sent. */
 export const HEADER_LAST_JOURNAL_SEQ = "Jetloop-Last-Journal-Seq";
 
 export type { PublishOptions };
