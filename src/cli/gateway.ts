@@ -1,8 +1,9 @@
 import { parseArgs } from "node:util";
+import { UsageError } from "../errors.js";
 import { connect } from "../bus.js";
 import { checkListenOptions, isLoopback, type ListenOptions, parseListen, startGateway } from "../gateway/listen.js";
 import { feedModeSchema } from "../subscribe/options.js";
-import { connectionFlags, connectionHelp, connectOptions, parse, positiveInt, UsageError } from "./args.js";
+import { connectionFlags, connectionHelp, connectOptions, parse, positiveInt } from "./args.js";
 import { warnIfNotProvisioned } from "./provisioned.js";
 
 export const gatewayHelp = `jetloop gateway --listen HOST:PORT [--auth-token-env VAR] [--insecure-public-bind] [--feed MODE]

@@ -15,22 +15,11 @@ import type {
   UserInputRequested,
 } from "../events/catalogue.js";
 import { defaultRegistry } from "../events/catalogue.js";
-import { JetloopError } from "../errors.js";
+import { ProjectionDeliveryError } from "../errors.js";
 import { GateLedger, type GateViolation } from "./gate-ledger.js";
 import { factsOf, PERMISSION_GATE_KIND, toView, type ToolFacts } from "./status.js";
 import type { StepMessage } from "../events/content.js";
 import type { ApplyResult, JournalRef, ResultFact, ToolActivity, ToolActivityDelivery, ToolKey, TurnOutcome } from "./types.js";
-
-/** A delivery whose journal sequence does not fit its event's class. */
-export class ProjectionDeliveryError extends JetloopError {
-  constructor(
-    readonly eventType: string,
-    readonly journalSeq: number,
-    message: string,
-  ) {
-    super("DELIVERY_INVALID", `${eventType} at journal sequence ${journalSeq}: ${message}`);
-  }
-}
 
 /** How many preview event ids are remembered for deduplication. */
 const LIVE_ID_MEMORY = 10_000;

@@ -13,14 +13,8 @@
  * canonical UUIDs, so no token can smuggle `.`, `*`, `>` or whitespace; the journal and
  * live roots are disjoint, so the stream over `{ns}.journal.>` never captures a preview.
  */
-import { JetloopError } from "../errors.js";
+import { SubjectError } from "../errors.js";
 import { idProblem } from "../events/ids.js";
-
-export class SubjectError extends JetloopError {
-  constructor(message: string) {
-    super("SUBJECT_INVALID", message);
-  }
-}
 
 /** `feed` is written by the server only: the events stream republishes each stored event there. */
 export type Channel = "journal" | "live" | "feed";
