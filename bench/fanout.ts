@@ -30,7 +30,7 @@ import { coordinates, enduringEvent, publishInChunks, type Coordinates } from ".
 import { pinning, type Pinning } from "./lib/pinning.js";
 import { gc, nowMs, sleep } from "./lib/stats.js";
 import { consumerCount } from "../test/harness/stream-state.js";
-import type { FeedMode } from "../src/subscribe/options.js";
+import type { FeedMode } from "../src/index.js";
 
 const SESSIONS = 50;
 const LOOPS_PER_SESSION = 20;
