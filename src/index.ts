@@ -28,6 +28,8 @@ export {
   SubscriptionError,
   GateClosedError,
   ResolutionIncompleteError,
+  ProjectionDeliveryError,
+  SubjectError,
   type CommandErrorCode,
   type CommandOutcome,
   type DecodeFailure,
@@ -173,7 +175,6 @@ export {
   parkedSubject,
   parseEventSubject,
   parseParkedSubject,
-  SubjectError,
   type Channel,
   type ParkedState,
   type ParsedSubject,
@@ -185,7 +186,7 @@ export { diffStreamConfig, type FieldDrift, type ProvisionReport } from "./strea
 export type { SessionHandle } from "./session.js";
 export type { Delivery, DurableDelivery, DeliveryFailure } from "./subscribe/delivery.js";
 export type { EventFilter, LoopScope } from "./subscribe/filter.js";
-export type { StartPosition, SubscribeOptions, SubscriptionReport } from "./subscribe/options.js";
+export type { DurableSubscribeOptions, FeedMode, FeedSubscribeOptions, StartPosition, SubscribeOptions, SubscriptionReport } from "./subscribe/options.js";
 export type { ReplayOptions } from "./subscribe/replay.js";
 export { type Subscription, type DurableSubscription, type SubscriptionStats } from "./subscribe/subscription.js";
 export {
@@ -207,7 +208,6 @@ export {
   type GateViolation,
   type LedgerGate,
   type LedgerVerdict,
-  ProjectionDeliveryError,
   rebuildToolActivity,
   ToolActivityProjection,
   type ApplyResult,

@@ -1,21 +1,22 @@
 import { parseArgs } from "node:util";
+import { UsageError } from "../errors.js";
 import { connect } from "../bus.js";
 import { checkListenOptions, isLoopback, type ListenOptions, parseListen, startGateway } from "../gateway/listen.js";
 import { feedModeSchema } from "../subscribe/options.js";
-import { connectionFlags, connectionHelp, connectOptions, parse, positiveInt, UsageError } from "./args.js";
+import { connectionFlags, connectionHelp, connectOptions, parse, positiveInt } from "./args.js";
 import { warnIfNotProvisioned } from "./provisioned.js";
 
 export const gatewayHelp = `jetloop gateway --listen HOST:PORT [--auth-token-env VAR] [--insecure-public-bind] [--feed MODE]
 
 Serves the Go runtime's HTTP surface (journal pages, SSE, gate answers, input and
-interrupt to the session's actor, capabilities) from the journal and the live feed.
+interrupt to the session's actor, capabilities) from the journal and the feed.
 Runs until interrupted (Ctrl-C).
 
   --listen HOST:PORT       where to listen (default 127.0.0.1:8080)
   --auth-token-env VAR     require "Authorization: Bearer <token>", the token read from
                            the environment variable VAR (never from the command line)
   --insecure-public-bind   allow a non-loopback address without authentication
-  --feed namespace|loop    how SSE streams follow the live feed: one subscription on the
+  --feed namespace|loop    how SSE streams follow the feed: one subscription on the
                            namespace's feed (default), or one per watched session/loop
   --max-body-bytes N       request body cap (default 1048576)
   --allow-host NAME        a Host the gateway answers to besides the address it listens

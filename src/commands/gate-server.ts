@@ -32,6 +32,7 @@ import {
   type StepCoordinates,
 } from "./gate-rules.js";
 import { ANSWER_COMMAND, encodeReply, type Reply } from "./protocol.js";
+import { parseServeGatesOptions, type ServeGatesOptions } from "./options.js";
 
 export type { PermissionAction, StepCoordinates } from "./gate-rules.js";
 
@@ -73,14 +74,7 @@ export interface InputAnswer {
   readonly answered: boolean;
 }
 
-export interface ServeGatesOptions {
-  /**
-   * Before serving, close as `abandoned` the gates of this loop that an earlier actor
-   * opened and never resolved (its process died). Refused (COMMAND_FAILED) when another
-   * actor still answers on the loop's command subject. Default false.
-   */
-  readonly closeOrphans?: boolean;
-}
+export type { ServeGatesOptions };
 
 interface Settled {
   readonly resolution: Resolution;
@@ -125,10 +119,7 @@ export interface GateServer {
 
 /** Starts serving answers for one loop (`bus.serveGates`): resolves once its command subscription is on the server. */
 export function serveGates(bus: BusContext<JetloopEvent>, sessionId: string, loopId: string, options: ServeGatesOptions = {}): Promise<GateServer> {
-  if (typeof options !== "object" || options === null) throw new OptionsError("options", "must be an object");
-  for (const k of Object.keys(options)) if (k !== "closeOrphans") throw new OptionsError(k, "is not an option of serveGates");
-  if (options.closeOrphans !== undefined && typeof options.closeOrphans !== "boolean") throw new OptionsError("closeOrphans", "must be a boolean");
-  return new GateServerImpl(bus, sessionId, loopId).serve(options);
+  return new GateServerImpl(bus, sessionId, loopId).serve(parseServeGatesOptions(options));
 }
 
 /** How often a decision whose GateResolved is written is tried again before the loop fails closed. */

@@ -1,6 +1,6 @@
 /**
  * The gateway's request handler: the runtime's HTTP surface (`pkg/serve`), answered from
- * the journal and the live feed. Stateless: any number of gateways serve the same
+ * the journal and the feed. Stateless: any number of gateways serve the same
  * sessions. Embed it in a Node server with `createGatewayHandler(bus)`.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";

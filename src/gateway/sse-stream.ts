@@ -1,6 +1,6 @@
 /**
  * `GET /v1/sessions/{sid}/events`: one session's frames over Server-Sent Events, from a
- * live subscription (the journal from `Last-Event-ID`, then the republished feed; no
+ * feed subscription (the journal from `Last-Event-ID`, then the republished feed; no
  * JetStream consumer per client while it follows).
  *
  * Slow clients: what the socket has not taken yet is bounded in bytes. Past

@@ -1,6 +1,6 @@
 /**
  * Routes a validated event by class: enduring → the journal (JetStream, acknowledged,
- * deduplicated by event id); ephemeral → its live subject on core NATS (no ack, no
+ * deduplicated by event id); ephemeral → its preview subject on core NATS (no ack, no
  * persistence, journal sequence 0).
  */
 import type { NatsConnection } from "@nats-io/transport-node";
@@ -10,25 +10,13 @@ import type { EventRegistry } from "../events/registry.js";
 import { requireFeature } from "../connection/server-version.js";
 import { sessionJournalSubject, validEventSubject } from "../subjects/subjects.js";
 import { FixedHeaders, journalHeaderRoom, type JournalWriter, payloadTooLarge } from "./journal-writer.js";
+import { parsePublishOptions, type PublishOptions } from "./options.js";
 import { PreviewConfirmation } from "./preview-confirmation.js";
 
-/** Header on a live preview: the last journal sequence its loop had written when it was sent. */
+/** Header on a preview: the last journal sequence its loop had written when it was sent. */
 export const HEADER_LAST_JOURNAL_SEQ = "Jetloop-Last-Journal-Seq";
 
-export interface PublishOptions {
-  /**
-   * Fencing: append only if the session's last journal sequence is this (0: the session
-   * has no events yet). Losing the race is PublishConflictError. Needs nats-server 2.11+.
-   */
-  readonly expectedLastSeq?: number;
-  /**
-   * Previews only: send without waiting to learn whether the server refused it. By default
-   * a preview waits for a round trip to the server and a refusal by the subject permissions
-   * rejects with PermissionDeniedError; fire-and-forget resolves at once with
-   * `unconfirmed: true`, and a refusal is only logged.
-   */
-  readonly fireAndForget?: boolean;
-}
+export type { PublishOptions };
 
 export interface PublishResult {
   /** The stream sequence of the stored event; 0 for an ephemeral event. */
@@ -81,8 +69,8 @@ export class Publisher<E> {
     this.#previews.denied(subject, error);
   }
 
-  async publish(event: E, options: PublishOptions = {}): Promise<PublishResult> {
-    if (options.fireAndForget !== undefined && typeof options.fireAndForget !== "boolean") throw new OptionsError("fireAndForget", "must be a boolean");
+  async publish(event: E, given?: PublishOptions): Promise<PublishResult> {
+    const options = parsePublishOptions(given);
     const { event: valid, bytes, definition } = encodeValidated(event, { registry: this.registry, maxBytes: this.maxEventBytes, pooled: true });
     const header = valid as unknown as Header;
     const address = { sessionId: header.sessionId, loopId: header.loopId, family: definition.family, type: definition.type };
@@ -113,9 +101,6 @@ export class Publisher<E> {
     const subject = validEventSubject(this.settings.namespace, "journal", address);
     let fenceSubject: string | undefined;
     if (options.expectedLastSeq !== undefined) {
-      if (!Number.isSafeInteger(options.expectedLastSeq) || options.expectedLastSeq < 0) {
-        throw new OptionsError("expectedLastSeq", "must be a non-negative integer");
-      }
       requireFeature(this.settings.serverVersion, "fencing");
       fenceSubject = sessionJournalSubject(this.settings.namespace, header.sessionId);
     }

@@ -28,7 +28,7 @@ import { parkedFilter } from "../subjects/subjects.js";
 import { consumerError } from "./consumer-errors.js";
 import { decodeMessage, hiddenFrom } from "./delivery.js";
 import { acknowledge, durableDelivery, type Original, park, type Settler } from "./durable-settlement.js";
-import type { StartPosition } from "./options.js";
+import type { DurableSettings, StartPosition } from "./options.js";
 import { reportPoison, type Source, type SourceContext } from "./source.js";
 
 /** Consumer metadata key holding jetloop's delivery limit, so processes sharing the durable agree. */
@@ -68,7 +68,7 @@ export class DurableSource<E> implements Source {
   async start(): Promise<void> {
     await this.#ensureConsumer(undefined);
     await this.#ensureReplayConsumer();
-    const batch = this.#ctx.settings.batch ?? 16;
+    const batch = this.#ctx.settings.batch;
     try {
       const consumer = await this.#ctx.js.consumers.get(this.#ctx.stream, this.#name);
       this.#messages = await consumer.consume({ max_messages: batch });
@@ -275,7 +275,7 @@ export class DurableSource<E> implements Source {
     // ack wait this delivery can have: a fixed period longer than it lets it be handed again
     // while its handler holds it. The extension runs until the settlement is confirmed.
     const started = Date.now();
-    const autoExtendMs = this.#ctx.settings.autoExtendMs;
+    const { autoExtendMs } = this.#ctx.settings as DurableSettings;
     const leaseMs = o.storeSeq === undefined ? Math.min(this.#ackWaitMs, ...this.#backoffMs) : this.#replayAckWaitMs;
     if (autoExtendMs > 0) m.working();
     const timer = setInterval(() => {

@@ -85,7 +85,7 @@ class SubscriptionImpl<E, D extends Delivery<E> = Delivery<E>> implements Subscr
     this.#bus = bus;
     this.#filter = filter;
     this.#onReport = options.onReport;
-    this.#queue = new DeliveryQueue(settings.enduringBuffer ?? (settings.durable ? 16 : 256), settings.ephemeralBuffer);
+    this.#queue = new DeliveryQueue(settings.enduringBuffer, settings.ephemeralBuffer);
     this.#ctx = new BusSourceContext(bus, {
       decode: bus.decoding(resolved.includeInternal),
       queue: this.#queue,
@@ -98,8 +98,8 @@ class SubscriptionImpl<E, D extends Delivery<E> = Delivery<E>> implements Subscr
       this.#ctx.log.warn({ filterSubjects: resolved.journalSubjects.length }, "many filter subjects make a consumer slow; consider fewer loops per subscription");
     }
     if (resolved.journalSubjects.length > 0) {
-      if (settings.durable) this.#journal = new DurableSource(this.#ctx, settings.durable, resolved.journalSubjects, settings.start ?? "all", bus.parked);
-      else this.#journal = this.#feed = new FeedSource(this.#ctx, resolved.feedSubjects, settings.start ?? "new", settings.feed ?? bus.settings.feed);
+      if (settings.durable) this.#journal = new DurableSource(this.#ctx, settings.durable, resolved.journalSubjects, settings.start, bus.parked);
+      else this.#journal = this.#feed = new FeedSource(this.#ctx, resolved.feedSubjects, settings.start, settings.feed ?? bus.settings.feed);
     }
     if (resolved.previewSubjects.length > 0) this.#preview = new PreviewSource(this.#ctx, resolved.previewSubjects);
   }

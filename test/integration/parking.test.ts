@@ -13,7 +13,7 @@ import {
   type DurableSubscription,
   type Jetloop,
   type JetloopEvent,
-  type SubscribeOptions,
+  type DurableSubscribeOptions,
   type SubscriptionReport,
 } from "../../src/index.js";
 import { natsServers, provisionedBus, uniqueNamespace } from "../harness/context.js";
@@ -38,7 +38,7 @@ function fixture() {
     for (let i = 0; i < n; i++) seqs.push((await bus.publish(event())).journalSeq);
     return seqs;
   };
-  const subscribe = async (options: Omit<SubscribeOptions, "durable"> = {}, on: Jetloop = bus, name = durable): Promise<DurableSubscription<JetloopEvent>> => {
+  const subscribe = async (options: Omit<DurableSubscribeOptions, "durable"> = {}, on: Jetloop = bus, name = durable): Promise<DurableSubscription<JetloopEvent>> => {
     const sub = await on.subscribeEvents({ sessions: [session], enduring: "all" }, { onReport: (r) => reports.push(r), ...options, durable: name });
     cleanup.push(() => sub.close());
     return sub;
