@@ -33,7 +33,7 @@ export const PermissionRequested = defineEventType(
     body: {
       toolExecutionId: uuidSchema,
       /** Written even when empty (`{}`): a pure tool asks with no requirements. */
-      request: wireField(permissionRequestSchema.default({}), { always: true }),
+      request: wireField(permissionRequestSchema.prefault({}), { always: true }),
     },
   },
   true,

@@ -87,11 +87,11 @@ describe("decodePermissionRequest: valid input", () => {
   });
 
   it("a request may be empty: a pure tool asks with no requirements", () => {
-    expect(decodePermissionRequest("{}")).toEqual({});
+    expect(decodePermissionRequest("{}")).toEqual({ requirements: [] }); // read as none: always a list
     expect(encodePermissionRequest({})).toBe("{}");
     expect(encodePermissionRequest({ requirements: [] })).toBe("{}");
-    // An empty list is the wire's zero: absent.
-    expect(decodePermissionRequest('{"tool_name":"t","requirements":[]}')).toEqual({ toolName: "t" });
+    // An empty list is the wire's zero: absent, and absent reads as the empty list.
+    expect(decodePermissionRequest('{"tool_name":"t","requirements":[]}')).toEqual({ toolName: "t", requirements: [] });
   });
 
   it("escapes text as Go does", () => {
@@ -104,7 +104,7 @@ describe("decodePermissionRequest: valid input", () => {
 
   it("execution_id is free text, not necessarily a UUID", () => {
     for (const id of ["00000000-0000-0000-0000-000000000000", "exec-6", "ABC", "0190F2A1-5B3C-7D4E-8F60-00000000000A"]) {
-      expect(decodePermissionRequest(JSON.stringify({ tool_name: "t", execution_id: id }))).toEqual({ toolName: "t", executionId: id });
+      expect(decodePermissionRequest(JSON.stringify({ tool_name: "t", execution_id: id }))).toEqual({ toolName: "t", executionId: id, requirements: [] });
     }
   });
 });
@@ -217,7 +217,7 @@ describe("validatePermissionRequest: shape", () => {
   });
 
   it("every field is optional, and there is no cap on the requirements", () => {
-    expect(validatePermissionRequest({})).toEqual({});
+    expect(validatePermissionRequest({})).toEqual({ requirements: [] });
     expect(validatePermissionRequest(requestWith((r) => delete (r as Record<string, unknown>).toolName))).not.toHaveProperty("toolName");
     const many = Array.from({ length: 200 }, (_, i) => ({ kind: "k", match: `m${i}`, description: "d" }));
     expect(validatePermissionRequest({ toolName: "t", requirements: many }).requirements).toHaveLength(200);
