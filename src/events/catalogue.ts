@@ -126,7 +126,8 @@ export const GateOpened = defineEventType(
     class: "enduring",
     scope: "loop",
     identity: GATE,
-    body: { gate: gateSchema.optional() },
+    /** Absent reads as the empty gate (Go's zero): a subscriber always gets the object. */
+    body: { gate: gateSchema.prefault({}) },
     check: (e) => gateIdentity(e.gate?.resolver, e),
   },
   true,
