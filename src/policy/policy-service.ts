@@ -129,7 +129,7 @@ export async function servePolicy(bus: PolicyBus, options: PolicyOptions): Promi
 
   const handle = async (d: DurableDelivery<JetloopEvent>): Promise<void> => {
     const e = d.event as GateOpened;
-    if (e.gate?.kind !== PERMISSION_GATE) return d.ack();
+    if (e.gate.kind !== PERMISSION_GATE) return d.ack();
     counts.received++;
     const outcome = await settleCase(bus, o, decide, e, d.journalSeq).catch((error: unknown) => ({ kind: "retry" as const, error }));
     switch (outcome.kind) {
@@ -181,7 +181,7 @@ type CaseOutcome =
 
 /** One gate, from the journal to the answer. */
 async function settleCase(bus: PolicyBus, o: z.output<typeof policyShape>, decide: PolicyDecide, e: GateOpened, gateSeq: number): Promise<CaseOutcome> {
-  const gate = e.gate!;
+  const gate = e.gate;
   // The runtime's link from a gate to its call: the gate's subject, else its cause.
   const toolExecutionId = gate.subject?.toolExecutionId ?? e.cause?.toolExecutionId;
   const { loopId, turnId, stepId } = e;
