@@ -141,6 +141,7 @@ export {
   validatePermissionRequest,
   type PermissionCandidate,
   type PermissionRequest,
+  type PermissionRequestInput,
   type PermissionRequirement,
 } from "./events/request.js";
 export { safeValidateEvent, validateEvent, type SafeResult } from "./events/validate.js";
@@ -244,3 +245,13 @@ export {
   type ListenOptions,
   type RunningGateway,
 } from "./gateway/index.js";
+export {
+  servePolicy,
+  type PermissionCase,
+  type PolicyBus,
+  type PolicyDecide,
+  type PolicyDecision,
+  type PolicyOptions,
+  type PolicyService,
+  type PolicyStats,
+} from "./policy/policy-service.js";

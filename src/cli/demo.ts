@@ -171,7 +171,7 @@ export async function demoAnswererCommand(argv: string[], out: (s: string) => vo
     for await (const d of sub) {
       if (d.event.type !== "GateOpened") continue;
       const effect = effects[answered]!;
-      const gateId = d.event.gate!.id!;
+      const gateId = d.event.gate.id!;
       const reason = effect === "deny" ? "outside the allowed paths" : "looks safe";
       // Printed before answering: stdout is shared with the loop's process, and the
       // answer's effect (GateResolved, PermissionDecided) must not be printed first.

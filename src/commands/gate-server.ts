@@ -10,7 +10,7 @@ import { CommandError, ConnectionClosedError, GateClosedError, isJetloopError, O
 import { createEvent } from "../events/factories.js";
 import { derivedId, newId } from "../events/ids.js";
 import type { JetloopEvent, PermissionEffect } from "../events/catalogue.js";
-import type { PermissionRequest } from "../events/request.js";
+import type { PermissionRequestInput } from "../events/request.js";
 import { GateLedger, type LedgerGate } from "../projection/gate-ledger.js";
 import { journalHeaderRoom } from "../publish/journal-writer.js";
 import { commandSubject } from "../subjects/subjects.js";
@@ -37,7 +37,7 @@ import { parseServeGatesOptions, type ServeGatesOptions } from "./options.js";
 export type { PermissionAction, StepCoordinates } from "./gate-rules.js";
 
 export interface PermissionGate extends StepCoordinates {
-  readonly request: PermissionRequest;
+  readonly request: PermissionRequestInput;
   readonly title?: string;
   /**
    * The controls offered, of the Go gate model's three: "Approve", "Approve always for

@@ -304,7 +304,11 @@ describe.concurrent("parking", () => {
       deliveredSeq: ci.delivered.stream_seq,
       ackFloorSeq: ci.ack_floor.stream_seq,
       behind: si.state.last_seq - ci.ack_floor.stream_seq,
+      maxDeliver: 1,
+      backoffMs: (ci.config.backoff ?? []).map((ns) => ns / 1e6),
+      ackWaitMs: (ci.config.ack_wait ?? 0) / 1e6,
     });
+    expect(mine.backoffMs).toEqual([30_000, 60_000, 300_000, 900_000]); // the declared default
     // The backlog as built: nothing acknowledged past the unsettled fourth, six never pulled or waiting.
     expect(mine.ackFloorSeq).toBe(seqs[2]);
     expect(mine.pending + mine.ackPending).toBe(7);
