@@ -11,7 +11,9 @@ import type { Gate } from "../events/gate.js";
 import { derivedId } from "../events/ids.js";
 import type { PermissionRequest } from "../events/request.js";
 import type { DurableDelivery } from "../subscribe/delivery.js";
-import { parseOptions, type SubscribeOptions } from "../subscribe/options.js";
+import { parseOptions } from "../options.js";
+import { durableNameSchema } from "../subjects/subjects.js";
+import type { DurableSubscribeOptions } from "../subscribe/options.js";
 import type { DurableSubscription } from "../subscribe/subscription.js";
 import type { EventFilter } from "../subscribe/filter.js";
 import type { Delivery } from "../subscribe/delivery.js";
@@ -21,7 +23,7 @@ import type { AnswerOptions } from "../commands/answer.js";
 
 /** What the service uses of a bus (a `Jetloop` is one): the public SDK, nothing more. */
 export interface PolicyBus {
-  subscribeEvents(filter: EventFilter, options: SubscribeOptions & { durable: string }): Promise<DurableSubscription<JetloopEvent>>;
+  subscribeEvents(filter: EventFilter, options: DurableSubscribeOptions): Promise<DurableSubscription<JetloopEvent>>;
   session(sessionId: string): {
     replay(filter: Omit<EventFilter, "sessions">, options?: ReplayOptions): AsyncIterable<Delivery<JetloopEvent>>;
     answer(loopId: string, answer: AnswerInput, options?: AnswerOptions): Promise<AnswerOutcome>;
@@ -66,10 +68,7 @@ const decisionSchema = z.strictObject({
 
 const policyShape = z.strictObject({
   /** The durable consumer's name; processes sharing it split the gates. Default `policy`. */
-  durable: z
-    .string()
-    .regex(/^[A-Za-z0-9_-]{1,64}$/, "must be 1-64 characters of [A-Za-z0-9_-]")
-    .default("policy"),
+  durable: durableNameSchema.default("policy"),
   /** Gates decided at once by one process. Default 8. */
   concurrency: z.number().int().min(1).max(1024).default(8),
   /** How long to wait for the loop actor's reply to an answer. Default 5000 ms. */
@@ -84,7 +83,7 @@ const policyShape = z.strictObject({
 export type PolicyOptions = Omit<z.input<typeof policyShape>, "subscription"> & {
   /** Decides one case: sync or async. A throw is a failure: the gate comes again (the durable's backoff), parked after the last attempt. */
   readonly decide: PolicyDecide;
-  readonly subscription?: Omit<SubscribeOptions, "durable">;
+  readonly subscription?: Omit<DurableSubscribeOptions, "durable">;
 };
 
 export interface PolicyStats {
@@ -122,7 +121,7 @@ export async function servePolicy(bus: PolicyBus, options: PolicyOptions): Promi
   const { decide, ...rest } = options;
   if (typeof decide !== "function") throw new OptionsError("decide", "must be a function");
   const o = parseOptions(policyShape, rest);
-  const sub = await bus.subscribeEvents({ enduring: "all", types: ["GateOpened"], includeInternal: true }, { ...(o.subscription as SubscribeOptions), durable: o.durable });
+  const sub = await bus.subscribeEvents({ enduring: "all", types: ["GateOpened"], includeInternal: true }, { ...(o.subscription as Omit<DurableSubscribeOptions, "durable">), durable: o.durable });
   const counts: Counters = { received: 0, approved: 0, denied: 0, alreadyResolved: 0, retried: 0, parked: 0 };
   const inHand = new Set<Promise<void>>();
   let wake: (() => void) | undefined;

@@ -6,7 +6,7 @@
 import type { ConsumerInfo, JetStreamManager } from "@nats-io/jetstream";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { connect, createEvent, type Jetloop, newId, OptionsError, type SubscribeOptions } from "../../src/index.js";
+import { connect, createEvent, type Jetloop, newId, OptionsError, type DurableSubscribeOptions } from "../../src/index.js";
 import { natsServers, provisionedBus } from "../harness/context.js";
 import { Reader } from "../harness/reader.js";
 
@@ -14,7 +14,7 @@ let bus: Jetloop;
 let jsm: JetStreamManager;
 const cleanup = provisionedBus((b, j) => void ([bus, jsm] = [b, j]));
 
-type Durable = Omit<SubscribeOptions, "durable" | "onReport">;
+type Durable = Omit<DurableSubscribeOptions, "durable" | "onReport">;
 type Option = "maxDeliver" | "backoffMs" | "ackWaitMs" | "maxAckPending" | "start";
 
 /** What each durable is created with: backoffMs and ackWaitMs exclude each other. */
