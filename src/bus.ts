@@ -31,6 +31,7 @@ import { replay, type ReplayOptions } from "./subscribe/replay.js";
 import { type DurableSubscription, subscribe, type Subscription } from "./subscribe/subscription.js";
 import { type SessionHandle, sessionHandle } from "./session.js";
 import { type GateServer, serveGates, type ServeGatesOptions } from "./commands/gate-server.js";
+import { logConnectionStatus, traceLogFields } from "./telemetry/index.js";
 
 export type ConnectOptions<E = JetloopEvent> = ConnectionSettings & BusOptions<E>;
 
@@ -126,7 +127,7 @@ export class Jetloop<E = JetloopEvent> {
     this.nc = nc;
     this.#ownsConnection = ownsConnection;
     this.registry = options.registry ?? (defaultRegistry);
-    this.log = (options.logger ?? pino({ name: "jetloop", level: "warn" }, process.stderr)).child({ namespace: this.settings.namespace });
+    this.log = (options.logger ?? pino({ name: "jetloop", level: "warn", mixin: traceLogFields }, process.stderr)).child({ namespace: this.settings.namespace });
     this.serverVersion = nc.info?.version ?? "0.0.0";
     requireMinimum(this.serverVersion);
     const parked = new ParkedStore(nc, () => this.jetstreamManager(), this.settings.namespace, defaultParkedStreamName(this.settings.namespace));
@@ -342,9 +343,7 @@ export class Jetloop<E = JetloopEvent> {
         if (s.type === "error" && s.error instanceof PermissionViolationError) {
           this.log.warn({ operation: s.error.operation, subject: s.error.subject }, "permission violation");
           for (const l of this.#violationListeners) l(s.error);
-        } else if (s.type === "disconnect" || s.type === "reconnect") {
-          this.log.info({ status: s.type }, "connection status");
-        }
+        } else logConnectionStatus(this.log, s);
       }
     } catch (e) {
       this.log.debug({ err: e }, "status watch ended");

@@ -4,6 +4,7 @@ import type { BusContext } from "../bus-context.js";
 import { CommandError } from "../errors.js";
 import { commandSubject } from "../subjects/subjects.js";
 import { ANSWER_COMMAND, answerCommand, type AnswerInput, type AnswerOutcome, encodeAnswer, outcomeOf } from "./protocol.js";
+import { tracedRequest } from "../telemetry/index.js";
 
 export interface AnswerOptions {
   /** How long to wait for the loop actor. Default 5000 ms. */
@@ -21,7 +22,7 @@ export async function answerGate<E>(bus: BusContext<E>, sessionId: string, loopI
   const timeoutMs = options.timeoutMs ?? 5000;
   let data: Uint8Array;
   try {
-    data = (await bus.nc.request(subject, encodeAnswer(command), { timeout: timeoutMs })).data;
+    data = (await tracedRequest("gate.answer", subject, (headers) => bus.nc.request(subject, encodeAnswer(command), { timeout: timeoutMs, headers }))).data;
   } catch (e) {
     throw requestFailure(e, sessionId, loopId, timeoutMs);
   }

@@ -25,6 +25,7 @@ import {
   INTERRUPT_COMMAND,
   interruptCommandSchema,
 } from "./controls-protocol.js";
+import { tracedRequest } from "../telemetry/index.js";
 
 export interface ControlOptions {
   /** Makes the command idempotent: the same id gets the first outcome. Default: a fresh id (each call is a new command). */
@@ -75,7 +76,7 @@ export async function interruptSession<E>(bus: BusContext<E>, sessionId: string,
 
 async function send<E>(bus: BusContext<E>, subject: string, data: Uint8Array, sessionId: string, timeoutMs = 5000): Promise<Uint8Array | CommandError> {
   try {
-    return (await bus.nc.request(subject, data, { timeout: timeoutMs })).data;
+    return (await tracedRequest("session.control", subject, (headers) => bus.nc.request(subject, data, { timeout: timeoutMs, headers }))).data;
   } catch (e) {
     const cause = e instanceof RequestError ? e.cause : e;
     if (cause instanceof NoRespondersError) return new CommandError("COMMAND_NO_LISTENER", `nobody serves the controls of session ${sessionId}`, { cause: e });

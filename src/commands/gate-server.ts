@@ -45,6 +45,7 @@ import {
   type StepCoordinates,
 } from "./gate-rules.js";
 import { ANSWER_COMMAND, encodeReply, type Reply } from "./protocol.js";
+import { tracedServe } from "../telemetry/index.js";
 
 export type { PermissionAction, StepCoordinates } from "./gate-rules.js";
 
@@ -419,7 +420,7 @@ export class GateServer {
   }
 
   #onCommand(msg: Msg): void {
-    void this.#handle(msg).then(
+    void tracedServe("gate.answer", msg, () => this.#handle(msg)).then(
       (reply) => msg.respond(encodeReply(reply)),
       (e: unknown) => {
         this.#bus.log.warn({ code: (e as { code?: string }).code }, "answer command failed");

@@ -27,6 +27,7 @@ import {
 import { encodePooled } from "../codec/pooled-utf8.js";
 import { newId } from "../events/ids.js";
 import { sessionJournalSubject } from "../subjects/subjects.js";
+import { appendSettled, TRACE_HEADER_ROOM, type TraceEntries } from "../telemetry/index.js";
 
 /** JetStream API error codes an ack can carry. */
 const WRONG_LAST_SEQUENCE = 10071;
@@ -57,6 +58,7 @@ export function journalHeaderRoom(stream: string, namespace: string): number {
     line(HEADER_EXPECTED_STREAM, stream.length) +
     line(HEADER_EXPECTED_LAST_SUBJECT_SEQ, MAX_SEQ_DIGITS) +
     line(HEADER_EXPECTED_LAST_SUBJECT_SEQ_SUBJECT, fenceSubjectLength) +
+    TRACE_HEADER_ROOM +
     2
   );
 }
@@ -69,6 +71,8 @@ export interface AppendRequest {
   /** Fencing: the append is stored only if the last sequence on `fenceSubject` is this. */
   readonly expectedLastSeq?: number | undefined;
   readonly fenceSubject?: string | undefined;
+  /** The publish's W3C trace headers (telemetry/), counted in journalHeaderRoom. */
+  readonly trace?: TraceEntries | undefined;
 }
 
 export interface AppendAck {
@@ -179,7 +183,7 @@ export class JournalWriter {
     if (this.#closed || this.#nc.isClosed()) return Promise.reject(new ConnectionClosedError());
     // Only the events stream may store a journal append: a foreign stream that happens to
     // capture the subject refuses it instead of handing out its own sequence.
-    const entries: [string, string][] = [
+    const entries: (readonly [string, string])[] = [
       [HEADER_MSG_ID, request.eventId],
       [HEADER_EXPECTED_STREAM, this.#settings.stream],
     ];
@@ -187,6 +191,7 @@ export class JournalWriter {
       entries.push([HEADER_EXPECTED_LAST_SUBJECT_SEQ, String(request.expectedLastSeq)]);
       if (request.fenceSubject) entries.push([HEADER_EXPECTED_LAST_SUBJECT_SEQ_SUBJECT, request.fenceSubject]);
     }
+    if (request.trace) entries.push(...request.trace);
     const h = new FixedHeaders(entries);
     // max_payload counts the headers too; their encoding is kept for the publish.
     const size = request.data.length + h.encode().length;
@@ -382,6 +387,7 @@ export class JournalWriter {
     for (const t of p.tokens) this.#pending.delete(t);
     this.#inFlight.delete(p);
     this.#waiting.shift()?.();
+    appendSettled(error, ack, p.attempts, p.deadline - this.#settings.publishDeadlineMs);
     if (error) p.reject(error);
     else p.resolve(ack!);
   }

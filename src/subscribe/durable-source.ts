@@ -30,6 +30,7 @@ import { decodeMessage, hiddenFrom } from "./delivery.js";
 import { acknowledge, durableDelivery, type Original, park, type Settler } from "./durable-settlement.js";
 import type { StartPosition } from "./options.js";
 import { reportPoison, type Source, type SourceContext } from "./source.js";
+import { tracedDelivery } from "../telemetry/index.js";
 
 /** Consumer metadata key holding jetloop's delivery limit, so processes sharing the durable agree. */
 const MAX_DELIVER_KEY = "jetloop_max_deliver";
@@ -257,7 +258,7 @@ export class DurableSource<E> implements Source {
         } else if (o.deliveryCount > this.#maxDeliver) {
           await park(settler, o, "max_deliver", "NOT_SETTLED", `not settled within ${this.#maxDeliver} deliveries`);
         } else {
-          await ctx.queue.pushEnduring(this.#deliver(o, d.event));
+          await ctx.queue.pushEnduring(tracedDelivery(this.#deliver(o, d.event), "durable", o.msg));
         }
       }
     } catch (e) {

@@ -25,6 +25,7 @@ import type { Decoded } from "./delivery.js";
 import { NamespaceFeed } from "./feed-namespace.js";
 import type { FeedMode } from "./options.js";
 import { RepublishReader } from "./republish-headers.js";
+import { noteFeedMessage } from "../telemetry/index.js";
 
 
 /** One republished event, parsed once for all viewers of its subject. */
@@ -184,7 +185,7 @@ export class FeedHub {
       this.#log.warn({ subject: msg.subject }, "ignored a feed message without the stream's republish headers");
       return undefined;
     }
-    return { seq: at.seq, lastSeq: at.lastSeq, subject: switchChannel(this.#ns, msg.subject, "feed", "journal"), data: msg.data };
+    return noteFeedMessage({ seq: at.seq, lastSeq: at.lastSeq, subject: switchChannel(this.#ns, msg.subject, "feed", "journal"), data: msg.data }, msg);
   }
 
   #resyncAll(reason: ResyncReason): void {

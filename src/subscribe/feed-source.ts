@@ -40,6 +40,7 @@ import { journalDelivery } from "./journal-read.js";
 import { type JournalRange, readJournalRange, retryJournalRead } from "./journal-range.js";
 import type { FeedMode, StartPosition } from "./options.js";
 import type { Source, SourceContext } from "./source.js";
+import { tracedDelivery } from "../telemetry/index.js";
 
 /** Feed messages buffered behind a slow reader before the rest is read back from the journal. */
 const INBOX_LIMIT = 4096;
@@ -310,7 +311,7 @@ export class FeedSource<E> implements Source, FeedViewer {
 
   async #deliver(seq: number, subject: string, data: Uint8Array, shared?: FeedMessage): Promise<void> {
     const item = this.#admit(seq, subject, data, shared);
-    if (item) await this.#ctx.queue.pushEnduring(item);
+    if (item) await this.#ctx.queue.pushEnduring(tracedDelivery(item, "feed", shared));
   }
 
   /** Decodes and checks one event taken in order; undefined when it is not delivered (poison, internal). */

@@ -19,6 +19,7 @@ import { LiveSource } from "./live-source.js";
 import { type SubscribeOptions, parseSubscribeOptions, type SubscriptionReport } from "./options.js";
 import type { Source, SourceContext } from "./source.js";
 import type { ConsumerFigures } from "../streams/consumer-figures.js";
+import { recordReport } from "../telemetry/index.js";
 
 // What the live subscriptions of a bus have in common is made once per bus: ten thousand
 // viewers in a process should not carry ten thousand copies of it.
@@ -241,6 +242,7 @@ export class Subscription<E = JetloopEvent, D extends Delivery<E> = Delivery<E>>
   #report(r: SubscriptionReport): void {
     if (r.kind === "poison") this.#poison++;
     if (r.kind === "parked") this.#parked++;
+    recordReport(r, this.#ctx.settings.durable === undefined ? "feed" : "durable");
     try {
       this.#onReport?.(r);
     } catch (e) {
