@@ -6,17 +6,16 @@ import type { Logger } from "pino";
 import { api } from "./otel.js";
 import { recordConnectionStatus } from "./metrics.js";
 
-const NONE = Object.freeze({});
-
 /**
  * A pino `mixin`: the active span's ids, or nothing. jetloop's default logger has it; an
  * application passing its own logger adds `mixin: traceLogFields` to join its lines too.
+ * A new object each time: pino merges the line's fields into what the mixin returns.
  */
 export function traceLogFields(): { trace_id?: string; span_id?: string } {
   const span = api?.trace.getActiveSpan();
-  if (span === undefined) return NONE;
+  if (span === undefined) return {};
   const sc = span.spanContext();
-  return api!.trace.isSpanContextValid(sc) ? { trace_id: sc.traceId, span_id: sc.spanId } : NONE;
+  return api!.trace.isSpanContextValid(sc) ? { trace_id: sc.traceId, span_id: sc.spanId } : {};
 }
 
 /** NATS.js status types that are connection state changes, by the name jetloop logs and counts. */
