@@ -28,6 +28,7 @@ export {
   SubscriptionError,
   GateClosedError,
   ResolutionIncompleteError,
+  TelemetryUnavailableError,
   type CommandErrorCode,
   type CommandOutcome,
   type DecodeFailure,
@@ -244,3 +245,8 @@ export {
   type ListenOptions,
   type RunningGateway,
 } from "./gateway/index.js";
+// Telemetry (src/telemetry/README.md): a delivery's trace context, log lines that join traces, metrics.
+export { deliveryContext, publishedContext, withDelivery } from "./telemetry/spans.js";
+export { traceLogFields } from "./telemetry/logs.js";
+export { METRICS, type MetricDefinition } from "./telemetry/metrics.js";
+export { checkMetricsBind, startMetricsServer, type MetricsServer, type MetricsServerOptions } from "./telemetry/prometheus.js";

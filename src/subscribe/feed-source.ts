@@ -311,13 +311,13 @@ export class FeedSource<E> implements Source, FeedViewer {
 
   async #deliver(seq: number, subject: string, data: Uint8Array, shared?: FeedMessage): Promise<void> {
     const item = this.#admit(seq, subject, data, shared);
-    if (item) await this.#ctx.queue.pushEnduring(tracedDelivery(item, "feed", shared));
+    if (item) await this.#ctx.queue.pushEnduring(item);
   }
 
   /** Decodes and checks one event taken in order; undefined when it is not delivered (poison, internal). */
   #admit(seq: number, subject: string, data: Uint8Array, shared: FeedMessage | undefined): Delivery<E> | undefined {
     if (this.#mode === "loop") this.#remember(seq);
-    return journalDelivery(this.#ctx, seq, subject, data, shared && decodeShared(this.#ctx.decode, shared));
+    return tracedDelivery(journalDelivery(this.#ctx, seq, subject, data, shared && decodeShared(this.#ctx.decode, shared)), "feed", shared);
   }
 
   #remember(seq: number): void {

@@ -95,9 +95,10 @@ interface JetStreamInfo {
  * a consumer span (`receive <type>`) linked to the publish's context — its child too for a
  * durable delivery (one handler's work continues one publish), a link only for the feed
  * and previews (every viewer receives it). `carrier`: the message, or the feed message
- * noted by noteFeedMessage.
+ * noted by noteFeedMessage. Undefined (nothing delivered) passes through.
  */
-export function tracedDelivery<D extends DeliveryShape>(d: D, kind: DeliveryKind, carrier: (HeaderCarrier & JetStreamInfo) | object | undefined): D {
+export function tracedDelivery<D extends DeliveryShape | undefined>(d: D, kind: DeliveryKind, carrier: (HeaderCarrier & JetStreamInfo) | object | undefined): D {
+  if (d === undefined) return d;
   recordDelivery(kind);
   if (kind === "durable") {
     const info = (carrier as JetStreamInfo | undefined)?.info;
