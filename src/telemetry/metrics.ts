@@ -41,6 +41,18 @@ export const METRICS = {
   sseSlowDisconnects: define("jetloop.gateway.sse.slow_disconnects", "observable_counter", "{client}", [], "SSE clients disconnected for not draining in time"),
 } as const;
 
+/**
+ * The Prometheus series of a metric as the OpenTelemetry Prometheus exporter writes them:
+ * dots to underscores, `_total` on counters, `_bucket`/`_sum`/`_count` for a histogram
+ * (the exporter adds no unit suffix).
+ */
+export function prometheusSeries(d: MetricDefinition): string[] {
+  const base = d.name.replace(/[^a-zA-Z0-9_]/g, "_");
+  if (d.kind === "counter" || d.kind === "observable_counter") return [`${base}_total`];
+  if (d.kind === "histogram") return [`${base}_bucket`, `${base}_sum`, `${base}_count`];
+  return [base];
+}
+
 export type MetricName = (typeof METRICS)[keyof typeof METRICS]["name"];
 
 type Def = MetricDefinition;
