@@ -9,7 +9,8 @@ import { BasicTracerProvider, InMemorySpanExporter, type ReadableSpan, SimpleSpa
 import { headers } from "@nats-io/transport-node";
 import { jetstream } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { connect, createEvent, defaultRegistry, type DurableDelivery, encodeEvent, eventSubject, type JetloopEvent, type Jetloop, newId, publishedContext, withDelivery } from "../../src/index.js";
+import { get, type IncomingMessage } from "node:http";
+import { connect, createEvent, defaultRegistry, startGateway, type DurableDelivery, encodeEvent, eventSubject, type JetloopEvent, type Jetloop, newId, publishedContext, withDelivery } from "../../src/index.js";
 import { natsServers, uniqueNamespace } from "../harness/context.js";
 
 const exporter = new InMemorySpanExporter();
@@ -197,5 +198,34 @@ describe("trace headers jetloop cannot read exactly", () => {
       break;
     }
     await durable.close();
+  });
+});
+
+describe("the gateway with an SDK", () => {
+  it("writes the published context as a comment block before the frame, and a server span for the route", async () => {
+    exporter.reset();
+    const gw = await startGateway(bus, { listen: "127.0.0.1:0" });
+    const sessionId = newId();
+    const loopId = newId();
+    try {
+      await bus.publish(createEvent("TurnStarted", { sessionId, loopId, turnId: newId() }));
+      let received = "";
+      const req = get(`${gw.url}/v1/sessions/${sessionId}/events?last_event_id=1`);
+      const res = await new Promise<IncomingMessage>((resolve) => req.once("response", resolve));
+      res.on("data", (b: Buffer) => (received += b.toString()));
+      await bus.publish(createEvent("TurnDone", { sessionId, loopId, turnId: newId() }));
+      // TurnStarted from the journal (history keeps no headers: no comment), TurnDone from the feed.
+      await until(() => (received.match(/^event: enduring$/gm) ?? []).length === 2);
+      const sent = named(exporter.getFinishedSpans(), "publish TurnDone")[0]!.spanContext();
+      // The comment is its own block, the heartbeat's shape; the frame after it is the runtime's.
+      expect(received.startsWith("event: enduring\n")).toBe(true);
+      expect(received).toMatch(new RegExp(`\n\n: traceparent 00-${sent.traceId}-${sent.spanId}-0[01]\n\nevent: enduring\nid: [0-9]+\ndata: [^\n]*"TurnDone"`));
+      expect(received.match(/^: traceparent /gm)).toHaveLength(1);
+      req.destroy();
+      await until(() => named(exporter.getFinishedSpans(), "GET events").length === 1);
+      expect(named(exporter.getFinishedSpans(), "GET events")[0]!.attributes).toMatchObject({ "http.route": "events", "http.response.status_code": 200 });
+    } finally {
+      await gw.close();
+    }
   });
 });
