@@ -37,6 +37,7 @@ import { replay, type ReplayOptions } from "./subscribe/replay.js";
 import { type DurableSubscription, subscribe, type Subscription } from "./subscribe/subscription.js";
 import { type SessionHandle, sessionHandle } from "./session.js";
 import { type GateServer, serveGates, type ServeGatesOptions } from "./commands/gate-server.js";
+import { logConnectionStatus, traceLogFields } from "./telemetry/index.js";
 
 export type ConnectOptions<E = JetloopEvent> = ConnectionSettings & BusOptions<E>;
 export type { PublishAllOptions, ProvisionRequest };
@@ -157,7 +158,7 @@ class BusImpl<E = JetloopEvent> implements Jetloop<E> {
     this.nc = nc;
     this.#ownsConnection = ownsConnection;
     this.registry = options.registry ?? defaultRegistry;
-    const log = (options.logger ?? pino({ name: "jetloop", level: "warn" }, process.stderr)).child({ namespace: settings.namespace });
+    const log = (options.logger ?? pino({ name: "jetloop", level: "warn", mixin: traceLogFields }, process.stderr)).child({ namespace: settings.namespace });
     this.log = log;
     this.serverVersion = nc.info?.version ?? "0.0.0";
     requireMinimum(this.serverVersion);
@@ -322,9 +323,7 @@ class BusImpl<E = JetloopEvent> implements Jetloop<E> {
         if (s.type === "error" && s.error instanceof PermissionViolationError) {
           this.log.warn({ operation: s.error.operation, subject: s.error.subject }, "permission violation");
           for (const l of this.#violationListeners) l(s.error);
-        } else if (s.type === "disconnect" || s.type === "reconnect") {
-          this.log.info({ status: s.type }, "connection status");
-        }
+        } else logConnectionStatus(this.log, s);
       }
     } catch (e) {
       this.log.debug({ err: e }, "status watch ended");

@@ -36,7 +36,8 @@ export type JetloopErrorCode =
   | "GATEWAY_BIND"
   | "COMMAND_TIMEOUT"
   | "IDEMPOTENCY_CONFLICT"
-  | "INPUT_REFUSED";
+  | "INPUT_REFUSED"
+  | "TELEMETRY_UNAVAILABLE";
 
 export class JetloopError extends Error {
   readonly code: JetloopErrorCode;
@@ -424,5 +425,12 @@ export class ProjectionDeliveryError extends JetloopError {
 export class UsageError extends JetloopError {
   constructor(message: string) {
     super("OPTIONS_INVALID", message);
+  }
+}
+
+/** Serving metrics needs OpenTelemetry packages that are optional peers and not installed, or another meter provider is registered. */
+export class TelemetryUnavailableError extends JetloopError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super("TELEMETRY_UNAVAILABLE", message, options);
   }
 }

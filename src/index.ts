@@ -30,6 +30,7 @@ export {
   ResolutionIncompleteError,
   ProjectionDeliveryError,
   SubjectError,
+  TelemetryUnavailableError,
   type CommandErrorCode,
   type CommandOutcome,
   type DecodeFailure,
@@ -255,3 +256,8 @@ export {
   type PolicyService,
   type PolicyStats,
 } from "./policy/policy-service.js";
+// Telemetry (src/telemetry/README.md): a delivery's trace context, log lines that join traces, metrics.
+export { deliveryContext, publishedContext, withDelivery } from "./telemetry/spans.js";
+export { traceLogFields } from "./telemetry/logs.js";
+export { METRICS, type MetricDefinition } from "./telemetry/metrics.js";
+export { checkMetricsBind, startMetricsServer, type MetricsServer, type MetricsServerOptions } from "./telemetry/prometheus.js";

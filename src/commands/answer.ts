@@ -5,6 +5,7 @@ import { CommandError } from "../errors.js";
 import { commandSubject } from "../subjects/subjects.js";
 import { type AnswerOptions, parseAnswerOptions } from "./options.js";
 import { ANSWER_COMMAND, answerCommand, type AnswerInput, type AnswerOutcome, encodeAnswer, outcomeOf } from "./protocol.js";
+import { tracedRequest } from "../telemetry/index.js";
 
 export type { AnswerOptions };
 
@@ -19,7 +20,7 @@ export async function answerGate<E>(bus: BusContext<E>, sessionId: string, loopI
   const subject = commandSubject(bus.settings.namespace, sessionId, loopId, ANSWER_COMMAND);
   let data: Uint8Array;
   try {
-    data = (await bus.nc.request(subject, encodeAnswer(command), { timeout: timeoutMs })).data;
+    data = (await tracedRequest("gate.answer", subject, (headers) => bus.nc.request(subject, encodeAnswer(command), { timeout: timeoutMs, headers }))).data;
   } catch (e) {
     throw requestFailure(e, sessionId, loopId, timeoutMs);
   }

@@ -26,6 +26,7 @@ import {
   interruptCommandSchema,
 } from "./controls-protocol.js";
 import { type ControlOptions, type InterruptOptions, parseControlOptions, parseInterruptOptions } from "./options.js";
+import { tracedRequest } from "../telemetry/index.js";
 
 export type { ControlOptions, InterruptOptions };
 
@@ -67,7 +68,7 @@ export async function interruptSession<E>(bus: BusContext<E>, sessionId: string,
 
 async function send<E>(bus: BusContext<E>, subject: string, data: Uint8Array, sessionId: string, timeoutMs: number): Promise<Uint8Array | CommandError> {
   try {
-    return (await bus.nc.request(subject, data, { timeout: timeoutMs })).data;
+    return (await tracedRequest("session.control", subject, (headers) => bus.nc.request(subject, data, { timeout: timeoutMs, headers }))).data;
   } catch (e) {
     const cause = e instanceof RequestError ? e.cause : e;
     if (cause instanceof NoRespondersError) return new CommandError("COMMAND_NO_LISTENER", `nobody serves the controls of session ${sessionId}`, { cause: e });

@@ -33,6 +33,7 @@ import {
 } from "./gate-rules.js";
 import { ANSWER_COMMAND, encodeReply, type Reply } from "./protocol.js";
 import { parseServeGatesOptions, type ServeGatesOptions } from "./options.js";
+import { tracedServe } from "../telemetry/index.js";
 
 export type { PermissionAction, StepCoordinates } from "./gate-rules.js";
 
@@ -400,7 +401,7 @@ class GateServerImpl implements GateServer {
   }
 
   #onCommand(msg: Msg): void {
-    void this.#handle(msg).then(
+    void tracedServe("gate.answer", msg, () => this.#handle(msg)).then(
       (reply) => msg.respond(encodeReply(reply)),
       (e: unknown) => {
         this.#bus.log.warn({ code: (e as { code?: string }).code }, "answer command failed");

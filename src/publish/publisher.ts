@@ -9,6 +9,7 @@ import { ConnectionClosedError, OptionsError, PublishError } from "../errors.js"
 import type { EventRegistry } from "../events/registry.js";
 import { requireFeature } from "../connection/server-version.js";
 import { sessionJournalSubject, validEventSubject } from "../subjects/subjects.js";
+import { recordPreview, startPublish } from "../telemetry/index.js";
 import { FixedHeaders, journalHeaderRoom, type JournalWriter, payloadTooLarge } from "./journal-writer.js";
 import { parsePublishOptions, type PublishOptions } from "./options.js";
 import { PreviewConfirmation } from "./preview-confirmation.js";
@@ -78,9 +79,14 @@ export class Publisher<E> {
       if (options.expectedLastSeq !== undefined) throw new OptionsError("expectedLastSeq", "applies to enduring events only");
       const subject = validEventSubject(this.settings.namespace, "live", address);
       const last = String(this.#lastSeq.get(loopKey(header)) ?? 0);
-      const h = new FixedHeaders([[HEADER_LAST_JOURNAL_SEQ, last]]);
+      // The trace headers fit: a preview's headers are far fewer than the journal's room (TRACE_HEADER_ROOM included).
+      const trace = startPublish(subject, definition.type, "ephemeral", header.eventId);
+      const h = new FixedHeaders([[HEADER_LAST_JOURNAL_SEQ, last], ...trace.entries]);
       const tooLarge = payloadTooLarge(this.nc, bytes, h);
-      if (tooLarge) throw tooLarge;
+      if (tooLarge) {
+        trace.end(tooLarge);
+        throw tooLarge;
+      }
       const send = () => {
         try {
           this.nc.publish(subject, bytes, { headers: h });
@@ -90,11 +96,21 @@ export class Publisher<E> {
         }
       };
       const sent = { journalSeq: 0, duplicate: false, subject, eventId: header.eventId };
-      if (options.fireAndForget) {
-        send();
-        return { ...sent, unconfirmed: true };
+      try {
+        if (options.fireAndForget) {
+          send();
+          recordPreview("unconfirmed");
+          trace.end(sent);
+          return { ...sent, unconfirmed: true };
+        }
+        await this.#previews.confirm(subject, send);
+      } catch (e) {
+        recordPreview("failed");
+        trace.end(e as Error);
+        throw e;
       }
-      await this.#previews.confirm(subject, send);
+      recordPreview("confirmed");
+      trace.end(sent);
       return sent;
     }
     if (options.fireAndForget) throw new OptionsError("fireAndForget", "applies to previews only: an enduring event is acknowledged");
@@ -104,16 +120,26 @@ export class Publisher<E> {
       requireFeature(this.settings.serverVersion, "fencing");
       fenceSubject = sessionJournalSubject(this.settings.namespace, header.sessionId);
     }
-    const ack = await this.writer.append({
-      subject,
-      data: bytes,
-      eventId: header.eventId,
-      sessionId: header.sessionId,
-      expectedLastSeq: options.expectedLastSeq,
-      fenceSubject,
-    });
+    const trace = startPublish(subject, definition.type, "enduring", header.eventId);
+    let ack;
+    try {
+      ack = await this.writer.append({
+        subject,
+        data: bytes,
+        eventId: header.eventId,
+        sessionId: header.sessionId,
+        expectedLastSeq: options.expectedLastSeq,
+        fenceSubject,
+        trace: trace.entries,
+      });
+    } catch (e) {
+      trace.end(e as Error);
+      throw e;
+    }
     this.#remember(header, ack.seq);
-    return { journalSeq: ack.seq, duplicate: ack.duplicate, subject, eventId: header.eventId };
+    const result = { journalSeq: ack.seq, duplicate: ack.duplicate, subject, eventId: header.eventId };
+    trace.end(result);
+    return result;
   }
 
   #remember(header: Header, seq: number): void {

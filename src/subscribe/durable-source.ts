@@ -32,6 +32,7 @@ import { decodeMessage, hiddenFrom } from "./delivery.js";
 import { acknowledge, durableDelivery, type Original, park, type Settler } from "./durable-settlement.js";
 import type { DurableSettings, StartPosition } from "./options.js";
 import { reportPoison, type Source, type SourceContext } from "./source.js";
+import { tracedDelivery } from "../telemetry/index.js";
 
 /** JetStream's "consumer name already in use" and "consumer already exists". */
 const CONSUMER_EXISTS = new Set([10013, 10148]);
@@ -267,7 +268,7 @@ export class DurableSource<E> implements Source {
         } else if (o.deliveryCount > this.#maxDeliver) {
           await park(settler, o, "max_deliver", "NOT_SETTLED", `not settled within ${this.#maxDeliver} deliveries`);
         } else {
-          await ctx.queue.pushEnduring(this.#deliver(o, d.event));
+          await ctx.queue.pushEnduring(tracedDelivery(this.#deliver(o, d.event), "durable", o.msg));
         }
       }
     } catch (e) {

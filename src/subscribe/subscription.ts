@@ -16,6 +16,7 @@ import type { OpenSubscription } from "./open-subscriptions.js";
 import { type SubscribeOptions, parseSubscribeOptions, type SubscriptionReport } from "./options.js";
 import { PreviewSource } from "./preview-source.js";
 import { BusSourceContext, type Source, type SourceContext } from "./source.js";
+import { recordReport } from "../telemetry/index.js";
 
 export interface SubscriptionStats {
   /** Deliveries handed to the reader. */
@@ -192,6 +193,7 @@ class SubscriptionImpl<E, D extends Delivery<E> = Delivery<E>> implements Subscr
   #report(r: SubscriptionReport): void {
     if (r.kind === "poison") this.#poison++;
     if (r.kind === "parked") this.#parked++;
+    recordReport(r, this.#ctx.settings.durable === undefined ? "feed" : "durable");
     try {
       this.#onReport?.(r);
     } catch (e) {
