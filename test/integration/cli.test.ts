@@ -114,7 +114,13 @@ describe("jetloop CLI", () => {
     expect(r.stdout).toMatch(/approve \(looks safe\)/);
     expect(r.stdout).toMatch(/deny \(outside the allowed paths\)/);
     expect(r.stdout).toContain("demo complete");
-    const left = execSync("ps -eo args", { encoding: "utf8" }).split("\n").filter((l) => l.includes("jetloop-demo-") || l.includes("demo-answerer"));
+    // This demo's own processes only: other files (the walkthroughs) may run a demo beside it.
+    const url = /throwaway nats-server at (\S+)/.exec(r.stderr)?.[1];
+    expect(url).toBeDefined();
+    const port = new URL(url!).port;
+    const left = execSync("ps -eo args", { encoding: "utf8" })
+      .split("\n")
+      .filter((l) => (l.includes("demo-answerer") && l.includes(url!)) || (l.includes("jetloop-demo-") && l.includes(` -p ${port} `)));
     expect(left).toEqual([]);
   }, 60_000);
 
