@@ -42,6 +42,15 @@ const busShape = z.object({
    * gateway). A subscription's own `feed` option overrides it. Default `loop`.
    */
   feed: feedModeSchema.default("loop"),
+  /**
+   * How journal reads (replay, a feed subscription's history and gap repair, reconcile)
+   * reach the stream. `pull`: ordered pull consumers, deleted when a read ends. `push`:
+   * ordered push consumers delivering below the connection's inbox prefix, for a user
+   * confined to its session (deploy/nats/permissions.example.conf): it needs no grant that
+   * names another consumer, so it cannot pull from or delete a durable; each read's
+   * consumer expires 5 min after it ends instead of being deleted. Default `pull`.
+   */
+  journalReads: z.enum(["pull", "push"]).default("pull"),
 });
 
 export type BusSettings = z.output<typeof busShape> & { stream: string };

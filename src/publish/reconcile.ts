@@ -6,11 +6,10 @@
  * journal subjects (the create subject a per-session user can be granted) from `since`,
  * headers only, so the read costs the message ids, not the payloads.
  */
-import type { JetStreamClient } from "@nats-io/jetstream";
 import type { Logger } from "pino";
 import { OptionsError } from "../errors.js";
 import { sessionJournalSubject } from "../subjects/subjects.js";
-import { readJournalRange, retryJournalRead } from "../subscribe/journal-range.js";
+import { type JournalSource, readJournalRange, retryJournalRead } from "../subscribe/journal-range.js";
 
 const HEADER_MSG_ID = "Nats-Msg-Id";
 /** Sessions read at once: each holds one consumer on the server while it reads. */
@@ -32,9 +31,8 @@ export interface StoredEvent {
 }
 
 export interface ReconcileContext {
-  readonly js: JetStreamClient;
+  readonly journal: JournalSource;
   readonly namespace: string;
-  readonly stream: string;
   readonly log: Logger;
 }
 
@@ -78,7 +76,7 @@ export async function storedEvents(ctx: ReconcileContext, events: Iterable<unkno
       const wanted = bySession.get(session)!;
       await retryJournalRead(
         async () => {
-          for await (const m of readJournalRange(ctx.js, ctx.stream, { subjects: [subject], from: { time: since }, toSeq: Number.MAX_SAFE_INTEGER, batch: BATCH, headersOnly: true }, "reconciling appends")) {
+          for await (const m of readJournalRange(ctx.journal, { subjects: [subject], from: { time: since }, toSeq: Number.MAX_SAFE_INTEGER, batch: BATCH, headersOnly: true }, "reconciling appends")) {
             const id = m.headers?.get(HEADER_MSG_ID);
             if (id && wanted.has(id) && !found.has(id)) found.set(id, { journalSeq: m.seq, subject: m.subject });
           }

@@ -65,8 +65,7 @@ export function replay<E>(bus: BusContext<E>, filter: EventFilter, options: Repl
   if (fromSeq > toSeq) throw new OptionsError("toSeq", `${toSeq} is below fromSeq ${fromSeq}: the range is empty`);
   const resolved = resolveFilter(bus.settings.namespace, checkReplayFilter(bus.registry, filter), bus.registry);
   const reader: JournalReader<E> = {
-    js: bus.js,
-    stream: bus.settings.stream,
+    journal: bus.journal,
     decode: bus.decoding(resolved.includeInternal),
     log: bus.log.child({ component: "replay" }),
     report: (r) => onReport?.(r),

@@ -4,6 +4,7 @@
  * first use; the parse of the republish headers; the watches that concern every viewer
  * (a reconnect, the stream's leader election); and the limit on journal reads at once.
  */
+import type { JournalSource } from "../journal-range.js";
 import type { JetStreamClient } from "@nats-io/jetstream";
 import { type Msg, PermissionViolationError, type NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "pino";
@@ -28,6 +29,7 @@ export interface FeedTestHooks {
 export interface FeedsConfig {
   readonly nc: NatsConnection;
   readonly js: JetStreamClient;
+  readonly journal: JournalSource;
   readonly namespace: string;
   readonly stream: string;
   readonly log: Logger;
