@@ -2,6 +2,29 @@
 import js from "@eslint/js";
 import tseslint from "typescript-eslint";
 
+// The floor of src/, bottom up (src/README.md): each layer imports only the layers below it
+// (and errors.ts, the bottom of all). Everything else sits above codec/.
+const FLOOR = ["wire", "events", "subjects", "codec"];
+const floorRules = FLOOR.map((layer, i) => {
+  const below = ["errors\\.js$", ...FLOOR.slice(0, i).map((l) => `${l}/`)].join("|");
+  return {
+    files: [`src/${layer}/**/*.ts`],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        {
+          patterns: [
+            {
+              regex: `^\\.\\./(?!(${below}))`,
+              message: `src/${layer}/ is a floor layer: it imports only ${["errors.ts", ...FLOOR.slice(0, i).map((l) => `${l}/`)].join(", ")} (src/README.md).`,
+            },
+          ],
+        },
+      ],
+    },
+  };
+});
+
 export default tseslint.config(
   { ignores: ["dist/", "node_modules/", ".nats/", "coverage/"] },
   js.configs.recommended,
@@ -30,6 +53,11 @@ export default tseslint.config(
         { patterns: [{ regex: "(^|/)bus\\.js$", message: "Below the facade: depend on BusContext (src/bus-context.ts), not on bus.ts." }] },
       ],
     },
+  },
+  ...floorRules,
+  {
+    files: ["src/errors.ts"],
+    rules: { "no-restricted-imports": ["error", { patterns: [{ regex: "^\\.", message: "errors.ts is the bottom of src/: it imports nothing of it." }] }] },
   },
   {
     files: ["**/*.js"],

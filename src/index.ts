@@ -155,7 +155,7 @@ export {
   type DecodeError,
 } from "./codec/codec.js";
 /** A json.RawMessage field's value (a tool's input, gate metadata): its JSON text, parsed on demand. */
-export { RawJson } from "./codec/raw-json.js";
+export { RawJson } from "./wire/raw-json.js";
 export { connect, fromConnection, type Jetloop, type BusProvisionReport, type ConnectOptions, type ProvisionRequest } from "./bus.js";
 export { type PublishAllOptions } from "./bus.js";
 export { type ReconcileOptions, type StoredEvent } from "./publish/reconcile.js";

@@ -14,9 +14,9 @@ import {
 import { defaultRegistry, type JetloopEvent } from "../events/catalogue.js";
 import type { EventRegistry, EventTypeDefinition } from "../events/registry.js";
 import { definitionFor, type SafeResult, validateWith } from "../events/validate.js";
-import { encodePooled } from "./pooled-utf8.js";
-import { type JsonGuide, MAX_DEPTH, parseStrictJson, scanJson, StrictJsonError } from "./strict-json.js";
-import { fromWire, guideFor, mergeGuides, sortedKeys, takeDeepestRaw, toWireJson, UnwritableJsonError, WireKeyError } from "./wire.js";
+import { encodePooled } from "../wire/pooled-utf8.js";
+import { type JsonGuide, MAX_DEPTH, parseStrictJson, scanJson, StrictJsonError } from "../wire/strict-json.js";
+import { fromWire, guideFor, mergeGuides, sortedKeys, takeDeepestRaw, toWireJson, UnwritableJsonError, WireKeyError } from "../wire/wire.js";
 
 /** The wire schema version this codec writes; it reads 0 and 1 (and an absent `v`) as 1. */
 export const WIRE_VERSION = 1;

@@ -8,7 +8,7 @@
 import { NoRespondersError, RequestError, TimeoutError } from "@nats-io/transport-node";
 import { z } from "zod";
 import type { BusContext } from "../bus-context.js";
-import { toWireJson } from "../codec/wire.js";
+import { toWireJson } from "../wire/wire.js";
 import { CommandError } from "../errors.js";
 import { type ContentBlock, contentBlockSchema } from "../events/content.js";
 import { sessionCommandSubject } from "../subjects/subjects.js";

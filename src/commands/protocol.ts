@@ -5,8 +5,8 @@
  * unknown fields, duplicate keys and trailing data fail closed.
  */
 import { z } from "zod";
-import { parseStrictJson, StrictJsonError } from "../codec/strict-json.js";
-import { fromWire, toWireJson, WireKeyError } from "../codec/wire.js";
+import { parseStrictJson, StrictJsonError } from "../wire/strict-json.js";
+import { fromWire, toWireJson, WireKeyError } from "../wire/wire.js";
 
 /** Command text: non-empty (the wire omits "" like every zero value). */
 const text = () => z.string().min(1);

@@ -4,7 +4,7 @@
  * runtime's rules tying the captures to the step's tool results.
  */
 import { z } from "zod";
-import { wireField } from "../codec/wire.js";
+import { wireField } from "../wire/wire.js";
 import { uuidSchema } from "./ids.js";
 import type { Violation } from "./registry.js";
 import { text, utf8Length } from "./text.js";

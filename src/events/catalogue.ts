@@ -4,7 +4,7 @@
  * README.md in this folder for the model.
  */
 import { z } from "zod";
-import { wireField } from "../codec/wire.js";
+import { wireField } from "../wire/wire.js";
 import { checkCaptures, toolResultCaptureSchema } from "./capture.js";
 import { aiMessageSchema, MAX_STEP_MESSAGES, stepMessageSchema, turnUsageSchema, userMessageSchema } from "./content.js";
 import { gateAuditSchema, gateIdentity, gateSchema, gateSourceSchema } from "./gate.js";

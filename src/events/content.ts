@@ -9,8 +9,8 @@
  * two, so nothing here pretends to.
  */
 import { z } from "zod";
-import { rawJsonSchema } from "../codec/raw-json-schema.js";
-import { sortedKeys, wireField, withValueCodec } from "../codec/wire.js";
+import { rawJsonSchema } from "../wire/raw-json-schema.js";
+import { sortedKeys, wireField, withValueCodec } from "../wire/wire.js";
 import { canonicalBase64 } from "./bytes.js";
 import { text } from "./text.js";
 

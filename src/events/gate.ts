@@ -5,8 +5,8 @@
  * reads a gate; only `resolver` matters to validation (see `gateIdentity`).
  */
 import { z } from "zod";
-import { rawJsonSchema } from "../codec/raw-json-schema.js";
-import { wireField } from "../codec/wire.js";
+import { rawJsonSchema } from "../wire/raw-json-schema.js";
+import { wireField } from "../wire/wire.js";
 import { uuidSchema } from "./ids.js";
 import { text } from "./text.js";
 import type { Violation } from "./registry.js";

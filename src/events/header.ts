@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { withValueCodec } from "../codec/wire.js";
+import { withValueCodec } from "../wire/wire.js";
 import { uuidSchema } from "./ids.js";
 import { text } from "./text.js";
 

@@ -1,6 +1,6 @@
 import { v5 as uuidv5, v7 as uuidv7 } from "uuid";
 import { z } from "zod";
-import { withValueCodec } from "../codec/wire.js";
+import { withValueCodec } from "../wire/wire.js";
 
 /** The zero UUID: the wire's way of saying "no id". */
 export const NIL_UUID = "00000000-0000-0000-0000-000000000000";

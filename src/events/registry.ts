@@ -1,8 +1,12 @@
 import { z } from "zod";
-import { toSnake } from "../codec/wire.js";
+import { toSnake } from "../wire/wire.js";
 import { RegistryError } from "../errors.js";
-import { FAMILY, TYPE } from "../subjects/subjects.js";
 import { type Coordinate, headerShape, RESERVED_KEYS } from "./header.js";
+
+/** An event family name: lowercase; also a subject token (subjects/ builds on it). */
+export const FAMILY = /^[a-z][a-z0-9_]{0,31}$/;
+/** An event type name: PascalCase; also a subject token. */
+export const TYPE = /^[A-Z][A-Za-z0-9]{0,63}$/;
 
 /** Enduring events are journaled and authoritative; ephemeral ones are live previews. */
 export type EventClass = "enduring" | "ephemeral";

@@ -7,8 +7,8 @@
  */
 import { z } from "zod";
 import { RequestDecodeError } from "../errors.js";
-import { parseStrictJson, StrictJsonError } from "../codec/strict-json.js";
-import { fromWire, toWireJson, wireField, WireKeyError } from "../codec/wire.js";
+import { parseStrictJson, StrictJsonError } from "../wire/strict-json.js";
+import { fromWire, toWireJson, wireField, WireKeyError } from "../wire/wire.js";
 import { isSet, isTrimmedText } from "./text.js";
 
 /** The grant class of an approved `command.execute` requirement. */

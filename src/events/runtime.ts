@@ -3,7 +3,7 @@
  * them in LoopStarted and SessionStarted, with the runtime's own checks.
  */
 import { z } from "zod";
-import { wireField } from "../codec/wire.js";
+import { wireField } from "../wire/wire.js";
 import { isSet, isTrimmedText, text, utf8Length } from "./text.js";
 import type { Violation } from "./registry.js";
 

@@ -4,8 +4,8 @@
  */
 import { z } from "zod";
 import type { SessionHandle } from "../session.js";
-import { parseStrictJson, StrictJsonError } from "../codec/strict-json.js";
-import { fromWire, WireKeyError } from "../codec/wire.js";
+import { parseStrictJson, StrictJsonError } from "../wire/strict-json.js";
+import { fromWire, WireKeyError } from "../wire/wire.js";
 import { type ContentBlock, contentBlockSchema, MAX_BLOCKS } from "../events/content.js";
 import { derivedId, newId } from "../events/ids.js";
 import { fingerprintOf } from "../commands/controls-protocol.js";

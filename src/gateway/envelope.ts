@@ -4,7 +4,7 @@
  * messages, and the router's plain-text 404/405.
  */
 import type { ServerResponse } from "node:http";
-import { goJson } from "../codec/wire.js";
+import { goJson } from "../wire/wire.js";
 
 /** Every error the surface answers, with the status and the fixed message of the reference (§9). */
 export const GATEWAY_ERRORS = {

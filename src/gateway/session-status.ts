@@ -4,11 +4,12 @@
  * requests, so any number of gateways answer alike.
  */
 import type { Jetloop } from "../bus.js";
-import { goJson } from "../codec/wire.js";
+import { goJson } from "../wire/wire.js";
 import type { JetloopEvent } from "../events/catalogue.js";
 import { GateLedger } from "../projection/gate-ledger.js";
+import type { Delivery } from "../subscribe/delivery.js";
 import { parseEventSubject, streamSubjects, SubjectError } from "../subjects/subjects.js";
-import { eventJson } from "./journal-page.js";
+import { storedEventJson } from "./journal-page.js";
 
 export type SessionState = "running" | "waiting_on_gate" | "idle" | "failed" | "interrupted" | "stopped";
 
@@ -60,13 +61,14 @@ export class StatusFold {
   /** Which resolution may close which gate: the same rule as the tool activity projection's. */
   readonly #ledger = new GateLedger();
 
-  apply(journalSeq: number, e: JetloopEvent): void {
-    if (!this.#applied(journalSeq, e)) return;
-    this.lastJournalSeq = Math.max(this.lastJournalSeq, journalSeq);
+  apply(d: Delivery<JetloopEvent>): void {
+    if (!this.#applied(d)) return;
+    this.lastJournalSeq = Math.max(this.lastJournalSeq, d.journalSeq);
   }
 
-  #applied(journalSeq: number, e: JetloopEvent): boolean {
-    const summary = () => ({ journalSeq, json: eventJson(e), internal: e.visibility === "internal" });
+  #applied(d: Delivery<JetloopEvent>): boolean {
+    const e = d.event;
+    const summary = () => ({ journalSeq: d.journalSeq, json: storedEventJson(d), internal: e.visibility === "internal" });
     switch (e.type) {
       case "SessionStarted":
         this.createdAt = e.createdAt;
@@ -135,7 +137,7 @@ export async function readSessionStatus(bus: Jetloop, sessionId: string): Promis
   let any = false;
   for await (const d of bus.session(sessionId).replay({ enduring: "all", includeInternal: true })) {
     any = true;
-    fold.apply(d.journalSeq, d.event);
+    fold.apply(d);
   }
   if (!any) return undefined;
   return {

@@ -4,10 +4,10 @@
  * shape (kind/header/delta), not the journal envelope.
  */
 import { encodeEvent } from "../codec/codec.js";
-import { goJson } from "../codec/wire.js";
+import { goJson } from "../wire/wire.js";
 import type { JetloopEvent } from "../events/catalogue.js";
 import type { Delivery } from "../subscribe/delivery.js";
-import { eventJson } from "./journal-page.js";
+import { storedEventJson } from "./journal-page.js";
 
 /** event.Header's fields in Go struct order; zero fields are omitted. */
 const HEADER_KEYS = ["session_id", "loop_id", "turn_id", "step_id", "agent_name", "event_id", "created_at", "cause"] as const;
@@ -54,7 +54,7 @@ export class FrameCache {
     if (d.journalSeq === 0) return ephemeralFrame(d.event);
     let frame = this.#frames.get(d.journalSeq);
     if (frame === undefined) {
-      frame = enduringFrame(d.journalSeq, eventJson(d.event));
+      frame = enduringFrame(d.journalSeq, storedEventJson(d));
       this.#frames.set(d.journalSeq, frame);
       if (this.#frames.size > this.capacity) this.#frames.delete(this.#frames.keys().next().value!);
     }

@@ -12,7 +12,7 @@
  * fenced append refused as a conflict, without finding the append itself stored.
  */
 import { inboxPrefixOf } from "../connection/connect.js";
-import { JetStreamApiCodes, JetStreamApiError, type JetStreamManager, type MsgRequest } from "@nats-io/jetstream";
+import { JetStreamApiError, type JetStreamManager, type MsgRequest } from "@nats-io/jetstream";
 import { type Match, MsgHdrsImpl } from "@nats-io/nats-core";
 import { createInbox, type Msg, type MsgHdrs, type NatsConnection, type Subscription } from "@nats-io/transport-node";
 import type { Logger } from "pino";
@@ -25,18 +25,12 @@ import {
   PublishError,
   PublishTimeoutError,
 } from "../errors.js";
-import { encodePooled } from "../codec/pooled-utf8.js";
+import { encodePooled } from "../wire/pooled-utf8.js";
 import { newId } from "../events/ids.js";
+import { ApiCodes, PubHeaders } from "../subjects/nats-names.js";
 import { sessionJournalSubject } from "../subjects/subjects.js";
 
-/** JetStream API error codes an ack can carry. */
-const WRONG_LAST_SEQUENCE = 10071;
-const MESSAGE_TOO_LARGE = 10054;
-const STREAM_MISMATCH = 10060;
-const HEADER_MSG_ID = "Nats-Msg-Id";
-const HEADER_EXPECTED_STREAM = "Nats-Expected-Stream";
-const HEADER_EXPECTED_LAST_SUBJECT_SEQ = "Nats-Expected-Last-Subject-Sequence";
-const HEADER_EXPECTED_LAST_SUBJECT_SEQ_SUBJECT = "Nats-Expected-Last-Subject-Sequence-Subject";
+const { MsgIdHdr, ExpectedStreamHdr, ExpectedLastSubjectSequenceHdr, ExpectedLastSubjectSequenceSubjectHdr } = PubHeaders;
 
 /** A safe integer's decimal digits at most: an expected last sequence. */
 const MAX_SEQ_DIGITS = String(Number.MAX_SAFE_INTEGER).length;
@@ -54,10 +48,10 @@ export function journalHeaderRoom(stream: string, namespace: string): number {
   const line = (key: string, valueLength: number) => key.length + 2 + valueLength + 2;
   return (
     "NATS/1.0\r\n".length +
-    line(HEADER_MSG_ID, EVENT_ID_LENGTH) +
-    line(HEADER_EXPECTED_STREAM, stream.length) +
-    line(HEADER_EXPECTED_LAST_SUBJECT_SEQ, MAX_SEQ_DIGITS) +
-    line(HEADER_EXPECTED_LAST_SUBJECT_SEQ_SUBJECT, fenceSubjectLength) +
+    line(MsgIdHdr, EVENT_ID_LENGTH) +
+    line(ExpectedStreamHdr, stream.length) +
+    line(ExpectedLastSubjectSequenceHdr, MAX_SEQ_DIGITS) +
+    line(ExpectedLastSubjectSequenceSubjectHdr, fenceSubjectLength) +
     2
   );
 }
@@ -90,6 +84,17 @@ interface JsAck {
   seq?: number;
   duplicate?: boolean;
   error?: { code?: number; err_code?: number; description?: string };
+}
+
+/**
+ * The server's refusal of `data` under headers `h` by its max_payload, which counts both,
+ * or undefined when it fits (or the server has not said its limit). `h`'s encoding is
+ * kept for the publish.
+ */
+export function payloadTooLarge(nc: NatsConnection, data: Uint8Array, h: FixedHeaders): MessageTooLargeError | undefined {
+  const size = data.length + h.encode().length;
+  const max = nc.info?.max_payload;
+  return max !== undefined && size > max ? new MessageTooLargeError(size, max, "max_payload") : undefined;
 }
 
 /**
@@ -181,18 +186,16 @@ export class JournalWriter {
     // Only the events stream may store a journal append: a foreign stream that happens to
     // capture the subject refuses it instead of handing out its own sequence.
     const entries: [string, string][] = [
-      [HEADER_MSG_ID, request.eventId],
-      [HEADER_EXPECTED_STREAM, this.#settings.stream],
+      [MsgIdHdr, request.eventId],
+      [ExpectedStreamHdr, this.#settings.stream],
     ];
     if (request.expectedLastSeq !== undefined) {
-      entries.push([HEADER_EXPECTED_LAST_SUBJECT_SEQ, String(request.expectedLastSeq)]);
-      if (request.fenceSubject) entries.push([HEADER_EXPECTED_LAST_SUBJECT_SEQ_SUBJECT, request.fenceSubject]);
+      entries.push([ExpectedLastSubjectSequenceHdr, String(request.expectedLastSeq)]);
+      if (request.fenceSubject) entries.push([ExpectedLastSubjectSequenceSubjectHdr, request.fenceSubject]);
     }
     const h = new FixedHeaders(entries);
-    // max_payload counts the headers too; their encoding is kept for the publish.
-    const size = request.data.length + h.encode().length;
-    const max = this.#nc.info?.max_payload;
-    if (max !== undefined && size > max) return Promise.reject(new MessageTooLargeError(size, max, "max_payload"));
+    const tooLarge = payloadTooLarge(this.#nc, request.data, h);
+    if (tooLarge) return Promise.reject(tooLarge);
     if (this.#inFlight.size >= this.#settings.maxInFlight) return this.#appendWhenFree(request, h);
     return this.#start(request, h);
   }
@@ -300,7 +303,7 @@ export class JournalWriter {
 
   #onAckError(p: PendingAppend, error: NonNullable<JsAck["error"]>): void {
     const description = error.description ?? "unknown error";
-    if (error.err_code === WRONG_LAST_SEQUENCE) {
+    if (error.err_code === ApiCodes.StreamWrongLastSequence) {
       const actual = /(\d+)\s*$/.exec(description);
       const conflict = new PublishConflictError(p.request.sessionId, p.request.expectedLastSeq ?? 0, actual ? Number(actual[1]) : undefined);
       // The server may check the expected sequence before its duplicate window (2.15 on an
@@ -314,9 +317,9 @@ export class JournalWriter {
           this.#settle(p, conflict);
         },
       );
-    } else if (error.err_code === STREAM_MISMATCH) {
+    } else if (error.err_code === ApiCodes.StreamMismatch) {
       this.#settle(p, new NotProvisionedError(this.#settings.stream, `stream ${this.#settings.stream} does not capture ${p.request.subject} (another stream does); run \`jetloop provision\``));
-    } else if (error.err_code === MESSAGE_TOO_LARGE) {
+    } else if (error.err_code === ApiCodes.MessageTooLarge) {
       this.#settle(p, new MessageTooLargeError(p.request.data.length, undefined, "max_msg_size"));
     } else if (error.code === 503) {
       // JetStream temporarily unavailable (e.g. no stream leader yet): ambiguous, retry.
@@ -361,7 +364,7 @@ export class JournalWriter {
     const jsm = await this.#jsm();
     const query = { seq: expectedLastSeq + 1, next_by_subj: fenceSubject } as unknown as MsgRequest;
     const m = await jsm.streams.getMessage(this.#settings.stream, query);
-    return m?.header?.get(HEADER_MSG_ID) === eventId ? m.seq : undefined;
+    return m?.header?.get(MsgIdHdr) === eventId ? m.seq : undefined;
   }
 
   async #streamExists(): Promise<boolean> {
@@ -370,7 +373,7 @@ export class JournalWriter {
       await jsm.streams.info(this.#settings.stream);
       return true;
     } catch (e) {
-      if (e instanceof JetStreamApiError && e.code === JetStreamApiCodes.StreamNotFound) return false;
+      if (e instanceof JetStreamApiError && e.code === ApiCodes.StreamNotFound) return false;
       if (e instanceof PermissionDeniedError) return true;
       throw e;
     }

@@ -5,11 +5,11 @@
  */
 import type { NatsConnection } from "@nats-io/transport-node";
 import { encodeValidated } from "../codec/codec.js";
-import { ConnectionClosedError, MessageTooLargeError, OptionsError, PublishError } from "../errors.js";
+import { ConnectionClosedError, OptionsError, PublishError } from "../errors.js";
 import type { EventRegistry } from "../events/registry.js";
 import { requireFeature } from "../connection/server-version.js";
 import { sessionJournalSubject, validEventSubject } from "../subjects/subjects.js";
-import { FixedHeaders, journalHeaderRoom, type JournalWriter } from "./journal-writer.js";
+import { FixedHeaders, journalHeaderRoom, type JournalWriter, payloadTooLarge } from "./journal-writer.js";
 import { PreviewConfirmation } from "./preview-confirmation.js";
 
 /** Header on a live preview: the last journal sequence its loop had written when it was sent. */
@@ -91,9 +91,8 @@ export class Publisher<E> {
       const subject = validEventSubject(this.settings.namespace, "live", address);
       const last = String(this.#lastSeq.get(loopKey(header)) ?? 0);
       const h = new FixedHeaders([[HEADER_LAST_JOURNAL_SEQ, last]]);
-      const max = this.nc.info?.max_payload;
-      const size = bytes.length + h.encode().length;
-      if (max !== undefined && size > max) throw new MessageTooLargeError(size, max, "max_payload");
+      const tooLarge = payloadTooLarge(this.nc, bytes, h);
+      if (tooLarge) throw tooLarge;
       const send = () => {
         try {
           this.nc.publish(subject, bytes, { headers: h });

@@ -8,10 +8,10 @@
  */
 import type { Logger } from "pino";
 import { OptionsError } from "../errors.js";
+import { PubHeaders } from "../subjects/nats-names.js";
 import { sessionJournalSubject } from "../subjects/subjects.js";
 import { type JournalSource, readJournalRange, retryJournalRead } from "../subscribe/journal-range.js";
 
-const HEADER_MSG_ID = "Nats-Msg-Id";
 /** Sessions read at once: each holds one consumer on the server while it reads. */
 const SESSIONS_AT_ONCE = 8;
 const BATCH = 1024;
@@ -77,7 +77,7 @@ export async function storedEvents(ctx: ReconcileContext, events: Iterable<unkno
       await retryJournalRead(
         async () => {
           for await (const m of readJournalRange(ctx.journal, { subjects: [subject], from: { time: since }, toSeq: Number.MAX_SAFE_INTEGER, batch: BATCH, headersOnly: true }, "reconciling appends")) {
-            const id = m.headers?.get(HEADER_MSG_ID);
+            const id = m.headers?.get(PubHeaders.MsgIdHdr);
             if (id && wanted.has(id) && !found.has(id)) found.set(id, { journalSeq: m.seq, subject: m.subject });
           }
         },

@@ -13,8 +13,10 @@
  * canonical UUIDs, so no token can smuggle `.`, `*`, `>` or whitespace; the journal and
  * live roots are disjoint, so the stream over `{ns}.journal.>` never captures a preview.
  */
+import { z } from "zod";
 import { JetloopError } from "../errors.js";
 import { idProblem } from "../events/ids.js";
+import { FAMILY, TYPE } from "../events/registry.js";
 
 export class SubjectError extends JetloopError {
   constructor(message: string) {
@@ -30,10 +32,6 @@ export const NO_LOOP = "_";
 
 // No `_` inside tokens: the stream name joins tokens with `_`, and must not collide.
 const NAMESPACE = /^[A-Za-z0-9-]{1,64}(\.[A-Za-z0-9-]{1,64}){0,3}$/;
-/** An event family token: lowercase. The registry holds every family to it. */
-export const FAMILY = /^[a-z][a-z0-9_]{0,31}$/;
-/** An event type token: PascalCase. The registry holds every type name to it. */
-export const TYPE = /^[A-Z][A-Za-z0-9]{0,63}$/;
 const COMMAND = /^[a-z][a-z0-9_]{0,31}$/;
 
 /** Checks a namespace: one to four dot-separated tokens of `[A-Za-z0-9-]`. */
@@ -171,6 +169,8 @@ export function sessionCommandSubject(ns: string, sessionId: string, command: st
 
 /** A durable consumer name: also a subject token of the parked store. */
 export const DURABLE = /^[A-Za-z0-9_-]{1,64}$/;
+/** The one schema of a durable consumer name, for every option that takes one. */
+export const durableNameSchema = z.string().regex(DURABLE, "must be 1-64 characters of [A-Za-z0-9_-]");
 
 /**
  * Where a parked entry waits: `held` until an operator replays it, `replay` while it is

@@ -9,6 +9,8 @@ export interface Delivery<E> {
   /** The stream sequence of an enduring event; 0 for an ephemeral one. */
   readonly journalSeq: number;
   readonly subject: string;
+  /** An enduring event's bytes as the journal stores them (on replay and feed-subscription deliveries). */
+  readonly data?: Uint8Array | undefined;
   /** On a preview: the last journal sequence its loop had written when it was sent. */
   readonly lastJournalSeq?: number | undefined;
 }

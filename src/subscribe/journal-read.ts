@@ -28,7 +28,7 @@ export function journalDelivery<E>(
     reportPoison(reader, journalSeq, subject, decoded.error);
     return undefined;
   }
-  return hiddenFrom(reader.decode, decoded) ? undefined : { event: decoded.event, journalSeq, subject };
+  return hiddenFrom(reader.decode, decoded) ? undefined : { event: decoded.event, journalSeq, subject, data };
 }
 
 /** The deliveries of a journal range, in order; ends with the range. `what` names the read in errors. */

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { OptionsError } from "../errors.js";
 import type { ParkReason } from "../parking/parked-entry.js";
+import { durableNameSchema } from "../subjects/subjects.js";
 import type { DeliveryFailure } from "./delivery.js";
 
 /**
@@ -29,10 +30,7 @@ const subscribeShape = z.object({
    * floor. Omitted: a live subscription (history from the journal, then the stream's
    * republished feed; no consumer while it follows).
    */
-  durable: z
-    .string()
-    .regex(/^[A-Za-z0-9_-]{1,64}$/, "must be 1-64 characters of [A-Za-z0-9_-]")
-    .optional(),
+  durable: durableNameSchema.optional(),
   /** Live only: how to follow the feed, `loop` or `namespace` (the bus option `feed`). Default: the bus's. */
   feed: feedModeSchema.optional(),
   /** Durable only: a fixed ack wait in ms, instead of the backoff. Default 30000 (streams/consumers.json). */

@@ -17,6 +17,7 @@
  * name, more than 15 digits) or a block with a status line is read through `msg.headers`.
  */
 import type { Msg, MsgHdrs } from "@nats-io/transport-node";
+import { RepublishHeaders } from "../subjects/nats-names.js";
 
 /** A feed message's journal sequence and the previous sequence of its journal subject (0 for none). */
 export interface FeedPosition {
@@ -28,9 +29,7 @@ const PREAMBLE = "NATS/1.0\r\n";
 const CR = 0x0d;
 const LF = 0x0a;
 const COLON = 0x3a;
-const STREAM = "Nats-Stream";
-const SEQUENCE = "Nats-Sequence";
-const LAST_SEQUENCE = "Nats-Last-Sequence";
+const { Stream: STREAM, Sequence: SEQUENCE, LastSequence: LAST_SEQUENCE } = RepublishHeaders;
 const KEYS = [STREAM, SEQUENCE, LAST_SEQUENCE] as const;
 /** Digits a value may have to be read here exactly; longer ones go to `msg.headers`. */
 const MAX_DIGITS = 15;

@@ -10,8 +10,8 @@ import { fileURLToPath } from "node:url";
 import { marshalEvent, unmarshalEvent } from "../../src/codec/codec.js";
 import { EventDecodeError, EventValidationError, RequestDecodeError } from "../../src/errors.js";
 import { decodePermissionRequest, encodePermissionRequest } from "../../src/events/request.js";
-import { StrictJsonError } from "../../src/codec/strict-json.js";
-import { WireKeyError } from "../../src/codec/wire.js";
+import { StrictJsonError } from "../../src/wire/strict-json.js";
+import { WireKeyError } from "../../src/wire/wire.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 

@@ -5,7 +5,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { marshalEvent, unmarshalEvent } from "../../src/codec/codec.js";
-import { goFold } from "../../src/codec/go-fold.js";
+import { goFold } from "../../src/wire/go-fold.js";
 import { EventDecodeError, EventValidationError } from "../../src/errors.js";
 import { type GoWritten, readJsonl, stricterRuleOf } from "./go-oracle.js";
 

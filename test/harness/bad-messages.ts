@@ -178,7 +178,7 @@ export const MUTATIONS: readonly Mutation[] = [
     corrupt: ({ data }) => ({ data: withJson(data, (o) => (o.arguments = { command: SECRET_ARGUMENT, grant_token: SECRET_GRANT })) }),
   },
   {
-    // Past the reader's nesting limit, Go's 10,000 (MAX_DEPTH in src/codec/strict-json.ts).
+    // Past the reader's nesting limit, Go's 10,000 (MAX_DEPTH in src/wire/strict-json.ts).
     name: "too-deep",
     expect: decode("too_deep"),
     corrupt: ({ data, int, capBytes }) => {

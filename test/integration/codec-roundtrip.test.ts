@@ -1,22 +1,26 @@
 // Writer = reader, end to end: whatever `publish` accepts comes back identical through
-// replay, a live subscription and a durable, on a real nats-server; what no reader would
-// read is refused by `publish` and never stored. Depth and size edges included.
+// replay, a live subscription, a durable, and the gateway's journal page and SSE frames,
+// on a real nats-server; what no reader would read is refused by `publish` and never
+// stored. Depth and size edges included.
 import fc from "fast-check";
-import type { JetStreamManager } from "@nats-io/jetstream";
+import { jetstream, type JetStreamManager } from "@nats-io/jetstream";
 import { describe, expect, it } from "vitest";
 import {
   createEvent,
   DEFAULT_MAX_EVENT_BYTES,
   EventEncodeError,
   encodeEvent,
+  eventSubject,
   newId,
   RawJson,
+  startGateway,
   validateEvent,
   type Jetloop,
   type JetloopEvent,
 } from "../../src/index.js";
 import { provisionedBus } from "../harness/context.js";
 import { Reader } from "../harness/reader.js";
+import { frames, request, SseReader } from "./gateway/http.js";
 import { enduringEventArb } from "../unit/arbitraries.js";
 
 let bus: Jetloop;
@@ -55,7 +59,7 @@ function edgeEvents(sessionId: string): JetloopEvent[] {
 }
 
 describe("what publish accepts is read back identically", () => {
-  it("by replay, a live subscription and a durable", async () => {
+  it("by replay, a live subscription, a durable and the gateway", async () => {
     const sessionId = newId();
     const durable = `rt-${newId().slice(-12)}`;
     cleanup.push(() => jsm.consumers.delete(bus.stream, durable));
@@ -64,6 +68,7 @@ describe("what publish accepts is read back identically", () => {
     cleanup.push(() => live.close());
     const sampled = fc.sample(enduringEventArb, { numRuns: 40, seed: 28 }).map((e) => ({ ...e, sessionId }) as JetloopEvent);
     const accepted: JetloopEvent[] = [];
+    const seqs: number[] = [];
     for (const e of [...edgeEvents(sessionId), ...sampled]) {
       let valid: JetloopEvent;
       try {
@@ -71,7 +76,7 @@ describe("what publish accepts is read back identically", () => {
       } catch {
         continue; // an arbitrary event that needs coordinates this session's rewrite broke
       }
-      await bus.publish(valid);
+      seqs.push((await bus.publish(valid)).journalSeq);
       accepted.push(valid);
     }
     expect(accepted.length).toBeGreaterThan(30);
@@ -91,6 +96,45 @@ describe("what publish accepts is read back identically", () => {
     const got = await new Reader(sub).take(replayed.length);
     for (const d of got) await d.ack();
     expect(got.map((d) => wire(d.event))).toEqual(want);
+
+    // The gateway serves the stored bytes: the page and the frames embed exactly them.
+    const wantSeqs = seqs.filter((_, i) => accepted[i]!.visibility !== "internal");
+    const gw = await startGateway(bus, { listen: "127.0.0.1:0" });
+    cleanup.push(() => gw.close());
+    const page = await request(`${gw.url}/v1/sessions/${sessionId}/journal?limit=1000`);
+    expect(page.status).toBe(200);
+    const entries = want.map((w, i) => `{"journal_seq":${wantSeqs[i]},"event":${w}}`).join(",");
+    expect(page.body).toBe(`{"events":[${entries}],"next_journal_seq":0,"done":true}\n`);
+
+    const sse = await SseReader.open(`${gw.url}/v1/sessions/${sessionId}/events?last_event_id=${seqs[0]! - 1}`);
+    await sse.until((t) => t.includes(`id: ${wantSeqs.at(-1)}\n`), 30_000);
+    sse.close();
+    const enduring = frames(sse.text).filter((f) => f.startsWith("event: enduring\n"));
+    expect(enduring).toEqual(want.map((w, i) => `event: enduring\nid: ${wantSeqs[i]}\ndata: {"v":1,"event":${w}}\n\n`));
+  });
+
+  it("by the gateway as stored: Go-readable bytes jetloop would write otherwise are served as they are, compacted as Go embeds them", async () => {
+    const sessionId = newId();
+    const e = createEvent("SessionStarted", { sessionId, agentName: "a/b" });
+    const canonical = wire(e);
+    // Spaces and newlines between tokens, `\/` for `/`: Go's reader (and jetloop's) takes both.
+    const stored = canonical.replace(/,"/g, ' ,\n "').replace("a/b", "a\\/b");
+    const subject = eventSubject(bus.namespace, "journal", { sessionId, family: "session", type: "SessionStarted" });
+    const { seq } = await jetstream(bus.nc).publish(subject, new TextEncoder().encode(stored));
+    const replayed: JetloopEvent[] = [];
+    for await (const d of bus.replay({ sessions: [sessionId], enduring: "all" })) replayed.push(d.event);
+    expect(replayed.map(wire)).toEqual([canonical]); // re-encoding would write this
+
+    const served = stored.replace(/ ,\n "/g, ',"');
+    expect(served).not.toBe(canonical);
+    const gw = await startGateway(bus, { listen: "127.0.0.1:0" });
+    cleanup.push(() => gw.close());
+    const page = await request(`${gw.url}/v1/sessions/${sessionId}/journal`);
+    expect(page.body).toBe(`{"events":[{"journal_seq":${seq},"event":${served}}],"next_journal_seq":0,"done":true}\n`);
+    const sse = await SseReader.open(`${gw.url}/v1/sessions/${sessionId}/events?last_event_id=${seq - 1}`);
+    await sse.until((t) => t.includes(`id: ${seq}\n`));
+    sse.close();
+    expect(frames(sse.text).filter((f) => f.startsWith("event: enduring\n"))).toEqual([`event: enduring\nid: ${seq}\ndata: {"v":1,"event":${served}}\n\n`]);
   });
 
   it("refuses what no reader would read, and stores nothing", async () => {

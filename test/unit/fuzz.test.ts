@@ -30,7 +30,7 @@ import {
   validatePermissionRequest,
 } from "../../src/index.js";
 import { decodeEvent, safeDecodeEvent } from "../../src/codec/codec.js";
-import { toSnake } from "../../src/codec/wire.js";
+import { toSnake } from "../../src/wire/wire.js";
 import { defaultRegistry } from "../../src/index.js";
 import { builtInTypes, compact, uuidArb } from "./arbitraries.js";
 import { sample } from "./fixtures.js";

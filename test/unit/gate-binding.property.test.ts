@@ -5,7 +5,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { StatusFold } from "../../src/gateway/session-status.js";
-import { createEvent, GateLedger, ToolActivityProjection } from "../../src/index.js";
+import { createEvent, encodeEvent, GateLedger, ToolActivityProjection } from "../../src/index.js";
 import { STEP_COORDS } from "./fixtures.js";
 
 const uid = (n: number) => `0190f2a1-5b3c-7d4e-8f60-${(0xd00 + n).toString(16).padStart(12, "0")}`;
@@ -40,7 +40,7 @@ describe("the gate binding rule, as the ledger, the projection and the status fo
           const { violations = [] } = tools.apply({ event: e, journalSeq: seq });
           // The status fold reads one session's journal.
           const inSession = s.kind === "open" || s.session === 0;
-          if (inSession) status.apply(seq, e);
+          if (inSession) status.apply({ event: e, journalSeq: seq, subject: "", data: encodeEvent(e) });
           const g = model.get(s.gate);
           let counts: boolean;
           if (s.kind === "open") {

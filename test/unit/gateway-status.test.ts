@@ -5,7 +5,7 @@
 // every prefix of the Go-written session and on generated subsets in any order.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { unmarshalEvent, type JetloopEvent } from "../../src/index.js";
+import { encodeEvent, unmarshalEvent, type JetloopEvent } from "../../src/index.js";
 import { sortSessions, StatusFold } from "../../src/gateway/session-status.js";
 import { readJsonl, type GoWritten } from "../conformance/go-oracle.js";
 
@@ -17,7 +17,7 @@ type Seq = readonly { readonly seq: number; readonly e: JetloopEvent }[];
 
 const fold = (events: Seq) => {
   const f = new StatusFold();
-  for (const { seq, e } of events) f.apply(seq, e);
+  for (const { seq, e } of events) f.apply({ event: e, journalSeq: seq, subject: "", data: encodeEvent(e) });
   return f;
 };
 const numbered = (events: readonly JetloopEvent[]): Seq => events.map((e, i) => ({ seq: i + 1, e }));

@@ -1,13 +1,13 @@
 // The hot paths' shortcuts must not change an answer: validation parses with zod's
 // compiled schemas (src/events/validate.ts), the one-pass JSON reader takes its fast paths
-// (src/codec/strict-json.ts), and appends carry prebuilt headers
+// (src/wire/strict-json.ts), and appends carry prebuilt headers
 // (src/publish/journal-writer.ts).
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { headers } from "@nats-io/transport-node";
-import { goLower } from "../../src/codec/go-fold.js";
-import { GENERIC_GUIDE, type JsonGuide, parseStrictJson, scanJson, StrictJsonError, wellFormedText, wellFormedValue } from "../../src/codec/strict-json.js";
+import { goLower } from "../../src/wire/go-fold.js";
+import { GENERIC_GUIDE, type JsonGuide, parseStrictJson, scanJson, StrictJsonError, wellFormedText, wellFormedValue } from "../../src/wire/strict-json.js";
 import { FixedHeaders } from "../../src/publish/journal-writer.js";
 import { defaultRegistry, permissionRequestSchema, validateEvent } from "../../src/index.js";
 import { anyEventArb } from "./arbitraries.js";

@@ -5,7 +5,7 @@
 import fc from "fast-check";
 import { z } from "zod";
 import { describe, expect, it } from "vitest";
-import { fromWire, toWireJson } from "../../src/codec/wire.js";
+import { fromWire, toWireJson } from "../../src/wire/wire.js";
 import { ControlBook, CONTROL_MEMORY } from "../../src/commands/controls-book.js";
 import { decodeInputCommand, encodeInputCommand, fingerprintOf } from "../../src/commands/controls-protocol.js";
 import { type ContentBlock, contentBlockSchema, MAX_BLOCKS } from "../../src/events/content.js";

@@ -1,5 +1,6 @@
 // The subject module: every subject jetloop uses is built and parsed here, and no token
 // can smuggle a NATS metacharacter, whitespace or a non-canonical id into a subject.
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import {
   commandSubject,
@@ -12,7 +13,9 @@ import {
   type Channel,
   type SubjectAddress,
 } from "../../src/index.js";
-import { checkNamespace, feedRepublish, sessionJournalSubject, streamLeaderElectedSubject, streamSubjects, switchChannel, validEventSubject } from "../../src/subjects/subjects.js";
+import { checkNamespace, durableNameSchema, feedRepublish, parkedFilter, sessionJournalSubject, streamLeaderElectedSubject, streamSubjects, switchChannel, validEventSubject } from "../../src/subjects/subjects.js";
+import { ApiCodes, RepublishHeaders } from "../../src/subjects/nats-names.js";
+import { JetStreamApiCodes, RepublishHeaders as NatsRepublishHeaders } from "@nats-io/jetstream";
 
 const S = "0190f2a1-5b3c-7d4e-8f60-000000000001";
 const L = "0190f2a1-5b3c-7d4e-8f60-000000000002";
@@ -283,5 +286,30 @@ describe("the feed", () => {
 
   it("names the stream's leader-election advisory", () => {
     expect(streamLeaderElectedSubject("acme_journal")).toBe("$JS.EVENT.ADVISORY.STREAM.LEADER_ELECTED.acme_journal");
+  });
+});
+
+describe("one rule per name", () => {
+  it("a durable name: the option schema takes exactly the names the parked store's subjects take", () => {
+    const name = fc.oneof(fc.string({ maxLength: 70 }), fc.stringMatching(/^[A-Za-z0-9_.*> -]{0,66}$/));
+    fc.assert(
+      fc.property(name, (n) => {
+        let subjectOk = true;
+        try {
+          parkedFilter("ns", n);
+        } catch (e) {
+          expect(e).toBeInstanceOf(SubjectError);
+          subjectOk = false;
+        }
+        expect(durableNameSchema.safeParse(n).success).toBe(subjectOk);
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it("header names and API codes are NATS.js's own, plus the codes it lacks", () => {
+    expect(RepublishHeaders).toBe(NatsRepublishHeaders);
+    for (const [k, v] of Object.entries(JetStreamApiCodes)) expect(ApiCodes[k as keyof typeof ApiCodes]).toBe(v);
+    expect([ApiCodes.MessageTooLarge, ApiCodes.StreamMismatch]).toEqual([10054, 10060]);
   });
 });

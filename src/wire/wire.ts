@@ -17,10 +17,10 @@
  * is refused except where Go itself writes it (`nullable`); unknown keys are ignored,
  * as Go ignores them, except in strict objects, which refuse them.
  */
-import type { z } from "zod";
+import { z } from "zod";
 import { goFold, goLower } from "./go-fold.js";
-import { RawJson } from "./raw-json.js";
-import { GENERIC_GUIDE, type JsonGuide, parseStrictJson, QUOTED_GUIDE, RAW_GUIDE, wellFormedText } from "./strict-json.js";
+import { RAW_GUIDE, RawJson } from "./raw-json.js";
+import { GENERIC_GUIDE, type JsonGuide, parseStrictJson, QUOTED_GUIDE, wellFormedText } from "./strict-json.js";
 
 export interface ValueCodec {
   toWire(value: unknown): unknown;
@@ -48,29 +48,40 @@ export interface WireFieldOptions {
   readonly keepEmpty?: boolean;
 }
 
-const valueCodecs = new WeakMap<z.ZodType, ValueCodec>();
-const fieldOptions = new WeakMap<z.ZodType, WireFieldOptions>();
-const sortedSchemas = new WeakSet<z.ZodType>();
+/**
+ * What a schema declares about its wire form, in zod's own registry. A clone made by
+ * `wireField` or a check (`.regex`, `.refine`) inherits its parent's entry key by key
+ * (zod's registry merges along `_zod.parent`), so `field` options are replaced whole.
+ */
+interface WireMeta {
+  readonly codec?: ValueCodec;
+  readonly field?: WireFieldOptions;
+  /** Written with its keys sorted (a Go map). */
+  readonly sorted?: boolean;
+}
+
+const wireMeta = z.registry<WireMeta>();
+
+function declare(schema: z.ZodType, meta: WireMeta): void {
+  wireMeta.add(schema, { ...wireMeta.get(schema), ...meta });
+}
 
 /** Attaches a wire codec to a schema; the schema is returned for chaining. */
 export function withValueCodec<S extends z.ZodType>(schema: S, codec: ValueCodec): S {
-  valueCodecs.set(schema, codec);
+  declare(schema, { codec });
   return schema;
 }
 
-/** A copy of `schema` that sits on the wire as `options` say. */
+/** A copy of `schema` that sits on the wire as `options` say (its codec and key order inherited). */
 export function wireField<S extends z.ZodType>(schema: S, options: WireFieldOptions): S {
   const copy = schema.clone();
-  const codec = valueCodecs.get(schema);
-  if (codec) valueCodecs.set(copy, codec);
-  if (sortedSchemas.has(schema)) sortedSchemas.add(copy);
-  fieldOptions.set(copy, options);
+  declare(copy, { field: options });
   return copy;
 }
 
 /** Marks an object schema as written with its keys sorted (Go writes it as a map). Records always are. */
 export function sortedKeys<S extends z.ZodType>(schema: S): S {
-  sortedSchemas.add(schema);
+  declare(schema, { sorted: true });
   return schema;
 }
 
@@ -148,7 +159,7 @@ function defOf(schema: z.ZodType): Def {
 function optionsOf(schema: z.ZodType): WireFieldOptions | undefined {
   let s: z.ZodType | undefined = schema;
   while (s) {
-    const o = fieldOptions.get(s);
+    const o = wireMeta.get(s)?.field;
     if (o) return o;
     s = defOf(s).innerType;
   }
@@ -229,14 +240,14 @@ function finish(node: ObjectNode): void {
 function compile(schema: z.ZodType): WireNode {
   const cached = compiled.get(schema);
   if (cached) return cached;
-  const codec = valueCodecs.get(schema);
+  const codec = wireMeta.get(schema)?.codec;
   if (codec) return { kind: "value", scalar: scalarOf(schema), codec };
   const def = defOf(schema);
   let node: WireNode;
   switch (def.type) {
     case "object": {
       const strict = def.catchall !== undefined && defOf(def.catchall).type === "never";
-      const obj = objectNode(strict, sortedSchemas.has(schema));
+      const obj = objectNode(strict, wireMeta.get(schema)?.sorted === true);
       compiled.set(schema, obj); // before the fields, so recursion terminates
       for (const [camel, child] of Object.entries(def.shape ?? {})) addField(obj, makeField(camel, child));
       finish(obj);
@@ -250,7 +261,7 @@ function compile(schema: z.ZodType): WireNode {
           break;
         }
       }
-      const obj = objectNode(true, sortedSchemas.has(schema));
+      const obj = objectNode(true, wireMeta.get(schema)?.sorted === true);
       for (const option of def.options ?? []) {
         const child = compile(option);
         if (child.kind !== "object") return OPAQUE;

@@ -19,7 +19,6 @@
  *   integers beyond 2^53 are refused as `inexact_number`: a double would change them).
  */
 import { goLower } from "./go-fold.js";
-import { RawJson } from "./raw-json.js";
 
 export type StrictJsonFailure = "malformed_json" | "duplicate_key" | "letter_case_key" | "too_deep" | "inexact_number" | "escaped_time";
 
@@ -44,9 +43,10 @@ export interface JsonGuide {
   readonly member?: (key: string) => JsonGuide | undefined;
   /** The guide of an array element. */
   readonly element?: () => JsonGuide;
+  /** `raw`: the value that keeps the scanned, compacted text (raw-json.ts's RAW_GUIDE, a RawJson). */
+  readonly keep?: (compact: string, depth: number) => unknown;
 }
 
-export const RAW_GUIDE: JsonGuide = { kind: "raw" };
 export const QUOTED_GUIDE: JsonGuide = { kind: "quoted" };
 export const GENERIC_GUIDE: JsonGuide = { kind: "generic" };
 
@@ -69,6 +69,42 @@ const HEX = /^[0-9a-fA-F]{4}$/;
 const HTML_UNSAFE = /[<>&\u2028\u2029]/;
 const HTML_UNSAFE_ALL = /[<>&\u2028\u2029]/g;
 const HTML_ESCAPES: Record<string, string> = { "<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029" };
+/**
+ * Valid JSON text as Go's json.Encoder embeds a json.RawMessage: whitespace between tokens
+ * removed, `<`, `>`, `&`, U+2028 and U+2029 escaped. Text already in that form (all that
+ * Go's writer and jetloop's encoder produce) is returned as it is. The text is not checked:
+ * only what the reader accepted comes here.
+ */
+export function compactJson(text: string): string {
+  let out = "";
+  let flushed = 0;
+  for (let i = 0; i < text.length; ) {
+    const c = text.charCodeAt(i);
+    if (c === QUOTE) i = afterString(text, i);
+    else {
+      if (isSpace(c)) {
+        out += text.slice(flushed, i);
+        flushed = i + 1;
+      }
+      i++;
+    }
+  }
+  const compact = flushed === 0 ? text : out + text.slice(flushed);
+  return HTML_UNSAFE.test(compact) ? compact.replace(HTML_UNSAFE_ALL, (ch) => HTML_ESCAPES[ch]!) : compact;
+}
+
+/** Just after the string opening at `i` of valid JSON: the next quote not escaped (found natively: texts are long). */
+function afterString(text: string, i: number): number {
+  for (let j = i + 1; ; ) {
+    const q = text.indexOf('"', j);
+    if (q < 0) return text.length;
+    let b = q - 1;
+    while (text.charCodeAt(b) === BACKSLASH) b--;
+    if ((q - 1 - b) % 2 === 0) return q + 1;
+    j = q + 1;
+  }
+}
+
 // An escaped surrogate: the only way valid UTF-8 text can spell a lone one.
 const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F]/;
 
@@ -307,7 +343,7 @@ function readValue(guide: JsonGuide, depth: number): unknown {
     case "raw": {
       const r = scanJson(src, pos, { depthBase: depth, exactNumbers: false, compact: true });
       pos = r.end;
-      return RawJson.trusted(r.compact!, r.depth);
+      return guide.keep!(r.compact!, r.depth);
     }
     case "quoted":
       if (c === QUOTE) {

@@ -7,7 +7,7 @@
  * that written form, so what is read is what is written back. `value()` parses it on
  * demand (numbers as doubles: for display, not for writing back).
  */
-import { parsedJson, parseStrictJson, RAW_GUIDE, StrictJsonError } from "./strict-json.js";
+import { type JsonGuide, parsedJson, parseStrictJson, StrictJsonError } from "./strict-json.js";
 
 export class RawJson {
   private constructor(
@@ -43,6 +43,9 @@ export class RawJson {
     return this.value();
   }
 }
+
+/** The reader's guide for a json.RawMessage: the text is scanned, compacted and kept as a RawJson. */
+export const RAW_GUIDE: JsonGuide = { kind: "raw", keep: (text, depth) => RawJson.trusted(text, depth) };
 
 function jsonText(value: unknown): string {
   let text: string | undefined;
