@@ -9,12 +9,12 @@
  * Each figure is the median of 5 timed runs of about 250 ms, after a warm-up.
  */
 import { createEvent, encodeEvent, marshalEvent, unmarshalEvent, unmarshalPreview } from "../src/index.js";
-import { grantRequest, ID, STEP_COORDS } from "../test/unit/fixtures.js";
+import { grantRequest, ID, STEP_COORDS } from "../test/fixtures/events.js";
 
 const RUNS = 5;
 const RUN_MS = 250;
 
-// The unit tests' fixtures: a request with a grant and a requirement with candidates.
+// The tests' fixtures: a request with a grant and a requirement with candidates.
 const coords = STEP_COORDS;
 const tool = ID.tool;
 const request = grantRequest();

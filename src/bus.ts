@@ -9,23 +9,24 @@ import { jetstream, jetstreamManager, type JetStreamManager } from "@nats-io/jet
 import { type NatsConnection, PermissionViolationError } from "@nats-io/transport-node";
 import { pino, type Logger } from "pino";
 import type { BusContext } from "./bus-context.js";
-import { inboxPrefixOf } from "./connection/connect.js";
+import { inboxPrefixOf, openConnection } from "./connection/connect.js";
 import type { JournalSource } from "./subscribe/journal-range.js";
-import { type ConnectionSettings, openConnection } from "./connection/connect.js";
-import { type BusOptions, type BusSettings, parseBusOptions } from "./connection/options.js";
+import { type BusOptions, type BusSettings, type ConnectionSettings, parseBusOptions, parseConnectOptions } from "./connection/options.js";
 import { requireMinimum, supports, type Feature } from "./connection/server-version.js";
-import { ConnectionClosedError, OptionsError, PermissionDeniedError } from "./errors.js";
+import { ConnectionClosedError, PermissionDeniedError } from "./errors.js";
 import { defaultRegistry, type JetloopEvent } from "./events/catalogue.js";
 import type { EventRegistry } from "./events/registry.js";
 import { JournalWriter } from "./publish/journal-writer.js";
 import { type PublishOptions, type PublishResult, Publisher } from "./publish/publisher.js";
-import { checkReconcileOptions, type ReconcileOptions, type StoredEvent, storedEvents } from "./publish/reconcile.js";
+import { parsePublishAllOptions, type PublishAllOptions } from "./publish/options.js";
+import { type ReconcileOptions, type StoredEvent, storedEvents } from "./publish/reconcile.js";
 import { JournalPosition } from "./streams/position.js";
 import { provisionParkedStream, provisionStream, type ProvisionReport } from "./streams/provision.js";
-import { defaultParkedStreamName, parseDuration } from "./streams/declared.js";
+import { defaultParkedStreamName } from "./streams/declared.js";
 import { type ConsumerFigures, type ConsumersReport, consumersReport } from "./streams/consumer-figures.js";
 import type { RetentionWarning } from "./streams/retention.js";
-import { checkDurability, checkMonitorUrls, type Durability, type DurabilityWarning, durabilityWarnings, type SyncSetting } from "./streams/durability.js";
+import { type Durability, type DurabilityWarning, durabilityWarnings, type SyncSetting } from "./streams/durability.js";
+import { type ConsumersOptions, parseConsumersOptions, parseProvisionRequest, type ProvisionRequest } from "./streams/provision-options.js";
 import { type Parked, ParkedStore } from "./parking/parked-store.js";
 import type { Delivery } from "./subscribe/delivery.js";
 import type { EventFilter } from "./subscribe/filter.js";
@@ -37,51 +38,10 @@ import { replay, type ReplayOptions } from "./subscribe/replay.js";
 import { type DurableSubscription, subscribe, type Subscription } from "./subscribe/subscription.js";
 import { type SessionHandle, sessionHandle } from "./session.js";
 import { type GateServer, serveGates, type ServeGatesOptions } from "./commands/gate-server.js";
+import { logConnectionStatus, traceLogFields } from "./telemetry/index.js";
 
 export type ConnectOptions<E = JetloopEvent> = ConnectionSettings & BusOptions<E>;
-
-export interface ProvisionRequest {
-  /** `apply` (default) creates or updates; `verify` only reports drift. */
-  mode?: "apply" | "verify";
-  /** Stream replicas. Default: 3 when the server is part of a cluster, else 1. */
-  replicas?: number;
-  /**
-   * Retention, an explicit choice: remove journal events older than this Go duration
-   * (`720h`). Default: no age limit, the journal is kept.
-   */
-  maxAge?: string;
-  /** Retention: remove the oldest journal events past this many bytes. Default: no limit. */
-  maxBytes?: number;
-  /**
-   * How long the stream recognises a resent event id (Go duration). Default `2m`. The
-   * server keeps an entry per append for this long (on every replica; about 130 bytes
-   * each, README "Guarantees"); past it, only a fenced append or `publishAll` with
-   * `resume` recognises its first copy.
-   */
-  duplicateWindow?: string;
-  /**
-   * `strict`: replicas 3 (a cluster is required), file storage, and the server's sync
-   * setting read from `monitor` and warned of unless it syncs before every ack. Default
-   * `default`: replicas as given or 3 on a cluster, the sync setting checked only when
-   * `monitor` is given.
-   */
-  durability?: Durability;
-  /** Monitoring URLs (`http://host:8222`) of the journal's servers: their /varz is read for the sync setting. */
-  monitor?: string[];
-}
-
-export interface PublishAllOptions extends PublishOptions {
-  /**
-   * Resuming a batch that may be partly stored (the producer crashed, or appends failed
-   * with PublishTimeoutError): the journal is read for the batch's sessions from
-   * `since` (no later than the first attempt to publish any of them), and only the events it
-   * does not hold are published; the others resolve as `duplicate: true` with their
-   * journal sequence. Safe at any delay once the earlier attempt has ended (its process
-   * is gone or its appends have settled): an append of it still in flight could land
-   * after the read.
-   */
-  readonly resume?: ReconcileOptions;
-}
+export type { PublishAllOptions, ProvisionRequest };
 
 export interface BusProvisionReport extends ProvisionReport {
   /** The parked store (`streams/parked.json`), provisioned with the events stream. */
@@ -194,12 +154,12 @@ class BusImpl<E = JetloopEvent> implements Jetloop<E> {
   #writerClosed = false;
 
   constructor(nc: NatsConnection, options: BusOptions<E>, ownsConnection: boolean) {
-    const settings = parseBusOptions(options as Record<string, unknown>);
+    const settings = parseBusOptions(options);
     this.settings = settings;
     this.nc = nc;
     this.#ownsConnection = ownsConnection;
     this.registry = options.registry ?? defaultRegistry;
-    const log = (options.logger ?? pino({ name: "jetloop", level: "warn" }, process.stderr)).child({ namespace: settings.namespace });
+    const log = (options.logger ?? pino({ name: "jetloop", level: "warn", mixin: traceLogFields }, process.stderr)).child({ namespace: settings.namespace });
     this.log = log;
     this.serverVersion = nc.info?.version ?? "0.0.0";
     requireMinimum(this.serverVersion);
@@ -274,9 +234,9 @@ class BusImpl<E = JetloopEvent> implements Jetloop<E> {
   }
 
   async publishAll(events: Iterable<E>, options: PublishAllOptions = {}): Promise<PublishResult[]> {
-    const { resume, ...publishOptions } = options;
+    const { resume, ...publishOptions } = parsePublishAllOptions(options);
     const all = [...events];
-    const stored = resume === undefined ? undefined : await this.storedEvents(all, checkReconcileOptions(resume));
+    const stored = resume === undefined ? undefined : await this.storedEvents(all, resume);
     const pending = all.map((e) => {
       const held = stored?.get((e as { eventId?: string }).eventId ?? "");
       if (held) return Promise.resolve<PublishResult>({ journalSeq: held.journalSeq, duplicate: true, subject: held.subject, eventId: (e as { eventId: string }).eventId });
@@ -312,23 +272,11 @@ class BusImpl<E = JetloopEvent> implements Jetloop<E> {
   }
 
   async provision(request: ProvisionRequest = {}): Promise<BusProvisionReport> {
-    const maxAge = request.maxAge === undefined ? undefined : parseRetention("maxAge", () => parseDuration(request.maxAge!));
-    const maxBytes = request.maxBytes === undefined ? undefined : parseRetention("maxBytes", () => request.maxBytes!);
-    const duplicateWindow = request.duplicateWindow === undefined ? undefined : parseRetention("duplicateWindow", () => parseDuration(request.duplicateWindow!));
-    if (duplicateWindow !== undefined && maxAge !== undefined && duplicateWindow > maxAge) throw new OptionsError("duplicateWindow", "must not exceed maxAge");
-    if (duplicateWindow !== undefined && duplicateWindow < this.settings.publishDeadlineMs * 1e6) {
-      throw new OptionsError("duplicateWindow", `must be at least the publish deadline (${this.settings.publishDeadlineMs} ms): an append resent after the window would be stored twice`);
-    }
-    const profile = checkDurability(request.durability);
-    const monitor = checkMonitorUrls(request.monitor);
-    const clustered = Boolean(this.nc.info?.cluster);
-    if (profile === "strict") {
-      if (!clustered) throw new OptionsError("durability", "strict needs a cluster (replicas 3); this server is not part of one");
-      if (request.replicas !== undefined && request.replicas < 3) throw new OptionsError("replicas", "strict durability needs at least 3");
-    }
+    const { mode, replicas, maxAge, maxBytes, duplicateWindow, profile, monitor } = parseProvisionRequest(request, {
+      publishDeadlineMs: this.settings.publishDeadlineMs,
+      clustered: Boolean(this.nc.info?.cluster),
+    });
     const jsm = await this.jetstreamManager();
-    const replicas = request.replicas ?? (clustered ? 3 : 1);
-    const mode = request.mode ?? "apply";
     const report = await provisionStream(jsm, {
       namespace: this.namespace,
       stream: this.stream,
@@ -347,8 +295,12 @@ class BusImpl<E = JetloopEvent> implements Jetloop<E> {
     return { ...report, parked, warnings, durability };
   }
 
-  async consumers(options: { monitor?: string[] } = {}): Promise<ConsumersReport & { durabilityWarnings: readonly DurabilityWarning[] }> {
-    const monitor = checkMonitorUrls(options.monitor);
+  /**
+   * Every durable of the namespace with its lag, parked count and retention warnings; with
+   * `monitor`, also a warning for each server that acknowledges before syncing.
+   */
+  async consumers(options: ConsumersOptions = {}): Promise<ConsumersReport & { durabilityWarnings: readonly DurabilityWarning[] }> {
+    const { monitor } = parseConsumersOptions(options);
     const report = await consumersReport(await this.jetstreamManager(), this.stream, this.parked);
     if (monitor.length === 0) return { ...report, durabilityWarnings: [] };
     // Replicas matter to the strict profile only; the default one warns of the sync setting alone.
@@ -374,9 +326,7 @@ class BusImpl<E = JetloopEvent> implements Jetloop<E> {
         if (s.type === "error" && s.error instanceof PermissionViolationError) {
           this.log.warn({ operation: s.error.operation, subject: s.error.subject }, "permission violation");
           for (const l of this.#violationListeners) l(s.error);
-        } else if (s.type === "disconnect" || s.type === "reconnect") {
-          this.log.info({ status: s.type }, "connection status");
-        }
+        } else logConnectionStatus(this.log, s);
       }
     } catch (e) {
       this.log.debug({ err: e }, "status watch ended");
@@ -389,10 +339,10 @@ class BusImpl<E = JetloopEvent> implements Jetloop<E> {
  * `const bus = await connect({ servers, namespace })`. Options are checked before dialing.
  */
 export async function connect<E = JetloopEvent>(options: ConnectOptions<E> = {}): Promise<Jetloop<E>> {
-  parseBusOptions(options as Record<string, unknown>); // fail before dialing
-  const nc = await openConnection(options);
+  const { connection, bus } = parseConnectOptions(options); // fail before dialing
+  const nc = await openConnection(connection);
   try {
-    return new BusImpl<E>(nc, options, true);
+    return new BusImpl<E>(nc, bus, true);
   } catch (e) {
     await nc.close();
     throw e;
@@ -411,16 +361,4 @@ export function fromConnection<E = JetloopEvent>(nc: NatsConnection, options: Bu
 export function busContext<E>(bus: Jetloop<E>): BusContext<E> {
   if (!(bus instanceof BusImpl)) throw new TypeError("not a bus made by connect() or fromConnection()");
   return (bus as BusImpl<E>).context;
-}
-
-/** A retention option: a positive number (ns or bytes), checked before anything is sent. */
-function parseRetention(option: string, read: () => number): number {
-  let value: number;
-  try {
-    value = read();
-  } catch (e) {
-    throw new OptionsError(option, (e as Error).message);
-  }
-  if (!Number.isSafeInteger(value) || value <= 0) throw new OptionsError(option, "must be a positive duration or byte count");
-  return value;
 }

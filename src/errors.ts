@@ -36,7 +36,8 @@ export type JetloopErrorCode =
   | "GATEWAY_BIND"
   | "COMMAND_TIMEOUT"
   | "IDEMPOTENCY_CONFLICT"
-  | "INPUT_REFUSED";
+  | "INPUT_REFUSED"
+  | "TELEMETRY_UNAVAILABLE";
 
 export class JetloopError extends Error {
   readonly code: JetloopErrorCode;
@@ -396,5 +397,40 @@ export class GatewayBindError extends JetloopError {
     options?: { cause?: unknown },
   ) {
     super("GATEWAY_BIND", `${address}: ${message}`, options);
+  }
+}
+
+/** A subject or subject token jetloop cannot build or read (subjects/subjects.ts). */
+export class SubjectError extends JetloopError {
+  constructor(message: string) {
+    super("SUBJECT_INVALID", message);
+  }
+}
+
+/** A delivery whose journal sequence does not fit its event's class. */
+export class ProjectionDeliveryError extends JetloopError {
+  constructor(
+    readonly eventType: string,
+    readonly journalSeq: number,
+    message: string,
+  ) {
+    super("DELIVERY_INVALID", `${eventType} at journal sequence ${journalSeq}: ${message}`);
+  }
+}
+
+/**
+ * A command line that cannot be run, found before anything is sent; main prints it with
+ * the command's usage and exits 2. The message names the flag.
+ */
+export class UsageError extends JetloopError {
+  constructor(message: string) {
+    super("OPTIONS_INVALID", message);
+  }
+}
+
+/** Serving metrics needs OpenTelemetry packages that are optional peers and not installed, or another meter provider is registered. */
+export class TelemetryUnavailableError extends JetloopError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super("TELEMETRY_UNAVAILABLE", message, options);
   }
 }

@@ -28,6 +28,9 @@ export {
   SubscriptionError,
   GateClosedError,
   ResolutionIncompleteError,
+  ProjectionDeliveryError,
+  SubjectError,
+  TelemetryUnavailableError,
   type CommandErrorCode,
   type CommandOutcome,
   type DecodeFailure,
@@ -139,6 +142,7 @@ export {
   validatePermissionRequest,
   type PermissionCandidate,
   type PermissionRequest,
+  type PermissionRequestInput,
   type PermissionRequirement,
 } from "./events/request.js";
 export { safeValidateEvent, validateEvent, type SafeResult } from "./events/validate.js";
@@ -173,7 +177,6 @@ export {
   parkedSubject,
   parseEventSubject,
   parseParkedSubject,
-  SubjectError,
   type Channel,
   type ParkedState,
   type ParsedSubject,
@@ -185,7 +188,7 @@ export { diffStreamConfig, type FieldDrift, type ProvisionReport } from "./strea
 export type { SessionHandle } from "./session.js";
 export type { Delivery, DurableDelivery, DeliveryFailure } from "./subscribe/delivery.js";
 export type { EventFilter, LoopScope } from "./subscribe/filter.js";
-export type { StartPosition, SubscribeOptions, SubscriptionReport } from "./subscribe/options.js";
+export type { DurableSubscribeOptions, FeedMode, FeedSubscribeOptions, StartPosition, SubscribeOptions, SubscriptionReport } from "./subscribe/options.js";
 export type { ReplayOptions } from "./subscribe/replay.js";
 export { type Subscription, type DurableSubscription, type SubscriptionStats } from "./subscribe/subscription.js";
 export {
@@ -207,7 +210,6 @@ export {
   type GateViolation,
   type LedgerGate,
   type LedgerVerdict,
-  ProjectionDeliveryError,
   rebuildToolActivity,
   ToolActivityProjection,
   type ApplyResult,
@@ -244,3 +246,18 @@ export {
   type ListenOptions,
   type RunningGateway,
 } from "./gateway/index.js";
+export {
+  servePolicy,
+  type PermissionCase,
+  type PolicyBus,
+  type PolicyDecide,
+  type PolicyDecision,
+  type PolicyOptions,
+  type PolicyService,
+  type PolicyStats,
+} from "./policy/policy-service.js";
+// Telemetry (src/telemetry/README.md): a delivery's trace context, log lines that join traces, metrics.
+export { deliveryContext, publishedContext, withDelivery } from "./telemetry/spans.js";
+export { traceLogFields } from "./telemetry/logs.js";
+export { METRICS, type MetricDefinition } from "./telemetry/metrics.js";
+export { checkMetricsBind, startMetricsServer, type MetricsServer, type MetricsServerOptions } from "./telemetry/prometheus.js";

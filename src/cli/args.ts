@@ -1,6 +1,6 @@
 import type { ParseArgsConfig } from "node:util";
 import type { ConnectOptions } from "../bus.js";
-import { JetloopError, type OptionsError } from "../errors.js";
+import { type OptionsError, UsageError } from "../errors.js";
 import { idProblem } from "../events/ids.js";
 
 /** Flags every command that talks to NATS accepts. */
@@ -25,16 +25,6 @@ export const connectionHelp = `Connection:
       --stream NAME       events stream (default: {namespace}_journal)
       --user U --password P | --token T | --creds FILE | --nkey SEED
       --tls-ca FILE --tls-cert FILE --tls-key FILE`;
-
-/**
- * A command line that cannot be run, found before anything is sent; main prints it with
- * the command's usage and exits 2. The message names the flag.
- */
-export class UsageError extends JetloopError {
-  constructor(message: string) {
-    super("OPTIONS_INVALID", message);
-  }
-}
 
 /** The flag a library option is given with, for messages about bad input. */
 const FLAG_OF_OPTION: Record<string, string> = {

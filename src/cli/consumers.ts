@@ -8,7 +8,9 @@ export const consumersHelp = `jetloop consumers [--json] [--monitor URL]...
 
 Lists every durable consumer of the namespace with its lag: pending (not yet
 delivered), ack pending (delivered, waiting for an ack), redelivered, parked, last
-activity, and how far its ack floor is behind the journal's last sequence. Warns on
+activity, and how far its ack floor is behind the journal's last sequence; and how it
+redelivers: max deliver (attempts before a failing event is parked) and backoff (the
+delays between them; "-" with a fixed ack wait, shown as ack_wait). Warns on
 stderr when a retention limit of the events stream can remove events a durable has
 not acknowledged.
 
@@ -17,6 +19,17 @@ not acknowledged.
                   when it acknowledges appends before syncing them to disk
 
 ${connectionHelp}`;
+
+/** Milliseconds as the shortest Go-style duration: 500ms, 30s, 1m, 15m, 1h30m. */
+export function duration(ms: number): string {
+  if (ms % 1000 !== 0 || ms === 0) return `${ms}ms`;
+  let s = ms / 1000;
+  const h = Math.floor(s / 3600);
+  s -= h * 3600;
+  const m = Math.floor(s / 60);
+  s -= m * 60;
+  return `${h ? `${h}h` : ""}${m ? `${m}m` : ""}${s ? `${s}s` : ""}`;
+}
 
 function line(c: ConsumerFigures): string {
   return [
@@ -27,6 +40,9 @@ function line(c: ConsumerFigures): string {
     `parked=${c.parked}`,
     `behind=${c.behind}`,
     `last_activity=${c.lastActivity ? fixedTime(c.lastActivity) : "-"}`,
+    `max_deliver=${c.maxDeliver ?? "-"}`,
+    `backoff=${c.backoffMs.length > 0 ? c.backoffMs.map(duration).join(",") : "-"}`,
+    ...(c.backoffMs.length > 0 ? [] : [`ack_wait=${duration(c.ackWaitMs)}`]),
   ].join(" ");
 }
 

@@ -3,13 +3,14 @@
  * approved, one denied — while a second process answers the gates over NATS and this
  * one watches as a UI would, then rebuilds the same state from the journal alone.
  */
+import { UsageError } from "../errors.js";
 import { fork } from "node:child_process";
 import { connect, type Jetloop } from "../bus.js";
 import { createEvent } from "../events/factories.js";
 import { newId } from "../events/ids.js";
 import { ToolActivityProjection } from "../projection/index.js";
 import { parseArgs } from "node:util";
-import { connectionFlags, connectionHelp, connectOptions, ids, parse, UsageError } from "./args.js";
+import { connectionFlags, connectionHelp, connectOptions, ids, parse } from "./args.js";
 import { formatLine } from "./format.js";
 import { selfCommand, startThrowawayServer, type LocalServer } from "./local-server.js";
 
@@ -170,7 +171,7 @@ export async function demoAnswererCommand(argv: string[], out: (s: string) => vo
     for await (const d of sub) {
       if (d.event.type !== "GateOpened") continue;
       const effect = effects[answered]!;
-      const gateId = d.event.gate!.id!;
+      const gateId = d.event.gate.id!;
       const reason = effect === "deny" ? "outside the allowed paths" : "looks safe";
       // Printed before answering: stdout is shared with the loop's process, and the
       // answer's effect (GateResolved, PermissionDecided) must not be printed first.

@@ -1,21 +1,23 @@
 import { parseArgs } from "node:util";
+import { UsageError } from "../errors.js";
 import { connect } from "../bus.js";
 import { checkListenOptions, isLoopback, type ListenOptions, parseListen, startGateway } from "../gateway/listen.js";
 import { feedModeSchema } from "../subscribe/options.js";
-import { connectionFlags, connectionHelp, connectOptions, parse, positiveInt, UsageError } from "./args.js";
+import { connectionFlags, connectionHelp, connectOptions, parse, positiveInt } from "./args.js";
 import { warnIfNotProvisioned } from "./provisioned.js";
+import { checkMetricsBind, startMetricsServer } from "../telemetry/prometheus.js";
 
-export const gatewayHelp = `jetloop gateway --listen HOST:PORT [--auth-token-env VAR] [--insecure-public-bind] [--feed MODE]
+export const gatewayHelp = `jetloop gateway --listen HOST:PORT [--auth-token-env VAR] [--insecure-public-bind] [--feed MODE] [--metrics HOST:PORT]
 
 Serves the Go runtime's HTTP surface (journal pages, SSE, gate answers, input and
-interrupt to the session's actor, capabilities) from the journal and the live feed.
+interrupt to the session's actor, capabilities) from the journal and the feed.
 Runs until interrupted (Ctrl-C).
 
   --listen HOST:PORT       where to listen (default 127.0.0.1:8080)
   --auth-token-env VAR     require "Authorization: Bearer <token>", the token read from
                            the environment variable VAR (never from the command line)
   --insecure-public-bind   allow a non-loopback address without authentication
-  --feed namespace|loop    how SSE streams follow the live feed: one subscription on the
+  --feed namespace|loop    how SSE streams follow the feed: one subscription on the
                            namespace's feed (default), or one per watched session/loop
   --max-body-bytes N       request body cap (default 1048576)
   --allow-host NAME        a Host the gateway answers to besides the address it listens
@@ -25,6 +27,11 @@ Runs until interrupted (Ctrl-C).
                            (CORS; repeatable; default: none, only the gateway's own page)
   --max-connections-per-client N   open connections per client address (default 128)
   --max-streams-per-client N       open SSE streams per client address (default 32)
+  --metrics HOST:PORT      serve jetloop's metrics in Prometheus text format on
+                           http://HOST:PORT/metrics (needs the packages @opentelemetry/api,
+                           @opentelemetry/sdk-metrics, @opentelemetry/exporter-prometheus)
+  --insecure-public-metrics  allow a non-loopback --metrics address (metrics are served
+                           without authentication)
 
 ${connectionHelp}`;
 
@@ -39,6 +46,8 @@ export async function gatewayCommand(argv: string[], out: (s: string) => void, e
     "allow-origin": { type: "string", multiple: true },
     "max-connections-per-client": { type: "string" },
     "max-streams-per-client": { type: "string" },
+    metrics: { type: "string" },
+    "insecure-public-metrics": { type: "boolean" },
   }, strict: true }));
   if (values.help) {
     out(gatewayHelp);
@@ -73,7 +82,24 @@ export async function gatewayCommand(argv: string[], out: (s: string) => void, e
     maxStreamsPerClient: positiveInt("max-streams-per-client", values["max-streams-per-client"]),
   };
   checkListenOptions(options); // before dialing: a bad flag fails fast
-  const bus = await connect({ ...connectOptions(values), name: "jetloop-gateway" });
+  const metricsBind = values.metrics === undefined ? undefined : { listen: values.metrics, insecurePublicBind: values["insecure-public-metrics"] === true };
+  if (metricsBind !== undefined) {
+    let host: string;
+    try {
+      host = parseListen(metricsBind.listen).host;
+    } catch {
+      throw new UsageError(`--metrics ${JSON.stringify(metricsBind.listen)} must be HOST:PORT (e.g. 127.0.0.1:9464)`);
+    }
+    if (!isLoopback(host) && !metricsBind.insecurePublicBind) throw new UsageError(`--metrics ${metricsBind.listen} is not a loopback address: add --insecure-public-metrics to serve metrics there without authentication`);
+    checkMetricsBind(metricsBind);
+  }
+  // Before the bus: the metrics API has no proxy, so the meter provider must be there first.
+  const metrics = metricsBind === undefined ? undefined : await startMetricsServer(metricsBind);
+  if (metrics !== undefined) out(`jetloop gateway metrics on ${metrics.url}`);
+  const bus = await connect({ ...connectOptions(values), name: "jetloop-gateway" }).catch(async (e: unknown) => {
+    await metrics?.close();
+    throw e;
+  });
   try {
     await warnIfNotProvisioned(bus, "jetloop gateway", err);
     const gw = await startGateway(bus, options);
@@ -86,5 +112,6 @@ export async function gatewayCommand(argv: string[], out: (s: string) => void, e
     return 0;
   } finally {
     await bus.close();
+    await metrics?.close();
   }
 }

@@ -9,7 +9,7 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { UsageError } from "./args.js";
+import { UsageError } from "../errors.js";
 
 export interface LocalServer {
   readonly url: string;

@@ -1,8 +1,9 @@
 import { parseArgs } from "node:util";
+import { UsageError } from "../errors.js";
 import { connect } from "../bus.js";
 import type { ParkedEntry } from "../parking/parked-entry.js";
 import type { ParkedSelection } from "../parking/parked-store.js";
-import { connectionFlags, connectionHelp, connectOptions, parse, positiveInt, UsageError } from "./args.js";
+import { connectionFlags, connectionHelp, connectOptions, parse, positiveInt } from "./args.js";
 import { fixedTime, jsonRecord } from "./format.js";
 
 export const parkedHelp = `jetloop parked list [--durable NAME] [--json]

@@ -1,9 +1,10 @@
 import { connect } from "../bus.js";
+import { UsageError } from "../errors.js";
 import { parseArgs } from "node:util";
 import { parseDuration } from "../streams/declared.js";
 import type { ProvisionReport } from "../streams/provision.js";
 import { checkDurability, checkMonitorUrls, type Durability } from "../streams/durability.js";
-import { connectionFlags, connectionHelp, connectOptions, parse, positiveInt, UsageError } from "./args.js";
+import { connectionFlags, connectionHelp, connectOptions, parse, positiveInt } from "./args.js";
 
 /** A verify of a stream that does not exist: reported as one drift of its name. */
 const isMissing = (r: ProvisionReport) => r.action === "drifted" && r.drift.some((d) => d.field === "name" && d.live === undefined);

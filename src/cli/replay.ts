@@ -1,9 +1,10 @@
 import { connect } from "../bus.js";
+import { UsageError } from "../errors.js";
 import { defaultRegistry } from "../events/catalogue.js";
 import { checkReplayFilter } from "../subscribe/replay.js";
 import { parseArgs } from "node:util";
 import { formatJson, formatLine } from "./format.js";
-import { connectionFlags, connectionHelp, connectOptions, ids, list, parse, seqRange, UsageError } from "./args.js";
+import { connectionFlags, connectionHelp, connectOptions, ids, list, parse, seqRange } from "./args.js";
 
 export const replayHelp = `jetloop replay --session ID [--loop ID …] [--from-seq N] [--to-seq N] [--json]
 

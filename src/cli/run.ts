@@ -2,8 +2,8 @@
  * The `jetloop` command line as a function of its arguments: the command table, and how a
  * failure is told. main.ts runs it on the process; tests run it in-process.
  */
-import { ConnectionFailedError, isJetloopError, OptionsError, PermissionDeniedError } from "../errors.js";
-import { asUsageError, UsageError } from "./args.js";
+import { ConnectionFailedError, isJetloopError, OptionsError, PermissionDeniedError, UsageError } from "../errors.js";
+import { asUsageError } from "./args.js";
 import { consumersCommand, consumersHelp } from "./consumers.js";
 import { demoAnswererCommand, demoCommand, demoHelp } from "./demo.js";
 import { devCommand, devHelp } from "./dev.js";

@@ -5,7 +5,7 @@ import { connectionFlags, connectionHelp, connectOptions, ids, list, parse, posi
 
 export const tailHelp = `jetloop tail [--session ID …] [--loop ID …] [--type T …] [--from-seq N] [--no-live] [--json]
 
-Follows events as they happen: journal events with their sequence, live previews
+Follows events as they happen: journal events with their sequence, previews
 marked "live". Runs until interrupted (Ctrl-C).
 
   --session ID     only these sessions (repeat or comma-separate; default all)
@@ -14,7 +14,7 @@ marked "live". Runs until interrupted (Ctrl-C).
   --family F       only these families (tool, gate, step, turn, loop, session)
   --from-seq N     start at journal sequence N (default: new events only)
   --all            start at the beginning of the journal
-  --no-live        journal events only, no live previews
+  --no-live        journal events only, no previews
   --json           one line per event: {"journal_seq":N,"subject":…,"event":<the Go
                    wire bytes>} ({"live":true,…} for a preview)
   --count N        stop after N deliveries

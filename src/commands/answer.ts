@@ -3,25 +3,24 @@ import { NoRespondersError, RequestError, TimeoutError } from "@nats-io/transpor
 import type { BusContext } from "../bus-context.js";
 import { CommandError } from "../errors.js";
 import { commandSubject } from "../subjects/subjects.js";
+import { type AnswerOptions, parseAnswerOptions } from "./options.js";
 import { ANSWER_COMMAND, answerCommand, type AnswerInput, type AnswerOutcome, encodeAnswer, outcomeOf } from "./protocol.js";
+import { tracedRequest } from "../telemetry/index.js";
 
-export interface AnswerOptions {
-  /** How long to wait for the loop actor. Default 5000 ms. */
-  readonly timeoutMs?: number;
-}
+export type { AnswerOptions };
 
 /**
  * Sends an answer to the loop actor of (sessionId, loopId). Resolves with the outcome
  * (the first one again for a repeated command id); rejects with CommandError:
  * COMMAND_NO_LISTENER, GATE_UNKNOWN, GATE_RESOLVED, COMMAND_INVALID or COMMAND_FAILED.
  */
-export async function answerGate<E>(bus: BusContext<E>, sessionId: string, loopId: string, input: AnswerInput, options: AnswerOptions = {}): Promise<AnswerOutcome> {
+export async function answerGate<E>(bus: BusContext<E>, sessionId: string, loopId: string, input: AnswerInput, options?: AnswerOptions): Promise<AnswerOutcome> {
+  const { timeoutMs } = parseAnswerOptions(options);
   const command = answerCommand(input);
   const subject = commandSubject(bus.settings.namespace, sessionId, loopId, ANSWER_COMMAND);
-  const timeoutMs = options.timeoutMs ?? 5000;
   let data: Uint8Array;
   try {
-    data = (await bus.nc.request(subject, encodeAnswer(command), { timeout: timeoutMs })).data;
+    data = (await tracedRequest("gate.answer", subject, (headers) => bus.nc.request(subject, encodeAnswer(command), { timeout: timeoutMs, headers }))).data;
   } catch (e) {
     throw requestFailure(e, sessionId, loopId, timeoutMs);
   }

@@ -25,19 +25,10 @@ import {
   INTERRUPT_COMMAND,
   interruptCommandSchema,
 } from "./controls-protocol.js";
+import { type ControlOptions, type InterruptOptions, parseControlOptions, parseInterruptOptions } from "./options.js";
+import { tracedRequest } from "../telemetry/index.js";
 
-export interface ControlOptions {
-  /** Makes the command idempotent: the same id gets the first outcome. Default: a fresh id (each call is a new command). */
-  readonly commandId?: string;
-  /**
-   * What identifies the request under `commandId` (sha256, hex); another one under the same
-   * id is IDEMPOTENCY_CONFLICT. Default: the digest of the command's blocks in the wire
-   * form. The HTTP gateway passes the digest of the request body, as the Go runtime compares bodies.
-   */
-  readonly fingerprint?: string;
-  /** How long to wait for the session's actor. Default 5000 ms. */
-  readonly timeoutMs?: number;
-}
+export type { ControlOptions, InterruptOptions };
 
 export type ControlResult<T> = ({ readonly ok: true; readonly commandId: string; readonly duplicate: boolean } & T) | { readonly ok: false; readonly error: CommandError };
 
@@ -45,7 +36,8 @@ const blocksSchema = z.array(contentBlockSchema);
 const INTERRUPT_FINGERPRINT = fingerprintOf("interrupt");
 
 /** Sends input to the session's actor: `{ ok: true, commandId }` once it took it. */
-export async function submitInput<E>(bus: BusContext<E>, sessionId: string, blocks: ContentBlock[], options: ControlOptions = {}): Promise<ControlResult<object>> {
+export async function submitInput<E>(bus: BusContext<E>, sessionId: string, blocks: ContentBlock[], given?: ControlOptions): Promise<ControlResult<object>> {
+  const options = parseControlOptions(given);
   let command;
   try {
     command = checkedCommand(inputCommandSchema, { commandId: options.commandId, blocks, fingerprint: options.fingerprint ?? fingerprintOf(toWireJson(blocksSchema, blocks)) });
@@ -58,7 +50,8 @@ export async function submitInput<E>(bus: BusContext<E>, sessionId: string, bloc
 }
 
 /** Interrupts the session's in-flight turns: `{ ok: true, interrupted }` says whether one was cancelled. */
-export async function interruptSession<E>(bus: BusContext<E>, sessionId: string, options: Omit<ControlOptions, "fingerprint"> = {}): Promise<ControlResult<{ readonly interrupted: boolean }>> {
+export async function interruptSession<E>(bus: BusContext<E>, sessionId: string, given?: InterruptOptions): Promise<ControlResult<{ readonly interrupted: boolean }>> {
+  const options = parseInterruptOptions(given);
   let command;
   try {
     command = checkedCommand(interruptCommandSchema, { commandId: options.commandId, fingerprint: INTERRUPT_FINGERPRINT });
@@ -73,9 +66,9 @@ export async function interruptSession<E>(bus: BusContext<E>, sessionId: string,
   );
 }
 
-async function send<E>(bus: BusContext<E>, subject: string, data: Uint8Array, sessionId: string, timeoutMs = 5000): Promise<Uint8Array | CommandError> {
+async function send<E>(bus: BusContext<E>, subject: string, data: Uint8Array, sessionId: string, timeoutMs: number): Promise<Uint8Array | CommandError> {
   try {
-    return (await bus.nc.request(subject, data, { timeout: timeoutMs })).data;
+    return (await tracedRequest("session.control", subject, (headers) => bus.nc.request(subject, data, { timeout: timeoutMs, headers }))).data;
   } catch (e) {
     const cause = e instanceof RequestError ? e.cause : e;
     if (cause instanceof NoRespondersError) return new CommandError("COMMAND_NO_LISTENER", `nobody serves the controls of session ${sessionId}`, { cause: e });

@@ -22,6 +22,7 @@ import {
   INTERRUPT_COMMAND,
   type InterruptReply,
 } from "./controls-protocol.js";
+import { tracedServe } from "../telemetry/index.js";
 
 /** The loop took the input, or refused it (the HTTP gateway answers 500 "could not submit input", as Go does for a Submit error). */
 export type InputResult = { readonly ok: true } | { readonly ok: false; readonly reason: string };
@@ -77,7 +78,7 @@ class ControlServerImpl implements ControlServer {
         queue: CONTROLS_QUEUE,
         callback: (err, msg) => {
           if (err) return;
-          void serve(msg).then((reply) => msg.respond(reply));
+          void tracedServe(`session.${command}`, msg, () => serve(msg)).then((reply) => msg.respond(reply));
         },
       });
     this.#subs = [on(INPUT_COMMAND, (m) => this.#input(m)), on(INTERRUPT_COMMAND, (m) => this.#interrupt(m))];

@@ -13,7 +13,7 @@ import { CommandError } from "../errors.js";
 import type { PermissionEffect } from "../events/catalogue.js";
 import { AGENCY_USER } from "../events/header.js";
 import type { GateAudit, GatePrompt } from "../events/gate.js";
-import type { PermissionRequest } from "../events/request.js";
+import type { PermissionRequestInput } from "../events/request.js";
 import { type Answer, type AnswerOutcome, decodeAnswer, type Reply } from "./protocol.js";
 
 export interface StepCoordinates {
@@ -274,7 +274,7 @@ export function openedGate(gateId: string, kind: GateState["kind"], c: StepCoord
 }
 
 /** A permission gate's prompt: its title (else the request's summary, else the tool's name) and its controls. */
-export function permissionPrompt(request: PermissionRequest, title: string | undefined, controls: readonly PermissionAction[] = DEFAULT_PERMISSION_ACTIONS): GatePrompt {
+export function permissionPrompt(request: PermissionRequestInput, title: string | undefined, controls: readonly PermissionAction[] = DEFAULT_PERMISSION_ACTIONS): GatePrompt {
   return { title: title ?? request.summary ?? request.toolName, controls: controls.map((c) => ({ action: c, label: c })) };
 }
 

@@ -10,7 +10,7 @@ import { CommandError, ConnectionClosedError, GateClosedError, isJetloopError, O
 import { createEvent } from "../events/factories.js";
 import { derivedId, newId } from "../events/ids.js";
 import type { JetloopEvent, PermissionEffect } from "../events/catalogue.js";
-import type { PermissionRequest } from "../events/request.js";
+import type { PermissionRequestInput } from "../events/request.js";
 import { GateLedger, type LedgerGate } from "../projection/gate-ledger.js";
 import { journalHeaderRoom } from "../publish/journal-writer.js";
 import { commandSubject } from "../subjects/subjects.js";
@@ -32,11 +32,13 @@ import {
   type StepCoordinates,
 } from "./gate-rules.js";
 import { ANSWER_COMMAND, encodeReply, type Reply } from "./protocol.js";
+import { parseServeGatesOptions, type ServeGatesOptions } from "./options.js";
+import { tracedServe } from "../telemetry/index.js";
 
 export type { PermissionAction, StepCoordinates } from "./gate-rules.js";
 
 export interface PermissionGate extends StepCoordinates {
-  readonly request: PermissionRequest;
+  readonly request: PermissionRequestInput;
   readonly title?: string;
   /**
    * The controls offered, of the Go gate model's three: "Approve", "Approve always for
@@ -73,14 +75,7 @@ export interface InputAnswer {
   readonly answered: boolean;
 }
 
-export interface ServeGatesOptions {
-  /**
-   * Before serving, close as `abandoned` the gates of this loop that an earlier actor
-   * opened and never resolved (its process died). Refused (COMMAND_FAILED) when another
-   * actor still answers on the loop's command subject. Default false.
-   */
-  readonly closeOrphans?: boolean;
-}
+export type { ServeGatesOptions };
 
 interface Settled {
   readonly resolution: Resolution;
@@ -125,10 +120,7 @@ export interface GateServer {
 
 /** Starts serving answers for one loop (`bus.serveGates`): resolves once its command subscription is on the server. */
 export function serveGates(bus: BusContext<JetloopEvent>, sessionId: string, loopId: string, options: ServeGatesOptions = {}): Promise<GateServer> {
-  if (typeof options !== "object" || options === null) throw new OptionsError("options", "must be an object");
-  for (const k of Object.keys(options)) if (k !== "closeOrphans") throw new OptionsError(k, "is not an option of serveGates");
-  if (options.closeOrphans !== undefined && typeof options.closeOrphans !== "boolean") throw new OptionsError("closeOrphans", "must be a boolean");
-  return new GateServerImpl(bus, sessionId, loopId).serve(options);
+  return new GateServerImpl(bus, sessionId, loopId).serve(parseServeGatesOptions(options));
 }
 
 /** How often a decision whose GateResolved is written is tried again before the loop fails closed. */
@@ -409,7 +401,7 @@ class GateServerImpl implements GateServer {
   }
 
   #onCommand(msg: Msg): void {
-    void this.#handle(msg).then(
+    void tracedServe("gate.answer", msg, () => this.#handle(msg)).then(
       (reply) => msg.respond(encodeReply(reply)),
       (e: unknown) => {
         this.#bus.log.warn({ code: (e as { code?: string }).code }, "answer command failed");

@@ -7,24 +7,9 @@ import {
   type NatsConnection,
 } from "@nats-io/transport-node";
 import { ConnectionFailedError, OptionsError } from "../errors.js";
+import type { ConnectionSettings } from "./options.js";
 
-/** How to reach NATS: servers, auth and TLS pass straight through to NATS.js. */
-export interface ConnectionSettings {
-  /** Server URLs. Default: `NATS_URL` from the environment, else `nats://127.0.0.1:4222`. */
-  servers?: string | string[];
-  /** Client name shown by the server's monitoring. Default `jetloop`. */
-  name?: string;
-  user?: string;
-  pass?: string;
-  token?: string;
-  /** An nkey seed (`SU…`), for nkey authentication. */
-  nkeySeed?: string;
-  /** A credentials file (JWT + seed), for decentralized auth. */
-  credsFile?: string;
-  tls?: { caFile?: string; certFile?: string; keyFile?: string; handshakeFirst?: boolean };
-  /** Anything else NATS.js accepts; jetloop's own settings win where both are given. */
-  natsOptions?: Partial<ConnectionOptions>;
-}
+export type { ConnectionSettings };
 
 /** Builds the NATS.js connection options; checks combinations eagerly. */
 export function connectionOptions(s: ConnectionSettings): ConnectionOptions {

@@ -1,13 +1,14 @@
+import type { ConnectionOptions } from "@nats-io/transport-node";
 import type { Logger } from "pino";
 import { z } from "zod";
 import { DEFAULT_MAX_EVENT_BYTES } from "../codec/codec.js";
-import { OptionsError } from "../errors.js";
 import { EventRegistry } from "../events/registry.js";
+import { instanceOption, parseOptions } from "../options.js";
 import { checkNamespace } from "../subjects/subjects.js";
 import { feedModeSchema } from "../subscribe/options.js";
 import { defaultStreamName } from "../streams/declared.js";
 
-const busShape = z.object({
+export const busShape = z.strictObject({
   /** First subject token(s) of every jetloop subject. Default `jetloop`. */
   namespace: z
     .string()
@@ -34,12 +35,12 @@ const busShape = z.object({
   /** Appends awaiting their ack at once; more wait for a slot. Default 1024. */
   maxInFlight: z.number().int().min(1).max(100_000).default(1024),
   /**
-   * How live subscriptions follow the stream's feed (README, "Live subscriptions: the
-   * feed"). `loop`: a core subscription per followed loop or session, shared within the
-   * bus, filtered by the server (least subscribe rights). `namespace`: one core
-   * subscription on `{ns}.feed.>` for all of them, dispatched in the process, every event
-   * in journal order even when the feed lost one; for a process with many viewers (the
-   * gateway). A subscription's own `feed` option overrides it. Default `loop`.
+   * How feed subscriptions follow the feed (README, "Feed subscriptions: the feed").
+   * `loop`: a core subscription per followed loop or session, shared within the bus,
+   * filtered by the server (least subscribe rights). `namespace`: one core subscription on
+   * `{ns}.feed.>` for all of them, dispatched in the process, every event in journal order
+   * even when the feed lost one; for a process with many viewers (the gateway). A
+   * subscription's own `feed` option overrides it. Default `loop`.
    */
   feed: feedModeSchema.default("loop"),
   /**
@@ -51,27 +52,65 @@ const busShape = z.object({
    * consumer expires 5 min after it ends instead of being deleted. Default `pull`.
    */
   journalReads: z.enum(["pull", "push"]).default("pull"),
+  /** The event catalogue. Default: the built-in types. */
+  registry: instanceOption((v): v is EventRegistry<unknown> => v instanceof EventRegistry, "must be an EventRegistry").optional(),
+  /** A pino logger; jetloop logs through children of it. Default: pino at `warn` on stderr. */
+  logger: instanceOption((v): v is Logger => typeof (v as Logger | null)?.child === "function", "must be a pino logger").optional(),
 });
 
-export type BusSettings = z.output<typeof busShape> & { stream: string };
+/** How to reach NATS: servers, auth and TLS pass straight through to NATS.js. */
+const connectionShape = z.strictObject({
+  /** Server URLs. Default: `NATS_URL` from the environment, else `nats://127.0.0.1:4222`. */
+  servers: z.union([z.string().min(1), z.array(z.string().min(1)).min(1)]).optional(),
+  /** Client name shown by the server's monitoring. Default `jetloop`. */
+  name: z.string().optional(),
+  /** User and password authentication; the two go together. Default: none. */
+  user: z.string().optional(),
+  pass: z.string().optional(),
+  /** Token authentication. Default: none. */
+  token: z.string().optional(),
+  /** An nkey seed (`SU…`), for nkey authentication. Default: none. */
+  nkeySeed: z.string().optional(),
+  /** A credentials file (JWT + seed), for decentralized auth. Default: none. */
+  credsFile: z.string().optional(),
+  /** TLS files; `handshakeFirst` for servers that require TLS before INFO. Default: none (plain, or as the URL says). */
+  tls: z
+    .strictObject({
+      caFile: z.string().optional(),
+      certFile: z.string().optional(),
+      keyFile: z.string().optional(),
+      handshakeFirst: z.boolean().optional(),
+    })
+    .optional(),
+  /** Anything else NATS.js accepts (its own options, checked by NATS.js); jetloop's own settings win where both are given. */
+  natsOptions: instanceOption((v): v is Partial<ConnectionOptions> => typeof v === "object" && v !== null && !Array.isArray(v), "must be an object of NATS.js connection options").optional(),
+});
 
-export interface BusOptions<E> extends z.input<typeof busShape> {
+export type ConnectionSettings = z.input<typeof connectionShape>;
+
+export const connectShape = z.strictObject({ ...busShape.shape, ...connectionShape.shape });
+
+export type BusSettings = Omit<z.output<typeof busShape>, "registry" | "logger"> & { stream: string };
+
+export interface BusOptions<E> extends Omit<z.input<typeof busShape>, "registry"> {
   /** The event catalogue. Default: the built-in types. */
   registry?: EventRegistry<E>;
-  /** A pino logger; jetloop logs through children of it. Default: pino at `warn` on stderr. */
-  logger?: Logger;
 }
 
 /** Checks bus options eagerly; throws OptionsError naming the option. */
-export function parseBusOptions(options: Record<string, unknown>): BusSettings {
-  const result = busShape.safeParse(options);
-  if (!result.success) {
-    const issue = result.error.issues[0]!;
-    throw new OptionsError(issue.path.join(".") || "options", issue.message);
-  }
-  if (options.registry !== undefined && !(options.registry instanceof EventRegistry)) {
-    throw new OptionsError("registry", "must be an EventRegistry");
-  }
-  const s = result.data;
+export function parseBusOptions(options: unknown): BusSettings {
+  const { registry: _r, logger: _l, ...s } = parseOptions(busShape, options);
   return { ...s, stream: s.stream ?? defaultStreamName(s.namespace) };
+}
+
+/**
+ * Checks `connect`'s options (the connection's and the bus's) before dialing, and splits
+ * them: the connection's part, checked, and the bus's part as given (the bus reads it).
+ */
+export function parseConnectOptions<E>(options: ConnectionSettings & BusOptions<E>): { connection: ConnectionSettings; bus: BusOptions<E> } {
+  parseOptions(connectShape, options);
+  const connection: Record<string, unknown> = {};
+  const bus: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(options)) (k in connectionShape.shape ? connection : bus)[k] = v;
+  return { connection: connection, bus: bus };
 }

@@ -33,7 +33,7 @@ export const PermissionRequested = defineEventType(
     body: {
       toolExecutionId: uuidSchema,
       /** Written even when empty (`{}`): a pure tool asks with no requirements. */
-      request: wireField(permissionRequestSchema.default({}), { always: true }),
+      request: wireField(permissionRequestSchema.prefault({}), { always: true }),
     },
   },
   true,
@@ -126,7 +126,8 @@ export const GateOpened = defineEventType(
     class: "enduring",
     scope: "loop",
     identity: GATE,
-    body: { gate: gateSchema.optional() },
+    /** Absent reads as the empty gate (Go's zero): a subscriber always gets the object. */
+    body: { gate: gateSchema.prefault({}) },
     check: (e) => gateIdentity(e.gate?.resolver, e),
   },
   true,

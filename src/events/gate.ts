@@ -62,17 +62,22 @@ export const gateResponsePolicySchema = z.object({
     .optional(),
 });
 
+/**
+ * The text fields read as "" when absent (Go's zero, omitted on the wire as before), so a
+ * subscriber gets a string, never undefined. `id` stays optional: Go reads an absent id as
+ * the nil UUID, which names nothing.
+ */
 export const gateSchema = z.object({
   id: uuidSchema.optional(),
-  kind: text().optional(),
+  kind: text().default(""),
   /** `session` gates belong to the session; any other value to a loop's step. */
-  resolver: text().optional(),
+  resolver: text().default(""),
   /** tool_call or session. */
-  blocks: text().optional(),
+  blocks: text().default(""),
   /** resume, initiate or control. */
-  effect: text().optional(),
+  effect: text().default(""),
   /** critical or non_critical. */
-  criticality: text().optional(),
+  criticality: text().default(""),
   subject: z
     .object({
       toolExecutionId: uuidSchema.optional(),

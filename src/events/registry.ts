@@ -8,7 +8,7 @@ export const FAMILY = /^[a-z][a-z0-9_]{0,31}$/;
 /** An event type name: PascalCase; also a subject token. */
 export const TYPE = /^[A-Z][A-Za-z0-9]{0,63}$/;
 
-/** Enduring events are journaled and authoritative; ephemeral ones are live previews. */
+/** Enduring events are journaled and authoritative; ephemeral ones are previews. */
 export type EventClass = "enduring" | "ephemeral";
 /** Session-scoped events belong to the session as a whole and pass every loop filter. */
 export type EventScope = "session" | "loop";

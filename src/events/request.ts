@@ -49,7 +49,8 @@ const requestShape = z.strictObject({
   command: z.string().optional(),
   workingDirectory: z.string().optional(),
   expiresAtUnixMilli: z.number().int().positive().max(Number.MAX_SAFE_INTEGER).optional(),
-  requirements: z.array(requirementSchema).optional(),
+  /** Absent on the wire (a pure tool's `{}`) reads as none: always a list to a subscriber. */
+  requirements: z.array(requirementSchema).default([]),
 });
 
 
@@ -122,7 +123,10 @@ export const permissionRequestSchema = requestShape.superRefine((req, ctx) => {
   }
 });
 
+/** A request as a subscriber reads it: `requirements` always a list. */
 export type PermissionRequest = z.output<typeof permissionRequestSchema>;
+/** A request as a writer gives it: `requirements` may be left out (none). */
+export type PermissionRequestInput = z.input<typeof permissionRequestSchema>;
 
 function firstIssue(error: z.ZodError): RequestDecodeError {
   const issue = error.issues[0]!;
@@ -141,7 +145,7 @@ export function validatePermissionRequest(request: unknown): PermissionRequest {
 }
 
 /** The request as the runtime writes it (snake_case, its field order, zero values omitted). */
-export function encodePermissionRequest(request: PermissionRequest): string {
+export function encodePermissionRequest(request: PermissionRequestInput): string {
   return toWireJson(permissionRequestSchema, validatePermissionRequest(request));
 }
 

@@ -1,7 +1,7 @@
 import { z } from "zod";
 
 /**
- * Display caps that `createEvent` applies at construction to the live previews, in UTF-16
+ * Display caps that `createEvent` applies at construction to the previews, in UTF-16
  * code units. The journal's own text fields have no cap below the event's byte cap (the
  * Go runtime writes tool output and model text of any length), except the few the runtime
  * caps itself: MODEL.md lists them.

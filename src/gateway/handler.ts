@@ -1,6 +1,6 @@
 /**
  * The gateway's request handler: the runtime's HTTP surface (`pkg/serve`), answered from
- * the journal and the live feed. Stateless: any number of gateways serve the same
+ * the journal and the feed. Stateless: any number of gateways serve the same
  * sessions. Embed it in a Node server with `createGatewayHandler(bus)`.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
@@ -22,6 +22,7 @@ import { sendAsset } from "./web-assets.js";
 import { journalSessions, readSessionStatus, servableStatus, sessionListJson, sortSessions, statusJson } from "./session-status.js";
 import { FrameCache } from "./sse-frames.js";
 import { serveEvents, type SharedStreams } from "./sse-stream.js";
+import { observeGateway, routeOf, tracedHttp } from "../telemetry/index.js";
 
 /**
  * What this gateway serves: the runtime's full-surface features, in their order, then
@@ -54,9 +55,10 @@ export function createGatewayHandler(bus: Jetloop, options: GatewayOptions = {})
   const auth: Authenticate | undefined = settings.authenticate ?? (settings.token === undefined ? undefined : bearerToken(settings.token));
   const streams: SharedStreams = { open: new Set(), perClient: new Map(), counters: { open: 0, previewsDropped: 0, slowDisconnects: 0 }, frames: new FrameCache() };
   const health = new NatsHealth(bus);
+  observeGateway(streams.counters);
   const handler = (req: IncomingMessage, res: ServerResponse): void => {
     res.once("finish", () => cutUnreadBody(req, settings.bodyTimeoutMs));
-    void handle(req, res).catch((e: unknown) => {
+    void tracedHttp(req, res, () => handle(req, res)).catch((e: unknown) => {
       bus.log.error({ err: e }, "gateway: request failed");
       if (!res.headersSent) res.writeHead(500).end();
       else res.destroy();
@@ -72,7 +74,7 @@ export function createGatewayHandler(bus: Jetloop, options: GatewayOptions = {})
     const principal = await authenticate(auth, req);
     if (principal === undefined) return sendError(res, "unauthorized");
     const ctx: Context = { bus, settings, principal, streams, health };
-    const r = route(req, res);
+    const r = routeOf(req, route(req, res));
     if (r === undefined) return;
     if (req.method === "POST" && !isJsonContentType(req.headers["content-type"])) return sendError(res, "unsupported_media_type");
     // While the journal's server is away every route that reads it says so at once.

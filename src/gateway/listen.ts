@@ -7,14 +7,9 @@ import { isIP, type Socket } from "node:net";
 import type { Jetloop } from "../bus.js";
 import { GatewayBindError } from "../errors.js";
 import { createGatewayHandler, type GatewayHandler } from "./handler.js";
-import { type GatewayOptions, parseGatewayOptions, parseServerOptions, type ServerOptions, type ServerSettings } from "./options.js";
+import { type GatewayOptions, type ListenOptions, parseListenOptions, type ServerSettings } from "./options.js";
 
-export interface ListenOptions extends GatewayOptions, ServerOptions {
-  /** `HOST:PORT` (`[::1]:8080` for IPv6; port 0 picks a free one). */
-  readonly listen: string;
-  /** Listen on a non-loopback address without authentication. Default false. */
-  readonly insecurePublicBind?: boolean;
-}
+export type { ListenOptions };
 
 export interface RunningGateway {
   readonly server: Server;
@@ -40,10 +35,8 @@ export function isLoopback(host: string): boolean {
 
 /** Every option checked (the handler's too); throws GatewayBindError or OptionsError. */
 export function checkListenOptions(options: ListenOptions): { host: string; port: number; limits: ServerSettings; handlerOptions: GatewayOptions } {
-  const { listen, insecurePublicBind: _, headersTimeoutMs, maxConnectionsPerClient, ...handlerOptions } = options;
-  const { host, port } = parseListen(listen);
-  const limits = parseServerOptions({ headersTimeoutMs, maxConnectionsPerClient });
-  parseGatewayOptions(handlerOptions);
+  const { bind, limits, handlerOptions } = parseListenOptions(options);
+  const { host, port } = parseListen(bind.listen);
   return { host, port, limits, handlerOptions };
 }
 

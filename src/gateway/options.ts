@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { OptionsError } from "../errors.js";
+import { functionOption, parseOptions } from "../options.js";
 import { feedModeSchema } from "../subscribe/options.js";
 import type { Authenticate } from "./auth.js";
 import { type BoundarySettings, LOOPBACK_HOSTS, parseBoundaryLists } from "./boundary.js";
@@ -10,11 +11,11 @@ import { type BoundarySettings, LOOPBACK_HOSTS, parseBoundaryLists } from "./bou
  */
 const durationMs = (min: number) => z.number().int().min(min).max(2 ** 31 - 1);
 
-const shape = z.strictObject({
+export const gatewayShape = z.strictObject({
   /** Bearer token every request must carry (`Authorization: Bearer …`). Default: none. */
   token: z.string().min(1).optional(),
   /** Authentication function (instead of `token`). Default: none, every request passes. */
-  authenticate: z.custom<Authenticate>((v) => typeof v === "function", "must be a function").optional(),
+  authenticate: functionOption<Authenticate>().optional(),
   /** Request body cap in bytes; over it is 400 invalid_body. Default 1 MiB. */
   maxBodyBytes: z.number().int().min(1).default(1024 * 1024),
   /** SSE heartbeat (`: ping`) interval. Default 20000 ms, the runtime's. */
@@ -26,7 +27,7 @@ const shape = z.strictObject({
   /** How long an SSE client past `maxBufferedBytes` has to drain before it is disconnected. Default 10000 ms. */
   slowClientMs: durationMs(1).default(10_000),
   /**
-   * How the SSE streams follow the live feed (the bus option `feed`, per subscription):
+   * How the SSE streams follow the feed (the bus option `feed`, per subscription):
    * `namespace`, one core subscription for all the gateway's clients, every event in
    * journal order even when the feed lost one; `loop`, one per watched session or loop,
    * filtered by the server (the gateway's user then needs subscribe rights on those
@@ -52,21 +53,11 @@ const shape = z.strictObject({
   maxStreamsPerClient: z.number().int().min(1).default(32),
 });
 
-export type GatewayOptions = z.input<typeof shape>;
-export type GatewaySettings = z.output<typeof shape> & { readonly boundary: BoundarySettings };
-
-/** Parses with a schema; the first issue is an OptionsError naming the option. */
-function parseWith<S extends z.ZodType>(schema: S, options: unknown): z.output<S> {
-  const r = schema.safeParse(options);
-  if (!r.success) {
-    const issue = r.error.issues[0]!;
-    throw new OptionsError(issue.path.join(".") || "options", issue.message);
-  }
-  return r.data;
-}
+export type GatewayOptions = z.input<typeof gatewayShape>;
+export type GatewaySettings = z.output<typeof gatewayShape> & { readonly boundary: BoundarySettings };
 
 export function parseGatewayOptions(options: GatewayOptions): GatewaySettings {
-  const data = parseWith(shape, options);
+  const data = parseOptions(gatewayShape, options);
   if (data.token !== undefined && data.authenticate !== undefined) throw new OptionsError("token", "give token or authenticate, not both");
   if (data.previewDropBytes > data.maxBufferedBytes) throw new OptionsError("previewDropBytes", "must not exceed maxBufferedBytes");
   const boundary = parseBoundaryLists(data.allowedHosts, data.allowedOrigins);
@@ -88,5 +79,27 @@ export type ServerOptions = z.input<typeof serverShape>;
 export type ServerSettings = z.output<typeof serverShape>;
 
 export function parseServerOptions(options: ServerOptions): ServerSettings {
-  return parseWith(serverShape, options);
+  return parseOptions(serverShape, options);
+}
+
+/** `startGateway`'s own options, besides the handler's and the server's. */
+const bindShape = z.strictObject({
+  /** `HOST:PORT` (`[::1]:8080` for IPv6; port 0 picks a free one). */
+  listen: z.string(),
+  /** Listen on a non-loopback address without authentication. Default false. */
+  insecurePublicBind: z.boolean().default(false),
+});
+
+export const listenShape = z.strictObject({ ...gatewayShape.shape, ...serverShape.shape, ...bindShape.shape });
+
+export type ListenOptions = z.input<typeof listenShape>;
+
+/** `startGateway`'s options checked at once, split into the bind, the server's limits and the handler's options. */
+export function parseListenOptions(options: ListenOptions): { bind: z.output<typeof bindShape>; limits: ServerSettings; handlerOptions: GatewayOptions } {
+  parseOptions(listenShape, options);
+  const parts: [Record<string, unknown>, Record<string, unknown>, Record<string, unknown>] = [{}, {}, {}];
+  for (const [k, v] of Object.entries(options)) parts[k in bindShape.shape ? 0 : k in serverShape.shape ? 1 : 2][k] = v;
+  const handlerOptions = parts[2] as GatewayOptions;
+  parseGatewayOptions(handlerOptions);
+  return { bind: parseOptions(bindShape, parts[0]), limits: parseServerOptions(parts[1]), handlerOptions };
 }

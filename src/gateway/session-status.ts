@@ -6,9 +6,10 @@
 import type { Jetloop } from "../bus.js";
 import { goJson } from "../wire/wire.js";
 import type { JetloopEvent } from "../events/catalogue.js";
+import { SubjectError } from "../errors.js";
 import { GateLedger } from "../projection/gate-ledger.js";
 import type { Delivery } from "../subscribe/delivery.js";
-import { parseEventSubject, streamSubjects, SubjectError } from "../subjects/subjects.js";
+import { parseEventSubject, streamSubjects } from "../subjects/subjects.js";
 import { storedEventJson } from "./journal-page.js";
 
 export type SessionState = "running" | "waiting_on_gate" | "idle" | "failed" | "interrupted" | "stopped";

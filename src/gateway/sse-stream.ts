@@ -1,6 +1,6 @@
 /**
  * `GET /v1/sessions/{sid}/events`: one session's frames over Server-Sent Events, from a
- * live subscription (the journal from `Last-Event-ID`, then the republished feed; no
+ * feed subscription (the journal from `Last-Event-ID`, then the republished feed; no
  * JetStream consumer per client while it follows).
  *
  * Slow clients: what the socket has not taken yet is bounded in bytes. Past
@@ -18,6 +18,7 @@ import type { FeedMode, StartPosition } from "../subscribe/options.js";
 import type { Subscription } from "../subscribe/subscription.js";
 import { type GatewayErrorName, sendError } from "./envelope.js";
 import { type FrameCache, PING_FRAME } from "./sse-frames.js";
+import { sseFrame } from "../telemetry/index.js";
 
 export interface SseSettings {
   readonly feed: FeedMode;
@@ -138,7 +139,7 @@ async function pump(
         res.destroy();
         break;
       }
-      res.write(frame);
+      res.write(sseFrame(d, frame));
     }
   } catch (err) {
     // The subscription failed (its iteration rejects with why): the client reconnects with Last-Event-ID.

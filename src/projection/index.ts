@@ -1,6 +1,6 @@
 /** Pure projections over deliveries: the state a reconnecting UI rebuilds. */
 export { GateLedger, type GateViolation, type LedgerGate, type LedgerVerdict } from "./gate-ledger.js";
-export { ProjectionDeliveryError, rebuildToolActivity, ToolActivityProjection } from "./tool-activity.js";
+export { rebuildToolActivity, ToolActivityProjection } from "./tool-activity.js";
 export type {
   ApplyResult,
   DecisionFact,

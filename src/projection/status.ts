@@ -1,6 +1,6 @@
 /**
  * The status of one tool call, derived from its facts alone. Enduring facts decide the
- * phase; live previews only refine a call that waits on no one into running or
+ * phase; previews only refine a call that waits on no one into running or
  * completed, and only until the call settles.
  */
 import type { GateFact, InputFact, ToolActivity, ToolStatus, TurnOutcome } from "./types.js";

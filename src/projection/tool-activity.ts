@@ -15,22 +15,11 @@ import type {
   UserInputRequested,
 } from "../events/catalogue.js";
 import { defaultRegistry } from "../events/catalogue.js";
-import { JetloopError } from "../errors.js";
+import { ProjectionDeliveryError } from "../errors.js";
 import { GateLedger, type GateViolation } from "./gate-ledger.js";
 import { factsOf, PERMISSION_GATE_KIND, toView, type ToolFacts } from "./status.js";
 import type { StepMessage } from "../events/content.js";
 import type { ApplyResult, JournalRef, ResultFact, ToolActivity, ToolActivityDelivery, ToolKey, TurnOutcome } from "./types.js";
-
-/** A delivery whose journal sequence does not fit its event's class. */
-export class ProjectionDeliveryError extends JetloopError {
-  constructor(
-    readonly eventType: string,
-    readonly journalSeq: number,
-    message: string,
-  ) {
-    super("DELIVERY_INVALID", `${eventType} at journal sequence ${journalSeq}: ${message}`);
-  }
-}
 
 /** How many preview event ids are remembered for deduplication. */
 const LIVE_ID_MEMORY = 10_000;
@@ -59,7 +48,7 @@ function checkSeq(type: string, journalSeq: number, ephemeral: boolean | undefin
 
 /**
  * Tool activity per (loop id, tool execution id), rebuilt from enduring events and
- * overlaid with the live previews seen on the current connection.
+ * overlaid with the previews seen on the current connection.
  *
  * ```ts
  * const tools = new ToolActivityProjection();
@@ -158,7 +147,7 @@ export class ToolActivityProjection {
   }
 
   /**
-   * Forgets everything learned from live previews: call it when the live connection is
+   * Forgets everything learned from previews: call it when the live connection is
    * lost or replaced, since previews missed in between are gone for good. Running and
    * completed calls fall back to what the journal says (e.g. `approved`); live-only
    * calls are dropped. `lastJournalSeq` is kept, so the journal resumes where it was.
@@ -174,7 +163,7 @@ export class ToolActivityProjection {
     return { changed, removed };
   }
 
-  // --- live previews -----------------------------------------------------------
+  // --- previews -----------------------------------------------------------
 
   #applyLive(event: { readonly type: string }): ApplyResult {
     if (!isBuiltIn(event) || (event.type !== "ToolCallStarted" && event.type !== "ToolCallCompleted")) {

@@ -157,7 +157,7 @@ export interface ToolActivity extends ToolKey {
   readonly stepId: string;
   readonly status: ToolStatus;
   /**
-   * Known only from live previews (no enduring event names the call yet): shown for
+   * Known only from previews (no enduring event names the call yet): shown for
    * display, gone after `resetLive()` or once its turn ends without a durable fact.
    */
   readonly liveOnly: boolean;

@@ -29,6 +29,7 @@ import { encodePooled } from "../wire/pooled-utf8.js";
 import { newId } from "../events/ids.js";
 import { ApiCodes, PubHeaders } from "../subjects/nats-names.js";
 import { sessionJournalSubject } from "../subjects/subjects.js";
+import { appendSettled, TRACE_HEADER_ROOM, type TraceEntries } from "../telemetry/index.js";
 
 const { MsgIdHdr, ExpectedStreamHdr, ExpectedLastSubjectSequenceHdr, ExpectedLastSubjectSequenceSubjectHdr } = PubHeaders;
 
@@ -52,6 +53,7 @@ export function journalHeaderRoom(stream: string, namespace: string): number {
     line(ExpectedStreamHdr, stream.length) +
     line(ExpectedLastSubjectSequenceHdr, MAX_SEQ_DIGITS) +
     line(ExpectedLastSubjectSequenceSubjectHdr, fenceSubjectLength) +
+    TRACE_HEADER_ROOM +
     2
   );
 }
@@ -64,6 +66,8 @@ export interface AppendRequest {
   /** Fencing: the append is stored only if the last sequence on `fenceSubject` is this. */
   readonly expectedLastSeq?: number | undefined;
   readonly fenceSubject?: string | undefined;
+  /** The publish's W3C trace headers (telemetry/), counted in journalHeaderRoom. */
+  readonly trace?: TraceEntries | undefined;
 }
 
 export interface AppendAck {
@@ -185,7 +189,7 @@ export class JournalWriter {
     if (this.#closed || this.#nc.isClosed()) return Promise.reject(new ConnectionClosedError());
     // Only the events stream may store a journal append: a foreign stream that happens to
     // capture the subject refuses it instead of handing out its own sequence.
-    const entries: [string, string][] = [
+    const entries: (readonly [string, string])[] = [
       [MsgIdHdr, request.eventId],
       [ExpectedStreamHdr, this.#settings.stream],
     ];
@@ -193,6 +197,7 @@ export class JournalWriter {
       entries.push([ExpectedLastSubjectSequenceHdr, String(request.expectedLastSeq)]);
       if (request.fenceSubject) entries.push([ExpectedLastSubjectSequenceSubjectHdr, request.fenceSubject]);
     }
+    if (request.trace) entries.push(...request.trace);
     const h = new FixedHeaders(entries);
     const tooLarge = payloadTooLarge(this.#nc, request.data, h);
     if (tooLarge) return Promise.reject(tooLarge);
@@ -386,6 +391,7 @@ export class JournalWriter {
     for (const t of p.tokens) this.#pending.delete(t);
     this.#inFlight.delete(p);
     this.#waiting.shift()?.();
+    appendSettled(error, ack, p.attempts, p.deadline - this.#settings.publishDeadlineMs);
     if (error) p.reject(error);
     else p.resolve(ack!);
   }

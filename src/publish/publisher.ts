@@ -1,6 +1,6 @@
 /**
  * Routes a validated event by class: enduring → the journal (JetStream, acknowledged,
- * deduplicated by event id); ephemeral → its live subject on core NATS (no ack, no
+ * deduplicated by event id); ephemeral → its preview subject on core NATS (no ack, no
  * persistence, journal sequence 0).
  */
 import type { NatsConnection } from "@nats-io/transport-node";
@@ -9,26 +9,15 @@ import { ConnectionClosedError, OptionsError, PublishError } from "../errors.js"
 import type { EventRegistry } from "../events/registry.js";
 import { requireFeature } from "../connection/server-version.js";
 import { sessionJournalSubject, validEventSubject } from "../subjects/subjects.js";
+import { recordPreview, startPublish } from "../telemetry/index.js";
 import { FixedHeaders, journalHeaderRoom, type JournalWriter, payloadTooLarge } from "./journal-writer.js";
+import { parsePublishOptions, type PublishOptions } from "./options.js";
 import { PreviewConfirmation } from "./preview-confirmation.js";
 
-/** Header on a live preview: the last journal sequence its loop had written when it was sent. */
+/** Header on a preview: the last journal sequence its loop had written when it was sent. */
 export const HEADER_LAST_JOURNAL_SEQ = "Jetloop-Last-Journal-Seq";
 
-export interface PublishOptions {
-  /**
-   * Fencing: append only if the session's last journal sequence is this (0: the session
-   * has no events yet). Losing the race is PublishConflictError. Needs nats-server 2.11+.
-   */
-  readonly expectedLastSeq?: number;
-  /**
-   * Previews only: send without waiting to learn whether the server refused it. By default
-   * a preview waits for a round trip to the server and a refusal by the subject permissions
-   * rejects with PermissionDeniedError; fire-and-forget resolves at once with
-   * `unconfirmed: true`, and a refusal is only logged.
-   */
-  readonly fireAndForget?: boolean;
-}
+export type { PublishOptions };
 
 export interface PublishResult {
   /** The stream sequence of the stored event; 0 for an ephemeral event. */
@@ -81,8 +70,8 @@ export class Publisher<E> {
     this.#previews.denied(subject, error);
   }
 
-  async publish(event: E, options: PublishOptions = {}): Promise<PublishResult> {
-    if (options.fireAndForget !== undefined && typeof options.fireAndForget !== "boolean") throw new OptionsError("fireAndForget", "must be a boolean");
+  async publish(event: E, given?: PublishOptions): Promise<PublishResult> {
+    const options = parsePublishOptions(given);
     const { event: valid, bytes, definition } = encodeValidated(event, { registry: this.registry, maxBytes: this.maxEventBytes, pooled: true });
     const header = valid as unknown as Header;
     const address = { sessionId: header.sessionId, loopId: header.loopId, family: definition.family, type: definition.type };
@@ -90,9 +79,14 @@ export class Publisher<E> {
       if (options.expectedLastSeq !== undefined) throw new OptionsError("expectedLastSeq", "applies to enduring events only");
       const subject = validEventSubject(this.settings.namespace, "live", address);
       const last = String(this.#lastSeq.get(loopKey(header)) ?? 0);
-      const h = new FixedHeaders([[HEADER_LAST_JOURNAL_SEQ, last]]);
+      // The trace headers fit: a preview's headers are far fewer than the journal's room (TRACE_HEADER_ROOM included).
+      const trace = startPublish(subject, definition.type, "ephemeral", header.eventId);
+      const h = new FixedHeaders([[HEADER_LAST_JOURNAL_SEQ, last], ...trace.entries]);
       const tooLarge = payloadTooLarge(this.nc, bytes, h);
-      if (tooLarge) throw tooLarge;
+      if (tooLarge) {
+        trace.end(tooLarge);
+        throw tooLarge;
+      }
       const send = () => {
         try {
           this.nc.publish(subject, bytes, { headers: h });
@@ -102,33 +96,50 @@ export class Publisher<E> {
         }
       };
       const sent = { journalSeq: 0, duplicate: false, subject, eventId: header.eventId };
-      if (options.fireAndForget) {
-        send();
-        return { ...sent, unconfirmed: true };
+      try {
+        if (options.fireAndForget) {
+          send();
+          recordPreview("unconfirmed");
+          trace.end(sent);
+          return { ...sent, unconfirmed: true };
+        }
+        await this.#previews.confirm(subject, send);
+      } catch (e) {
+        recordPreview("failed");
+        trace.end(e as Error);
+        throw e;
       }
-      await this.#previews.confirm(subject, send);
+      recordPreview("confirmed");
+      trace.end(sent);
       return sent;
     }
     if (options.fireAndForget) throw new OptionsError("fireAndForget", "applies to previews only: an enduring event is acknowledged");
     const subject = validEventSubject(this.settings.namespace, "journal", address);
     let fenceSubject: string | undefined;
     if (options.expectedLastSeq !== undefined) {
-      if (!Number.isSafeInteger(options.expectedLastSeq) || options.expectedLastSeq < 0) {
-        throw new OptionsError("expectedLastSeq", "must be a non-negative integer");
-      }
       requireFeature(this.settings.serverVersion, "fencing");
       fenceSubject = sessionJournalSubject(this.settings.namespace, header.sessionId);
     }
-    const ack = await this.writer.append({
-      subject,
-      data: bytes,
-      eventId: header.eventId,
-      sessionId: header.sessionId,
-      expectedLastSeq: options.expectedLastSeq,
-      fenceSubject,
-    });
+    const trace = startPublish(subject, definition.type, "enduring", header.eventId);
+    let ack;
+    try {
+      ack = await this.writer.append({
+        subject,
+        data: bytes,
+        eventId: header.eventId,
+        sessionId: header.sessionId,
+        expectedLastSeq: options.expectedLastSeq,
+        fenceSubject,
+        trace: trace.entries,
+      });
+    } catch (e) {
+      trace.end(e as Error);
+      throw e;
+    }
     this.#remember(header, ack.seq);
-    return { journalSeq: ack.seq, duplicate: ack.duplicate, subject, eventId: header.eventId };
+    const result = { journalSeq: ack.seq, duplicate: ack.duplicate, subject, eventId: header.eventId };
+    trace.end(result);
+    return result;
   }
 
   #remember(header: Header, seq: number): void {

@@ -7,22 +7,16 @@
  * headers only, so the read costs the message ids, not the payloads.
  */
 import type { Logger } from "pino";
-import { OptionsError } from "../errors.js";
 import { PubHeaders } from "../subjects/nats-names.js";
 import { sessionJournalSubject } from "../subjects/subjects.js";
 import { type JournalSource, readJournalRange, retryJournalRead } from "../subscribe/journal-range.js";
+import { parseReconcileOptions, type ReconcileOptions } from "./options.js";
 
 /** Sessions read at once: each holds one consumer on the server while it reads. */
 const SESSIONS_AT_ONCE = 8;
 const BATCH = 1024;
 
-export interface ReconcileOptions {
-  /**
-   * Read the journal from this time (the server's clock). No later than the first attempt
-   * to publish any of the events: an event stored before it is not found.
-   */
-  readonly since: Date;
-}
+export type { ReconcileOptions };
 
 /** Where the journal holds an event. */
 export interface StoredEvent {
@@ -49,21 +43,13 @@ function idsBySession(events: Iterable<unknown>): Map<string, Set<string>> {
   return bySession;
 }
 
-export function checkReconcileOptions(options: unknown): ReconcileOptions {
-  const since = (options as { since?: unknown } | undefined)?.since;
-  if (!(since instanceof Date) || Number.isNaN(since.getTime())) {
-    throw new OptionsError("since", "must be a valid Date: the time of the first attempt to publish these events, or earlier");
-  }
-  return { since };
-}
-
 /**
  * The events of `events` the journal holds, by event id: those stored since
  * `options.since` on their session's journal subjects. Previews are never stored, so
  * they are never found.
  */
 export async function storedEvents(ctx: ReconcileContext, events: Iterable<unknown>, options: ReconcileOptions): Promise<Map<string, StoredEvent>> {
-  const { since } = checkReconcileOptions(options);
+  const { since } = parseReconcileOptions(options);
   const bySession = idsBySession(events);
   // Checked before anything is read: a session id that is not a subject token is refused.
   const subjects = [...bySession.keys()].map((s) => [s, sessionJournalSubject(ctx.namespace, s)] as const);

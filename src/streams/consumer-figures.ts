@@ -6,6 +6,7 @@
 import { type ConsumerInfo, JetStreamApiCodes, JetStreamApiError, type JetStreamManager } from "@nats-io/jetstream";
 import { NotProvisionedError } from "../errors.js";
 import type { Parked } from "../parking/parked-store.js";
+import { liveDurable, type LiveDurable } from "./durable-drift.js";
 import { retentionWarnings, type RetentionWarning } from "./retention.js";
 
 export interface ConsumerFigures {
@@ -27,6 +28,11 @@ export interface ConsumerFigures {
   readonly ackFloorSeq: number;
   /** The journal's last sequence minus the ack floor. */
   readonly behind: number;
+  /** Deliveries before a failing event is parked (jetloop's limit); undefined: none recorded. */
+  readonly maxDeliver: number | undefined;
+  /** Redelivery delays in ms; empty: a fixed ack wait (`ackWaitMs`). */
+  readonly backoffMs: readonly number[];
+  readonly ackWaitMs: number;
 }
 
 export interface ConsumersReport {
@@ -45,6 +51,8 @@ function lastActive(ci: ConsumerInfo): Date | undefined {
   return Number.isFinite(ms) ? new Date(ms) : undefined;
 }
 
+const redelivery = ({ maxDeliver, backoffMs, ackWaitMs }: LiveDurable) => ({ maxDeliver, backoffMs, ackWaitMs });
+
 export function figuresOf(ci: ConsumerInfo, lastSeq: number, parked: number): ConsumerFigures {
   return {
     durable: ci.config.durable_name ?? ci.name,
@@ -57,6 +65,7 @@ export function figuresOf(ci: ConsumerInfo, lastSeq: number, parked: number): Co
     deliveredSeq: ci.delivered.stream_seq,
     ackFloorSeq: ci.ack_floor.stream_seq,
     behind: Math.max(0, lastSeq - ci.ack_floor.stream_seq),
+    ...redelivery(liveDurable(ci.config)),
   };
 }
 

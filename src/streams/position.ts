@@ -3,7 +3,7 @@ import type { JetStreamManager } from "@nats-io/jetstream";
 /** What a subscription needs to know about the events stream when it starts or resyncs. */
 export interface JournalState {
   readonly lastSeq: number;
-  /** The stream's republish destination (the live feed), if it has one. */
+  /** The stream's republish destination (the feed), if it has one. */
   readonly republishDest: string | undefined;
 }
 

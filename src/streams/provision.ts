@@ -49,13 +49,13 @@ export function diffStreamConfig(live: Record<string, unknown>, desired: Record<
 }
 
 /**
- * Live subscriptions follow the stream's republished feed. A server that does not know
+ * Feed subscriptions follow the stream's republished feed. A server that does not know
  * `republish` (before 2.9) ignores the field and stores the stream without it: refuse
- * that, or live subscriptions would wait for a feed that never comes.
+ * that, or feed subscriptions would wait for a feed that never comes.
  */
 function requireRepublish(config: { republish?: unknown }, desired: Record<string, unknown>, serverVersion: string): void {
   if (desired.republish !== undefined && !same(config.republish, desired.republish)) {
-    throw new ServerUnsupportedError("republishing the journal to the live feed (stream republish)", "2.9.0", serverVersion);
+    throw new ServerUnsupportedError("republishing the journal to the feed (stream republish)", "2.9.0", serverVersion);
   }
 }
 

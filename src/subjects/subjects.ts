@@ -14,15 +14,9 @@
  * live roots are disjoint, so the stream over `{ns}.journal.>` never captures a preview.
  */
 import { z } from "zod";
-import { JetloopError } from "../errors.js";
+import { SubjectError } from "../errors.js";
 import { idProblem } from "../events/ids.js";
 import { FAMILY, TYPE } from "../events/registry.js";
-
-export class SubjectError extends JetloopError {
-  constructor(message: string) {
-    super("SUBJECT_INVALID", message);
-  }
-}
 
 /** `feed` is written by the server only: the events stream republishes each stored event there. */
 export type Channel = "journal" | "live" | "feed";

@@ -24,15 +24,16 @@ import { nanos } from "@nats-io/transport-node";
 import { readParked } from "../parking/parked-entry.js";
 import type { ParkedStore } from "../parking/parked-store.js";
 import { declaredConsumerTemplates } from "../streams/declared.js";
+import { checkDurableOptions, durableDrift, liveDurable, MAX_DELIVER_KEY } from "../streams/durable-drift.js";
 import { parkedFilter } from "../subjects/subjects.js";
+import { OptionsError } from "../errors.js";
 import { consumerError } from "./consumer-errors.js";
 import { decodeMessage, hiddenFrom } from "./delivery.js";
 import { acknowledge, durableDelivery, type Original, park, type Settler } from "./durable-settlement.js";
-import type { StartPosition } from "./options.js";
+import type { DurableSettings, StartPosition } from "./options.js";
 import { reportPoison, type Source, type SourceContext } from "./source.js";
+import { tracedDelivery } from "../telemetry/index.js";
 
-/** Consumer metadata key holding jetloop's delivery limit, so processes sharing the durable agree. */
-const MAX_DELIVER_KEY = "jetloop_max_deliver";
 /** JetStream's "consumer name already in use" and "consumer already exists". */
 const CONSUMER_EXISTS = new Set([10013, 10148]);
 
@@ -66,9 +67,10 @@ export class DurableSource<E> implements Source {
   }
 
   async start(): Promise<void> {
+    checkDurableOptions(this.#ctx.settings);
     await this.#ensureConsumer(undefined);
     await this.#ensureReplayConsumer();
-    const batch = this.#ctx.settings.batch ?? 16;
+    const batch = this.#ctx.settings.batch;
     try {
       const consumer = await this.#ctx.js.consumers.get(this.#ctx.stream, this.#name);
       this.#messages = await consumer.consume({ max_messages: batch });
@@ -162,37 +164,46 @@ export class DurableSource<E> implements Source {
     return config;
   }
 
-  /** Creates the durable, or adopts an existing one with this name (updating its filter). */
+  /**
+   * Creates the durable, or adopts an existing one with this name: its filter follows this
+   * subscription, its other options are checked against ours (durable-drift.ts: updated or
+   * refused, never silently kept).
+   */
   async #ensureConsumer(fromSeq: number | undefined): Promise<void> {
     const jsm = await this.#ctx.jsm();
-    try {
-      const info = await jsm.consumers.info(this.#ctx.stream, this.#name);
-      this.#adopt(info.config);
-      const filters = this.#filters();
-      const same = JSON.stringify(info.config.filter_subjects ?? [info.config.filter_subject]) === JSON.stringify(filters.filter_subjects ?? [filters.filter_subject]);
-      if (!same) await jsm.consumers.update(this.#ctx.stream, this.#name, filters);
-      return;
-    } catch (e) {
-      if (!(e instanceof JetStreamApiError && e.code === JetStreamApiCodes.ConsumerNotFound)) {
-        throw consumerError(e, this.#ctx.stream, `reading durable ${this.#name}`);
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const info = await jsm.consumers.info(this.#ctx.stream, this.#name);
+        const drift = durableDrift(this.#name, this.#ctx.settings, liveDurable(info.config));
+        if (!drift.ok) throw drift.error;
+        this.#adopt(info.config);
+        const filters = this.#filters();
+        const same = JSON.stringify(info.config.filter_subjects ?? [info.config.filter_subject]) === JSON.stringify(filters.filter_subjects ?? [filters.filter_subject]);
+        if (!same || drift.update) await jsm.consumers.update(this.#ctx.stream, this.#name, { ...(same ? {} : filters), ...drift.update });
+        return;
+      } catch (e) {
+        if (!(e instanceof JetStreamApiError && e.code === JetStreamApiCodes.ConsumerNotFound)) {
+          throw e instanceof OptionsError ? e : consumerError(e, this.#ctx.stream, `reading durable ${this.#name}`);
+        }
       }
-    }
-    try {
-      const info = await jsm.consumers.add(this.#ctx.stream, this.#config(fromSeq));
-      this.#adopt(info.config);
-    } catch (e) {
-      throw consumerError(e, this.#ctx.stream, `creating durable ${this.#name}`);
+      try {
+        const info = await jsm.consumers.add(this.#ctx.stream, this.#config(fromSeq));
+        this.#adopt(info.config);
+        return;
+      } catch (e) {
+        // Another process made it in between with other options: check ours against it.
+        if (attempt === 0 && e instanceof JetStreamApiError && CONSUMER_EXISTS.has(e.code)) continue;
+        throw consumerError(e, this.#ctx.stream, `creating durable ${this.#name}`);
+      }
     }
   }
 
   /** Takes the settings of the durable as it exists: whoever created it chose them. */
   #adopt(config: ConsumerConfig): void {
-    this.#ackWaitMs = (config.ack_wait ?? 30e9) / 1e6;
-    this.#backoffMs = (config.backoff ?? []).map((ns) => ns / 1e6);
-    const declared = Number(config.metadata?.[MAX_DELIVER_KEY]);
-    // A durable made before jetloop kept the limit itself has it in the server's max_deliver.
-    if (Number.isSafeInteger(declared) && declared > 0) this.#maxDeliver = declared;
-    else if (config.max_deliver !== undefined && config.max_deliver > 0) this.#maxDeliver = config.max_deliver;
+    const live = liveDurable(config);
+    this.#ackWaitMs = live.ackWaitMs;
+    this.#backoffMs = [...live.backoffMs];
+    if (live.maxDeliver !== undefined) this.#maxDeliver = live.maxDeliver;
   }
 
   /** The durable's consumer on the parked store: what `parked replay` sends back to it. */
@@ -257,7 +268,7 @@ export class DurableSource<E> implements Source {
         } else if (o.deliveryCount > this.#maxDeliver) {
           await park(settler, o, "max_deliver", "NOT_SETTLED", `not settled within ${this.#maxDeliver} deliveries`);
         } else {
-          await ctx.queue.pushEnduring(this.#deliver(o, d.event));
+          await ctx.queue.pushEnduring(tracedDelivery(this.#deliver(o, d.event), "durable", o.msg));
         }
       }
     } catch (e) {
@@ -275,7 +286,7 @@ export class DurableSource<E> implements Source {
     // ack wait this delivery can have: a fixed period longer than it lets it be handed again
     // while its handler holds it. The extension runs until the settlement is confirmed.
     const started = Date.now();
-    const autoExtendMs = this.#ctx.settings.autoExtendMs;
+    const { autoExtendMs } = this.#ctx.settings as DurableSettings;
     const leaseMs = o.storeSeq === undefined ? Math.min(this.#ackWaitMs, ...this.#backoffMs) : this.#replayAckWaitMs;
     if (autoExtendMs > 0) m.working();
     const timer = setInterval(() => {

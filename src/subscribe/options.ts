@@ -1,72 +1,145 @@
 import { z } from "zod";
 import { OptionsError } from "../errors.js";
+import { functionOption, optionsError, parseOptions } from "../options.js";
 import type { ParkReason } from "../parking/parked-entry.js";
 import { durableNameSchema } from "../subjects/subjects.js";
 import type { DeliveryFailure } from "./delivery.js";
 
 /**
- * How a bus follows the live feed (feed-hub.ts): `loop`, a core subscription per followed
- * loop or session; `namespace`, one for the whole namespace. The bus, subscription and
- * gateway options all take it.
+ * How a feed subscription follows the feed (feed/README.md): `loop`, a core subscription per
+ * followed loop or session; `namespace`, one for the whole namespace. The bus, subscription
+ * and gateway options all take it.
  */
 export const feedModeSchema = z.enum(["loop", "namespace"]);
 export type FeedMode = z.output<typeof feedModeSchema>;
 
-/** Where an enduring subscription starts. */
+/** Where the journal part of a subscription starts. */
 export type StartPosition = "new" | "all" | { readonly seq: number } | { readonly time: Date };
 
-const start = z.union([
-  z.literal("new"),
-  z.literal("all"),
-  z.object({ seq: z.number().int().min(1) }).strict(),
-  z.object({ time: z.date() }).strict(),
-]);
+const start = z.union(
+  [z.literal("new"), z.literal("all"), z.strictObject({ seq: z.number().int().min(1) }), z.strictObject({ time: z.date() })],
+  'must be "new", "all", { seq } (a journal sequence, 1 or more) or { time } (a Date)',
+);
 
-const subscribeShape = z.object({
-  /** Where the enduring part starts. Default `new` (ordered), `all` (a new durable). */
-  start: start.optional(),
-  /**
-   * A durable consumer name: explicit acks, redelivery, shared work, resume from the ack
-   * floor. Omitted: a live subscription (history from the journal, then the stream's
-   * republished feed; no consumer while it follows).
-   */
-  durable: durableNameSchema.optional(),
-  /** Live only: how to follow the feed, `loop` or `namespace` (the bus option `feed`). Default: the bus's. */
-  feed: feedModeSchema.optional(),
-  /** Durable only: a fixed ack wait in ms, instead of the backoff. Default 30000 (streams/consumers.json). */
-  ackWaitMs: z.number().int().min(100).optional(),
-  /**
-   * Durable only: deliveries before a failing or unsettled message is parked (kept in the
-   * parked store for `parked replay`). Default 5 (streams/consumers.json). Enforced by
-   * jetloop; fixed when the durable is created (processes sharing it use the creator's).
-   */
-  maxDeliver: z.number().int().min(1).optional(),
-  /** Durable only: redelivery delays in ms (the first is the ack wait). Default 30s, 1m, 5m, 15m. */
-  backoffMs: z.array(z.number().int().min(1)).min(1).optional(),
-  /** Durable only: unacknowledged deliveries outstanding at once. Default 1000. */
-  maxAckPending: z.number().int().min(1).optional(),
-  /**
-   * Messages pulled at once. Their ack-wait clock starts at delivery, so keep it small
-   * for slow durable handlers. Default 256 ordered, 16 durable.
-   */
-  batch: z.number().int().min(1).max(10_000).optional(),
-  /** Durable only: keep extending the ack of an unsettled delivery for this long. Default 15 min. */
-  autoExtendMs: z.number().int().min(0).default(15 * 60_000),
-  /**
-   * Enduring deliveries buffered before the source waits. Default 256 ordered, 16 durable
-   * (buffered durable deliveries wait out their ack wait if the process dies).
-   */
-  enduringBuffer: z.number().int().min(1).optional(),
-  /** Live deliveries buffered before the oldest is dropped. Default 1024. */
+/** Status of the subscription: poison messages, drops, consumer recreation. */
+const onReport = functionOption<(report: SubscriptionReport) => void>().optional();
+
+/** The options both kinds take. */
+const common = {
+  onReport,
+  /** Preview deliveries buffered before the oldest is dropped. Default 1024. */
   ephemeralBuffer: z.number().int().min(1).default(1024),
+};
+
+/** A feed subscription (no `durable`): history from the journal, then the feed; no consumer while it follows. */
+export const feedShape = z.strictObject({
+  ...common,
+  /** Where the journal part starts. Default `new`. */
+  start: start.default("new"),
+  /** How to follow the feed, `loop` or `namespace`. Default: the bus option `feed`. */
+  feed: feedModeSchema.optional(),
+  /** Messages pulled at once from the journal (history, gap repairs). Default 256. */
+  batch: z.number().int().min(1).max(10_000).default(256),
+  /** Journal deliveries buffered before the source waits. Default 256. */
+  enduringBuffer: z.number().int().min(1).default(256),
 });
 
-export type SubscribeSettings = z.output<typeof subscribeShape>;
+/**
+ * A durable subscription: a durable consumer of this name, explicit acks, redelivery,
+ * shared work, resume from the ack floor.
+ */
+export const durableShape = z.strictObject({
+  ...common,
+  /** The durable consumer's name. */
+  durable: durableNameSchema,
+  /** Where a new durable starts (an existing one resumes from its ack floor). Default `all`. */
+  start: start.default("all"),
+  /** A fixed ack wait in ms, instead of the backoff. Default: the backoff (streams/consumers.json). */
+  ackWaitMs: z.number().int().min(100).optional(),
+  /**
+   * Deliveries before a failing or unsettled message is parked (kept in the parked store
+   * for `parked replay`). Default 5 (streams/consumers.json). Enforced by jetloop; fixed
+   * when the durable is created (processes sharing it use the creator's).
+   */
+  maxDeliver: z.number().int().min(1).optional(),
+  /** Redelivery delays in ms (the first is the ack wait). Default 30s, 1m, 5m, 15m (streams/consumers.json). */
+  backoffMs: z.array(z.number().int().min(1)).min(1).optional(),
+  /** Unacknowledged deliveries outstanding at once. Default 1000 (streams/consumers.json). */
+  maxAckPending: z.number().int().min(1).optional(),
+  /** Messages pulled at once. Their ack-wait clock starts at delivery: keep it small for slow handlers. Default 16. */
+  batch: z.number().int().min(1).max(10_000).default(16),
+  /** Keep extending the ack of an unsettled delivery for this long, in ms. Default 15 min. */
+  autoExtendMs: z.number().int().min(0).default(15 * 60_000),
+  /** Journal deliveries buffered before the source waits (they wait out their ack wait if the process dies). Default 16. */
+  enduringBuffer: z.number().int().min(1).default(16),
+});
 
-export type SubscribeOptions = z.input<typeof subscribeShape> & {
-  /** Status of the subscription: poison messages, drops, consumer recreation. */
-  onReport?: (report: SubscriptionReport) => void;
-};
+/** Each kind's keys the other does not take, typed absent there: a settings union reads them as `T | undefined`. */
+type Absent<T, Other> = T & { readonly [K in Exclude<keyof Other, keyof T>]?: undefined };
+
+type FeedInput = z.input<typeof feedShape>;
+type DurableInput = z.input<typeof durableShape>;
+export type FeedSettings = Absent<z.output<typeof feedShape>, z.output<typeof durableShape>>;
+export type DurableSettings = Absent<z.output<typeof durableShape>, z.output<typeof feedShape>>;
+
+/** Options of a feed subscription: no `durable`. */
+export type FeedSubscribeOptions = Absent<FeedInput, DurableInput>;
+/** Options of a durable subscription: `durable` set. */
+export type DurableSubscribeOptions = Absent<DurableInput, FeedInput>;
+/** Options of a feed subscription or of a durable one, told apart by `durable`. */
+export type SubscribeOptions = FeedSubscribeOptions | DurableSubscribeOptions;
+/** A subscription's checked options with their defaults, told apart by `durable`. */
+export type SubscribeSettings = FeedSettings | DurableSettings;
+
+const durableOnly: ReadonlySet<string> = new Set(Object.keys(durableShape.shape).filter((k) => !(k in feedShape.shape)));
+const feedOnly: ReadonlySet<string> = new Set(Object.keys(feedShape.shape).filter((k) => !(k in durableShape.shape)));
+
+/** The settings of a subscription given no options, shared (read-only) by all such. */
+let defaults: FeedSettings | undefined;
+
+/**
+ * Checks a subscription's options: the kind is chosen by `durable` (present: durable),
+ * then its strict shape applies; the other kind's options are refused by name.
+ */
+export function parseSubscribeOptions(options: SubscribeOptions | undefined): SubscribeSettings {
+  if (options === undefined || (typeof options === "object" && options !== null && Object.keys(options).length === 0)) {
+    return (defaults ??= Object.freeze(parseOptions(feedShape, {})) as FeedSettings);
+  }
+  const given = options as Record<string, unknown>;
+  const durable = typeof options === "object" && options !== null && given.durable !== undefined;
+  const shape = durable ? durableShape : feedShape;
+  // The other kind's keys are typed absent (`?: undefined`): an undefined one is no option.
+  const other = durable ? feedOnly : durableOnly;
+  const r = shape.safeParse(typeof options === "object" && options !== null && Object.keys(given).some((k) => other.has(k) && given[k] === undefined)
+    ? Object.fromEntries(Object.entries(given).filter(([k, v]) => !(other.has(k) && v === undefined)))
+    : options);
+  if (r.success) return r.data;
+  const error = optionsError(r.error.issues);
+  if (durable && feedOnly.has(error.option)) throw new OptionsError(error.option, "applies to feed subscriptions only");
+  if (!durable && durableOnly.has(error.option)) throw new OptionsError(error.option, "applies to durable subscriptions only");
+  throw error;
+}
+
+/** The range of a replay and how it reads. */
+export const replayShape = z.strictObject({
+  /** First journal sequence. Default 1. */
+  fromSeq: z.number().int().min(1).default(1),
+  /** Last journal sequence, inclusive, not below `fromSeq`. Default: the journal's last sequence when the replay begins. */
+  toSeq: z.number().int().min(1).default(Number.MAX_SAFE_INTEGER),
+  /** Messages pulled at once. Default 512. */
+  batch: z.number().int().min(1).max(10_000).default(512),
+  /** Malformed messages in the range are reported here (`poison`) and skipped. */
+  onReport,
+});
+
+export type ReplayOptions = z.input<typeof replayShape>;
+export type ReplaySettings = z.output<typeof replayShape>;
+
+export function parseReplayOptions(options: ReplayOptions | undefined): ReplaySettings {
+  const s = parseOptions(replayShape, options);
+  if (s.fromSeq > s.toSeq) throw new OptionsError("toSeq", `${s.toSeq} is below fromSeq ${s.fromSeq}: the range is empty`);
+  return s;
+}
 
 /** What a subscription tells its caller besides deliveries. */
 export type SubscriptionReport =
@@ -79,40 +152,8 @@ export type SubscriptionReport =
   /** Parking failed: the delivery was not terminated and comes again. */
   | { readonly kind: "park_failed"; readonly journalSeq: number; readonly error: Error }
   /**
-   * A live subscription read `fromSeq`..`toSeq` from the journal because the feed may have
+   * A feed subscription read `fromSeq`..`toSeq` from the journal because the feed may have
    * missed something there (`gap`: a missed sequence detected; `reconnect`,
    * `leader_elected`, `slow_reader`: a loss the connection or the stream announced).
    */
   | { readonly kind: "gap_closed"; readonly fromSeq: number; readonly toSeq: number; readonly reason: "gap" | "reconnect" | "leader_elected" | "slow_reader" };
-
-/** Options parsed by `shape`; the first problem is an OptionsError naming the option. */
-export function parseOptions<S extends z.ZodType>(shape: S, options: unknown): z.output<S> {
-  const r = shape.safeParse(options);
-  if (!r.success) {
-    const issue = r.error.issues[0]!;
-    throw new OptionsError(issue.path.join(".") || "options", issue.message);
-  }
-  return r.data;
-}
-
-/** `onReport`, checked apart from the data options: zod does not describe functions. */
-export function checkOnReport(onReport: unknown): void {
-  if (onReport !== undefined && typeof onReport !== "function") throw new OptionsError("onReport", "must be a function");
-}
-
-/** The settings of a subscription given no options, shared (read-only) by all such. */
-let defaults: SubscribeSettings | undefined;
-
-export function parseSubscribeOptions(options: SubscribeOptions): SubscribeSettings {
-  const { onReport, ...rest } = options;
-  checkOnReport(onReport);
-  if (Object.keys(rest).length === 0) return (defaults ??= Object.freeze(parseOptions(subscribeShape, {})));
-  const settings = parseOptions(subscribeShape, rest);
-  if (settings.durable !== undefined && settings.feed !== undefined) throw new OptionsError("feed", "applies to live subscriptions only");
-  if (settings.durable === undefined) {
-    for (const k of ["ackWaitMs", "maxDeliver", "backoffMs", "maxAckPending"] as const) {
-      if (settings[k] !== undefined) throw new OptionsError(k, "applies to durable subscriptions only");
-    }
-  }
-  return settings;
-}

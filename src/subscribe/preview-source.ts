@@ -5,6 +5,7 @@ import { PermissionDeniedError, SubscriptionError } from "../errors.js";
 import { HEADER_LAST_JOURNAL_SEQ } from "../publish/publisher.js";
 import { decodeMessage, hiddenFrom } from "./delivery.js";
 import { reportPoison, type Source, type SourceContext } from "./source.js";
+import { tracedDelivery } from "../telemetry/index.js";
 
 export class PreviewSource<E> implements Source {
   readonly #ctx: SourceContext<E>;
@@ -71,12 +72,12 @@ export class PreviewSource<E> implements Source {
     }
     if (hiddenFrom(this.#ctx.decode, d)) return;
     const last = Number(msg.headers?.get(HEADER_LAST_JOURNAL_SEQ) ?? "");
-    const kept = this.#ctx.queue.pushEphemeral({
+    const kept = this.#ctx.queue.pushEphemeral(tracedDelivery({
       event: d.event,
       journalSeq: 0,
       subject: msg.subject,
       lastJournalSeq: Number.isSafeInteger(last) && last > 0 ? last : undefined,
-    });
+    }, "preview", msg));
     if (!kept) this.#ctx.report({ kind: "dropped", total: this.#ctx.queue.dropped });
   }
 }

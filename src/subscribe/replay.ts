@@ -4,34 +4,15 @@
  * journal as it stood when the replay began; then it ends. It reads through the same path
  * as a feed subscription's history (journal-read.ts).
  */
-import { z } from "zod";
 import type { BusContext } from "../bus-context.js";
 import { OptionsError } from "../errors.js";
 import type { EventRegistry } from "../events/registry.js";
 import type { Delivery } from "./delivery.js";
 import { type EventFilter, resolveFilter } from "./filter.js";
 import { type JournalReader, readDeliveries } from "./journal-read.js";
-import { checkOnReport, parseOptions, type SubscriptionReport } from "./options.js";
+import { parseReplayOptions, type ReplayOptions } from "./options.js";
 
-/** The range of a replay and how it reads. */
-export interface ReplayOptions {
-  /** First journal sequence. Default 1. */
-  readonly fromSeq?: number | undefined;
-  /** Last journal sequence, inclusive, not below `fromSeq`. Default: the journal's last sequence when the replay begins. */
-  readonly toSeq?: number | undefined;
-  /** Malformed messages in the range are reported here (`poison`) and skipped. */
-  readonly onReport?: ((report: SubscriptionReport) => void) | undefined;
-  /** Messages pulled at once. Default 512. */
-  readonly batch?: number | undefined;
-}
-
-const replayShape = z
-  .object({
-    fromSeq: z.number().int().min(1).optional(),
-    toSeq: z.number().int().min(1).optional(),
-    batch: z.number().int().min(1).max(10_000).optional(),
-  })
-  .strict();
+export type { ReplayOptions };
 
 /** What the journal never holds, named for the filter part that asked for it. */
 const NEVER_STORED = "previews are never stored in the journal, so replay cannot return them (subscribeEvents delivers them as they happen)";
@@ -59,10 +40,7 @@ export function checkReplayFilter(registry: EventRegistry<unknown>, filter: Even
 
 /** Checks the filter and options now (OptionsError), then reads. */
 export function replay<E>(bus: BusContext<E>, filter: EventFilter, options: ReplayOptions = {}): AsyncGenerator<Delivery<E>, void, undefined> {
-  const { onReport, ...rest } = options;
-  checkOnReport(onReport);
-  const { fromSeq = 1, toSeq = Number.MAX_SAFE_INTEGER, batch = 512 } = parseOptions(replayShape, rest);
-  if (fromSeq > toSeq) throw new OptionsError("toSeq", `${toSeq} is below fromSeq ${fromSeq}: the range is empty`);
+  const { fromSeq, toSeq, batch, onReport } = parseReplayOptions(options);
   const resolved = resolveFilter(bus.settings.namespace, checkReplayFilter(bus.registry, filter), bus.registry);
   const reader: JournalReader<E> = {
     journal: bus.journal,

@@ -16,6 +16,7 @@ import type { OpenSubscription } from "./open-subscriptions.js";
 import { type SubscribeOptions, parseSubscribeOptions, type SubscriptionReport } from "./options.js";
 import { PreviewSource } from "./preview-source.js";
 import { BusSourceContext, type Source, type SourceContext } from "./source.js";
+import { recordReport } from "../telemetry/index.js";
 
 export interface SubscriptionStats {
   /** Deliveries handed to the reader. */
@@ -85,7 +86,7 @@ class SubscriptionImpl<E, D extends Delivery<E> = Delivery<E>> implements Subscr
     this.#bus = bus;
     this.#filter = filter;
     this.#onReport = options.onReport;
-    this.#queue = new DeliveryQueue(settings.enduringBuffer ?? (settings.durable ? 16 : 256), settings.ephemeralBuffer);
+    this.#queue = new DeliveryQueue(settings.enduringBuffer, settings.ephemeralBuffer);
     this.#ctx = new BusSourceContext(bus, {
       decode: bus.decoding(resolved.includeInternal),
       queue: this.#queue,
@@ -98,8 +99,8 @@ class SubscriptionImpl<E, D extends Delivery<E> = Delivery<E>> implements Subscr
       this.#ctx.log.warn({ filterSubjects: resolved.journalSubjects.length }, "many filter subjects make a consumer slow; consider fewer loops per subscription");
     }
     if (resolved.journalSubjects.length > 0) {
-      if (settings.durable) this.#journal = new DurableSource(this.#ctx, settings.durable, resolved.journalSubjects, settings.start ?? "all", bus.parked);
-      else this.#journal = this.#feed = new FeedSource(this.#ctx, resolved.feedSubjects, settings.start ?? "new", settings.feed ?? bus.settings.feed);
+      if (settings.durable) this.#journal = new DurableSource(this.#ctx, settings.durable, resolved.journalSubjects, settings.start, bus.parked);
+      else this.#journal = this.#feed = new FeedSource(this.#ctx, resolved.feedSubjects, settings.start, settings.feed ?? bus.settings.feed);
     }
     if (resolved.previewSubjects.length > 0) this.#preview = new PreviewSource(this.#ctx, resolved.previewSubjects);
   }
@@ -192,6 +193,7 @@ class SubscriptionImpl<E, D extends Delivery<E> = Delivery<E>> implements Subscr
   #report(r: SubscriptionReport): void {
     if (r.kind === "poison") this.#poison++;
     if (r.kind === "parked") this.#parked++;
+    recordReport(r, this.#ctx.settings.durable === undefined ? "feed" : "durable");
     try {
       this.#onReport?.(r);
     } catch (e) {

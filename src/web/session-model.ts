@@ -1,7 +1,7 @@
 /**
  * One session as the page shows it: its loops, their turns in order with start and end
  * times and outcome, and each turn's tool calls from the SDK's ToolActivityProjection.
- * The projection drops a call's live previews once the call settles (the journal wins);
+ * The projection drops a call's previews once the call settles (the journal wins);
  * the page keeps the last preview it saw per call so a finalized call still shows what
  * its tool printed. Pure: deliveries in, a view out.
  */
@@ -28,7 +28,7 @@ export interface LoopView {
   readonly turns: readonly TurnView[];
 }
 
-/** The last live preview seen for a call on this page, kept after the call settles. */
+/** The last preview seen for a call on this page, kept after the call settles. */
 export interface KeptPreview {
   readonly summary: string | undefined;
   readonly resultPreview: string | undefined;

@@ -60,7 +60,7 @@ function questionCard(a: ToolActivity, gate: GateFact, state: AnswerState | unde
   const busy = state?.state === "sending" || state?.state === "sent";
   const question = a.input?.question || p?.body || p?.title || "The tool asks for an answer.";
   const card = el("div", { class: "gate question", "data-gate": gate.id }, el("p", { class: "gate-title" }, question));
-  if (gate.kind !== undefined && gate.kind !== "harness.ask_user") {
+  if (gate.kind && gate.kind !== "harness.ask_user") {
     card.append(el("p", { class: "muted" }, `A ${gate.kind} gate: the gateway answers permission and ask-user gates only.`));
     return card;
   }

@@ -183,6 +183,9 @@ describe("jetloop CLI", () => {
         const svc = JSON.parse(consumers.stdout.trim().split("\n")[0]!) as Record<string, unknown>;
         const ci = await (await jetstreamManager(bus.nc)).consumers.info(bus.stream, "svc");
         expect(svc).toMatchObject({ durable: "svc", pending: ci.num_pending, ack_pending: ci.num_ack_pending, redelivered: ci.num_redelivered, parked: 2, ack_floor_seq: ci.ack_floor.stream_seq });
+        // How it redelivers: jetloop's limit and the default backoff, in the table and the JSON.
+        expect(svc).toMatchObject({ max_deliver: 1, backoff_ms: [30_000, 60_000, 300_000, 900_000], ack_wait_ms: 30_000 });
+        expect((await jetloopIn(["consumers", ...base])).stdout).toMatch(/^svc +pending=.* max_deliver=1 backoff=30s,1m,5m,15m$/m);
 
         const replay = await jetloopIn(["parked", "replay", ...base, "--durable", "svc", "--seq", String(seqs[1])]);
         expect(replay.code).toBe(0);

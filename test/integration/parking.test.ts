@@ -13,7 +13,7 @@ import {
   type DurableSubscription,
   type Jetloop,
   type JetloopEvent,
-  type SubscribeOptions,
+  type DurableSubscribeOptions,
   type SubscriptionReport,
 } from "../../src/index.js";
 import { natsServers, provisionedBus, uniqueNamespace } from "../harness/context.js";
@@ -38,7 +38,7 @@ function fixture() {
     for (let i = 0; i < n; i++) seqs.push((await bus.publish(event())).journalSeq);
     return seqs;
   };
-  const subscribe = async (options: Omit<SubscribeOptions, "durable"> = {}, on: Jetloop = bus, name = durable): Promise<DurableSubscription<JetloopEvent>> => {
+  const subscribe = async (options: Omit<DurableSubscribeOptions, "durable"> = {}, on: Jetloop = bus, name = durable): Promise<DurableSubscription<JetloopEvent>> => {
     const sub = await on.subscribeEvents({ sessions: [session], enduring: "all" }, { onReport: (r) => reports.push(r), ...options, durable: name });
     cleanup.push(() => sub.close());
     return sub;
@@ -304,7 +304,11 @@ describe.concurrent("parking", () => {
       deliveredSeq: ci.delivered.stream_seq,
       ackFloorSeq: ci.ack_floor.stream_seq,
       behind: si.state.last_seq - ci.ack_floor.stream_seq,
+      maxDeliver: 1,
+      backoffMs: (ci.config.backoff ?? []).map((ns) => ns / 1e6),
+      ackWaitMs: (ci.config.ack_wait ?? 0) / 1e6,
     });
+    expect(mine.backoffMs).toEqual([30_000, 60_000, 300_000, 900_000]); // the declared default
     // The backlog as built: nothing acknowledged past the unsettled fourth, six never pulled or waiting.
     expect(mine.ackFloorSeq).toBe(seqs[2]);
     expect(mine.pending + mine.ackPending).toBe(7);

@@ -254,7 +254,7 @@ describe("replay", () => {
       [s1(), { fromSeq: 1.5 }, "fromSeq"],
       [s1(), { fromSeq: 20, toSeq: 10 }, "toSeq"],
       [s1(), { batch: 0 }, "batch"],
-      [s1(), { sessionId: S1 } as ReplayOptions, "options"],
+      [s1(), { sessionId: S1 } as ReplayOptions, "sessionId"],
       [s1(), { onReport: "log" } as unknown as ReplayOptions, "onReport"],
       [{ enduring: "all", sessionId: S1 } as EventFilter, undefined, "filter"],
       [{ sessions: [S1] }, undefined, "enduring"],

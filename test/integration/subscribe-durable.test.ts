@@ -11,7 +11,7 @@ import {
   type DurableSubscription,
   type Jetloop,
   type JetloopEvent,
-  type SubscribeOptions,
+  type DurableSubscribeOptions,
 } from "../../src/index.js";
 import { natsServers, provisionedBus } from "../harness/context.js";
 import { sleep } from "../harness/async.js";
@@ -37,7 +37,7 @@ function fixture() {
     for (let i = 0; i < n; i++) seqs.push((await bus.publish(step(session))).journalSeq);
     return seqs;
   };
-  const subscribe = async (options: Omit<SubscribeOptions, "durable"> = {}, on: Jetloop = bus): Promise<DurableSubscription<JetloopEvent>> => {
+  const subscribe = async (options: Omit<DurableSubscribeOptions, "durable"> = {}, on: Jetloop = bus): Promise<DurableSubscription<JetloopEvent>> => {
     const sub = await on.subscribeEvents({ sessions: [session], enduring: "all" }, { ...options, durable });
     cleanup.push(() => sub.close());
     return sub;

@@ -6,7 +6,8 @@
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { unmarshalEvent } from "../../src/index.js";
-import { oneTokenNamespace, serverUrls, UsageError } from "../../src/cli/args.js";
+import { oneTokenNamespace, serverUrls } from "../../src/cli/args.js";
+import { UsageError } from "../../src/errors.js";
 import { fixedTime, formatJson, jsonRecord } from "../../src/cli/format.js";
 import { failureText, runCli } from "../../src/cli/run.js";
 import { ConnectionFailedError, NotProvisionedError } from "../../src/errors.js";

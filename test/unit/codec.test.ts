@@ -384,7 +384,7 @@ describe("unmarshalEvent: the envelope", () => {
     // No request is the empty one, written back as `{}`.
     const { request: _r, ...noRequest } = wire;
     const decoded = decodeWire(noRequest) as { request: unknown };
-    expect(decoded.request).toEqual({});
+    expect(decoded.request).toEqual({ requirements: [] }); // a subscriber always reads a list
     expect(wireOf(decoded).request).toEqual({});
   });
 

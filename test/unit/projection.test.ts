@@ -1,8 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { createEvent, type JetloopEvent } from "../../src/index.js";
+import { createEvent, type JetloopEvent, ProjectionDeliveryError } from "../../src/index.js";
 import {
-  ProjectionDeliveryError,
   rebuildToolActivity,
   ToolActivityProjection,
   type ToolActivityDelivery,

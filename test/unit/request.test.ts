@@ -87,11 +87,11 @@ describe("decodePermissionRequest: valid input", () => {
   });
 
   it("a request may be empty: a pure tool asks with no requirements", () => {
-    expect(decodePermissionRequest("{}")).toEqual({});
+    expect(decodePermissionRequest("{}")).toEqual({ requirements: [] }); // read as none: always a list
     expect(encodePermissionRequest({})).toBe("{}");
     expect(encodePermissionRequest({ requirements: [] })).toBe("{}");
-    // An empty list is the wire's zero: absent.
-    expect(decodePermissionRequest('{"tool_name":"t","requirements":[]}')).toEqual({ toolName: "t" });
+    // An empty list is the wire's zero: absent, and absent reads as the empty list.
+    expect(decodePermissionRequest('{"tool_name":"t","requirements":[]}')).toEqual({ toolName: "t", requirements: [] });
   });
 
   it("escapes text as Go does", () => {
@@ -104,7 +104,7 @@ describe("decodePermissionRequest: valid input", () => {
 
   it("execution_id is free text, not necessarily a UUID", () => {
     for (const id of ["00000000-0000-0000-0000-000000000000", "exec-6", "ABC", "0190F2A1-5B3C-7D4E-8F60-00000000000A"]) {
-      expect(decodePermissionRequest(JSON.stringify({ tool_name: "t", execution_id: id }))).toEqual({ toolName: "t", executionId: id });
+      expect(decodePermissionRequest(JSON.stringify({ tool_name: "t", execution_id: id }))).toEqual({ toolName: "t", executionId: id, requirements: [] });
     }
   });
 });
@@ -143,7 +143,7 @@ describe("decodePermissionRequest: unknown fields fail closed", () => {
 
   it("validatePermissionRequest refuses unknown camelCase keys too", () => {
     expectRequestError(validate(requestWith((r) => (r.grantToken = "secret"))), "", /grantToken/);
-    expectRequestError(validate(requestWith((r) => ((r.requirements![0] as Record<string, unknown>).rawArguments = "{}"))), "requirements.0", /rawArguments/);
+    expectRequestError(validate(requestWith((r) => ((r.requirements[0] as Record<string, unknown>).rawArguments = "{}"))), "requirements.0", /rawArguments/);
   });
 });
 
@@ -217,7 +217,7 @@ describe("validatePermissionRequest: shape", () => {
   });
 
   it("every field is optional, and there is no cap on the requirements", () => {
-    expect(validatePermissionRequest({})).toEqual({});
+    expect(validatePermissionRequest({})).toEqual({ requirements: [] });
     expect(validatePermissionRequest(requestWith((r) => delete (r as Record<string, unknown>).toolName))).not.toHaveProperty("toolName");
     const many = Array.from({ length: 200 }, (_, i) => ({ kind: "k", match: `m${i}`, description: "d" }));
     expect(validatePermissionRequest({ toolName: "t", requirements: many }).requirements).toHaveLength(200);
@@ -227,14 +227,14 @@ describe("validatePermissionRequest: shape", () => {
 
   it("requires kind, match and description of requirements and candidates", () => {
     for (const f of ["kind", "match", "description"]) {
-      expectRequestError(validate(requestWith((r) => delete (r.requirements![1] as Record<string, unknown>)[f])), `requirements.1.${f}`);
-      expectRequestError(validate(requestWith((r) => ((r.requirements![1] as Record<string, unknown>)[f] = ""))), `requirements.1.${f}`, /must not be empty/);
-      expectRequestError(validate(requestWith((r) => delete (r.requirements![1]!.candidates![0] as Record<string, unknown>)[f])), `requirements.1.candidates.0.${f}`);
+      expectRequestError(validate(requestWith((r) => delete (r.requirements[1] as Record<string, unknown>)[f])), `requirements.1.${f}`);
+      expectRequestError(validate(requestWith((r) => ((r.requirements[1] as Record<string, unknown>)[f] = ""))), `requirements.1.${f}`, /must not be empty/);
+      expectRequestError(validate(requestWith((r) => delete (r.requirements[1]!.candidates![0] as Record<string, unknown>)[f])), `requirements.1.candidates.0.${f}`);
     }
-    expectRequestError(validate(requestWith((r) => (r.requirements![1]!.candidates![0]!.match = ""))), "requirements.1.candidates.0.match", /must not be empty/);
-    expectRequestError(validate(requestWith((r) => (r.requirements![1]!.candidates![0]!.description = ""))), "requirements.1.candidates.0.description", /must not be empty/);
+    expectRequestError(validate(requestWith((r) => (r.requirements[1]!.candidates![0]!.match = ""))), "requirements.1.candidates.0.match", /must not be empty/);
+    expectRequestError(validate(requestWith((r) => (r.requirements[1]!.candidates![0]!.description = ""))), "requirements.1.candidates.0.description", /must not be empty/);
     // An empty list of candidates is no candidates.
-    expect(validatePermissionRequest(requestWith((r) => (r.requirements![1]!.candidates = []))).requirements![1]!.candidates).toEqual([]);
+    expect(validatePermissionRequest(requestWith((r) => (r.requirements[1]!.candidates = []))).requirements[1]!.candidates).toEqual([]);
   });
 
   it("expiresAtUnixMilli is a positive safe integer", () => {
@@ -250,21 +250,21 @@ describe("validatePermissionRequest: shape", () => {
         "command",
         (r) => {
           // Without the command.execute requirement, whose own rule would speak first.
-          r.requirements!.shift();
+          r.requirements.shift();
           r.command = "npm test ";
         },
       ],
       ["workingDirectory", (r) => (r.workingDirectory = "\t/work/app")],
-      ["requirements.1.kind", (r) => (r.requirements![1]!.kind = "fs.write ")],
-      ["requirements.1.scope", (r) => (r.requirements![1]!.scope = " workspace")],
-      ["requirements.1.match", (r) => (r.requirements![1]!.match = "/work/app/coverage\u00a0")],
-      ["requirements.1.description", (r) => (r.requirements![1]!.description = "\u2028write")],
+      ["requirements.1.kind", (r) => (r.requirements[1]!.kind = "fs.write ")],
+      ["requirements.1.scope", (r) => (r.requirements[1]!.scope = " workspace")],
+      ["requirements.1.match", (r) => (r.requirements[1]!.match = "/work/app/coverage\u00a0")],
+      ["requirements.1.description", (r) => (r.requirements[1]!.description = "\u2028write")],
       ["requirements.1.grantTarget", (r) => {
-        r.requirements![1]!.grantTarget = "/work/app ";
-        for (const c of r.requirements![1]!.candidates!) c.grantTarget = "/work/app ";
+        r.requirements[1]!.grantTarget = "/work/app ";
+        for (const c of r.requirements[1]!.candidates!) c.grantTarget = "/work/app ";
       }],
-      ["requirements.1.candidates.0.match", (r) => (r.requirements![1]!.candidates![0]!.match = " /x")],
-      ["requirements.0.description", (r) => (r.requirements![0]!.description = "a\u0000b")],
+      ["requirements.1.candidates.0.match", (r) => (r.requirements[1]!.candidates![0]!.match = " /x")],
+      ["requirements.0.description", (r) => (r.requirements[0]!.description = "a\u0000b")],
     ];
     for (const [field, edit] of cases) expectRequestError(validate(requestWith(edit)), field, /surrounding white space/);
   });
@@ -274,7 +274,7 @@ describe("validatePermissionRequest: shape", () => {
     expect(validatePermissionRequest({ ...minimalRequest(), summary: "Cafe\u0301 \u001b[1m" }).summary).toBe("Cafe\u0301 \u001b[1m");
     // U+FEFF and U+200B are not white space to Go.
     expect(validatePermissionRequest({ ...minimalRequest(), summary: "\ufeffx\u200b" }).summary).toBe("\ufeffx\u200b");
-    const r = requestWith((q) => (q.requirements![1]!.candidates![0]!.description = "  any coverage file  "));
+    const r = requestWith((q) => (q.requirements[1]!.candidates![0]!.description = "  any coverage file  "));
     expect(validatePermissionRequest(r)).toEqual(r);
   });
 });
@@ -318,19 +318,19 @@ describe("validatePermissionRequest: invariants", () => {
   });
 
   it("grant class and grant target of a requirement are set together", () => {
-    expectRequestError(validate(requestWith((r) => delete r.requirements![0]!.grantTarget)), "requirements.0.grantClass", /set together/);
-    expectRequestError(validate(requestWith((r) => delete r.requirements![1]!.grantClass)), "requirements.1.grantClass", /set together/);
-    expectRequestError(validate(requestWith((r) => delete r.requirements![1]!.grantTarget)), "requirements.1.grantClass", /set together/);
+    expectRequestError(validate(requestWith((r) => delete r.requirements[0]!.grantTarget)), "requirements.0.grantClass", /set together/);
+    expectRequestError(validate(requestWith((r) => delete r.requirements[1]!.grantClass)), "requirements.1.grantClass", /set together/);
+    expectRequestError(validate(requestWith((r) => delete r.requirements[1]!.grantTarget)), "requirements.1.grantClass", /set together/);
   });
 
   it("a candidate carries its requirement's grant exactly", () => {
-    expectRequestError(validate(requestWith((r) => delete r.requirements![1]!.candidates![1]!.grantClass)), "requirements.1.candidates.1.grantClass", /grant exactly/);
-    expectRequestError(validate(requestWith((r) => (r.requirements![1]!.candidates![0]!.grantTarget = "/work"))), "requirements.1.candidates.0.grantClass", /grant exactly/);
+    expectRequestError(validate(requestWith((r) => delete r.requirements[1]!.candidates![1]!.grantClass)), "requirements.1.candidates.1.grantClass", /grant exactly/);
+    expectRequestError(validate(requestWith((r) => (r.requirements[1]!.candidates![0]!.grantTarget = "/work"))), "requirements.1.candidates.0.grantClass", /grant exactly/);
     expectRequestError(
       validate(
         requestWith((r) => {
-          delete r.requirements![1]!.candidates![0]!.grantClass;
-          delete r.requirements![1]!.candidates![0]!.grantTarget;
+          delete r.requirements[1]!.candidates![0]!.grantClass;
+          delete r.requirements[1]!.candidates![0]!.grantTarget;
         }),
       ),
       "requirements.1.candidates.0.grantClass",
@@ -345,7 +345,7 @@ describe("validatePermissionRequest: invariants", () => {
   });
 
   it("a candidate's kind is its requirement's kind", () => {
-    expectRequestError(validate(requestWith((r) => (r.requirements![1]!.candidates![1]!.kind = "fs.read"))), "requirements.1.candidates.1.kind", /requirement's kind/);
+    expectRequestError(validate(requestWith((r) => (r.requirements[1]!.candidates![1]!.kind = "fs.read"))), "requirements.1.candidates.1.kind", /requirement's kind/);
   });
 
   it.each(["executionId", "command", "workingDirectory", "expiresAtUnixMilli"] as const)("a grant requirement needs %s", (field) => {
@@ -373,11 +373,11 @@ describe("validatePermissionRequest: invariants", () => {
 
   describe(`${COMMAND_EXECUTE} rules`, () => {
     it("has an empty scope", () => {
-      expectRequestError(validate(requestWith((r) => (r.requirements![0]!.scope = "shell"))), "requirements.0.scope", /must be empty/);
+      expectRequestError(validate(requestWith((r) => (r.requirements[0]!.scope = "shell"))), "requirements.0.scope", /must be empty/);
     });
     it(`has grant class ${COMMAND_START_GRANT}`, () => {
       expectRequestError(
-        validate(requestWith((r) => Object.assign(r.requirements![0]!, { grantClass: "command.start.v2" }))),
+        validate(requestWith((r) => Object.assign(r.requirements[0]!, { grantClass: "command.start.v2" }))),
         "requirements.0.grantClass",
         /command\.start\.v1/,
       );
@@ -385,8 +385,8 @@ describe("validatePermissionRequest: invariants", () => {
       expectRequestError(
         validate(
           requestWith((r) => {
-            delete r.requirements![0]!.grantClass;
-            delete r.requirements![0]!.grantTarget;
+            delete r.requirements[0]!.grantClass;
+            delete r.requirements[0]!.grantTarget;
           }),
         ),
         "requirements.0.grantClass",
@@ -394,13 +394,13 @@ describe("validatePermissionRequest: invariants", () => {
       );
     });
     it("grant target equals its match and the request's command", () => {
-      expectRequestError(validate(requestWith((r) => (r.requirements![0]!.grantTarget = "npm test -- --watch"))), "requirements.0.grantTarget", /match/);
+      expectRequestError(validate(requestWith((r) => (r.requirements[0]!.grantTarget = "npm test -- --watch"))), "requirements.0.grantTarget", /match/);
       expectRequestError(validate(requestWith((r) => (r.command = "npm run build"))), "requirements.0.grantTarget", /command/);
       expectRequestError(
         validate(
           requestWith((r) => {
-            r.requirements![0]!.match = "npm ci";
-            r.requirements![0]!.grantTarget = "npm ci";
+            r.requirements[0]!.match = "npm ci";
+            r.requirements[0]!.grantTarget = "npm ci";
           }),
         ),
         "requirements.0.grantTarget",
@@ -419,11 +419,11 @@ describe("validatePermissionRequest: invariants", () => {
 
 describe("marshalEvent fails closed on a request the codec rejects", () => {
   it.each<[string, (r: PermissionRequest & Record<string, unknown>) => void]>([
-    ["a half-set grant", (r) => delete r.requirements![0]!.grantTarget],
+    ["a half-set grant", (r) => delete r.requirements[0]!.grantTarget],
     ["a smuggled grant token", (r) => (r.grantToken = "secret")],
-    ["smuggled raw arguments", (r) => ((r.requirements![1] as Record<string, unknown>).rawArguments = '{"path":"/"}')],
+    ["smuggled raw arguments", (r) => ((r.requirements[1] as Record<string, unknown>).rawArguments = '{"path":"/"}')],
     ["untrimmed text", (r) => (r.summary = "run the tests ")],
-    ["a duplicate candidate", (r) => r.requirements![1]!.candidates!.push({ ...r.requirements![1]!.candidates![0]! })],
+    ["a duplicate candidate", (r) => r.requirements[1]!.candidates!.push({ ...r.requirements[1]!.candidates![0]! })],
   ])("%s → EventEncodeError request_rejected", (_, edit) => {
     const event = { ...sample("PermissionRequested"), request: requestWith(edit) };
     const e = thrownBy(() => marshalEvent(event));

@@ -497,7 +497,7 @@ describe("body rules", () => {
   it("PermissionRequested: the request is checked by the runtime's validator", () => {
     const t = "PermissionRequested";
     // A pure tool asks with no requirements: absent, empty and `{ requirements: [] }` are all valid.
-    expect(validateEvent(without(sample(t), "request")).request).toEqual({});
+    expect(validateEvent(without(sample(t), "request")).request).toEqual({ requirements: [] });
     expect(validateEvent({ ...sample(t), request: { toolName: "x", requirements: [] } }).request).toEqual({ toolName: "x", requirements: [] });
     expectValidationError(() => validateEvent({ ...sample(t), request: null }), { eventType: t, field: "request", rule: "is invalid" });
     expectValidationError(() => validateEvent({ ...sample(t), request: { toolName: "x", requirements: [{ kind: "k", match: "m", description: "d", grantClass: "g" }] } }), {

@@ -13,6 +13,7 @@ import { type JournalRange, readJournalRange, retryJournalRead } from "../journa
 import type { FeedMode, StartPosition } from "../options.js";
 import type { Source, SourceContext } from "../source.js";
 import type { FeedMessage, FeedStrategy, FeedViewer, GapCheck, RepairReason, ResyncReason } from "./feed.js";
+import { tracedDelivery } from "../../telemetry/index.js";
 
 /** Feed messages buffered behind a slow reader before the rest is read back from the journal. */
 const INBOX_LIMIT = 4096;
@@ -236,7 +237,7 @@ export class FeedSource<E> implements Source, FeedViewer {
   async #open(from: JournalRange["from"], to: number): Promise<Reading> {
     const ns = this.#ctx.decode.namespace;
     const subjects = this.#feeds.map((f) => switchChannel(ns, f, "feed", "journal"));
-    const range = { subjects, from, toSeq: to, batch: this.#ctx.settings.batch ?? 256 };
+    const range = { subjects, from, toSeq: to, batch: this.#ctx.settings.batch };
     const messages = readJournalRange(this.#ctx.journal, range, "reading the journal for a feed subscription");
     const first = await this.#ctx.feeds.limitCatchUp(() => messages.next());
     return { messages, first, to, generation: this.#generation };
@@ -273,7 +274,7 @@ export class FeedSource<E> implements Source, FeedViewer {
   /** Decodes and checks one event taken in order; undefined when it is not delivered (poison, internal). */
   #admit(seq: number, subject: string, data: Uint8Array, shared: FeedMessage | undefined): Delivery<E> | undefined {
     this.#gaps.took(seq);
-    return journalDelivery(this.#ctx, seq, subject, data, shared && decodeShared(this.#ctx.decode, shared));
+    return tracedDelivery(journalDelivery(this.#ctx, seq, subject, data, shared && decodeShared(this.#ctx.decode, shared)), "feed", shared);
   }
 
   #retrying<T>(op: () => Promise<T>): Promise<T> {

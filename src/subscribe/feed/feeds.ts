@@ -4,6 +4,7 @@
  * first use; the parse of the republish headers; the watches that concern every viewer
  * (a reconnect, the stream's leader election); and the limit on journal reads at once.
  */
+import { noteFeedMessage } from "../../telemetry/index.js";
 import type { JournalSource } from "../journal-range.js";
 import type { JetStreamClient } from "@nats-io/jetstream";
 import { type Msg, PermissionViolationError, type NatsConnection } from "@nats-io/transport-node";
@@ -91,7 +92,7 @@ export class Feeds {
       return undefined;
     }
     const message = { seq: at.seq, lastSeq: at.lastSeq, subject: switchChannel(this.#deps.namespace, msg.subject, "feed", "journal"), data: msg.data };
-    return this.testHooks.drop?.(message) ? undefined : message;
+    return this.testHooks.drop?.(message) ? undefined : noteFeedMessage(message, msg);
   }
 
   #resyncAll(reason: ResyncReason): void {

@@ -241,7 +241,7 @@ export async function answerPathScenario(ctx: ScenarioContext, opts: AnswerPathO
     await waitFor("the gate to open", async () => (await actor.session(xSession).replay({ enduring: "all", types: ["GateOpened"] }).next()).done === false, OPEN_WAIT_MS);
     const opened = (await journalOf(actor, xSession)).find((e) => e.type === "GateOpened") as Extract<JetloopEvent, { type: "GateOpened" }>;
     await other.publish(
-      createEvent("GateResolved", { sessionId: xSession, loopId: loop2, turnId: xc.turnId, stepId: xc.stepId, gateId: opened.gate!.id, resolver: "loop", reason: "answered", action: "Approve" }),
+      createEvent("GateResolved", { sessionId: xSession, loopId: loop2, turnId: xc.turnId, stepId: xc.stepId, gateId: opened.gate.id, resolver: "loop", reason: "answered", action: "Approve" }),
     );
     const projection = new ToolActivityProjection();
     let violations = 0;

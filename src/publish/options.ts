@@ -1,0 +1,63 @@
+/**
+ * The options of `publish`, `publishAll` and `storedEvents`: strict shapes parsed by the
+ * one options path (src/options.ts). `publish` is the hot path: no options, no parse.
+ */
+import { z } from "zod";
+import { parseOptions } from "../options.js";
+
+export const publishShape = z.strictObject({
+  /**
+   * Fencing: append only if the session's last journal sequence is this (0: the session
+   * has no events yet). Losing the race is PublishConflictError. Needs nats-server 2.11+.
+   * Enduring events only. Default: no fence.
+   */
+  expectedLastSeq: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER, "must be a non-negative integer").optional(),
+  /**
+   * Previews only: send without waiting to learn whether the server refused it. By default
+   * a preview waits for a round trip to the server and a refusal by the subject permissions
+   * rejects with PermissionDeniedError; fire-and-forget resolves at once with
+   * `unconfirmed: true`, and a refusal is only logged. Default false.
+   */
+  fireAndForget: z.boolean("must be a boolean").optional(),
+});
+
+export const reconcileShape = z.strictObject({
+  /**
+   * Read the journal from this time (the server's clock). No later than the first attempt
+   * to publish any of the events: an event stored before it is not found. Required.
+   */
+  since: z.date("must be a valid Date: the time of the first attempt to publish these events, or earlier"),
+});
+
+export const publishAllShape = z.strictObject({
+  ...publishShape.shape,
+  /**
+   * Resuming a batch that may be partly stored (the producer crashed, or appends failed
+   * with PublishTimeoutError): the journal is read for the batch's sessions from
+   * `since` (no later than the first attempt to publish any of them), and only the events it
+   * does not hold are published; the others resolve as `duplicate: true` with their
+   * journal sequence. Safe at any delay once the earlier attempt has ended (its process
+   * is gone or its appends have settled): an append of it still in flight could land
+   * after the read. Default: every event is published.
+   */
+  resume: reconcileShape.optional(),
+});
+
+export type PublishOptions = Readonly<z.input<typeof publishShape>>;
+export type ReconcileOptions = Readonly<z.input<typeof reconcileShape>>;
+export type PublishAllOptions = Readonly<z.input<typeof publishAllShape>>;
+
+/** `publish`'s options; none (the usual case) costs no parse. */
+export function parsePublishOptions(options: PublishOptions | undefined): PublishOptions {
+  if (options === undefined) return {};
+  for (const _ in options) return parseOptions(publishShape, options);
+  return options;
+}
+
+export function parseReconcileOptions(options: ReconcileOptions | undefined): ReconcileOptions {
+  return parseOptions(reconcileShape, options);
+}
+
+export function parsePublishAllOptions(options: PublishAllOptions | undefined): PublishAllOptions {
+  return parseOptions(publishAllShape, options);
+}
