@@ -145,10 +145,13 @@ suite (test/unit/fuzz.test.ts) with the fixed budget quoted in the facts.`,
     title: "7. Per-session permissions; no secrets in payloads or logs",
     method: `The server runs deploy/nats/permissions.example.conf verbatim: \`alice\` and \`bob\` may each
 follow only their own session (publish: stream info, the consumer-create subject that
-carries a filter on their session's journal, pulls, consumer delete, their session's
-answer subjects; subscribe: their session's live subjects and their own inbox prefix),
+carries a filter on their session's journal, flow-control replies, their session's answer
+subjects — no grant that names a consumer: no pulls, deletes or consumer info; subscribe:
+their session's preview and feed subjects and their own inbox prefix; they connect with
+\`journalReads: "push"\`, so history and replay arrive by ordered push consumers),
 \`runtime\` writes the journal and previews, \`gateway\` may follow every session's feed
-(\`{ns}.feed.>\`, namespace mode) and read the journal, \`ops\` provisions. Each follower connects with
+(\`{ns}.feed.>\`, namespace mode) and read the journal, \`ops\` provisions and holds a
+service's durable named \`billing\` (the README's name, easily guessed). Each follower connects with
 \`natsOptions.inboxPrefix\` set to its own prefix and follows its session
 (\`bus.session(id).subscribeEvents({ enduring: "all", ephemeral: "all" })\`) while the
 runtime writes to both sessions. Then, through jetloop: alice follows bob's session, every
@@ -157,8 +160,9 @@ the namespace feed (\`feed: "namespace"\` needs \`{ns}.feed.>\`), bob follows al
 alice and bob append (they have no publish rights on the journal). Through the raw API as
 alice: consumer creates whose configured filter differs from the one in the subject
 (bob's, a wider one, \`filter_subjects\`, none), the filterless and durable creates,
-get-by-sequence, direct get, consumer listing, purge, and subscriptions to the journal,
-bob's previews, every inbox and bob's inbox.
+get-by-sequence, direct get, consumer listing, purge, a pull from, the deletion of and the
+info of the durable \`billing\`, and subscriptions to the journal, bob's previews, every
+inbox and bob's inbox; then \`billing\` is read.
 
 Secrets: the runtime tries to append permission requests carrying a grant token or raw
 arguments (in the request, in a requirement, as a string), and a decision and a preview
@@ -172,13 +176,16 @@ attempt is refused by the permissions or by the JetStream API; every request car
 grant token or raw arguments is refused with a typed error, and the two extra envelope
 keys are dropped (stored without them); the poison is reported, never delivered; no
 secret marker appears in any log line, in any delivered event or — for the rejected
-appends — anywhere in the stream.`,
-    notes: `What stays open, by the nature of NATS permissions: consumer names cannot be matched by
-prefix, so the \`MSG.NEXT\` and \`DELETE\` grants name any consumer of the stream. Ordered
-consumer names are random (nuid) and listing is not granted, so a follower cannot find
-another's consumer; one that learned a name some other way could pull from it or delete
-it. Where that matters, give tenants separate accounts. A follower gets ordered
-consumers only: durable consumers need \`CONSUMER.INFO\` and \`$JS.ACK\` grants, which the
+appends — anywhere in the stream; \`billing\` delivers every event once after alice's
+attempts on it.`,
+    notes: `Consumer names cannot be matched by prefix in NATS permissions (a name is one subject
+token), so any \`MSG.NEXT\`, \`DELETE\` or \`INFO\` grant would name every consumer of the
+stream, durables included: followers get none, and read the journal by push
+(\`journalReads: "push"\`): each read's consumer is created on the filter-carrying subject
+and delivers to the follower's own inbox. The cost: a push read's consumer is not deleted
+but expires 5 minutes after the read, and a read stalled by a server restart resumes after
+NATS.js's heartbeat check (up to a minute). Trusted readers (the gateway, services) keep
+pull reads and their grants. A follower gets ordered consumers only: durable consumers need \`CONSUMER.INFO\` and \`$JS.ACK\` grants, which the
 example leaves out. A subscription with several filter subjects (a set of loops, or
 types) uses the create subject without a filter and is refused for a restricted user:
 restricted followers subscribe per session with all loops, or per single filter.`,

@@ -15,12 +15,15 @@ import type { ConsumerFigures } from "./streams/consumer-figures.js";
 import type { JournalPosition } from "./streams/position.js";
 import type { DecodeContext } from "./subscribe/delivery.js";
 import type { Feeds } from "./subscribe/feed/feeds.js";
+import type { JournalSource } from "./subscribe/journal-range.js";
 import type { OpenSubscriptions } from "./subscribe/open-subscriptions.js";
 
 export interface BusContext<E> {
   readonly nc: NatsConnection;
   /** One JetStream client for all the bus's reads: ten thousand viewers need not carry one each. */
   readonly js: JetStreamClient;
+  /** Where the bus's journal reads go (replay, history, gap repair, reconcile): subscribe/journal-range.ts. */
+  readonly journal: JournalSource;
   readonly settings: BusSettings;
   readonly registry: EventRegistry<E>;
   readonly log: Logger;

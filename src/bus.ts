@@ -9,7 +9,8 @@ import { jetstream, jetstreamManager, type JetStreamManager } from "@nats-io/jet
 import { type NatsConnection, PermissionViolationError } from "@nats-io/transport-node";
 import { pino, type Logger } from "pino";
 import type { BusContext } from "./bus-context.js";
-import { openConnection } from "./connection/connect.js";
+import { inboxPrefixOf, openConnection } from "./connection/connect.js";
+import type { JournalSource } from "./subscribe/journal-range.js";
 import { type BusOptions, type BusSettings, type ConnectionSettings, parseBusOptions, parseConnectOptions } from "./connection/options.js";
 import { requireMinimum, supports, type Feature } from "./connection/server-version.js";
 import { ConnectionClosedError, PermissionDeniedError } from "./errors.js";
@@ -169,6 +170,7 @@ class BusImpl<E = JetloopEvent> implements Jetloop<E> {
     this.#publisher = new Publisher(nc, this.#writer, { ...settings, serverVersion: this.serverVersion }, this.registry);
     const js = jetstream(nc);
     const journalPosition = new JournalPosition(jsm, settings.stream);
+    const journal: JournalSource = { js, stream: settings.stream, journalReads: settings.journalReads, inboxPrefix: inboxPrefixOf(nc) };
     const onPermissionViolation = (listener: ViolationListener) => {
       this.#violationListeners.add(listener);
       return () => this.#violationListeners.delete(listener);
@@ -177,12 +179,13 @@ class BusImpl<E = JetloopEvent> implements Jetloop<E> {
     this.context = {
       nc,
       js,
+      journal,
       settings,
       registry: this.registry,
       log,
       parked,
       journalPosition,
-      feeds: new Feeds({ nc, js, namespace: settings.namespace, stream: settings.stream, log, journalState: () => journalPosition.state() }),
+      feeds: new Feeds({ nc, js, journal, namespace: settings.namespace, stream: settings.stream, log, journalState: () => journalPosition.state() }),
       subscriptions: new OpenSubscriptions(nc, log, onPermissionViolation),
       decoding: (includeInternal) => decoding[includeInternal ? 1 : 0],
       jetstreamManager: jsm,
@@ -247,7 +250,7 @@ class BusImpl<E = JetloopEvent> implements Jetloop<E> {
 
   storedEvents(events: Iterable<E>, options: ReconcileOptions): Promise<Map<string, StoredEvent>> {
     if (this.#closed) return Promise.reject(new ConnectionClosedError("the bus is closed"));
-    return storedEvents({ js: this.context.js, namespace: this.namespace, stream: this.stream, log: this.log }, events, options);
+    return storedEvents({ journal: this.context.journal, namespace: this.namespace, log: this.log }, events, options);
   }
 
   subscribeEvents(filter: EventFilter, options: SubscribeOptions & { durable: string }): Promise<DurableSubscription<E>>;

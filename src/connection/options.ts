@@ -43,6 +43,15 @@ export const busShape = z.strictObject({
    * subscription's own `feed` option overrides it. Default `loop`.
    */
   feed: feedModeSchema.default("loop"),
+  /**
+   * How journal reads (replay, a feed subscription's history and gap repair, reconcile)
+   * reach the stream. `pull`: ordered pull consumers, deleted when a read ends. `push`:
+   * ordered push consumers delivering below the connection's inbox prefix, for a user
+   * confined to its session (deploy/nats/permissions.example.conf): it needs no grant that
+   * names another consumer, so it cannot pull from or delete a durable; each read's
+   * consumer expires 5 min after it ends instead of being deleted. Default `pull`.
+   */
+  journalReads: z.enum(["pull", "push"]).default("pull"),
   /** The event catalogue. Default: the built-in types. */
   registry: instanceOption((v): v is EventRegistry<unknown> => v instanceof EventRegistry, "must be an EventRegistry").optional(),
   /** A pino logger; jetloop logs through children of it. Default: pino at `warn` on stderr. */

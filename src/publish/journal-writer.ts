@@ -11,6 +11,7 @@
  * until an ack arrives or the deadline passes. Nothing resolves without an ack, or, for a
  * fenced append refused as a conflict, without finding the append itself stored.
  */
+import { inboxPrefixOf } from "../connection/connect.js";
 import { JetStreamApiError, type JetStreamManager, type MsgRequest } from "@nats-io/jetstream";
 import { type Match, MsgHdrsImpl } from "@nats-io/nats-core";
 import { createInbox, type Msg, type MsgHdrs, type NatsConnection, type Subscription } from "@nats-io/transport-node";
@@ -179,7 +180,7 @@ export class JournalWriter {
     this.#settings = settings;
     this.#log = log;
     // Honour a connection's inbox prefix: restricted users are often allowed only their own.
-    this.#prefix = createInbox((nc as { options?: { inboxPrefix?: string } }).options?.inboxPrefix);
+    this.#prefix = createInbox(inboxPrefixOf(nc));
   }
 
   /** Appends one message; resolves with its ack, or rejects with a typed error. */

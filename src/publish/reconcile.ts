@@ -6,11 +6,10 @@
  * journal subjects (the create subject a per-session user can be granted) from `since`,
  * headers only, so the read costs the message ids, not the payloads.
  */
-import type { JetStreamClient } from "@nats-io/jetstream";
 import type { Logger } from "pino";
 import { PubHeaders } from "../subjects/nats-names.js";
 import { sessionJournalSubject } from "../subjects/subjects.js";
-import { readJournalRange, retryJournalRead } from "../subscribe/journal-range.js";
+import { type JournalSource, readJournalRange, retryJournalRead } from "../subscribe/journal-range.js";
 import { parseReconcileOptions, type ReconcileOptions } from "./options.js";
 
 /** Sessions read at once: each holds one consumer on the server while it reads. */
@@ -26,9 +25,8 @@ export interface StoredEvent {
 }
 
 export interface ReconcileContext {
-  readonly js: JetStreamClient;
+  readonly journal: JournalSource;
   readonly namespace: string;
-  readonly stream: string;
   readonly log: Logger;
 }
 
@@ -64,7 +62,7 @@ export async function storedEvents(ctx: ReconcileContext, events: Iterable<unkno
       const wanted = bySession.get(session)!;
       await retryJournalRead(
         async () => {
-          for await (const m of readJournalRange(ctx.js, ctx.stream, { subjects: [subject], from: { time: since }, toSeq: Number.MAX_SAFE_INTEGER, batch: BATCH, headersOnly: true }, "reconciling appends")) {
+          for await (const m of readJournalRange(ctx.journal, { subjects: [subject], from: { time: since }, toSeq: Number.MAX_SAFE_INTEGER, batch: BATCH, headersOnly: true }, "reconciling appends")) {
             const id = m.headers?.get(PubHeaders.MsgIdHdr);
             if (id && wanted.has(id) && !found.has(id)) found.set(id, { journalSeq: m.seq, subject: m.subject });
           }

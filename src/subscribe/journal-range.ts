@@ -4,7 +4,8 @@
  * deletes its consumer. Replay uses it, and so does a feed subscription for history and for
  * closing gaps.
  */
-import { type Consumer, type ConsumerMessages, DeliverPolicy, type JetStreamClient, type JsMsg, type OrderedConsumerOptions } from "@nats-io/jetstream";
+import { type ConsumerMessages, DeliverPolicy, type JetStreamClient, type JsMsg, type OrderedConsumerOptions } from "@nats-io/jetstream";
+import { createInbox } from "@nats-io/nats-core";
 import type { Logger } from "pino";
 import { NotProvisionedError, PermissionDeniedError } from "../errors.js";
 import { consumerError } from "./consumer-errors.js";
@@ -31,7 +32,34 @@ export interface JournalRange {
   readonly headersOnly?: boolean;
 }
 
-export async function* readJournalRange(js: JetStreamClient, stream: string, range: JournalRange, what: string): AsyncGenerator<JsMsg, void, undefined> {
+/**
+ * How journal reads reach the stream (the bus option `journalReads`). `pull`: ordered pull
+ * consumers, deleted when the read ends. `push`: ordered push consumers delivering to the
+ * connection's own inbox prefix, so a user confined to its session needs no grant that names
+ * another consumer (MSG.NEXT, DELETE): deploy/nats/permissions.example.conf. Each push read's
+ * consumer is left to the server's inactivity timeout (5 min) instead of being deleted.
+ */
+export type JournalReads = "pull" | "push";
+
+/** Where a journal read goes: the client, the stream, and how reads reach it. */
+export interface JournalSource {
+  readonly js: JetStreamClient;
+  readonly stream: string;
+  readonly journalReads: JournalReads;
+  /** The connection's inbox prefix (inboxPrefixOf): push reads deliver below it. */
+  readonly inboxPrefix: string | undefined;
+}
+
+/** A consumer of either kind, as a read uses it. */
+interface ReadConsumer {
+  info(cached: true): Promise<{ num_pending: number }>;
+  consume(): Promise<ConsumerMessages>;
+  delete(): Promise<boolean>;
+}
+
+export async function* readJournalRange(source: JournalSource, range: JournalRange, what: string): AsyncGenerator<JsMsg, void, undefined> {
+  const { js, stream } = source;
+  const push = source.journalReads === "push";
   const opts: Partial<OrderedConsumerOptions> = {
     filter_subjects: range.subjects.length === 1 ? range.subjects[0]! : [...range.subjects],
   };
@@ -43,21 +71,31 @@ export async function* readJournalRange(js: JetStreamClient, stream: string, ran
     opts.deliver_policy = DeliverPolicy.StartTime;
     opts.opt_start_time = range.from.time.toISOString();
   }
-  let consumer: Consumer;
+  let consumer: ReadConsumer;
   let pending: number;
   let messages: ConsumerMessages;
+  // A push read has no DELETE grant to rely on: its consumer is left to expire.
+  const release = (): void => {
+    if (!push) void consumer.delete().catch(() => undefined);
+  };
   try {
     // NATS.js creates the ordered consumer here (named, so on the create subject that
     // carries the filter, which per-session permissions can allow), and its creation
     // reply counts what matches from the start: the end of the read as the journal stood
     // when it began, and an empty range ends at once instead of waiting.
-    consumer = await js.consumers.get(stream, opts);
+    if (push) {
+      const c = await js.consumers.getPushConsumer(stream, { ...opts, deliver_prefix: createInbox(source.inboxPrefix) });
+      consumer = { info: (cached) => c.info(cached), consume: () => c.consume(), delete: () => c.delete() };
+    } else {
+      const c = await js.consumers.get(stream, opts);
+      consumer = { info: (cached) => c.info(cached), consume: () => c.consume({ max_messages: range.batch, expires: PULL_EXPIRES_MS }), delete: () => c.delete() };
+    }
     pending = (await consumer.info(true)).num_pending;
     if (pending === 0) {
-      void consumer.delete().catch(() => undefined);
+      release();
       return;
     }
-    messages = await consumer.consume({ max_messages: range.batch, expires: PULL_EXPIRES_MS });
+    messages = await consumer.consume();
   } catch (e) {
     throw consumerError(e, stream, what);
   }
@@ -72,7 +110,7 @@ export async function* readJournalRange(js: JetStreamClient, stream: string, ran
     messages.stop();
     await messages.close().catch(() => undefined);
     // Released now rather than at its inactivity timeout: the server limits consumers per stream.
-    void consumer.delete().catch(() => undefined);
+    release();
   }
 }
 

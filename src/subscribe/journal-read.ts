@@ -10,7 +10,7 @@ import { type JournalRange, readJournalRange } from "./journal-range.js";
 import { reportPoison, type SourceContext } from "./source.js";
 
 /** What a journal read needs: the client and stream, how to decode, where poison goes. */
-export type JournalReader<E> = Pick<SourceContext<E>, "js" | "stream" | "decode" | "log" | "report">;
+export type JournalReader<E> = Pick<SourceContext<E>, "journal" | "decode" | "log" | "report">;
 
 /**
  * One journal message as a delivery; undefined when it is skipped (malformed and reported,
@@ -33,7 +33,7 @@ export function journalDelivery<E>(
 
 /** The deliveries of a journal range, in order; ends with the range. `what` names the read in errors. */
 export async function* readDeliveries<E>(reader: JournalReader<E>, range: JournalRange, what: string): AsyncGenerator<Delivery<E>, void, undefined> {
-  for await (const m of readJournalRange(reader.js, reader.stream, range, what)) {
+  for await (const m of readJournalRange(reader.journal, range, what)) {
     const d = journalDelivery(reader, m.seq, m.subject, m.data);
     if (d) yield d;
   }

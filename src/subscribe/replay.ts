@@ -43,8 +43,7 @@ export function replay<E>(bus: BusContext<E>, filter: EventFilter, options: Repl
   const { fromSeq, toSeq, batch, onReport } = parseReplayOptions(options);
   const resolved = resolveFilter(bus.settings.namespace, checkReplayFilter(bus.registry, filter), bus.registry);
   const reader: JournalReader<E> = {
-    js: bus.js,
-    stream: bus.settings.stream,
+    journal: bus.journal,
     decode: bus.decoding(resolved.includeInternal),
     log: bus.log.child({ component: "replay" }),
     report: (r) => onReport?.(r),

@@ -7,12 +7,15 @@ import type { JournalState } from "../streams/position.js";
 import type { DecodeContext, Delivery, DeliveryFailure } from "./delivery.js";
 import type { DeliveryQueue } from "./delivery-queue.js";
 import type { Feeds } from "./feed/feeds.js";
+import type { JournalSource } from "./journal-range.js";
 import type { SubscribeSettings, SubscriptionReport } from "./options.js";
 
 /** What every source of a subscription shares: where to put deliveries and how to fail. */
 export interface SourceContext<E> {
   readonly nc: NatsConnection;
   readonly js: JetStreamClient;
+  /** Where journal reads go (journal-range.ts). */
+  readonly journal: JournalSource;
   jsm(): Promise<JetStreamManager>;
   readonly stream: string;
   /** The journal's last sequence and republish destination now (shared by subscriptions that start together). */
@@ -60,6 +63,10 @@ export class BusSourceContext<E> implements SourceContext<E> {
 
   get js(): JetStreamClient {
     return this.#bus.js;
+  }
+
+  get journal(): JournalSource {
+    return this.#bus.journal;
   }
 
   jsm(): Promise<JetStreamManager> {

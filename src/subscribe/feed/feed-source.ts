@@ -238,7 +238,7 @@ export class FeedSource<E> implements Source, FeedViewer {
     const ns = this.#ctx.decode.namespace;
     const subjects = this.#feeds.map((f) => switchChannel(ns, f, "feed", "journal"));
     const range = { subjects, from, toSeq: to, batch: this.#ctx.settings.batch };
-    const messages = readJournalRange(this.#ctx.js, this.#ctx.stream, range, "reading the journal for a feed subscription");
+    const messages = readJournalRange(this.#ctx.journal, range, "reading the journal for a feed subscription");
     const first = await this.#ctx.feeds.limitCatchUp(() => messages.next());
     return { messages, first, to, generation: this.#generation };
   }

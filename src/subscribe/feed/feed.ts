@@ -2,6 +2,7 @@
  * The feed as a strategy (README.md in this folder): what a feed subscription's source
  * (feed-source.ts) asks of the way the bus follows the feed, and what it is told.
  */
+import type { JournalSource } from "../journal-range.js";
 import type { JetStreamClient } from "@nats-io/jetstream";
 import type { Msg, NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "pino";
@@ -75,6 +76,7 @@ export interface FeedStrategy {
 export interface FeedDeps {
   readonly nc: NatsConnection;
   readonly js: JetStreamClient;
+  readonly journal: JournalSource;
   readonly namespace: string;
   readonly stream: string;
   readonly log: Logger;

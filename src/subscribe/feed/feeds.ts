@@ -5,6 +5,7 @@
  * (a reconnect, the stream's leader election); and the limit on journal reads at once.
  */
 import { noteFeedMessage } from "../../telemetry/index.js";
+import type { JournalSource } from "../journal-range.js";
 import type { JetStreamClient } from "@nats-io/jetstream";
 import { type Msg, PermissionViolationError, type NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "pino";
@@ -29,6 +30,7 @@ export interface FeedTestHooks {
 export interface FeedsConfig {
   readonly nc: NatsConnection;
   readonly js: JetStreamClient;
+  readonly journal: JournalSource;
   readonly namespace: string;
   readonly stream: string;
   readonly log: Logger;

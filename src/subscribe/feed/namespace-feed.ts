@@ -215,7 +215,7 @@ export class NamespaceFeed implements FeedStrategy {
   /** One journal read from `from` to `to`; dispatches what is after the last dispatched sequence. */
   async #read(from: number, to: number, generation: number): Promise<void> {
     const range = { subjects: [this.#journal], from: { seq: Math.max(from, this.#last! + 1) }, toSeq: to, batch: REPAIR_BATCH };
-    for await (const m of readJournalRange(this.#d.js, this.#d.stream, range, "reading the journal for the namespace feed")) {
+    for await (const m of readJournalRange(this.#d.journal, range, "reading the journal for the namespace feed")) {
       if (generation !== this.#generation) return;
       if (m.seq <= this.#last!) continue;
       this.#last = m.seq;

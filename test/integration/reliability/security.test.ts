@@ -17,6 +17,12 @@ describe("reliability: per-session permissions and secrets", () => {
     expect(r.bob).toMatchObject({ published: 40, delivered: 40, lost: 0, duplicated: 0, unexpected: 0, foreign: 0 });
     // The gateway user follows every session on the namespace feed: each enduring event once, in order.
     expect(r.gateway).toMatchObject({ published: 40, delivered: 40, lost: 0, duplicated: 0, unexpected: 0, outOfOrder: 0 });
+    // A service's durable with a guessable name: alice (push reads, no grant naming a
+    // consumer) could neither pull from it nor delete it; it delivered every event once.
+    expect(r.billing).toMatchObject({ published: 40, delivered: 40, lost: 0, duplicated: 0 });
+    for (const what of ["pull from the durable billing", "delete the durable billing", "read the durable billing's state"]) {
+      expect(r.attacks.find((a) => a.what === what), what).toMatchObject({ refused: true, how: "permissions violation" });
+    }
     // Every other read or append through jetloop: PermissionDeniedError, promptly.
     expect(r.refusals.map((x) => [x.what, x.outcome])).toEqual(r.refusals.map((x) => [x.what, "PermissionDeniedError"]));
     for (const x of r.refusals) expect(x.ms, x.what).toBeLessThan(2000);

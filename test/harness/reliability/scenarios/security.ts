@@ -63,6 +63,8 @@ export interface SecurityResult {
   readonly bob: ReturnType<typeof tally> & { foreign: number };
   /** The gateway user on the namespace feed: every session's enduring events, in journal order. */
   readonly gateway: ReturnType<typeof tally> & { outOfOrder: number };
+  /** The durable "billing", read after alice's attacks on it: every enduring event once. */
+  readonly billing: ReturnType<typeof tally>;
   readonly refusals: Refusal[];
   /** Events alice replayed from her own session (its enduring events). */
   readonly ownReplay: number;
@@ -126,7 +128,9 @@ export async function securityScenario(ctx: ScenarioContext, o: { events: number
   const conns: NatsConnection[] = [];
   const open = async (who: "runtime" | "alice" | "bob" | "gateway") => {
     const u = EXAMPLE[who];
-    const bus = await connect({ servers: server.url, namespace, user: u.user, pass: u.pass, logger: logs[who]!.logger, natsOptions: { inboxPrefix: u.inbox, name: `reliability-${who}` } });
+    // Followers read the journal by push (the example grants them no consumer by name).
+    const journalReads = who === "alice" || who === "bob" ? "push" : "pull";
+    const bus = await connect({ servers: server.url, namespace, user: u.user, pass: u.pass, journalReads, logger: logs[who]!.logger, natsOptions: { inboxPrefix: u.inbox, name: `reliability-${who}` } });
     buses.push(bus);
     return bus;
   };
@@ -134,6 +138,8 @@ export async function securityScenario(ctx: ScenarioContext, o: { events: number
     const ops = await connect({ servers: server.url, namespace, user: EXAMPLE.ops.user, pass: EXAMPLE.ops.pass, logger: captureLogger("debug").logger });
     buses.push(ops);
     await ops.provision();
+    // A service's durable with the README's guessable name, holding an undelivered event.
+    const billing = await ops.subscribeEvents({ enduring: "all" }, { durable: "billing" });
     const runtime = await open("runtime");
     const alice = await open("alice");
     const bob = await open("bob");
@@ -217,6 +223,9 @@ export async function securityScenario(ctx: ScenarioContext, o: { events: number
       await attack(raw, "direct get", `$JS.API.DIRECT.GET.${EXAMPLE.stream}`, { seq: 2 }),
       await attack(raw, "list consumers", `$JS.API.CONSUMER.LIST.${EXAMPLE.stream}`, {}),
       await attack(raw, "purge the stream", `$JS.API.STREAM.PURGE.${EXAMPLE.stream}`, {}),
+      await attack(raw, "pull from the durable billing", `$JS.API.CONSUMER.MSG.NEXT.${EXAMPLE.stream}.billing`, { batch: 10, expires: 1_000_000_000 }),
+      await attack(raw, "delete the durable billing", `$JS.API.CONSUMER.DELETE.${EXAMPLE.stream}.billing`, {}),
+      await attack(raw, "read the durable billing's state", `$JS.API.CONSUMER.INFO.${EXAMPLE.stream}.billing`, {}),
       await snoop(raw, "subscribe to the journal subjects", `${namespace}.journal.>`),
       await snoop(raw, "subscribe to bob's previews", `${namespace}.live.${B.session}.>`),
       await snoop(raw, "subscribe to bob's feed", `${namespace}.feed.${B.session}.>`),
@@ -224,6 +233,12 @@ export async function securityScenario(ctx: ScenarioContext, o: { events: number
       await snoop(raw, "subscribe to every inbox", "_INBOX.>"),
       await snoop(raw, "subscribe to bob's inbox", `${B.inbox}.>`),
     ];
+
+    // The durable kept every delivery: none pulled away, it was not deleted.
+    const billingGot = collect(billing);
+    await billingGot.waitForAll(journaled, 15_000).catch(() => undefined);
+    const billingT = tally(journaled, billingGot.ids);
+    await billing.close();
 
     // --- secrets: rejected appends, reported poison ------------------------------------
     const request = { toolName: "bash", command: "deploy", requirements: [{ kind: "fs.write", match: "/srv", description: "write /srv" }] };
@@ -296,6 +311,7 @@ export async function securityScenario(ctx: ScenarioContext, o: { events: number
         row("alice follows her session (journal + previews)", aliceT, { "bob's events delivered": aliceT.foreign }),
         row("bob follows his session (journal + previews)", bobT, { "alice's events delivered": bobT.foreign }),
         row("the gateway follows every session (namespace feed, journal)", gatewayT, { "out of order": gatewayT.outOfOrder }),
+        row("the durable billing, after alice tried to pull from it and delete it", billingT, {}),
         row("appends carrying a grant token or raw arguments", { published: secretAppends.length, delivered: secretAppends.filter((s) => s.outcome === "accepted").length, lost: null, duplicated: 0 }, {
           "refused with a typed error": secretAppends.filter((s) => s.typed).length,
           "stored with the extra envelope key dropped": secretAppends.filter((s) => s.outcome === "accepted").length,
@@ -318,6 +334,7 @@ export async function securityScenario(ctx: ScenarioContext, o: { events: number
       record: r,
       alice: aliceT,
       gateway: gatewayT,
+      billing: billingT,
       bob: bobT,
       refusals,
       ownReplay,
