@@ -17,8 +17,9 @@ import { JournalWriter } from "./publish/journal-writer.js";
 import { type PublishOptions, type PublishResult, Publisher } from "./publish/publisher.js";
 import { checkReconcileOptions, type ReconcileOptions, type StoredEvent, storedEvents } from "./publish/reconcile.js";
 import { JournalPosition } from "./streams/position.js";
-import { provisionParkedStream, provisionStream, type ProvisionReport } from "./streams/provision.js";
-import { defaultParkedStreamName, parseDuration } from "./streams/declared.js";
+import { provisionParkedStream, provisionPartitioned, provisionStream, type ProvisionReport } from "./streams/provision.js";
+import { checkPartitions } from "./partition/partition.js";
+import { defaultMembersStreamName, defaultParkedStreamName, defaultPartitionedStreamName, parseDuration } from "./streams/declared.js";
 import { type ConsumerFigures, type ConsumersReport, consumersReport } from "./streams/consumer-figures.js";
 import type { RetentionWarning } from "./streams/retention.js";
 import { checkDurability, checkMonitorUrls, type Durability, type DurabilityWarning, durabilityWarnings, type SyncSetting } from "./streams/durability.js";
@@ -62,6 +63,13 @@ export interface ProvisionRequest {
   durability?: Durability;
   /** Monitoring URLs (`http://host:8222`) of the journal's servers: their /varz is read for the sync setting. */
   monitor?: string[];
+  /**
+   * Partitioned durable groups: also provision the partitioned stream
+   * (`streams/partitioned.json`, a copy of the journal split by session into this many
+   * partitions) and the group membership store (`streams/members.json`). Fixed once the
+   * stream exists. Default: neither is touched.
+   */
+  partitions?: number;
 }
 
 export interface PublishAllOptions extends PublishOptions {
@@ -80,6 +88,8 @@ export interface PublishAllOptions extends PublishOptions {
 export interface BusProvisionReport extends ProvisionReport {
   /** The parked store (`streams/parked.json`), provisioned with the events stream. */
   readonly parked: ProvisionReport;
+  /** The partitioned stream and the membership store, when `partitions` was given. */
+  readonly partitioned?: { readonly partitioned: ProvisionReport; readonly members: ProvisionReport };
   /** Retention limits in force that can remove events a durable has not acknowledged. */
   readonly warnings: readonly RetentionWarning[];
   /** The sync settings read, and what can lose acknowledged events on a crash or power loss. */
@@ -277,6 +287,7 @@ export class Jetloop<E = JetloopEvent> {
     if (duplicateWindow !== undefined && duplicateWindow < this.settings.publishDeadlineMs * 1e6) {
       throw new OptionsError("duplicateWindow", `must be at least the publish deadline (${this.settings.publishDeadlineMs} ms): an append resent after the window would be stored twice`);
     }
+    const partitions = request.partitions === undefined ? undefined : checkPartitions(request.partitions);
     const profile = checkDurability(request.durability);
     const monitor = checkMonitorUrls(request.monitor);
     const clustered = Boolean(this.nc.info?.cluster);
@@ -302,7 +313,22 @@ export class Jetloop<E = JetloopEvent> {
     const missing = (r: ProvisionReport) => r.drift.some((d) => d.field === "name" && d.live === undefined);
     const warnings = missing(report) ? [] : (await consumersReport(jsm, this.stream, missing(parked) ? undefined : this.parked)).warnings;
     const durability = { profile, ...(await durabilityWarnings(this.stream, monitor, replicas, profile)) };
-    return { ...report, parked, warnings, durability };
+    const partitioned =
+      partitions === undefined
+        ? undefined
+        : await provisionPartitioned(jsm, {
+            namespace: this.namespace,
+            journal: this.stream,
+            stream: defaultPartitionedStreamName(this.namespace),
+            membersStream: defaultMembersStreamName(this.namespace),
+            partitions,
+            replicas,
+            mode,
+            maxAge,
+            maxBytes,
+            serverVersion: this.serverVersion,
+          });
+    return { ...report, parked, ...(partitioned ? { partitioned } : {}), warnings, durability };
   }
 
   /**

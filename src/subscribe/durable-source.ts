@@ -36,6 +36,13 @@ const MAX_DELIVER_KEY = "jetloop_max_deliver";
 /** JetStream's "consumer name already in use" and "consumer already exists". */
 const CONSUMER_EXISTS = new Set([10013, 10148]);
 
+/**
+ * Where a consumed message came from in the journal. The default: it is the journal's own
+ * message. A partitioned group's consumers read a copy (group/partition-source.ts).
+ */
+export type JournalOrigin = (m: JsMsg) => { readonly journalSeq: number; readonly subject: string } | undefined;
+const ownOrigin: JournalOrigin = (m) => ({ journalSeq: m.seq, subject: m.subject });
+
 export class DurableSource<E> implements Source {
   readonly #ctx: SourceContext<E>;
   readonly #name: string;
@@ -55,9 +62,11 @@ export class DurableSource<E> implements Source {
   readonly #unsettled = new Set<number>();
   #lastSeq = 0;
   #stopped = false;
+  readonly #origin: JournalOrigin;
 
-  constructor(ctx: SourceContext<E>, name: string, subjects: readonly string[], start: StartPosition, parked: ParkedStore) {
+  constructor(ctx: SourceContext<E>, name: string, subjects: readonly string[], start: StartPosition, parked: ParkedStore, origin: JournalOrigin = ownOrigin) {
     this.#ctx = ctx;
+    this.#origin = origin;
     this.#name = name;
     this.#subjects = subjects;
     this.#start = start;
@@ -65,9 +74,14 @@ export class DurableSource<E> implements Source {
     this.#maxDeliver = ctx.settings.maxDeliver ?? (declaredConsumerTemplates().durable.max_deliver as number);
   }
 
-  async start(): Promise<void> {
+  /** Creates the consumers (or adopts them) without consuming. */
+  async prepare(): Promise<void> {
     await this.#ensureConsumer(undefined);
     await this.#ensureReplayConsumer();
+  }
+
+  async start(): Promise<void> {
+    await this.prepare();
     const batch = this.#ctx.settings.batch ?? 16;
     try {
       const consumer = await this.#ctx.js.consumers.get(this.#ctx.stream, this.#name);
@@ -103,6 +117,20 @@ export class DurableSource<E> implements Source {
     this.#messages = this.#replays = undefined;
     for (const m of running) m?.stop();
     await Promise.all([...this.#pumps, ...this.#settling]);
+  }
+
+  /**
+   * Stops pulling, then waits (up to `timeoutMs`) for what was delivered to be settled,
+   * extending its ack meanwhile, before stopping: a partition handed to another member
+   * gets its next event only after this one's is settled (group/README.md).
+   */
+  async drain(timeoutMs: number): Promise<void> {
+    const pulling = [this.#messages, this.#replays];
+    this.#messages = this.#replays = undefined;
+    for (const m of pulling) m?.stop();
+    const until = Date.now() + timeoutMs;
+    while (this.#unsettled.size > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+    await this.stop();
   }
 
   /** What settling and parking need to know. */
@@ -227,9 +255,10 @@ export class DurableSource<E> implements Source {
     }
   }
 
-  #fromJournal(m: JsMsg): Original {
+  #fromJournal(m: JsMsg): Original | undefined {
     this.#lastSeq = Math.max(this.#lastSeq, m.seq);
-    return { msg: m, journalSeq: m.seq, subject: m.subject, data: m.data, deliveryCount: m.info.deliveryCount };
+    const at = this.#origin(m);
+    return at && { msg: m, journalSeq: at.journalSeq, subject: at.subject, data: m.data, deliveryCount: m.info.deliveryCount };
   }
 
   #fromParked(m: JsMsg): Original | undefined {
@@ -244,7 +273,7 @@ export class DurableSource<E> implements Source {
       for await (const m of messages) {
         const o = original(m);
         if (!o) {
-          ctx.log.warn({ durable: this.#name, subject: m.subject }, "not a parked entry; skipped");
+          ctx.log.warn({ durable: this.#name, subject: m.subject }, "not a journal event or parked entry; skipped");
           m.term();
           continue;
         }

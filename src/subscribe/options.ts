@@ -33,6 +33,25 @@ const subscribeShape = z.object({
     .string()
     .regex(/^[A-Za-z0-9_-]{1,64}$/, "must be 1-64 characters of [A-Za-z0-9_-]")
     .optional(),
+  /**
+   * Durable only: a partitioned durable group (src/subscribe/group/README.md). The
+   * namespace's sessions are split into the partitions `jetloop provision --partitions N`
+   * made; each partition is owned by one member of the group (the processes subscribing
+   * with this durable name and `group`) at a time, and hands a session's events over in
+   * journal order, the next after the previous is settled. `leaseMs`: a member that stops
+   * renewing its lease for this long loses its partitions (default 10000). `member`: this
+   * member's id in the membership store (default: random).
+   */
+  group: z
+    .object({
+      leaseMs: z.number().int().min(300).max(600_000).default(10_000),
+      member: z
+        .string()
+        .regex(/^[A-Za-z0-9_-]{1,64}$/, "must be 1-64 characters of [A-Za-z0-9_-]")
+        .optional(),
+    })
+    .strict()
+    .optional(),
   /** Live only: how to follow the feed, `loop` or `namespace` (the bus option `feed`). Default: the bus's. */
   feed: feedModeSchema.optional(),
   /** Durable only: a fixed ack wait in ms, instead of the backoff. Default 30000 (streams/consumers.json). */
@@ -102,6 +121,9 @@ export function checkOnReport(onReport: unknown): void {
   if (onReport !== undefined && typeof onReport !== "function") throw new OptionsError("onReport", "must be a function");
 }
 
+/** A group's durable name leaves room for its partition consumers' `_p{n}` suffix. */
+export const GROUP_DURABLE_MAX = 58;
+
 /** The settings of a subscription given no options, shared (read-only) by all such. */
 let defaults: SubscribeSettings | undefined;
 
@@ -111,8 +133,15 @@ export function parseSubscribeOptions(options: SubscribeOptions): SubscribeSetti
   if (Object.keys(rest).length === 0) return (defaults ??= Object.freeze(parseOptions(subscribeShape, {})));
   const settings = parseOptions(subscribeShape, rest);
   if (settings.durable !== undefined && settings.feed !== undefined) throw new OptionsError("feed", "applies to live subscriptions only");
+  if (settings.group !== undefined) {
+    // One delivery outstanding per partition is what keeps a session in order (group/README.md).
+    if (settings.maxAckPending !== undefined) throw new OptionsError("maxAckPending", "is 1 per partition in a group");
+    if (settings.durable !== undefined && settings.durable.length > GROUP_DURABLE_MAX) {
+      throw new OptionsError("durable", `a group's name is at most ${GROUP_DURABLE_MAX} characters (its partitions' consumers add a suffix)`);
+    }
+  }
   if (settings.durable === undefined) {
-    for (const k of ["ackWaitMs", "maxDeliver", "backoffMs", "maxAckPending"] as const) {
+    for (const k of ["ackWaitMs", "maxDeliver", "backoffMs", "maxAckPending", "group"] as const) {
       if (settings[k] !== undefined) throw new OptionsError(k, "applies to durable subscriptions only");
     }
   }

@@ -13,6 +13,7 @@ import type { JetloopEvent } from "../events/catalogue.js";
 import { decodeContext, type Delivery, type DurableDelivery } from "./delivery.js";
 import { DeliveryQueue } from "./delivery-queue.js";
 import { DurableSource } from "./durable-source.js";
+import { GroupSource, type GroupStatus } from "./group/group-source.js";
 import { FeedSource } from "./feed-source.js";
 import { type EventFilter, MANY_FILTER_SUBJECTS, resolveFilter } from "./filter.js";
 import { LiveSource } from "./live-source.js";
@@ -114,7 +115,8 @@ export class Subscription<E = JetloopEvent, D extends Delivery<E> = Delivery<E>>
       this.#ctx.log.warn({ filterSubjects: resolved.journalSubjects.length }, "many filter subjects make a consumer slow; consider fewer loops per subscription");
     }
     if (resolved.journalSubjects.length > 0) {
-      if (settings.durable) this.#enduring = new DurableSource(this.#ctx, settings.durable, resolved.journalSubjects, settings.start ?? "all", bus.parked);
+      if (settings.durable && settings.group) this.#enduring = new GroupSource(this.#ctx, settings.durable, resolved.journalSubjects, settings.start ?? "all", bus.parked, settings.group);
+      else if (settings.durable) this.#enduring = new DurableSource(this.#ctx, settings.durable, resolved.journalSubjects, settings.start ?? "all", bus.parked);
       else this.#enduring = this.#feed = new FeedSource(this.#ctx, resolved.feedSubjects, settings.start ?? "new", settings.feed ?? bus.settings.feed);
     }
     if (resolved.liveSubjects.length > 0) this.#live = new LiveSource(this.#ctx, resolved.liveSubjects);
@@ -195,6 +197,14 @@ export class Subscription<E = JetloopEvent, D extends Delivery<E> = Delivery<E>>
   async lag(): Promise<ConsumerFigures | undefined> {
     const durable = this.#ctx.settings.durable;
     return durable === undefined ? undefined : this.#bus.consumer(durable);
+  }
+
+  /**
+   * A partitioned group member's view: its member id, the partition count, the live
+   * members it last read and the partitions it owns; undefined when not in a group.
+   */
+  group(): GroupStatus | undefined {
+    return this.#enduring instanceof GroupSource ? this.#enduring.status() : undefined;
   }
 
   /** The filter in force. */
