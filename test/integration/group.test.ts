@@ -38,7 +38,7 @@ async function member(group: string, id: string, leaseMs = 1000): Promise<Durabl
 }
 
 /** Hands each delivery to `handle` without waiting (a group keeps one per partition outstanding). */
-function run(sub: DurableSubscription<JetloopEvent>, handle: (d: DurableDelivery<JetloopEvent>) => Promise<void>): Promise<void> {
+function run(sub: DurableSubscription<JetloopEvent>, handle: (d: DurableDelivery<JetloopEvent>) => unknown): Promise<void> {
   return (async () => {
     for await (const d of sub) void handle(d);
   })();
@@ -121,7 +121,7 @@ describe("partitioned durable groups", () => {
     const sub = await bus.subscribeEvents({ enduring: "all" }, { durable: group, group: { leaseMs: 1000, member: "a" }, maxDeliver: 1, start: "new" });
     opened.push(sub);
     const session = newId();
-    void run(sub, async (d) => {
+    void run(sub, (d) => {
       d.term("refused");
     });
     const { journalSeq } = await bus.publish(step(session, 0));

@@ -1,6 +1,6 @@
 // Scenario 14 (RELIABILITY.md): a partitioned durable group of three member processes,
 // one SIGKILLed and one added mid-run. A smaller size than the issue's 200 × 50 keeps the
-// suite's time; `npm run reliability:soak -- group` runs the full size.
+// suite's time; `npm run reliability:soak -- --only partitioned-group` runs the full size (200 × 50).
 import { describe, expect, it } from "vitest";
 import { natsServers, natsServerVersion } from "../../harness/context.js";
 import { defaultContext } from "../../harness/reliability/scenarios/common.js";
