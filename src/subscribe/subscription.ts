@@ -14,6 +14,7 @@ import { decodeContext, type Delivery, type DurableDelivery } from "./delivery.j
 import { DeliveryQueue } from "./delivery-queue.js";
 import { DurableSource } from "./durable-source.js";
 import { GroupSource, type GroupStatus } from "./group/group-source.js";
+import type { GroupFigures } from "../streams/consumer-figures.js";
 import { FeedSource } from "./feed-source.js";
 import { type EventFilter, MANY_FILTER_SUBJECTS, resolveFilter } from "./filter.js";
 import { LiveSource } from "./live-source.js";
@@ -205,6 +206,14 @@ export class Subscription<E = JetloopEvent, D extends Delivery<E> = Delivery<E>>
    */
   group(): GroupStatus | undefined {
     return this.#enduring instanceof GroupSource ? this.#enduring.status() : undefined;
+  }
+
+  /**
+   * A group's figures as the server has them: each partition's consumer (pending, waiting
+   * for ack, redelivered, parked) and the group's sums; undefined when not in a group.
+   */
+  async groupLag(): Promise<GroupFigures | undefined> {
+    return this.#enduring instanceof GroupSource ? this.#enduring.figures() : undefined;
   }
 
   /** The filter in force. */

@@ -121,8 +121,11 @@ describe("partitioned durable groups", () => {
     const sub = await bus.subscribeEvents({ enduring: "all" }, { durable: group, group: { leaseMs: 1000, member: "a" }, maxDeliver: 1, start: "new" });
     opened.push(sub);
     const session = newId();
-    void run(sub, (d) => {
-      d.term("refused");
+    const replayed: number[] = [];
+    void run(sub, async (d) => {
+      if (!d.replayed) return d.term("refused");
+      replayed.push(d.journalSeq);
+      await d.ack();
     });
     const { journalSeq } = await bus.publish(step(session, 0));
     const durable = partitionDurable(group, sessionPartition(session, PARTITIONS));
@@ -133,5 +136,16 @@ describe("partitioned durable groups", () => {
       await sleep(50);
     }
     expect(parked).toHaveLength(1);
+    // Lag per partition and for the group: the parked entry is counted under its partition.
+    const lag = (await sub.groupLag())!;
+    expect(lag.partitions.map((p) => p.durable)).toEqual(Array.from({ length: PARTITIONS }, (_, p) => partitionDurable(group, p)));
+    expect(lag.partitions[sessionPartition(session, PARTITIONS)]!.parked).toBe(1);
+    expect(lag.total).toMatchObject({ parked: 1, pending: 0, ackPending: 0 });
+    // A replayed entry comes back to its partition's consumer, and leaves the store when acknowledged.
+    await bus.parked.replay(durable, "all");
+    const back = Date.now() + 5000;
+    while ((replayed.length === 0 || (await bus.parked.list(durable)).length > 0) && Date.now() < back) await sleep(50);
+    expect(replayed).toEqual([journalSeq]);
+    expect(await bus.parked.list(durable)).toEqual([]);
   });
 });

@@ -8,6 +8,7 @@ import { randomUUID } from "node:crypto";
 import { NotProvisionedError } from "../../errors.js";
 import type { ParkedStore } from "../../parking/parked-store.js";
 import { checkPartitions } from "../../partition/partition.js";
+import { type GroupFigures, groupFigures } from "../../streams/consumer-figures.js";
 import { defaultMembersStreamName, defaultPartitionedStreamName, PARTITIONS_METADATA_KEY } from "../../streams/declared.js";
 import { partitionFilter } from "../../subjects/subjects.js";
 import { consumerError } from "../consumer-errors.js";
@@ -62,6 +63,16 @@ export class GroupSource<E> implements Source {
 
   status(): GroupStatus {
     return { member: this.#membership?.member ?? "", partitions: this.#partitions, members: [...this.#members], owned: [...this.#running.keys()].sort((a, b) => a - b) };
+  }
+
+  /** Each partition's consumer figures as the server has them, and the group's sums. */
+  async figures(): Promise<GroupFigures> {
+    const durables = Array.from({ length: this.#partitions }, (_, p) => partitionDurable(this.#group, p));
+    try {
+      return await groupFigures(await this.#ctx.jsm(), this.#stream, durables, this.#parked);
+    } catch (e) {
+      throw consumerError(e, this.#stream, `reading group ${this.#group}'s consumers`);
+    }
   }
 
   async start(): Promise<void> {
