@@ -63,10 +63,20 @@ export class DurableSource<E> implements Source {
   #lastSeq = 0;
   #stopped = false;
   readonly #origin: JournalOrigin;
+  /** Pull requests' lifetime in ms (NATS.js's default, 30 s, when undefined). */
+  readonly #pullExpiresMs: number | undefined;
 
-  constructor(ctx: SourceContext<E>, name: string, subjects: readonly string[], start: StartPosition, parked: ParkedStore, origin: JournalOrigin = ownOrigin) {
+  constructor(
+    ctx: SourceContext<E>,
+    name: string,
+    subjects: readonly string[],
+    start: StartPosition,
+    parked: ParkedStore,
+    seams: { readonly origin?: JournalOrigin; readonly pullExpiresMs?: number } = {},
+  ) {
     this.#ctx = ctx;
-    this.#origin = origin;
+    this.#origin = seams.origin ?? ownOrigin;
+    this.#pullExpiresMs = seams.pullExpiresMs;
     this.#name = name;
     this.#subjects = subjects;
     this.#start = start;
@@ -85,9 +95,10 @@ export class DurableSource<E> implements Source {
     const batch = this.#ctx.settings.batch ?? 16;
     try {
       const consumer = await this.#ctx.js.consumers.get(this.#ctx.stream, this.#name);
-      this.#messages = await consumer.consume({ max_messages: batch });
+      const expires = this.#pullExpiresMs === undefined ? {} : { expires: this.#pullExpiresMs };
+      this.#messages = await consumer.consume({ max_messages: batch, ...expires });
       const replays = await this.#ctx.js.consumers.get(this.#parked.stream, this.#name);
-      this.#replays = await replays.consume({ max_messages: batch });
+      this.#replays = await replays.consume({ max_messages: batch, ...expires });
     } catch (e) {
       this.#messages?.stop();
       throw consumerError(e, this.#ctx.stream, `consuming durable ${this.#name}`);
@@ -120,14 +131,12 @@ export class DurableSource<E> implements Source {
   }
 
   /**
-   * Stops pulling, then waits (up to `timeoutMs`) for what was delivered to be settled,
-   * extending its ack meanwhile, before stopping: a partition handed to another member
-   * gets its next event only after this one's is settled (group/README.md).
+   * Gives the consumer away: waits (up to `timeoutMs`) for what was delivered to be
+   * settled, its ack extended meanwhile, then stops. A pull request the server still holds
+   * for this process can take the next event after the stop; it comes again after the ack
+   * wait (group/README.md: a group's default ack wait is its lease).
    */
   async drain(timeoutMs: number): Promise<void> {
-    const pulling = [this.#messages, this.#replays];
-    this.#messages = this.#replays = undefined;
-    for (const m of pulling) m?.stop();
     const until = Date.now() + timeoutMs;
     while (this.#unsettled.size > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
     await this.stop();

@@ -19,6 +19,9 @@ import { ownedPartitions } from "./assignment.js";
 import { Membership } from "./membership.js";
 import { partitionedOrigin } from "./origin.js";
 
+/** A partition's pull requests live this long (NATS.js's default is 30 s): one left open by a member that gave the partition away ends soon. */
+const PULL_EXPIRES_MS = 2000;
+
 export type GroupSettings = NonNullable<SubscribeSettings["group"]>;
 
 /** The durable consumer (and parked-store durable name) of one partition of a group. */
@@ -171,8 +174,16 @@ export class GroupSource<E> implements Source {
   }
 
   #source(partition: number): DurableSource<E> {
-    const settings: SubscribeSettings = { ...this.#ctx.settings, maxAckPending: 1, batch: 1 };
+    const own = this.#ctx.settings;
+    // A group's ack wait defaults to its lease: a delivery lost with a member (or taken by
+    // a pull request left open by a member that gave its partition away) comes again within
+    // it; a held one is extended meanwhile, so a long handler is not cut short.
+    const ackWaitMs = own.ackWaitMs ?? (own.backoffMs === undefined ? this.#settings.leaseMs : undefined);
+    const settings: SubscribeSettings = { ...own, maxAckPending: 1, batch: 1, ...(ackWaitMs === undefined ? {} : { ackWaitMs }) };
     const ctx = Object.create(this.#ctx, { stream: { value: this.#stream }, settings: { value: settings } }) as SourceContext<E>;
-    return new DurableSource(ctx, partitionDurable(this.#group, partition), this.#filters(partition), this.#start, this.#parked, partitionedOrigin(ctx.decode.namespace, this.#ctx.stream, partition));
+    return new DurableSource(ctx, partitionDurable(this.#group, partition), this.#filters(partition), this.#start, this.#parked, {
+      origin: partitionedOrigin(ctx.decode.namespace, this.#ctx.stream, partition),
+      pullExpiresMs: PULL_EXPIRES_MS,
+    });
   }
 }
