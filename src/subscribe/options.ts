@@ -39,8 +39,10 @@ const subscribeShape = z.object({
    * made; each partition is owned by one member of the group (the processes subscribing
    * with this durable name and `group`) at a time, and hands a session's events over in
    * journal order, the next after the previous is settled. `leaseMs`: a member that stops
-   * renewing its lease for this long loses its partitions (default 10000). `member`: this
-   * member's id in the membership store (default: random).
+   * renewing its lease for this long loses its partitions (default 10000); it is also the
+   * group's default ack wait (a held delivery is extended meanwhile). `member`: this
+   * member's id in the membership store (default: random). `maxAckPending` is 1 per
+   * partition and cannot be set.
    */
   group: z
     .object({
