@@ -27,7 +27,7 @@ import { declaredConsumerTemplates } from "../streams/declared.js";
 import { parkedFilter } from "../subjects/subjects.js";
 import { consumerError } from "./consumer-errors.js";
 import { decodeMessage, hiddenFrom } from "./delivery.js";
-import { acknowledge, durableDelivery, type Original, park, type Settler } from "./durable-settlement.js";
+import { acknowledge, durableDelivery, type Lease, type Original, park, type Settler } from "./durable-settlement.js";
 import type { StartPosition } from "./options.js";
 import { reportPoison, type Source, type SourceContext } from "./source.js";
 
@@ -42,6 +42,25 @@ const CONSUMER_EXISTS = new Set([10013, 10148]);
  */
 export type JournalOrigin = (m: JsMsg) => { readonly journalSeq: number; readonly subject: string } | undefined;
 const ownOrigin: JournalOrigin = (m) => ({ journalSeq: m.seq, subject: m.subject });
+
+/**
+ * A delivery's ack wait as this process can judge it: it may have run out on the server once
+ * no extension was sent for two thirds of it (extensions go every third; the rest is the
+ * margin for the ack's and the last extension's transit). A process paused, a handler held
+ * past `autoExtendMs` or a source stopped while its handler runs all stop the extensions.
+ */
+function fencedLease(m: JsMsg, ackWaitMs: number): Lease {
+  let extendedAt = Date.now();
+  const lapsed = () => Date.now() - extendedAt > (ackWaitMs * 2) / 3;
+  return {
+    lapsed,
+    extend() {
+      if (lapsed()) return;
+      m.working();
+      extendedAt = Date.now();
+    },
+  };
+}
 
 export class DurableSource<E> implements Source {
   readonly #ctx: SourceContext<E>;
@@ -65,6 +84,8 @@ export class DurableSource<E> implements Source {
   readonly #origin: JournalOrigin;
   /** Pull requests' lifetime in ms (NATS.js's default, 30 s, when undefined). */
   readonly #pullExpiresMs: number | undefined;
+  /** Whether a delivery held past its ack wait is left unsettled (fencedLease). */
+  readonly #fenced: boolean;
 
   constructor(
     ctx: SourceContext<E>,
@@ -72,9 +93,10 @@ export class DurableSource<E> implements Source {
     subjects: readonly string[],
     start: StartPosition,
     parked: ParkedStore,
-    seams: { readonly origin?: JournalOrigin; readonly pullExpiresMs?: number } = {},
+    seams: { readonly origin?: JournalOrigin; readonly pullExpiresMs?: number; readonly fenced?: boolean } = {},
   ) {
     this.#ctx = ctx;
+    this.#fenced = seams.fenced ?? false;
     this.#origin = seams.origin ?? ownOrigin;
     this.#pullExpiresMs = seams.pullExpiresMs;
     this.#name = name;
@@ -315,17 +337,19 @@ export class DurableSource<E> implements Source {
     const started = Date.now();
     const autoExtendMs = this.#ctx.settings.autoExtendMs;
     const leaseMs = o.storeSeq === undefined ? Math.min(this.#ackWaitMs, ...this.#backoffMs) : this.#replayAckWaitMs;
-    if (autoExtendMs > 0) m.working();
+    const lease = this.#fenced ? fencedLease(m, leaseMs) : undefined;
+    const extend = () => (lease ? lease.extend() : m.working());
+    if (autoExtendMs > 0) extend();
     const timer = setInterval(() => {
-      if (Date.now() - started > autoExtendMs || this.#stopped) clearInterval(timer);
-      else m.working();
+      if (Date.now() - started > autoExtendMs || this.#stopped || lease?.lapsed()) clearInterval(timer);
+      else extend();
     }, Math.max(10, Math.floor(leaseMs / 3)));
     timer.unref();
     const onSettle = () => {
       clearInterval(timer);
       if (seq !== undefined) this.#unsettled.delete(seq);
     };
-    return durableDelivery(this.#settler, o, event, onSettle, (p) => this.#track(p));
+    return durableDelivery(this.#settler, o, event, onSettle, (p) => this.#track(p), lease);
   }
 
   async #watchStatus(messages: ConsumerMessages, recreate: (fromSeq: number | undefined) => Promise<void>): Promise<void> {

@@ -184,6 +184,9 @@ export class GroupSource<E> implements Source {
     return new DurableSource(ctx, partitionDurable(this.#group, partition), this.#filters(partition), this.#start, this.#parked, {
       origin: partitionedOrigin(ctx.decode.namespace, this.#ctx.stream, partition),
       pullExpiresMs: PULL_EXPIRES_MS,
+      // A member's late settlement must not release the partition to the next event while
+      // the delivery is in another member's hands (durable-settlement.ts, Lease).
+      fenced: true,
     });
   }
 }
