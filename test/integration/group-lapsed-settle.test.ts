@@ -97,3 +97,85 @@ describe("a delivery held past its ack wait while its partition moved", () => {
     }, 40_000);
   }
 });
+
+describe("members started at the same instant", () => {
+  for (const k of [2, 3, 4]) {
+    it(`${k} members of a new group start together, and each session's events are handled in order, one at a time`, async () => {
+      const group = `gs${newId().slice(-8)}`;
+      const subs = await Promise.all(Array.from({ length: k }, (_, i) => member(group, `m${i}`)));
+      const sessions = Array.from({ length: 6 }, () => newId());
+      const handled = new Map<string, number[]>();
+      const busy = new Set<string>();
+      let overlap = 0;
+      for (const sub of subs) {
+        void (async () => {
+          for await (const d of sub) {
+            void (async () => {
+              const s = d.event.sessionId;
+              if (busy.has(s)) overlap++;
+              busy.add(s);
+              await sleep(Math.random() * 5);
+              (handled.get(s) ?? handled.set(s, []).get(s)!).push(d.journalSeq);
+              busy.delete(s);
+              await d.ack();
+            })();
+          }
+        })();
+      }
+      const published = new Map<string, number[]>();
+      for (let i = 0; i < 5; i++) {
+        for (const s of sessions) (published.get(s) ?? published.set(s, []).get(s)!).push((await bus.publish(step(s, i))).journalSeq);
+      }
+      await waitFor("every event handled", () => [...published.values()].flat().length <= [...handled.values()].flat().length, 20_000, 50);
+      expect(overlap).toBe(0);
+      for (const s of sessions) expect([...new Set(handled.get(s))]).toEqual(published.get(s));
+    }, 40_000);
+  }
+});
+
+describe("parked replay into a group", () => {
+  it("a replayed entry waits for the partition's delivery in hand, and a live event for the replay in hand: one at a time", async () => {
+    const group = `gr${newId().slice(-8)}`;
+    const session = newId();
+    const sub = await member(group, "solo");
+    const inHand = new Set<DurableDelivery<JetloopEvent>>();
+    let overlap = 0;
+    const seen: string[] = [];
+    let releaseLive!: () => void;
+    const liveHeld = new Promise<void>((r) => (releaseLive = r));
+    void (async () => {
+      for await (const d of sub) {
+        if (inHand.size > 0) overlap++;
+        inHand.add(d);
+        seen.push(`${d.replayed ? "replay" : "live"}:${d.journalSeq}`);
+        void (async () => {
+          if (!d.replayed && seen.length === 1) {
+            inHand.delete(d);
+            return d.term("parked by the test"); // the first event parks
+          }
+          if (!d.replayed) await liveHeld; // the next live event is held while the replay is asked for
+          else await sleep(300);
+          inHand.delete(d);
+          await d.ack();
+        })();
+      }
+    })();
+    const first = await bus.publish(step(session, 0));
+    await waitFor("the first event parked", async () => (await bus.parked.list(partitionDurableOf(group))).length === 1, 10_000, 50);
+    const second = await bus.publish(step(session, 1));
+    await waitFor("the second event in hand", () => seen.length === 2, 10_000, 20);
+    await bus.parked.replay(partitionDurableOf(group), "all");
+    await sleep(1000); // the replay must not come while the live event is in hand
+    const third = await bus.publish(step(session, 2));
+    releaseLive();
+    await waitFor("the replay and the third event handled", () => seen.length === 4 && inHand.size === 0, 15_000, 20);
+    expect(overlap).toBe(0);
+    expect(seen.slice(0, 2)).toEqual([`live:${first.journalSeq}`, `live:${second.journalSeq}`]);
+    expect(new Set(seen.slice(2))).toEqual(new Set([`replay:${first.journalSeq}`, `live:${third.journalSeq}`]));
+  }, 40_000);
+});
+
+/** The only partition's durable of `group` (this file's namespace has one partition). */
+function partitionDurableOf(group: string): string {
+  return `${group}_p0`;
+}
