@@ -84,8 +84,12 @@ export class DurableSource<E> implements Source {
   readonly #origin: JournalOrigin;
   /** Pull requests' lifetime in ms (NATS.js's default, 30 s, when undefined). */
   readonly #pullExpiresMs: number | undefined;
-  /** Whether a delivery held past its ack wait is left unsettled (fencedLease). */
+  /** Whether a delivery held past its ack wait is left unsettled (fencedLease), and deliveries are handed one at a time (#hand). */
   readonly #fenced: boolean;
+  /** A fenced source's delivery in the handler's hands: settled when it is. */
+  #inHand: Promise<void> | undefined;
+  #onStop!: () => void;
+  readonly #stopping = new Promise<void>((r) => (this.#onStop = r));
 
   constructor(
     ctx: SourceContext<E>,
@@ -146,6 +150,7 @@ export class DurableSource<E> implements Source {
 
   async stop(): Promise<void> {
     this.#stopped = true;
+    this.#onStop();
     const running = [this.#messages, this.#replays];
     this.#messages = this.#replays = undefined;
     for (const m of running) m?.stop();
@@ -317,7 +322,7 @@ export class DurableSource<E> implements Source {
         } else if (o.deliveryCount > this.#maxDeliver) {
           await park(settler, o, "max_deliver", "NOT_SETTLED", `not settled within ${this.#maxDeliver} deliveries`);
         } else {
-          await ctx.queue.pushEnduring(this.#deliver(o, d.event));
+          await this.#hand(o, d.event);
         }
       }
     } catch (e) {
@@ -325,7 +330,28 @@ export class DurableSource<E> implements Source {
     }
   }
 
-  #deliver(o: Original, event: E) {
+  /**
+   * Hands a delivery to the handler. A fenced (group) source hands one at a time between
+   * its journal and replay consumers: each has one outstanding on the server, but a
+   * replayed entry must not be handled beside the partition's live event, nor the other
+   * way round. A delivery waiting its turn has its ack extended; one still waiting when
+   * the source stops is not settled and comes again.
+   */
+  async #hand(o: Original, event: E): Promise<void> {
+    if (!this.#fenced) return this.#ctx.queue.pushEnduring(this.#deliver(o, event));
+    let release!: () => void;
+    const turn = new Promise<void>((r) => (release = r));
+    const delivery = this.#deliver(o, event, () => {
+      if (this.#inHand === turn) this.#inHand = undefined;
+      release();
+    });
+    while (this.#inHand !== undefined && !this.#stopped) await Promise.race([this.#inHand, this.#stopping]);
+    if (this.#stopped) return;
+    this.#inHand = turn;
+    await this.#ctx.queue.pushEnduring(delivery);
+  }
+
+  #deliver(o: Original, event: E, settled?: () => void) {
     const m = o.msg;
     // The ack floor concerns the journal consumer only.
     const seq = o.storeSeq === undefined ? m.seq : undefined;
@@ -348,6 +374,7 @@ export class DurableSource<E> implements Source {
     const onSettle = () => {
       clearInterval(timer);
       if (seq !== undefined) this.#unsettled.delete(seq);
+      settled?.();
     };
     return durableDelivery(this.#settler, o, event, onSettle, (p) => this.#track(p), lease);
   }
