@@ -11,7 +11,8 @@ import { defaultMembersStreamName, defaultPartitionedStreamName } from "../../sr
 import { partitionOwner } from "../../src/subscribe/group/assignment.js";
 import { natsServers } from "../harness/context.js";
 import { uniqueNamespace } from "../harness/namespace.js";
-import { sleep, waitFor } from "../harness/async.js";
+import { sleep, waitFor, within } from "../harness/async.js";
+import { startProxy } from "../harness/proxy.js";
 
 const LEASE_MS = 600;
 let bus: Jetloop;
@@ -179,3 +180,57 @@ describe("parked replay into a group", () => {
 function partitionDurableOf(group: string): string {
   return `${group}_p0`;
 }
+
+describe("a member cut off from the server while it holds a delivery", () => {
+  for (const how of ["ack", "nak", "term"] as const) it(`its ${how}, sent when it reconnects, does not release the session's next event to the member that took the partition`, async () => {
+    const group = `gc${newId().slice(-8)}`;
+    const session = newId();
+    const target = new URL(natsServers()[0]!.replace(/^nats:/, "http:"));
+    const proxy = await startProxy(Number(target.port), target.hostname);
+    // Reconnecting takes longer than the lease: the member looks dead meanwhile.
+    const far = await connect({ servers: [proxy.url], namespace: bus.namespace, natsOptions: { reconnectTimeWait: LEASE_MS * 4, reconnectJitter: 0 } });
+    try {
+      const a = await far.subscribeEvents({ enduring: "all" }, { durable: group, group: { leaseMs: LEASE_MS, member: "a" }, start: "new" });
+      let release!: () => void;
+      const held = new Promise<void>((r) => (release = r));
+      let aGot: number | undefined;
+      const aAck = (async () => {
+        for await (const d of a) {
+          aGot = d.journalSeq;
+          await held;
+          if (how === "nak") return d.nak(0);
+          if (how === "term") return d.term();
+          return d.ack().then(() => "acked", () => "refused");
+        }
+      })();
+      const first = await bus.publish(step(session, 0));
+      await waitFor("a holds the first event", () => aGot === first.journalSeq, 10_000, 20);
+      await bus.publish(step(session, 1));
+      let aReconnected = false;
+      void (async () => {
+        for await (const st of far.nc.status()) if (st.type === "reconnect") aReconnected = true;
+      })();
+      proxy.cut();
+      const b = await member(group, winnerOver("a"));
+      const bGot: number[] = [];
+      let overtaken = false;
+      void (async () => {
+        for await (const d of b) {
+          if (bGot.length > 0) overtaken = true; // b never settles what it holds
+          bGot.push(d.journalSeq);
+        }
+      })();
+      await waitFor("b is handed the first event again", () => bGot[0] === first.journalSeq, 15_000, 20);
+      release(); // a settles while cut off: the ack goes out when it reconnects
+      await within(aAck, 15_000, "timeout");
+      await waitFor("a reconnects", () => !far.nc.isClosed() && far.nc.info !== undefined && aReconnected, 15_000, 20);
+      await sleep(LEASE_MS * 2);
+      expect(overtaken).toBe(false);
+      expect(bGot).toEqual([first.journalSeq]);
+      await a.close();
+    } finally {
+      await far.close();
+      await proxy.close();
+    }
+  }, 40_000);
+});
