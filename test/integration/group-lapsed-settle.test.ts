@@ -234,3 +234,39 @@ describe("a member cut off from the server while it holds a delivery", () => {
     }
   }, 40_000);
 });
+
+describe("a delivery held past autoExtendMs by the partition's only member", () => {
+  it("its redelivery waits for the held copy, whose late ack is refused; then the session goes on in order", async () => {
+    const group = `ge${newId().slice(-8)}`;
+    const session = newId();
+    // Extensions stop after 200 ms: the server hands the event again about a lease later.
+    const sub = await bus.subscribeEvents({ enduring: "all" }, { durable: group, group: { leaseMs: LEASE_MS, member: "solo" }, autoExtendMs: 200, start: "new" });
+    opened.push(sub);
+    const handed: string[] = [];
+    const inHand = new Set<DurableDelivery<JetloopEvent>>();
+    let overlap = 0;
+    const acks: string[] = [];
+    void (async () => {
+      for await (const d of sub) {
+        if (inHand.size > 0) overlap++;
+        inHand.add(d);
+        handed.push(`${d.journalSeq}/${d.deliveryCount}`);
+        void (async () => {
+          if (d.deliveryCount === 1 && handed.length === 1) await sleep(LEASE_MS * 3); // past its ack wait
+          inHand.delete(d);
+          acks.push(await d.ack().then(() => "acked", () => "refused"));
+        })();
+      }
+    })();
+    const first = await bus.publish(step(session, 0));
+    const second = await bus.publish(step(session, 1));
+    await waitFor("both events handled", () => acks.filter((a) => a === "acked").length === 2, 20_000, 20);
+    expect(overlap).toBe(0);
+    expect(acks[0]).toBe("refused");
+    // The first event's copies, one after the other (a copy that waited past autoExtendMs lapses too), then the second.
+    const copies = handed.slice(0, -1);
+    expect(copies.length).toBeGreaterThanOrEqual(2);
+    expect(copies).toEqual(copies.map((_, i) => `${first.journalSeq}/${i + 1}`));
+    expect(handed.at(-1)).toBe(`${second.journalSeq}/1`);
+  }, 40_000);
+});
