@@ -270,3 +270,47 @@ describe("a delivery held past autoExtendMs by the partition's only member", () 
     expect(handed.at(-1)).toBe(`${second.journalSeq}/1`);
   }, 40_000);
 });
+
+describe("a partition moved while a replayed entry is in hand", () => {
+  it("a live event delivered while the replay is in hand waits for it, and the old owner's drain waits for both", async () => {
+    const group = `gm${newId().slice(-8)}`;
+    const session = newId();
+    const a = await member(group, "a");
+    const events: string[] = [];
+    let aReplay: DurableDelivery<JetloopEvent> | undefined;
+    void (async () => {
+      for await (const d of a) {
+        if (!d.replayed && aReplay === undefined) {
+          d.term("parked by the test");
+          continue;
+        }
+        if (!d.replayed) {
+          events.push("a:live");
+          await d.ack();
+          continue;
+        }
+        aReplay = d;
+        events.push("a:replay");
+        await sleep(LEASE_MS / 2); // within the drain's wait
+        events.push("a:replay-settled");
+        await d.ack();
+      }
+    })();
+    await bus.publish(step(session, 0));
+    await waitFor("the first event parked", async () => (await bus.parked.list(partitionDurableOf(group))).length === 1, 10_000, 50);
+    await bus.parked.replay(partitionDurableOf(group), "all");
+    await waitFor("a holds the replay", () => aReplay !== undefined, 10_000, 20);
+    await bus.publish(step(session, 1));
+    const b = await member(group, winnerOver("a"));
+    void (async () => {
+      for await (const d of b) {
+        events.push(`b:${d.replayed ? "replay" : "live"}`);
+        await d.ack();
+      }
+    })();
+    // The old owner may hand the next event itself before it lets go, after the replay.
+    await waitFor("the next event handled", () => events.some((e) => e.endsWith(":live")), 15_000, 20);
+    expect(events.slice(0, 2)).toEqual(["a:replay", "a:replay-settled"]);
+    expect(events.slice(2)).toHaveLength(1);
+  }, 40_000);
+});
