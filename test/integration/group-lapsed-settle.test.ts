@@ -314,3 +314,43 @@ describe("a partition moved while a replayed entry is in hand", () => {
     expect(events.slice(2)).toHaveLength(1);
   }, 40_000);
 });
+
+describe("a partition given away while its replayed entry is in hand", () => {
+  it("the old owner keeps extending the replay while it drains, so its ack within the drain is taken and the entry is not handed again", async () => {
+    const group = `gd${newId().slice(-8)}`;
+    const session = newId();
+    const a = await member(group, "a");
+    let aReplay: DurableDelivery<JetloopEvent> | undefined;
+    let aAck: Promise<string> | undefined;
+    let goAhead!: () => void;
+    const moved = new Promise<void>((r) => (goAhead = r));
+    void (async () => {
+      for await (const d of a) {
+        if (!d.replayed) {
+          d.term("parked by the test");
+          continue;
+        }
+        aReplay = d;
+        aAck = moved.then(() => sleep((LEASE_MS * 5) / 6)).then(() => d.ack().then(() => "acked", () => "refused"));
+      }
+    })();
+    await bus.publish(step(session, 0));
+    await waitFor("the first event parked", async () => (await bus.parked.list(partitionDurableOf(group))).length === 1, 10_000, 50);
+    await bus.parked.replay(partitionDurableOf(group), "all");
+    await waitFor("a holds the replay", () => aReplay !== undefined, 10_000, 20);
+    const b = await member(group, winnerOver("a"));
+    const bReplays: number[] = [];
+    void (async () => {
+      for await (const d of b) {
+        if (d.replayed) bReplays.push(d.journalSeq);
+        await d.ack();
+      }
+    })();
+    await waitFor("a gave the partition away", () => a.group()!.owned.length === 0, 10_000, 5);
+    goAhead(); // a settles past two thirds of the ack wait after it began to drain, within the drain
+    expect(await aAck).toBe("acked");
+    await sleep(LEASE_MS * 2);
+    expect(bReplays).toEqual([]);
+    expect(await bus.parked.list(partitionDurableOf(group))).toEqual([]);
+  }, 40_000);
+});
