@@ -165,7 +165,8 @@ export class DurableSource<E> implements Source {
    */
   async drain(timeoutMs: number): Promise<void> {
     const until = Date.now() + timeoutMs;
-    while (this.#unsettled.size > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+    // A replayed entry in hand (#inHand) is waited for too: stopping ends its extension.
+    while ((this.#unsettled.size > 0 || this.#inHand !== undefined) && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
     await this.stop();
   }
 
