@@ -23,6 +23,7 @@ import { runCodec } from "./codec.js";
 import { runE2e } from "./e2e.js";
 import { runEphemeral } from "./ephemeral.js";
 import { runFanout, runScale } from "./fanout.js";
+import { runGroup } from "./group.js";
 import { type BenchContext, type BenchOptions, makeSetup, type Row } from "./lib/context.js";
 import { checkTemplates } from "./lib/events.js";
 import { formatTable } from "./lib/report.js";
@@ -44,6 +45,7 @@ const BENCHES: Record<string, (ctx: BenchContext) => Promise<Row[]>> = {
   selective: runSelective,
   fanout: runFanout,
   "fanout-scale": runScale,
+  group: runGroup,
 };
 
 function arg(name: string): string | undefined {

@@ -386,6 +386,31 @@ loop actor gets ResolutionIncompleteError). \`closeOrphans\` refuses when an act
 answers on the loop's command subject; two actors starting at once for one loop are not
 detected.`,
   },
+  "14-partitioned-group": {
+    title: "14. Partitioned durable group: a member SIGKILLed and one added mid-run",
+    method: `Three member processes (test/harness/reliability/group-member-child.ts) join one
+partitioned durable group (\`group: { leaseMs: 1000 }\`, ack wait 1.5 s) over a namespace
+provisioned with 12 partitions; a fourth process is started too but joins only on a signal.
+The suite's size is 60 sessions × 20 events (\`npm run reliability:soak -- --only partitioned-group\`
+runs the issue's 200 × 50), published in rounds of one event per session. Each member hands
+every delivery to its handler at once (the group keeps one delivery outstanding per
+partition); a handler records its start, works 0-4 ms at random, records its end, then
+acknowledges. Once a third of the events are done, one member is killed with SIGKILL and
+the fourth joins. Every member records the partitions it owns when they change.
+
+Asserted: every published event handled (nothing lost, nothing unexpected); no handling of
+an event began before every earlier event of its session had ended once (across all four
+processes, by the machine's clock); every duplicate is an event the killed member had
+started, and there are at most as many as the partitions it owned (one outstanding each);
+the added member handled events; the killed member's partitions were owned by live members
+again within two lease times of the kill.`,
+    notes: `Order holds by the server, not by the membership: each partition's consumer has
+\`max_ack_pending: 1\`, so while two members pull one partition during a move, the next event
+is delivered only after the previous one is acknowledged (or its ack wait runs out, for a
+killed member). The move time is the lease (the killed member's lease goes stale), plus up
+to a third of it (the next check), plus the new owner's consumer start; the first event of a
+moved partition can wait for the killed member's unsettled delivery's ack wait.`,
+  },
 };
 
 function cell(v: string | number | boolean | null | undefined): string {

@@ -16,6 +16,7 @@ import { badInputScenario } from "../test/harness/reliability/scenarios/bad-inpu
 import { clientCutoffScenario } from "../test/harness/reliability/scenarios/client-cutoff.js";
 import type { ScenarioContext } from "../test/harness/reliability/scenarios/common.js";
 import { consumerCrashScenario } from "../test/harness/reliability/scenarios/consumer-crash.js";
+import { groupScenario } from "../test/harness/reliability/scenarios/group.js";
 import { durabilityScenario } from "../test/harness/reliability/scenarios/durability.js";
 import { leaderKillScenario } from "../test/harness/reliability/scenarios/leader-kill.js";
 import { parkingScenario } from "../test/harness/reliability/scenarios/parking.js";
@@ -82,6 +83,22 @@ const SOAKS: Record<string, Soak> = {
       const b: string[] = [];
       check(b, r.all.lost === 0 && r.all.unexpected === 0, "an event was lost");
       check(b, r.belowFloor === 0, "the restarted consumer got events at or below the ack floor");
+      return { record: r.record, broken: b };
+    } finally {
+      await server.close();
+    }
+  },
+  "partitioned-group": async () => {
+    const server = await startServer();
+    try {
+      // The issue's size: 200 sessions × 50 events, three members, one killed and one added.
+      const r = await groupScenario(ctx, { servers: [server.url], serverVersion: server.version, sessions: 200, eventsPerSession: n(50), partitions: 16, maxDelayMs: 4, leaseMs: 1000, ackWaitMs: 1500 });
+      const b: string[] = [];
+      check(b, r.all.lost === 0 && r.all.unexpected === 0, "an event was lost");
+      check(b, r.orderViolations === 0, "an event was handled before an earlier one of its session was done");
+      check(b, r.foreignDuplicates === 0 && r.duplicated <= r.killedOwned, "a duplicate was not the killed member's unsettled delivery");
+      check(b, r.addedHandled > 0, "the added member handled nothing");
+      check(b, r.moveMs > 0 && r.moveMs < 2500, "the partitions did not move within two lease times");
       return { record: r.record, broken: b };
     } finally {
       await server.close();

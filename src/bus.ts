@@ -21,8 +21,8 @@ import { type PublishOptions, type PublishResult, Publisher } from "./publish/pu
 import { parsePublishAllOptions, type PublishAllOptions } from "./publish/options.js";
 import { type ReconcileOptions, type StoredEvent, storedEvents } from "./publish/reconcile.js";
 import { JournalPosition } from "./streams/position.js";
-import { provisionParkedStream, provisionStream, type ProvisionReport } from "./streams/provision.js";
-import { defaultParkedStreamName } from "./streams/declared.js";
+import { provisionParkedStream, provisionPartitioned, provisionStream, type ProvisionReport } from "./streams/provision.js";
+import { defaultMembersStreamName, defaultParkedStreamName, defaultPartitionedStreamName } from "./streams/declared.js";
 import { type ConsumerFigures, type ConsumersReport, consumersReport } from "./streams/consumer-figures.js";
 import type { RetentionWarning } from "./streams/retention.js";
 import { type Durability, type DurabilityWarning, durabilityWarnings, type SyncSetting } from "./streams/durability.js";
@@ -46,6 +46,8 @@ export type { PublishAllOptions, ProvisionRequest };
 export interface BusProvisionReport extends ProvisionReport {
   /** The parked store (`streams/parked.json`), provisioned with the events stream. */
   readonly parked: ProvisionReport;
+  /** The partitioned stream and the membership store, when `partitions` was given. */
+  readonly partitioned?: { readonly partitioned: ProvisionReport; readonly members: ProvisionReport };
   /** Retention limits in force that can remove events a durable has not acknowledged. */
   readonly warnings: readonly RetentionWarning[];
   /** The sync settings read, and what can lose acknowledged events on a crash or power loss. */
@@ -272,7 +274,7 @@ class BusImpl<E = JetloopEvent> implements Jetloop<E> {
   }
 
   async provision(request: ProvisionRequest = {}): Promise<BusProvisionReport> {
-    const { mode, replicas, maxAge, maxBytes, duplicateWindow, profile, monitor } = parseProvisionRequest(request, {
+    const { mode, replicas, maxAge, maxBytes, duplicateWindow, profile, monitor, partitions } = parseProvisionRequest(request, {
       publishDeadlineMs: this.settings.publishDeadlineMs,
       clustered: Boolean(this.nc.info?.cluster),
     });
@@ -292,7 +294,22 @@ class BusImpl<E = JetloopEvent> implements Jetloop<E> {
     const missing = (r: ProvisionReport) => r.drift.some((d) => d.field === "name" && d.live === undefined);
     const warnings = missing(report) ? [] : (await consumersReport(jsm, this.stream, missing(parked) ? undefined : this.parked)).warnings;
     const durability = { profile, ...(await durabilityWarnings(this.stream, monitor, replicas, profile)) };
-    return { ...report, parked, warnings, durability };
+    const partitioned =
+      partitions === undefined
+        ? undefined
+        : await provisionPartitioned(jsm, {
+            namespace: this.namespace,
+            journal: this.stream,
+            stream: defaultPartitionedStreamName(this.namespace),
+            membersStream: defaultMembersStreamName(this.namespace),
+            partitions,
+            replicas,
+            mode,
+            maxAge,
+            maxBytes,
+            serverVersion: this.serverVersion,
+          });
+    return { ...report, parked, ...(partitioned ? { partitioned } : {}), warnings, durability };
   }
 
   /**

@@ -11,6 +11,7 @@ const isMissing = (r: ProvisionReport) => r.action === "drifted" && r.drift.some
 
 export const provisionHelp = `jetloop provision [--verify] [--replicas N] [--max-event-bytes N] [--max-age D] [--max-bytes N]
                   [--duplicate-window D] [--durability default|strict] [--monitor URL]...
+                  [--partitions N]
 
 Creates or updates the events stream from streams/events.json and the parked store
 from streams/parked.json, idempotently. Prints each field that differed. A live
@@ -31,6 +32,9 @@ durable has not acknowledged.
                         server must sync before acking; default: as before
   --monitor URL         a journal server's monitoring URL (http://host:8222), repeatable: its
                         /varz sync setting is read, and a server that acks before syncing warned of
+  --partitions N        partitioned durable groups: also the partitioned stream
+                        (streams/partitioned.json, the journal split by session into N) and the
+                        membership store (streams/members.json); N is fixed once it exists
 
 ${connectionHelp}`;
 
@@ -38,7 +42,7 @@ export async function provisionCommand(argv: string[], out: (s: string) => void,
   const { values } = parse(() =>
     parseArgs({
       args: argv,
-      options: { ...connectionFlags, verify: { type: "boolean" }, replicas: { type: "string" }, "max-event-bytes": { type: "string" }, "max-age": { type: "string" }, "max-bytes": { type: "string" }, "duplicate-window": { type: "string" }, durability: { type: "string" }, monitor: { type: "string", multiple: true } },
+      options: { ...connectionFlags, verify: { type: "boolean" }, replicas: { type: "string" }, "max-event-bytes": { type: "string" }, "max-age": { type: "string" }, "max-bytes": { type: "string" }, "duplicate-window": { type: "string" }, durability: { type: "string" }, monitor: { type: "string", multiple: true }, partitions: { type: "string" } },
       strict: true,
     }),
   );
@@ -56,6 +60,7 @@ export async function provisionCommand(argv: string[], out: (s: string) => void,
     duplicateWindow: values["duplicate-window"],
     durability: values.durability as Durability | undefined,
     monitor: values.monitor,
+    partitions: positiveInt("partitions", values.partitions),
   } as const;
   for (const [flag, d] of [["--max-age", request.maxAge], ["--duplicate-window", request.duplicateWindow]] as const) {
     if (d === undefined) continue;
@@ -75,7 +80,8 @@ export async function provisionCommand(argv: string[], out: (s: string) => void,
   try {
     out(`provisioning stream ${bus.stream} (namespace ${bus.namespace}) on nats-server ${bus.serverVersion}…`);
     const report = await bus.provision(request);
-    for (const r of [report, report.parked]) {
+    const groups = report.partitioned ? [report.partitioned.partitioned, report.partitioned.members] : [];
+    for (const r of [report, report.parked, ...groups]) {
       if (isMissing(r)) {
         out(`stream ${r.stream}: missing (--verify changes nothing; provision without --verify creates it)`);
         continue;
@@ -86,7 +92,7 @@ export async function provisionCommand(argv: string[], out: (s: string) => void,
     for (const w of report.warnings) err(`warning: ${w.message}`);
     for (const w of report.durability.warnings) err(`warning: ${w.message}`);
     for (const x of report.durability.settings) out(`server ${x.serverName ?? x.monitorUrl}: ${x.syncAlways ? "syncs before every ack (sync_interval: always)" : `syncs every ${x.syncIntervalNs / 1e9}s`}`);
-    return report.action === "drifted" || report.parked.action === "drifted" ? 2 : 0;
+    return [report, report.parked, ...groups].some((r) => r.action === "drifted") ? 2 : 0;
   } finally {
     await bus.close();
   }

@@ -87,3 +87,30 @@ export async function consumersReport(jsm: JetStreamManager, stream: string, par
     throw e;
   }
 }
+
+/** A partitioned group's figures: each partition's consumer, and their sums. */
+export interface GroupFigures {
+  readonly stream: string;
+  readonly partitions: readonly (ConsumerFigures & { readonly partition: number })[];
+  /** Sums over the partitions (`behind`: their pending plus unacknowledged, the group's backlog). */
+  readonly total: { readonly pending: number; readonly ackPending: number; readonly redelivered: number; readonly parked: number; readonly behind: number };
+}
+
+/**
+ * The figures of a group's partition consumers (`durables[p]` on the partitioned stream).
+ * A partition's `behind` is its own backlog (pending plus unacknowledged): stream sequences
+ * of the partitioned stream interleave all partitions, so "last sequence minus ack floor"
+ * would count other partitions' events.
+ */
+export async function groupFigures(jsm: JetStreamManager, stream: string, durables: readonly string[], parked: Parked | undefined): Promise<GroupFigures> {
+  const counts = (await parked?.counts()) ?? new Map<string, number>();
+  const partitions = await Promise.all(
+    durables.map(async (durable, partition) => {
+      const ci = await jsm.consumers.info(stream, durable);
+      const f = figuresOf(ci, 0, counts.get(durable) ?? 0);
+      return { ...f, partition, behind: f.pending + f.ackPending };
+    }),
+  );
+  const sum = (k: "pending" | "ackPending" | "redelivered" | "parked" | "behind") => partitions.reduce((n, p) => n + p[k], 0);
+  return { stream, partitions, total: { pending: sum("pending"), ackPending: sum("ackPending"), redelivered: sum("redelivered"), parked: sum("parked"), behind: sum("behind") } };
+}

@@ -5,7 +5,8 @@
  */
 import { readFileSync } from "node:fs";
 import { OptionsError } from "../errors.js";
-import { checkNamespace } from "../subjects/subjects.js";
+import { checkNamespace, partitionTransform } from "../subjects/subjects.js";
+import { checkPartitions } from "../partition/partition.js";
 import { journalHeaderRoom } from "../publish/journal-writer.js";
 
 const STREAMS_DIR = new URL("../../streams/", import.meta.url);
@@ -98,4 +99,30 @@ export function declaredParkedStreamConfig(vars: Pick<StreamVars, "namespace" | 
 /** The declared consumer templates (`durable`, `ordered`), in JetStream API form. */
 export function declaredConsumerTemplates(): { durable: Record<string, unknown>; ordered: Record<string, unknown> } {
   return render(load("consumers.json"), {}) as { durable: Record<string, unknown>; ordered: Record<string, unknown> };
+}
+
+/** The partitioned stream's name for a namespace: `jetloop` → `jetloop_partitioned`. */
+export function defaultPartitionedStreamName(namespace: string): string {
+  return `${checkNamespace(namespace).replaceAll(".", "_")}_partitioned`;
+}
+
+/** The group membership store's name for a namespace: `jetloop` → `jetloop_members`. */
+export function defaultMembersStreamName(namespace: string): string {
+  return `${checkNamespace(namespace).replaceAll(".", "_")}_members`;
+}
+
+/** Where the partitioned stream keeps its partition count (read by every group member). */
+export const PARTITIONS_METADATA_KEY = "jetloop_partitions";
+
+/** The declared partitioned stream (`streams/partitioned.json`) over `journal`, in JetStream API form. */
+export function declaredPartitionedStreamConfig(
+  vars: Pick<StreamVars, "namespace" | "stream" | "replicas" | "maxAge" | "maxBytes"> & { journal: string; partitions: number },
+): Record<string, unknown> {
+  const t = partitionTransform(vars.namespace, checkPartitions(vars.partitions));
+  return render(load("partitioned.json"), { ...vars, partitions: String(vars.partitions), transformSrc: t.src, transformDest: t.dest, maxAge: vars.maxAge ?? 0, maxBytes: vars.maxBytes ?? -1 }) as Record<string, unknown>;
+}
+
+/** The declared group membership store (`streams/members.json`), in JetStream API form. */
+export function declaredMembersStreamConfig(vars: Pick<StreamVars, "namespace" | "stream" | "replicas">): Record<string, unknown> {
+  return render(load("members.json"), { ...vars }) as Record<string, unknown>;
 }

@@ -6,6 +6,7 @@
 import { z } from "zod";
 import { OptionsError } from "../errors.js";
 import { parseOptions } from "../options.js";
+import { MAX_PARTITIONS } from "../partition/partition.js";
 import { parseDuration } from "./declared.js";
 import { checkMonitorUrls, type Durability } from "./durability.js";
 
@@ -39,6 +40,13 @@ export const provisionShape = z.strictObject({
    */
   durability: z.enum(["default", "strict"], 'must be "default" or "strict"').default("default"),
   monitor,
+  /**
+   * Partitioned durable groups: also provision the partitioned stream
+   * (`streams/partitioned.json`, a copy of the journal split by session into this many
+   * partitions) and the group membership store (`streams/members.json`). Fixed once the
+   * stream exists. Default: neither is touched.
+   */
+  partitions: z.number().int().min(1).max(MAX_PARTITIONS).optional(),
 });
 
 export type ProvisionRequest = z.input<typeof provisionShape>;
@@ -52,6 +60,7 @@ export interface ProvisionSettings {
   readonly duplicateWindow: number | undefined;
   readonly profile: Durability;
   readonly monitor: string[];
+  readonly partitions: number | undefined;
 }
 
 /** What the check needs of the bus and its server. */
@@ -75,7 +84,7 @@ export function parseProvisionRequest(request: ProvisionRequest | undefined, ctx
     if (r.replicas !== undefined && r.replicas < 3) throw new OptionsError("replicas", "strict durability needs at least 3");
   }
   const replicas = r.replicas ?? (ctx.clustered ? 3 : 1);
-  return { mode: r.mode, replicas, maxAge, maxBytes, duplicateWindow, profile: r.durability, monitor: monitorUrls };
+  return { mode: r.mode, replicas, maxAge, maxBytes, duplicateWindow, profile: r.durability, monitor: monitorUrls, partitions: r.partitions };
 }
 
 export const consumersShape = z.strictObject({ monitor });

@@ -6,10 +6,21 @@
  */
 import { JetStreamApiCodes, JetStreamApiError, type JetStreamManager } from "@nats-io/jetstream";
 import { JetloopError, ProvisionDriftError, ServerUnsupportedError } from "../errors.js";
-import { declaredParkedStreamConfig, declaredStreamConfig, type StreamVars } from "./declared.js";
+import {
+  declaredMembersStreamConfig,
+  declaredParkedStreamConfig,
+  declaredPartitionedStreamConfig,
+  declaredStreamConfig,
+  type StreamVars,
+} from "./declared.js";
 
 /** Fields a live stream cannot change. */
 const IMMUTABLE = new Set(["name", "storage", "retention"]);
+/**
+ * The partitioned stream's sources carry its partition count: changing it on a live
+ * stream would move sessions to other partitions while their events are being handled.
+ */
+const PARTITIONED_IMMUTABLE = new Set([...IMMUTABLE, "sources", "metadata"]);
 
 export interface FieldDrift {
   readonly field: string;
@@ -34,16 +45,24 @@ export interface ProvisionOptions extends StreamVars {
 
 const isZeroish = (v: unknown) => v === undefined || v === false || v === 0 || v === "";
 
+/**
+ * The declared value is what matters: a field the server adds inside an object or a list
+ * of objects (a source's defaults, its own `_nats.*` metadata) is not drift.
+ */
 function same(live: unknown, desired: unknown): boolean {
   if (isZeroish(live) && isZeroish(desired)) return true;
+  if (Array.isArray(desired) && Array.isArray(live)) return live.length === desired.length && desired.every((d, i) => same(live[i], d));
+  if (desired && typeof desired === "object" && !Array.isArray(desired) && live && typeof live === "object" && !Array.isArray(live)) {
+    return Object.entries(desired).every(([k, v]) => same((live as Record<string, unknown>)[k], v));
+  }
   return JSON.stringify(live) === JSON.stringify(desired);
 }
 
 /** The declared fields whose live value differs. */
-export function diffStreamConfig(live: Record<string, unknown>, desired: Record<string, unknown>): FieldDrift[] {
+export function diffStreamConfig(live: Record<string, unknown>, desired: Record<string, unknown>, immutable: ReadonlySet<string> = IMMUTABLE): FieldDrift[] {
   const drift: FieldDrift[] = [];
   for (const [field, value] of Object.entries(desired)) {
-    if (!same(live[field], value)) drift.push({ field, live: live[field], desired: value, updatable: !IMMUTABLE.has(field) });
+    if (!same(live[field], value)) drift.push({ field, live: live[field], desired: value, updatable: !immutable.has(field) });
   }
   return drift;
 }
@@ -72,12 +91,37 @@ export function provisionParkedStream(
   return provisionDeclared(jsm, options.stream, declaredParkedStreamConfig(options), options.mode, options.serverVersion);
 }
 
+/**
+ * The partitioned stream (`streams/partitioned.json`) over the events stream `journal`,
+ * with `partitions` partitions, and the group membership store (`streams/members.json`).
+ */
+export async function provisionPartitioned(
+  jsm: JetStreamManager,
+  options: Pick<ProvisionOptions, "namespace" | "replicas" | "maxAge" | "maxBytes" | "mode" | "serverVersion"> & {
+    journal: string;
+    stream: string;
+    membersStream: string;
+    partitions: number;
+  },
+): Promise<{ partitioned: ProvisionReport; members: ProvisionReport }> {
+  const partitioned = await provisionDeclared(jsm, options.stream, declaredPartitionedStreamConfig(options), options.mode, options.serverVersion, PARTITIONED_IMMUTABLE);
+  const members = await provisionDeclared(
+    jsm,
+    options.membersStream,
+    declaredMembersStreamConfig({ namespace: options.namespace, stream: options.membersStream, replicas: options.replicas }),
+    options.mode,
+    options.serverVersion,
+  );
+  return { partitioned, members };
+}
+
 async function provisionDeclared(
   jsm: JetStreamManager,
   stream: string,
   desired: Record<string, unknown>,
   mode: ProvisionOptions["mode"],
   serverVersion: string,
+  immutable: ReadonlySet<string> = IMMUTABLE,
 ): Promise<ProvisionReport> {
   let live: Record<string, unknown> | undefined;
   try {
@@ -98,7 +142,7 @@ async function provisionDeclared(
     }
     return { stream, action: "created", drift: [] };
   }
-  const drift = diffStreamConfig(live, desired);
+  const drift = diffStreamConfig(live, desired, immutable);
   if (drift.length === 0) return { stream, action: "unchanged", drift };
   const refused = drift.filter((d) => !d.updatable);
   if (refused.length > 0) throw new ProvisionDriftError(stream, refused);

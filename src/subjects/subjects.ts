@@ -206,3 +206,40 @@ export function parseParkedSubject(ns: string, subject: string): { durable: stri
 export function channelPrefix(ns: string, channel: Channel): string {
   return `${ns}.${channel}.`;
 }
+
+/**
+ * The partitioned stream (partitioned durable groups, src/subscribe/group/) stores a copy
+ * of the journal on `{ns}.partition.{p}.{session}.…`: the journal subject with the channel
+ * token replaced by `partition` and the session's partition. The server maps it (a subject
+ * transform on the stream's source, `partitionTransform`), so the journal stays as it is.
+ */
+export function partitionTransform(ns: string, partitions: number): { src: string; dest: string } {
+  return { src: `${checkNamespace(ns)}.journal.*.>`, dest: `${ns}.partition.{{partition(${partitions},1)}}.{{wildcard(1)}}.>` };
+}
+
+/** One partition's subjects, or those of a journal filter within it. */
+export function partitionFilter(ns: string, partition: number, journalFilter?: string): string {
+  const rest = journalFilter === undefined ? ">" : switchChannelRest(ns, journalFilter, "journal");
+  return `${checkNamespace(ns)}.partition.${partition}.${rest}`;
+}
+
+/** The journal subject a partitioned copy was made from, or undefined for another subject. */
+export function journalSubjectOfPartitioned(ns: string, subject: string): { partition: number; subject: string } | undefined {
+  const prefix = `${ns}.partition.`;
+  if (!subject.startsWith(prefix)) return undefined;
+  const dot = subject.indexOf(".", prefix.length);
+  const partition = Number(subject.slice(prefix.length, dot));
+  if (dot < 0 || !Number.isSafeInteger(partition) || partition < 0) return undefined;
+  return { partition, subject: `${ns}.journal.${subject.slice(dot + 1)}` };
+}
+
+function switchChannelRest(ns: string, subject: string, from: "journal"): string {
+  const prefix = `${ns}.${from}.`;
+  if (!subject.startsWith(prefix)) throw new SubjectError(`subject ${JSON.stringify(subject)} is not a ${from} subject of namespace ${ns}`);
+  return subject.slice(prefix.length);
+}
+
+/** The subjects of the group membership store: one lease per group member. */
+export function memberSubject(ns: string, group: string, member?: string): string {
+  return `${checkNamespace(ns)}.members.${token("durable name", DURABLE, group)}.${member === undefined ? "*" : token("member id", DURABLE, member)}`;
+}

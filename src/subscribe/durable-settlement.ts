@@ -81,7 +81,29 @@ export async function acknowledge(s: Settler, o: Original): Promise<void> {
  * handed to another process meanwhile. Parking started by `nak`/`term`, which return
  * nothing, is handed to `track` so that closing the subscription waits for it.
  */
-export function durableDelivery<E>(s: Settler, o: Original, event: E, onSettle: () => void, track: (p: Promise<unknown>) => void): DurableDelivery<E> {
+/**
+ * Whether a delivery's ack wait may have run out on the server (`lapsed`), and how to
+ * extend it. A lapsed delivery may be in another holder's hands: the server takes a
+ * settlement by stream sequence, so settling the old copy would settle the new one (and, in
+ * a partitioned group, free the partition's one slot while the new holder still has the
+ * event). A lapsed delivery is therefore not settled on the server: it comes again.
+ */
+export interface Lease {
+  lapsed(): boolean;
+  /** Extends the ack wait unless it lapsed. */
+  extend(): void;
+}
+
+const unfenced = (o: Original): Lease => ({ lapsed: () => false, extend: () => o.msg.working() });
+
+export function durableDelivery<E>(
+  s: Settler,
+  o: Original,
+  event: E,
+  onSettle: () => void,
+  track: (p: Promise<unknown>) => void,
+  lease: Lease = unfenced(o),
+): DurableDelivery<E> {
   let settled = false;
   let done = false;
   const finish = () => {
@@ -96,6 +118,13 @@ export function durableDelivery<E>(s: Settler, o: Original, event: E, onSettle: 
     if (p) void p.then(finish, finish);
     else finish();
   };
+  /** True (and the delivery given up) when its ack wait may have run out. */
+  const stale = (what: string): boolean => {
+    if (!lease.lapsed()) return false;
+    settle();
+    s.log.warn({ durable: s.durable, journalSeq: o.journalSeq }, `${what} of a delivery held past its ack wait not sent; it comes again`);
+    return true;
+  };
   const last = o.deliveryCount >= s.maxDeliver;
   // The server redelivers a plain nak at once; the durable's backoff is applied here.
   const retry = (delayMs: number | undefined) => o.msg.nak(delayMs ?? s.backoffMs[Math.min(o.deliveryCount, s.backoffMs.length) - 1]);
@@ -107,11 +136,15 @@ export function durableDelivery<E>(s: Settler, o: Original, event: E, onSettle: 
     deliveryCount: o.deliveryCount,
     replayed: o.storeSeq !== undefined,
     async ack() {
+      if (stale("ack")) {
+        throw new SubscriptionError(`journal sequence ${o.journalSeq} was held past its ack wait, so the server may have handed it to another holder; not acknowledged: it comes again`);
+      }
       const p = acknowledge(s, o);
       settle(p);
       await p;
     },
     nak(delayMs?: number) {
+      if (stale("nak")) return;
       if (!last) {
         settle();
         return retry(delayMs);
@@ -121,6 +154,7 @@ export function durableDelivery<E>(s: Settler, o: Original, event: E, onSettle: 
       track(p);
     },
     async fail(error: unknown, delayMs?: number) {
+      if (stale("fail")) return;
       if (!last) {
         settle();
         return retry(delayMs);
@@ -131,6 +165,7 @@ export function durableDelivery<E>(s: Settler, o: Original, event: E, onSettle: 
       await p;
     },
     term(reason?: string) {
+      if (stale("term")) return;
       let p: Promise<unknown> | undefined;
       if (reason !== undefined) p = park(s, o, "terminated", "TERMINATED", reason);
       else if (o.storeSeq !== undefined) p = s.parked.remove(o.storeSeq).then(() => o.msg.term());
@@ -139,7 +174,7 @@ export function durableDelivery<E>(s: Settler, o: Original, event: E, onSettle: 
       if (p) track(p);
     },
     working() {
-      if (!settled) o.msg.working();
+      if (!settled) lease.extend();
     },
   };
 }

@@ -29,13 +29,39 @@ import { parkedFilter } from "../subjects/subjects.js";
 import { OptionsError } from "../errors.js";
 import { consumerError } from "./consumer-errors.js";
 import { decodeMessage, hiddenFrom } from "./delivery.js";
-import { acknowledge, durableDelivery, type Original, park, type Settler } from "./durable-settlement.js";
+import { acknowledge, durableDelivery, type Lease, type Original, park, type Settler } from "./durable-settlement.js";
 import type { DurableSettings, StartPosition } from "./options.js";
 import { reportPoison, type Source, type SourceContext } from "./source.js";
 import { tracedDelivery } from "../telemetry/index.js";
 
 /** JetStream's "consumer name already in use" and "consumer already exists". */
 const CONSUMER_EXISTS = new Set([10013, 10148]);
+
+/**
+ * Where a consumed message came from in the journal. The default: it is the journal's own
+ * message. A partitioned group's consumers read a copy (group/partition-source.ts).
+ */
+export type JournalOrigin = (m: JsMsg) => { readonly journalSeq: number; readonly subject: string } | undefined;
+const ownOrigin: JournalOrigin = (m) => ({ journalSeq: m.seq, subject: m.subject });
+
+/**
+ * A delivery's ack wait as this process can judge it: it may have run out on the server once
+ * no extension was sent for two thirds of it (extensions go every third; the rest is the
+ * margin for the ack's and the last extension's transit). A process paused, a handler held
+ * past `autoExtendMs` or a source stopped while its handler runs all stop the extensions.
+ */
+function fencedLease(m: JsMsg, ackWaitMs: number): Lease {
+  let extendedAt = Date.now();
+  const lapsed = () => Date.now() - extendedAt > (ackWaitMs * 2) / 3;
+  return {
+    lapsed,
+    extend() {
+      if (lapsed()) return;
+      m.working();
+      extendedAt = Date.now();
+    },
+  };
+}
 
 export class DurableSource<E> implements Source {
   readonly #ctx: SourceContext<E>;
@@ -56,9 +82,28 @@ export class DurableSource<E> implements Source {
   readonly #unsettled = new Set<number>();
   #lastSeq = 0;
   #stopped = false;
+  readonly #origin: JournalOrigin;
+  /** Pull requests' lifetime in ms (NATS.js's default, 30 s, when undefined). */
+  readonly #pullExpiresMs: number | undefined;
+  /** Whether a delivery held past its ack wait is left unsettled (fencedLease), and deliveries are handed one at a time (#hand). */
+  readonly #fenced: boolean;
+  /** A fenced source's delivery in the handler's hands: settled when it is. */
+  #inHand: Promise<void> | undefined;
+  #onStop!: () => void;
+  readonly #stopping = new Promise<void>((r) => (this.#onStop = r));
 
-  constructor(ctx: SourceContext<E>, name: string, subjects: readonly string[], start: StartPosition, parked: ParkedStore) {
+  constructor(
+    ctx: SourceContext<E>,
+    name: string,
+    subjects: readonly string[],
+    start: StartPosition,
+    parked: ParkedStore,
+    seams: { readonly origin?: JournalOrigin; readonly pullExpiresMs?: number; readonly fenced?: boolean } = {},
+  ) {
     this.#ctx = ctx;
+    this.#fenced = seams.fenced ?? false;
+    this.#origin = seams.origin ?? ownOrigin;
+    this.#pullExpiresMs = seams.pullExpiresMs;
     this.#name = name;
     this.#subjects = subjects;
     this.#start = start;
@@ -66,16 +111,22 @@ export class DurableSource<E> implements Source {
     this.#maxDeliver = ctx.settings.maxDeliver ?? (declaredConsumerTemplates().durable.max_deliver as number);
   }
 
-  async start(): Promise<void> {
+  /** Creates the consumers (or adopts them) without consuming. */
+  async prepare(): Promise<void> {
     checkDurableOptions(this.#ctx.settings);
     await this.#ensureConsumer(undefined);
     await this.#ensureReplayConsumer();
+  }
+
+  async start(): Promise<void> {
+    await this.prepare();
     const batch = this.#ctx.settings.batch;
     try {
       const consumer = await this.#ctx.js.consumers.get(this.#ctx.stream, this.#name);
-      this.#messages = await consumer.consume({ max_messages: batch });
+      const expires = this.#pullExpiresMs === undefined ? {} : { expires: this.#pullExpiresMs };
+      this.#messages = await consumer.consume({ max_messages: batch, ...expires });
       const replays = await this.#ctx.js.consumers.get(this.#parked.stream, this.#name);
-      this.#replays = await replays.consume({ max_messages: batch });
+      this.#replays = await replays.consume({ max_messages: batch, ...expires });
     } catch (e) {
       this.#messages?.stop();
       throw consumerError(e, this.#ctx.stream, `consuming durable ${this.#name}`);
@@ -101,10 +152,24 @@ export class DurableSource<E> implements Source {
 
   async stop(): Promise<void> {
     this.#stopped = true;
+    this.#onStop();
     const running = [this.#messages, this.#replays];
     this.#messages = this.#replays = undefined;
     for (const m of running) m?.stop();
     await Promise.all([...this.#pumps, ...this.#settling]);
+  }
+
+  /**
+   * Gives the consumer away: waits (up to `timeoutMs`) for what was delivered to be
+   * settled, its ack extended meanwhile, then stops. A pull request the server still holds
+   * for this process can take the next event after the stop; it comes again after the ack
+   * wait (group/README.md: a group's default ack wait is its lease).
+   */
+  async drain(timeoutMs: number): Promise<void> {
+    const until = Date.now() + timeoutMs;
+    // A replayed entry in hand (#inHand) is waited for too: stopping ends its extension.
+    while ((this.#unsettled.size > 0 || this.#inHand !== undefined) && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+    await this.stop();
   }
 
   /** What settling and parking need to know. */
@@ -238,9 +303,10 @@ export class DurableSource<E> implements Source {
     }
   }
 
-  #fromJournal(m: JsMsg): Original {
+  #fromJournal(m: JsMsg): Original | undefined {
     this.#lastSeq = Math.max(this.#lastSeq, m.seq);
-    return { msg: m, journalSeq: m.seq, subject: m.subject, data: m.data, deliveryCount: m.info.deliveryCount };
+    const at = this.#origin(m);
+    return at && { msg: m, journalSeq: at.journalSeq, subject: at.subject, data: m.data, deliveryCount: m.info.deliveryCount };
   }
 
   #fromParked(m: JsMsg): Original | undefined {
@@ -255,7 +321,7 @@ export class DurableSource<E> implements Source {
       for await (const m of messages) {
         const o = original(m);
         if (!o) {
-          ctx.log.warn({ durable: this.#name, subject: m.subject }, "not a parked entry; skipped");
+          ctx.log.warn({ durable: this.#name, subject: m.subject }, "not a journal event or parked entry; skipped");
           m.term();
           continue;
         }
@@ -268,7 +334,7 @@ export class DurableSource<E> implements Source {
         } else if (o.deliveryCount > this.#maxDeliver) {
           await park(settler, o, "max_deliver", "NOT_SETTLED", `not settled within ${this.#maxDeliver} deliveries`);
         } else {
-          await ctx.queue.pushEnduring(tracedDelivery(this.#deliver(o, d.event), "durable", o.msg));
+          await this.#hand(o, d.event);
         }
       }
     } catch (e) {
@@ -276,7 +342,28 @@ export class DurableSource<E> implements Source {
     }
   }
 
-  #deliver(o: Original, event: E) {
+  /**
+   * Hands a delivery to the handler. A fenced (group) source hands one at a time between
+   * its journal and replay consumers: each has one outstanding on the server, but a
+   * replayed entry must not be handled beside the partition's live event, nor the other
+   * way round. A delivery waiting its turn has its ack extended; one still waiting when
+   * the source stops is not settled and comes again.
+   */
+  async #hand(o: Original, event: E): Promise<void> {
+    if (!this.#fenced) return this.#ctx.queue.pushEnduring(tracedDelivery(this.#deliver(o, event), "durable", o.msg));
+    let release!: () => void;
+    const turn = new Promise<void>((r) => (release = r));
+    const delivery = this.#deliver(o, event, () => {
+      if (this.#inHand === turn) this.#inHand = undefined;
+      release();
+    });
+    while (this.#inHand !== undefined && !this.#stopped) await Promise.race([this.#inHand, this.#stopping]);
+    if (this.#stopped) return;
+    this.#inHand = turn;
+    await this.#ctx.queue.pushEnduring(tracedDelivery(delivery, "durable", o.msg));
+  }
+
+  #deliver(o: Original, event: E, settled?: () => void) {
     const m = o.msg;
     // The ack floor concerns the journal consumer only.
     const seq = o.storeSeq === undefined ? m.seq : undefined;
@@ -288,17 +375,20 @@ export class DurableSource<E> implements Source {
     const started = Date.now();
     const { autoExtendMs } = this.#ctx.settings as DurableSettings;
     const leaseMs = o.storeSeq === undefined ? Math.min(this.#ackWaitMs, ...this.#backoffMs) : this.#replayAckWaitMs;
-    if (autoExtendMs > 0) m.working();
+    const lease = this.#fenced ? fencedLease(m, leaseMs) : undefined;
+    const extend = () => (lease ? lease.extend() : m.working());
+    if (autoExtendMs > 0) extend();
     const timer = setInterval(() => {
-      if (Date.now() - started > autoExtendMs || this.#stopped) clearInterval(timer);
-      else m.working();
+      if (Date.now() - started > autoExtendMs || this.#stopped || lease?.lapsed()) clearInterval(timer);
+      else extend();
     }, Math.max(10, Math.floor(leaseMs / 3)));
     timer.unref();
     const onSettle = () => {
       clearInterval(timer);
       if (seq !== undefined) this.#unsettled.delete(seq);
+      settled?.();
     };
-    return durableDelivery(this.#settler, o, event, onSettle, (p) => this.#track(p));
+    return durableDelivery(this.#settler, o, event, onSettle, (p) => this.#track(p), lease);
   }
 
   async #watchStatus(messages: ConsumerMessages, recreate: (fromSeq: number | undefined) => Promise<void>): Promise<void> {

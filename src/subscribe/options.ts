@@ -52,6 +52,22 @@ export const durableShape = z.strictObject({
   ...common,
   /** The durable consumer's name. */
   durable: durableNameSchema,
+  /**
+   * A partitioned durable group (src/subscribe/group/README.md). The namespace's sessions
+   * are split into the partitions `jetloop provision --partitions N` made; each partition is
+   * owned by one member of the group (the processes subscribing with this durable name and
+   * `group`) at a time, and hands a session's events over in journal order, the next after
+   * the previous is settled. `leaseMs`: a member that stops renewing its lease for this long
+   * loses its partitions (default 10000); it is also the group's default ack wait (a held
+   * delivery is extended meanwhile). `member`: this member's id in the membership store
+   * (default: random). `maxAckPending` is 1 per partition and cannot be set. Default: no group.
+   */
+  group: z
+    .strictObject({
+      leaseMs: z.number().int().min(300).max(600_000).default(10_000),
+      member: durableNameSchema.optional(),
+    })
+    .optional(),
   /** Where a new durable starts (an existing one resumes from its ack floor). Default `all`. */
   start: start.default("all"),
   /** A fixed ack wait in ms, instead of the backoff. Default: the backoff (streams/consumers.json). */
@@ -113,11 +129,21 @@ export function parseSubscribeOptions(options: SubscribeOptions | undefined): Su
   const r = shape.safeParse(typeof options === "object" && options !== null && Object.keys(given).some((k) => other.has(k) && given[k] === undefined)
     ? Object.fromEntries(Object.entries(given).filter(([k, v]) => !(other.has(k) && v === undefined)))
     : options);
-  if (r.success) return r.data;
+  if (r.success) return checkGroup(r.data);
   const error = optionsError(r.error.issues);
   if (durable && feedOnly.has(error.option)) throw new OptionsError(error.option, "applies to feed subscriptions only");
   if (!durable && durableOnly.has(error.option)) throw new OptionsError(error.option, "applies to durable subscriptions only");
   throw error;
+}
+
+/** A group's own rules, beyond its shape: one delivery outstanding per partition keeps a session in order (group/README.md). */
+function checkGroup(settings: SubscribeSettings): SubscribeSettings {
+  if (settings.group === undefined) return settings;
+  if (settings.maxAckPending !== undefined) throw new OptionsError("maxAckPending", "is 1 per partition in a group");
+  if (settings.durable !== undefined && settings.durable.length > GROUP_DURABLE_MAX) {
+    throw new OptionsError("durable", `a group's name is at most ${GROUP_DURABLE_MAX} characters (its partitions' consumers add a suffix)`);
+  }
+  return settings;
 }
 
 /** The range of a replay and how it reads. */
@@ -157,3 +183,6 @@ export type SubscriptionReport =
    * `leader_elected`, `slow_reader`: a loss the connection or the stream announced).
    */
   | { readonly kind: "gap_closed"; readonly fromSeq: number; readonly toSeq: number; readonly reason: "gap" | "reconnect" | "leader_elected" | "slow_reader" };
+
+/** A group's durable name leaves room for its partition consumers' `_p{n}` suffix. */
+export const GROUP_DURABLE_MAX = 58;

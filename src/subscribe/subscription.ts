@@ -11,6 +11,8 @@ import type { Delivery, DurableDelivery } from "./delivery.js";
 import { DeliveryQueue } from "./delivery-queue.js";
 import { DurableSource } from "./durable-source.js";
 import { FeedSource } from "./feed/feed-source.js";
+import { GroupSource, type GroupStatus } from "./group/group-source.js";
+import type { GroupFigures } from "../streams/consumer-figures.js";
 import { type EventFilter, MANY_FILTER_SUBJECTS, resolveFilter } from "./filter.js";
 import type { OpenSubscription } from "./open-subscriptions.js";
 import { type SubscribeOptions, parseSubscribeOptions, type SubscriptionReport } from "./options.js";
@@ -48,6 +50,16 @@ export interface Subscription<E = JetloopEvent, D extends Delivery<E> = Delivery
    * redelivered, parked, behind the journal); undefined for a feed subscription.
    */
   lag(): Promise<ConsumerFigures | undefined>;
+  /**
+   * A partitioned group member's view: its member id, the partition count, the live
+   * members it last read and the partitions it owns; undefined when not in a group.
+   */
+  group(): GroupStatus | undefined;
+  /**
+   * A group's figures as the server has them: each partition's consumer (pending, waiting
+   * for ack, redelivered, parked) and the group's sums; undefined when not in a group.
+   */
+  groupLag(): Promise<GroupFigures | undefined>;
   /** The filter in force. */
   readonly filter: EventFilter;
   /**
@@ -99,7 +111,8 @@ class SubscriptionImpl<E, D extends Delivery<E> = Delivery<E>> implements Subscr
       this.#ctx.log.warn({ filterSubjects: resolved.journalSubjects.length }, "many filter subjects make a consumer slow; consider fewer loops per subscription");
     }
     if (resolved.journalSubjects.length > 0) {
-      if (settings.durable) this.#journal = new DurableSource(this.#ctx, settings.durable, resolved.journalSubjects, settings.start, bus.parked);
+      if (settings.durable && settings.group) this.#journal = new GroupSource(this.#ctx, settings.durable, resolved.journalSubjects, settings.start, bus.parked, settings.group);
+      else if (settings.durable) this.#journal = new DurableSource(this.#ctx, settings.durable, resolved.journalSubjects, settings.start, bus.parked);
       else this.#journal = this.#feed = new FeedSource(this.#ctx, resolved.feedSubjects, settings.start, settings.feed ?? bus.settings.feed);
     }
     if (resolved.previewSubjects.length > 0) this.#preview = new PreviewSource(this.#ctx, resolved.previewSubjects);
@@ -153,6 +166,22 @@ class SubscriptionImpl<E, D extends Delivery<E> = Delivery<E>> implements Subscr
   async lag(): Promise<ConsumerFigures | undefined> {
     const durable = this.#ctx.settings.durable;
     return durable === undefined ? undefined : this.#bus.consumer(durable);
+  }
+
+  /**
+   * A partitioned group member's view: its member id, the partition count, the live
+   * members it last read and the partitions it owns; undefined when not in a group.
+   */
+  group(): GroupStatus | undefined {
+    return this.#journal instanceof GroupSource ? this.#journal.status() : undefined;
+  }
+
+  /**
+   * A group's figures as the server has them: each partition's consumer (pending, waiting
+   * for ack, redelivered, parked) and the group's sums; undefined when not in a group.
+   */
+  async groupLag(): Promise<GroupFigures | undefined> {
+    return this.#journal instanceof GroupSource ? this.#journal.figures() : undefined;
   }
 
   get filter(): EventFilter {

@@ -1,0 +1,208 @@
+/**
+ * The enduring part of a partitioned durable group (README.md here): this member's share
+ * of the partitions, each a durable consumer on the partitioned stream run by a
+ * DurableSource, taken and given back as the group's live members change.
+ */
+import { JetStreamApiCodes, JetStreamApiError } from "@nats-io/jetstream";
+import { randomUUID } from "node:crypto";
+import { NotProvisionedError } from "../../errors.js";
+import type { ParkedStore } from "../../parking/parked-store.js";
+import { checkPartitions } from "../../partition/partition.js";
+import { type GroupFigures, groupFigures } from "../../streams/consumer-figures.js";
+import { defaultMembersStreamName, defaultPartitionedStreamName, PARTITIONS_METADATA_KEY } from "../../streams/declared.js";
+import { partitionFilter } from "../../subjects/subjects.js";
+import { consumerError } from "../consumer-errors.js";
+import { DurableSource } from "../durable-source.js";
+import type { DurableSettings, StartPosition, SubscribeSettings } from "../options.js";
+import type { Source, SourceContext } from "../source.js";
+import { ownedPartitions } from "./assignment.js";
+import { Membership } from "./membership.js";
+import { partitionedOrigin } from "./origin.js";
+
+/** A partition's pull requests live this long (NATS.js's default is 30 s): one left open by a member that gave the partition away ends soon. */
+const PULL_EXPIRES_MS = 2000;
+
+export type GroupSettings = NonNullable<SubscribeSettings["group"]>;
+
+/** The durable consumer (and parked-store durable name) of one partition of a group. */
+export function partitionDurable(group: string, partition: number): string {
+  return `${group}_p${partition}`;
+}
+
+/** What a member knows of its group now. */
+export interface GroupStatus {
+  readonly member: string;
+  readonly partitions: number;
+  readonly members: readonly string[];
+  readonly owned: readonly number[];
+}
+
+export class GroupSource<E> implements Source {
+  readonly #ctx: SourceContext<E>;
+  readonly #group: string;
+  readonly #settings: GroupSettings;
+  readonly #start: StartPosition;
+  readonly #parked: ParkedStore;
+  #subjects: readonly string[];
+  readonly #stream: string;
+  #partitions = 0;
+  #membership: Membership | undefined;
+  readonly #running = new Map<number, DurableSource<E>>();
+  #members: string[] = [];
+  #timer: NodeJS.Timeout | undefined;
+  #renewTimer: NodeJS.Timeout | undefined;
+  #cycle: Promise<void> = Promise.resolve();
+  #stopped = false;
+
+  constructor(ctx: SourceContext<E>, group: string, subjects: readonly string[], start: StartPosition, parked: ParkedStore, settings: GroupSettings) {
+    this.#ctx = ctx;
+    this.#group = group;
+    this.#subjects = subjects;
+    this.#start = start;
+    this.#parked = parked;
+    this.#settings = settings;
+    this.#stream = defaultPartitionedStreamName(ctx.decode.namespace);
+  }
+
+  status(): GroupStatus {
+    return { member: this.#membership?.member ?? "", partitions: this.#partitions, members: [...this.#members], owned: [...this.#running.keys()].sort((a, b) => a - b) };
+  }
+
+  /** Each partition's consumer figures as the server has them, and the group's sums. */
+  async figures(): Promise<GroupFigures> {
+    const durables = Array.from({ length: this.#partitions }, (_, p) => partitionDurable(this.#group, p));
+    try {
+      return await groupFigures(await this.#ctx.jsm(), this.#stream, durables, this.#parked);
+    } catch (e) {
+      throw consumerError(e, this.#stream, `reading group ${this.#group}'s consumers`);
+    }
+  }
+
+  async start(): Promise<void> {
+    const jsm = await this.#ctx.jsm();
+    try {
+      const info = await jsm.streams.info(this.#stream);
+      this.#partitions = checkPartitions(Number(info.config.metadata?.[PARTITIONS_METADATA_KEY]), "partitions");
+      if (!info.config.sources?.some((s) => s.name === this.#ctx.stream)) {
+        throw new NotProvisionedError(this.#stream, `stream ${this.#stream} does not source the journal ${this.#ctx.stream}; run \`jetloop provision --partitions N\``);
+      }
+    } catch (e) {
+      if (e instanceof JetStreamApiError && e.code === JetStreamApiCodes.StreamNotFound) {
+        throw new NotProvisionedError(this.#stream, `stream ${this.#stream} does not exist; run \`jetloop provision --partitions N\` for partitioned groups`);
+      }
+      if (e instanceof NotProvisionedError) throw e;
+      throw consumerError(e, this.#stream, `reading the partitioned stream for group ${this.#group}`);
+    }
+    this.#membership = new Membership(this.#ctx.js, this.#ctx.jsm, defaultMembersStreamName(this.#ctx.decode.namespace), this.#ctx.decode.namespace, this.#group, this.#settings.member ?? randomUUID().replaceAll("-", ""), this.#settings.leaseMs);
+    // Every partition's consumer exists from the start, so one first owned later starts where the group did.
+    await Promise.all(Array.from({ length: this.#partitions }, (_, p) => this.#source(p).prepare()));
+    await this.#membership.renew();
+    await this.#rebalance();
+    // Renewing runs apart from rebalancing: giving a partition away can wait for a handler.
+    const period = Math.max(100, Math.floor(this.#settings.leaseMs / 3));
+    this.#renewTimer = setInterval(() => void this.#renew(), period);
+    this.#timer = setInterval(() => {
+      this.#cycle = this.#cycle.then(() => this.#tick());
+    }, period);
+    this.#renewTimer.unref();
+    this.#timer.unref();
+  }
+
+  async update(subjects: readonly string[]): Promise<void> {
+    this.#subjects = subjects;
+    await Promise.all([...this.#running].map(([p, s]) => s.update(this.#filters(p))));
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    clearInterval(this.#timer);
+    clearInterval(this.#renewTimer);
+    await this.#cycle;
+    const running = [...this.#running.values()];
+    this.#running.clear();
+    await Promise.all(running.map((s) => s.drain(this.#drainMs)));
+    await this.#membership?.leave().catch((e: unknown) => this.#ctx.log.debug({ err: e }, "removing the lease failed; it goes stale"));
+  }
+
+  /** How long a partition given away waits for its delivery to be settled. */
+  get #drainMs(): number {
+    return this.#settings.leaseMs;
+  }
+
+  async #renew(): Promise<void> {
+    if (this.#stopped) return;
+    // A member that cannot renew for a lease time loses its partitions to the others.
+    await this.#membership!.renew().catch((e: unknown) => this.#ctx.log.warn({ group: this.#group, err: (e as Error).message }, "renewing the group lease failed"));
+  }
+
+  async #tick(): Promise<void> {
+    if (this.#stopped) return;
+    try {
+      await this.#rebalance();
+    } catch (e) {
+      this.#ctx.log.warn({ group: this.#group, err: (e as Error).message }, "group rebalance failed; trying again");
+    }
+  }
+
+  async #rebalance(): Promise<void> {
+    const members = await this.#membership!.live();
+    if (this.#stopped) return;
+    this.#members = members;
+    const want = new Set(ownedPartitions(members, this.#membership!.member, this.#partitions));
+    const release = [...this.#running].filter(([p]) => !want.has(p));
+    for (const [p] of release) this.#running.delete(p);
+    const take = [...want].filter((p) => !this.#running.has(p));
+    await Promise.all([
+      ...release.map(([, s]) => s.drain(this.#drainMs)),
+      ...take.map(async (p) => {
+        const s = this.#source(p);
+        this.#running.set(p, s);
+        try {
+          await s.start();
+        } catch (e) {
+          this.#running.delete(p);
+          await s.stop();
+          throw e;
+        }
+      }),
+    ]);
+    if (release.length + take.length > 0) this.#ctx.log.debug({ group: this.#group, members: members.length, owned: [...want] }, "group partitions moved");
+  }
+
+  #filters(partition: number): string[] {
+    return this.#subjects.map((s) => partitionFilter(this.#ctx.decode.namespace, partition, s));
+  }
+
+  #source(partition: number): DurableSource<E> {
+    const own = this.#ctx.settings as DurableSettings;
+    // A group's ack wait defaults to its lease: a delivery lost with a member (or taken by
+    // a pull request left open by a member that gave its partition away) comes again within
+    // it; a held one is extended meanwhile, so a long handler is not cut short.
+    const ackWaitMs = own.ackWaitMs ?? (own.backoffMs === undefined ? this.#settings.leaseMs : undefined);
+    const settings: DurableSettings = { ...own, maxAckPending: 1, batch: 1, ...(ackWaitMs === undefined ? {} : { ackWaitMs }) };
+    // The subscription's context on the partitioned stream, with the partition's settings.
+    const base = this.#ctx;
+    const ctx: SourceContext<E> = {
+      nc: base.nc,
+      js: base.js,
+      journal: base.journal,
+      jsm: () => base.jsm(),
+      stream: this.#stream,
+      journalState: () => base.journalState(),
+      feeds: base.feeds,
+      decode: base.decode,
+      queue: base.queue,
+      settings,
+      log: base.log,
+      report: (r) => base.report(r),
+      fail: (e) => base.fail(e),
+    };
+    return new DurableSource(ctx, partitionDurable(this.#group, partition), this.#filters(partition), this.#start, this.#parked, {
+      origin: partitionedOrigin(ctx.decode.namespace, this.#ctx.stream, partition),
+      pullExpiresMs: PULL_EXPIRES_MS,
+      // A member's late settlement must not release the partition to the next event while
+      // the delivery is in another member's hands (durable-settlement.ts, Lease).
+      fenced: true,
+    });
+  }
+}

@@ -1,0 +1,92 @@
+// The session hash, the partition owner and the partitioned copy's origin: pure rules.
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { fnv1a32, MAX_PARTITIONS, sessionPartition } from "../../src/partition/partition.js";
+import { ownedPartitions, partitionOwner } from "../../src/subscribe/group/assignment.js";
+import { parseStreamSource } from "../../src/subscribe/group/origin.js";
+import { journalSubjectOfPartitioned, partitionFilter, partitionTransform } from "../../src/subjects/subjects.js";
+
+const utf8 = (s: string) => new TextEncoder().encode(s);
+const member = fc.stringMatching(/^[A-Za-z0-9_-]{1,16}$/);
+
+describe("fnv1a32", () => {
+  it("is Go's hash/fnv New32a (its published vectors)", () => {
+    expect(fnv1a32(utf8(""))).toBe(0x811c9dc5);
+    expect(fnv1a32(utf8("a"))).toBe(0xe40c292c);
+    expect(fnv1a32(utf8("foobar"))).toBe(0xbf9cf968);
+  });
+  it("is an unsigned 32-bit value, and sessionPartition its remainder", () => {
+    fc.assert(
+      fc.property(fc.string(), fc.integer({ min: 1, max: MAX_PARTITIONS }), (s, n) => {
+        const h = fnv1a32(utf8(s));
+        expect(Number.isInteger(h) && h >= 0 && h < 2 ** 32).toBe(true);
+        expect(sessionPartition(s, n)).toBe(h % n);
+      }),
+    );
+  });
+  it("refuses a partition count outside 1..MAX_PARTITIONS", () => {
+    fc.assert(
+      fc.property(fc.oneof(fc.integer({ max: 0 }), fc.integer({ min: MAX_PARTITIONS + 1 }), fc.double({ noInteger: true })), (n) => {
+        expect(() => sessionPartition("s", n)).toThrow(expect.objectContaining({ code: "OPTIONS_INVALID" }));
+      }),
+    );
+  });
+});
+
+describe("partition ownership", () => {
+  it("gives every partition to exactly one live member, the same whatever the list's order", () => {
+    fc.assert(
+      fc.property(fc.uniqueArray(member, { minLength: 1, maxLength: 8 }), fc.integer({ min: 1, max: 64 }), (members, n) => {
+        const shares = members.map((m) => ownedPartitions(members, m, n));
+        expect(shares.flat().sort((a, b) => a - b)).toEqual(Array.from({ length: n }, (_, p) => p));
+        const reversed = [...members].reverse();
+        for (let p = 0; p < n; p++) expect(partitionOwner(reversed, p)).toBe(partitionOwner(members, p));
+      }),
+    );
+  });
+  it("moves only the partitions of a member that leaves, and to one that joins only what it takes", () => {
+    fc.assert(
+      fc.property(fc.uniqueArray(member, { minLength: 2, maxLength: 8 }), fc.integer({ min: 1, max: 64 }), (members, n) => {
+        const [gone, ...rest] = members as [string, ...string[]];
+        for (let p = 0; p < n; p++) {
+          const before = partitionOwner(members, p);
+          const after = partitionOwner(rest, p);
+          if (before !== gone) expect(after).toBe(before);
+        }
+      }),
+    );
+  });
+});
+
+describe("partitioned subjects", () => {
+  const ns = "acme.prod";
+  it("a partition's filter of a journal filter maps back to the journal subject", () => {
+    fc.assert(
+      fc.property(fc.uuid(), fc.integer({ min: 0, max: 255 }), (session, p) => {
+        const journal = `${ns}.journal.${session}._.x.Y`;
+        const copy = partitionFilter(ns, p, journal);
+        expect(copy).toBe(`${ns}.partition.${p}.${session}._.x.Y`);
+        expect(journalSubjectOfPartitioned(ns, copy)).toEqual({ partition: p, subject: journal });
+      }),
+    );
+    expect(partitionTransform(ns, 16)).toEqual({ src: `${ns}.journal.*.>`, dest: `${ns}.partition.{{partition(16,1)}}.{{wildcard(1)}}.>` });
+  });
+  it("anything else is not a partitioned copy", () => {
+    for (const s of [`${ns}.journal.a.b`, `${ns}.partition.x.a`, `${ns}.partition.-1.a`, `${ns}.partition.3`, `other.partition.1.a`]) expect(journalSubjectOfPartitioned(ns, s)).toBeUndefined();
+  });
+});
+
+describe("Nats-Stream-Source", () => {
+  it("reads the stream and sequence of the 2.10 and the 2.11+ forms", () => {
+    fc.assert(
+      fc.property(fc.stringMatching(/^[A-Za-z0-9_-]{1,32}$/), fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER }), fc.boolean(), (stream, seq, long) => {
+        const value = `${stream} ${seq} a.journal.*.> a.partition.{{partition(4,1)}}.{{wildcard(1)}}.>${long ? " a.journal.s._.x.Y abc123" : ""}`;
+        expect(parseStreamSource(value)).toEqual({ stream, seq });
+        expect(parseStreamSource(value.replace(stream, `${stream}:hash`))).toEqual({ stream, seq });
+      }),
+    );
+  });
+  it("refuses a value without a positive integer sequence", () => {
+    for (const v of ["", "J", "J 0 f t", "J -1 f t", "J 1.5 f t", "J x f t", "J 99999999999999999999 f t"]) expect(parseStreamSource(v)).toBeUndefined();
+  });
+});
