@@ -67,12 +67,16 @@ async function optional<T>(name: string): Promise<T> {
  */
 export async function startMetricsServer(options: MetricsServerOptions): Promise<MetricsServer> {
   const { host, port, boundary } = checkMetricsBind(options);
-  if (api === undefined) await optional("@opentelemetry/api");
+  if (api === undefined) {
+    // Not installed (optional() says so), or installed and turned off: jetloop records nothing to serve.
+    await optional("@opentelemetry/api");
+    throw new TelemetryUnavailableError("metrics need telemetry on, and JETLOOP_TELEMETRY=off turns it off in this process");
+  }
   const sdk = await optional<typeof SdkMetrics>("@opentelemetry/sdk-metrics");
   const { PrometheusExporter } = await optional<typeof PrometheusExport>("@opentelemetry/exporter-prometheus");
   const exporter = new PrometheusExporter({ preventServerStart: true });
   const provider = new sdk.MeterProvider({ readers: [exporter] });
-  if (!api!.metrics.setGlobalMeterProvider(provider)) {
+  if (!api.metrics.setGlobalMeterProvider(provider)) {
     await provider.shutdown();
     throw new TelemetryUnavailableError("another meter provider is registered already: serve its metrics with its own exporter");
   }

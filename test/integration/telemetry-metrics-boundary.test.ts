@@ -8,6 +8,8 @@ import { request } from "node:http";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { OptionsError, startMetricsServer, type MetricsServer } from "../../src/index.js";
+import { jetloop } from "../harness/cli.js";
+import { natsUrl } from "../harness/context.js";
 
 let server: MetricsServer;
 let port: number;
@@ -77,5 +79,12 @@ describe("GET /metrics behind the browser boundary", () => {
 
   it("checks its host list eagerly", async () => {
     await expect(startMetricsServer({ listen: "127.0.0.1:0", allowedHosts: ["metrics.internal:9464"] })).rejects.toBeInstanceOf(OptionsError);
+  });
+
+  it("with telemetry turned off (JETLOOP_TELEMETRY=off), --metrics fails with TelemetryUnavailableError, not a TypeError", async () => {
+    const r = await jetloop(["gateway", "--listen", "127.0.0.1:0", "--metrics", "127.0.0.1:0", "--server", natsUrl(), "--namespace", "telemetry-off"], { ...process.env, JETLOOP_TELEMETRY: "off" });
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toMatch(/TELEMETRY_UNAVAILABLE|JETLOOP_TELEMETRY=off/);
+    expect(r.stderr).not.toMatch(/TypeError/);
   });
 });
