@@ -31,7 +31,8 @@ Runs until interrupted (Ctrl-C).
                            http://HOST:PORT/metrics (needs the packages @opentelemetry/api,
                            @opentelemetry/sdk-metrics, @opentelemetry/exporter-prometheus)
   --insecure-public-metrics  allow a non-loopback --metrics address (metrics are served
-                           without authentication)
+                           without authentication); a scrape must name the metrics
+                           address or an --allow-host, and no page may read them
 
 ${connectionHelp}`;
 
@@ -82,7 +83,7 @@ export async function gatewayCommand(argv: string[], out: (s: string) => void, e
     maxStreamsPerClient: positiveInt("max-streams-per-client", values["max-streams-per-client"]),
   };
   checkListenOptions(options); // before dialing: a bad flag fails fast
-  const metricsBind = values.metrics === undefined ? undefined : { listen: values.metrics, insecurePublicBind: values["insecure-public-metrics"] === true };
+  const metricsBind = values.metrics === undefined ? undefined : { listen: values.metrics, insecurePublicBind: values["insecure-public-metrics"] === true, allowedHosts: values["allow-host"] };
   if (metricsBind !== undefined) {
     let host: string;
     try {

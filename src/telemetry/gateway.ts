@@ -63,6 +63,6 @@ export function sseFrame(delivery: object, frame: string): string {
   const remote = publishedContext(delivery);
   const parent = remote === undefined ? undefined : formatTraceParent(remote);
   const out = parent === undefined ? frame : `: traceparent ${parent}\n\n${frame}`;
-  recordSseBytes(out.length);
+  recordSseBytes(Buffer.byteLength(out, "utf8")); // bytes on the wire, not UTF-16 units
   return out;
 }

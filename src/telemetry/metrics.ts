@@ -26,7 +26,7 @@ export const METRICS = {
   appendDuration: define("jetloop.append.duration", "histogram", "s", ["outcome"], "Time from the first send of a journal append to its settlement"),
   previews: define("jetloop.previews", "counter", "{preview}", ["outcome"], "Previews published, by outcome: confirmed, unconfirmed (fire-and-forget), failed"),
   previewsDropped: define("jetloop.previews.dropped", "counter", "{preview}", [], "Previews dropped from a subscription's queue for a slow reader"),
-  deliveries: define("jetloop.deliveries", "counter", "{delivery}", ["kind"], "Deliveries handed to subscribers, by subscription kind: durable, feed, preview"),
+  deliveries: define("jetloop.deliveries", "counter", "{delivery}", ["kind"], "Deliveries taken into a subscription's queue, by subscription kind: durable, feed, preview (a preview dropped later for a slow reader counts here and in jetloop.previews.dropped)"),
   poison: define("jetloop.poison", "counter", "{message}", ["kind"], "Malformed messages reported and skipped (a durable parks them), by subscription kind"),
   parked: define("jetloop.parked", "counter", "{delivery}", ["reason"], "Durable deliveries copied to the parked store, by reason"),
   parkedReplayed: define("jetloop.parked.replayed", "counter", "{delivery}", [], "Deliveries read back from the parked store (parked replay)"),

@@ -5,9 +5,14 @@
  * prom-client would need every instrument recorded twice). Both packages are optional
  * peers, loaded only here. The bind rule is the gateway's: a non-loopback address only
  * when told (`insecurePublicBind`), since the figures are served without authentication.
+ * So is the browser boundary (gateway/boundary.ts): a loopback bind does not keep out a page
+ * that rebinds its own name to 127.0.0.1, so a Host that does not name the server, any
+ * other origin's page and a browser's cross-site fetch are refused (403) before a scrape.
  */
 import { createServer, type Server } from "node:http";
-import { GatewayBindError, TelemetryUnavailableError } from "../errors.js";
+import { GatewayBindError, OptionsError, TelemetryUnavailableError } from "../errors.js";
+import { type BoundarySettings, checkRequest, LOOPBACK_HOSTS, parseBoundaryLists } from "../gateway/boundary.js";
+import { sendError } from "../gateway/envelope.js";
 import { isLoopback, parseListen } from "../gateway/listen.js";
 import { api } from "./otel.js";
 import type * as SdkMetrics from "@opentelemetry/sdk-metrics";
@@ -18,6 +23,12 @@ export interface MetricsServerOptions {
   readonly listen: string;
   /** Serve on a non-loopback address. Default false. */
   readonly insecurePublicBind?: boolean;
+  /**
+   * The Host names a scrape may use besides the address it arrives on (host names or IP
+   * literals, IPv6 in brackets, no port), as the gateway's `allowedHosts`. Default: the
+   * loopback names.
+   */
+  readonly allowedHosts?: readonly string[];
 }
 
 export interface MetricsServer {
@@ -26,13 +37,19 @@ export interface MetricsServer {
   close(): Promise<void>;
 }
 
-/** The bind checked before anything starts: GatewayBindError for a bad or public address not allowed. */
-export function checkMetricsBind(options: MetricsServerOptions): { host: string; port: number } {
+/**
+ * The bind and host list checked before anything starts: GatewayBindError for a bad or
+ * public address not allowed, OptionsError for a host list entry that is not exactly a host.
+ */
+export function checkMetricsBind(options: MetricsServerOptions): { host: string; port: number; boundary: BoundarySettings } {
   const { host, port } = parseListen(options.listen);
   if (!isLoopback(host) && options.insecurePublicBind !== true) {
     throw new GatewayBindError(options.listen, "refusing a non-loopback address for metrics (they are served without authentication); allow it with insecurePublicBind");
   }
-  return { host, port };
+  // No origin is allowed: no page has a reason to read the figures.
+  const boundary = parseBoundaryLists(options.allowedHosts ?? LOOPBACK_HOSTS, []);
+  if ("bad" in boundary) throw new OptionsError("allowedHosts", `${JSON.stringify(boundary.value)} is not a host name or IP literal (IPv6 in brackets), no port`);
+  return { host, port, boundary };
 }
 
 async function optional<T>(name: string): Promise<T> {
@@ -49,17 +66,23 @@ async function optional<T>(name: string): Promise<T> {
  * are taken from the provider registered when they are first used.
  */
 export async function startMetricsServer(options: MetricsServerOptions): Promise<MetricsServer> {
-  const { host, port } = checkMetricsBind(options);
-  if (api === undefined) await optional("@opentelemetry/api");
+  const { host, port, boundary } = checkMetricsBind(options);
+  if (api === undefined) {
+    // Not installed (optional() says so), or installed and turned off: jetloop records nothing to serve.
+    await optional("@opentelemetry/api");
+    throw new TelemetryUnavailableError("metrics need telemetry on, and JETLOOP_TELEMETRY=off turns it off in this process");
+  }
   const sdk = await optional<typeof SdkMetrics>("@opentelemetry/sdk-metrics");
   const { PrometheusExporter } = await optional<typeof PrometheusExport>("@opentelemetry/exporter-prometheus");
   const exporter = new PrometheusExporter({ preventServerStart: true });
   const provider = new sdk.MeterProvider({ readers: [exporter] });
-  if (!api!.metrics.setGlobalMeterProvider(provider)) {
+  if (!api.metrics.setGlobalMeterProvider(provider)) {
     await provider.shutdown();
     throw new TelemetryUnavailableError("another meter provider is registered already: serve its metrics with its own exporter");
   }
   const server: Server = createServer((req, res) => {
+    const verdict = checkRequest(req, boundary);
+    if (!verdict.ok) return sendError(res, verdict.error);
     const path = new URL(req.url ?? "/", "http://metrics").pathname;
     if (req.method !== "GET" || path !== "/metrics") {
       res.writeHead(404, { "Content-Type": "text/plain; charset=utf-8" }).end("not found\n");

@@ -57,6 +57,7 @@ export function formatTraceParent(p: TraceParent): string | undefined {
 const KEY = String.raw`(?:[a-z][a-z0-9_\-*/]{0,255}|[a-z0-9][a-z0-9_\-*/]{0,240}@[a-z][a-z0-9_\-*/]{0,13})`;
 const VALUE = String.raw`[\x20-\x2b\x2d-\x3c\x3e-\x7e]{0,255}[\x21-\x2b\x2d-\x3c\x3e-\x7e]`;
 const MEMBER_RE = new RegExp(`^${KEY}=${VALUE}$`);
+const OWS_EDGES = /^[ \t]+|[ \t]+$/g;
 
 /**
  * A `tracestate` jetloop passes on: at most 512 characters and 32 members, each a valid
@@ -68,7 +69,8 @@ export function parseTraceState(value: string | undefined): string | undefined {
   const members: string[] = [];
   const keys = new Set<string>();
   for (const raw of value.split(",")) {
-    const member = raw.trim();
+    // W3C OWS is space and tab only: other whitespace (NBSP, BOM, ...) is not trimmed into a valid member.
+    const member = raw.replace(OWS_EDGES, "");
     if (member === "") continue;
     if (!MEMBER_RE.test(member)) return undefined;
     const key = member.slice(0, member.indexOf("="));

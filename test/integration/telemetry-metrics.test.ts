@@ -94,10 +94,15 @@ describe("jetloop gateway --metrics", () => {
     }, 5000, 50);
 
     // An SSE client following the session from its start.
+    // Kept as bytes: a chunk may end inside a multi-byte character.
+    const chunks: Buffer[] = [];
     let received = "";
     const sse = get(`${gatewayUrl}/v1/sessions/${sid}/events?last_event_id=0`);
     const response = await new Promise<IncomingMessage>((resolve) => sse.once("response", resolve));
-    response.on("data", (b: Buffer) => (received += b.toString()));
+    response.on("data", (b: Buffer) => {
+      chunks.push(b);
+      received = Buffer.concat(chunks).toString("utf8");
+    });
     await waitFor("the first two frames", () => (received.match(/^event: enduring$/gm) ?? []).length === 2, 5000, 20);
 
     const answered = await text(`${gatewayUrl}/v1/sessions/${sid}/gates/${gid}`, { method: "POST", body: JSON.stringify({ action: "Approve" }), headers: { "content-type": "application/json" } });
@@ -105,8 +110,9 @@ describe("jetloop gateway --metrics", () => {
     expect((await decision).effect).toBe("approve");
     const all = { sessionId: sid, loopId, ...ids };
     await bus.publish(createEvent("ToolCallStarted", { ...all, toolName: "bash" }));
-    await bus.publish(createEvent("ToolCallCompleted", { ...all, resultPreview: "a b" }));
-    await bus.publish(createEvent("StepDone", { sessionId: sid, loopId, turnId: ids.turnId, stepId: ids.stepId, messages: [{ role: "assistant", blocks: [{ type: "text", text: "done" }] }] }));
+    // Text beyond ASCII: the byte count is of UTF-8 bytes, not of characters.
+    await bus.publish(createEvent("ToolCallCompleted", { ...all, resultPreview: "a b é" }));
+    await bus.publish(createEvent("StepDone", { sessionId: sid, loopId, turnId: ids.turnId, stepId: ids.stepId, messages: [{ role: "assistant", blocks: [{ type: "text", text: "done ✓ — 🎉 ünïcödé" }] }] }));
     // PermissionRequested, GateOpened, GateResolved, PermissionDecided, StepDone; two previews.
     await waitFor("every frame", () => (received.match(/^event: enduring$/gm) ?? []).length === 5 && (received.match(/^event: ephemeral$/gm) ?? []).length === 2, 5000, 20);
     expect(await text(`${gatewayUrl}/v1/sessions/${sid}/status`)).toMatchObject({ status: 200 });
@@ -126,7 +132,7 @@ describe("jetloop gateway --metrics", () => {
     expect(series(scrape, "jetloop_gateway_requests_total", 'route="status",status="200"')).toBe(1);
     expect(series(scrape, "jetloop_gateway_sse_clients")).toBe(0);
     // Every byte the client got was a frame (no heartbeat within 20 s).
-    expect(series(scrape, "jetloop_gateway_sse_bytes_total")).toBe(Buffer.byteLength(received));
+    expect(series(scrape, "jetloop_gateway_sse_bytes_total")).toBe(Buffer.concat(chunks).length);
     // The gateway appends nothing itself (the loop actor writes the answer's records).
     expect(series(scrape, "jetloop_appends_total", 'outcome="ok"')).toBe(0);
     expect(series(scrape, "jetloop_gateway_request_duration_count", 'route="gate"')).toBe(1);
