@@ -93,7 +93,7 @@ export class GroupSource<E> implements Source {
       if (e instanceof NotProvisionedError) throw e;
       throw consumerError(e, this.#stream, `reading the partitioned stream for group ${this.#group}`);
     }
-    this.#membership = new Membership(this.#ctx.js, this.#ctx.jsm, defaultMembersStreamName(this.#ctx.decode.namespace), this.#ctx.decode.namespace, this.#group, this.#settings.member ?? randomUUID().replaceAll("-", ""), this.#settings.leaseMs);
+    this.#membership = new Membership(this.#ctx.js, () => this.#ctx.jsm(), defaultMembersStreamName(this.#ctx.decode.namespace), this.#ctx.decode.namespace, this.#group, this.#settings.member ?? randomUUID().replaceAll("-", ""), this.#settings.leaseMs);
     // Every partition's consumer exists from the start, so one first owned later starts where the group did.
     await Promise.all(Array.from({ length: this.#partitions }, (_, p) => this.#source(p).prepare()));
     await this.#membership.renew();
