@@ -36,7 +36,8 @@ export type JetloopErrorCode =
   | "GATEWAY_BIND"
   | "COMMAND_TIMEOUT"
   | "IDEMPOTENCY_CONFLICT"
-  | "INPUT_REFUSED";
+  | "INPUT_REFUSED"
+  | "POLICY_TIMEOUT";
 
 export class JetloopError extends Error {
   readonly code: JetloopErrorCode;
@@ -396,5 +397,18 @@ export class GatewayBindError extends JetloopError {
     options?: { cause?: unknown },
   ) {
     super("GATEWAY_BIND", `${address}: ${message}`, options);
+  }
+}
+
+/**
+ * A policy's decide() did not settle in time: the gate is not answered by that call (a late
+ * result is ignored) and comes again with the durable's backoff.
+ */
+export class PolicyTimeoutError extends JetloopError {
+  constructor(
+    readonly gateId: string,
+    readonly timeoutMs: number,
+  ) {
+    super("POLICY_TIMEOUT", `gate ${gateId}: the policy's decide() did not settle within ${timeoutMs} ms`);
   }
 }
