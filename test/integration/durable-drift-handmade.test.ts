@@ -105,3 +105,36 @@ describe("every option × same, different, absent over hand-made shapes", () => 
     expect(failures).toEqual([]);
   }, 60_000);
 });
+
+describe("two processes creating one durable at once with other options", () => {
+  const pairs: [Record<string, unknown>, Record<string, unknown>][] = [
+    [{ maxDeliver: 2 }, { maxDeliver: 3 }],
+    [{ backoffMs: [1000] }, { backoffMs: [2000] }],
+    [{ ackWaitMs: 1000 }, { backoffMs: [1000] }],
+    [{ ackWaitMs: 1000 }, { ackWaitMs: 2000 }],
+  ];
+  it(`${pairs.length} pairs × 4 races: exactly one opens, the other is refused with OPTIONS_INVALID; equal options both open`, async () => {
+    const other = await connect({ servers: natsServers(), namespace: bus.namespace });
+    cleanup.push(() => other.close());
+    const failures: string[] = [];
+    for (const [a, b] of pairs) {
+      for (let round = 0; round < 4; round++) {
+        const durable = `r-${newId().slice(-12)}`;
+        const [ra, rb] = await Promise.allSettled([bus.subscribeEvents({ enduring: "all" }, { durable, ...a }), other.subscribeEvents({ enduring: "all" }, { durable, ...b })]);
+        const ok = [ra, rb].filter((r) => r.status === "fulfilled").length;
+        const refused = [ra, rb].filter((r) => r.status === "rejected" && isJetloopError(r.reason, "OPTIONS_INVALID")).length;
+        if (ok !== 1 || refused !== 1) failures.push(`${JSON.stringify(a)} vs ${JSON.stringify(b)}: ${ok} opened, ${refused} refused (${[ra, rb].map((r) => (r.status === "rejected" ? show(r.reason) : "ok")).join("; ")})`);
+        for (const r of [ra, rb]) if (r.status === "fulfilled") await r.value.close();
+        await jsm.consumers.delete(bus.stream, durable).catch(() => undefined);
+        await jsm.consumers.delete(bus.parked.stream, durable).catch(() => undefined);
+      }
+      const durable = `r-${newId().slice(-12)}`;
+      const same = await Promise.allSettled([bus.subscribeEvents({ enduring: "all" }, { durable, ...a }), other.subscribeEvents({ enduring: "all" }, { durable, ...a })]);
+      if (same.some((r) => r.status === "rejected")) failures.push(`${JSON.stringify(a)} twice: refused`);
+      for (const r of same) if (r.status === "fulfilled") await r.value.close();
+      await jsm.consumers.delete(bus.stream, durable).catch(() => undefined);
+      await jsm.consumers.delete(bus.parked.stream, durable).catch(() => undefined);
+    }
+    expect(failures).toEqual([]);
+  }, 60_000);
+});
