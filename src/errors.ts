@@ -37,7 +37,8 @@ export type JetloopErrorCode =
   | "COMMAND_TIMEOUT"
   | "IDEMPOTENCY_CONFLICT"
   | "INPUT_REFUSED"
-  | "TELEMETRY_UNAVAILABLE";
+  | "TELEMETRY_UNAVAILABLE"
+  | "POLICY_TIMEOUT";
 
 export class JetloopError extends Error {
   readonly code: JetloopErrorCode;
@@ -432,5 +433,18 @@ export class UsageError extends JetloopError {
 export class TelemetryUnavailableError extends JetloopError {
   constructor(message: string, options?: { cause?: unknown }) {
     super("TELEMETRY_UNAVAILABLE", message, options);
+  }
+}
+
+/**
+ * A policy's decide() did not settle in time: the gate is not answered by that call (a late
+ * result is ignored) and comes again with the durable's backoff.
+ */
+export class PolicyTimeoutError extends JetloopError {
+  constructor(
+    readonly gateId: string,
+    readonly timeoutMs: number,
+  ) {
+    super("POLICY_TIMEOUT", `gate ${gateId}: the policy's decide() did not settle within ${timeoutMs} ms`);
   }
 }

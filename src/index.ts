@@ -18,6 +18,7 @@ export {
   OptionsError,
   ParkingError,
   PermissionDeniedError,
+  PolicyTimeoutError,
   ProvisionDriftError,
   PublishConflictError,
   PublishError,

@@ -5,7 +5,7 @@
  * this folder has the rules.
  */
 import { z } from "zod";
-import { CommandError, isJetloopError, OptionsError } from "../errors.js";
+import { CommandError, isJetloopError, OptionsError, PolicyTimeoutError } from "../errors.js";
 import type { JetloopEvent } from "../events/catalogue.js";
 import type { Gate } from "../events/gate.js";
 import { derivedId } from "../events/ids.js";
@@ -71,6 +71,12 @@ const policyShape = z.strictObject({
   durable: durableNameSchema.default("policy"),
   /** Gates decided at once by one process. Default 8. */
   concurrency: z.number().int().min(1).max(1024).default(8),
+  /**
+   * How long one decide() call may take. Past it the call is abandoned (its late result
+   * answers nothing) and the gate comes again with the durable's backoff, so a hung policy
+   * neither holds a concurrency slot nor close() forever. Default 60000 ms.
+   */
+  decideTimeoutMs: z.number().int().min(10).max(24 * 3600_000).default(60_000),
   /** How long to wait for the loop actor's reply to an answer. Default 5000 ms. */
   answerTimeoutMs: z.number().int().min(100).default(5000),
   /**
@@ -125,12 +131,15 @@ export async function servePolicy(bus: PolicyBus, options: PolicyOptions): Promi
   const counts: Counters = { received: 0, approved: 0, denied: 0, alreadyResolved: 0, retried: 0, parked: 0 };
   const inHand = new Set<Promise<void>>();
   let wake: (() => void) | undefined;
+  // Aborted by close(): a decide() still running is abandoned, its delivery left unsettled
+  // (it comes again after the ack wait, to this durable's next process).
+  const closing = new AbortController();
 
   const handle = async (d: DurableDelivery<JetloopEvent>): Promise<void> => {
     const e = d.event as GateOpened;
     if (e.gate.kind !== PERMISSION_GATE) return d.ack();
     counts.received++;
-    const outcome = await settleCase(bus, o, decide, e, d.journalSeq).catch((error: unknown) => ({ kind: "retry" as const, error }));
+    const outcome = await settleCase(bus, o, decide, e, d.journalSeq, closing.signal).catch((error: unknown) => ({ kind: "retry" as const, error }));
     switch (outcome.kind) {
       case "answered":
         counts[outcome.effect === "approve" ? "approved" : "denied"]++;
@@ -144,6 +153,8 @@ export async function servePolicy(bus: PolicyBus, options: PolicyOptions): Promi
       case "retry":
         counts.retried++;
         return d.fail(outcome.error);
+      case "abandoned":
+        return;
     }
   };
 
@@ -165,6 +176,7 @@ export async function servePolicy(bus: PolicyBus, options: PolicyOptions): Promi
   return {
     stats: () => ({ ...counts }),
     async close() {
+      closing.abort();
       await sub.close();
       await done.catch(() => undefined);
     },
@@ -176,10 +188,31 @@ type CaseOutcome =
   | { readonly kind: "answered"; readonly effect: "approve" | "deny" }
   | { readonly kind: "resolved" }
   | { readonly kind: "park"; readonly reason: string }
-  | { readonly kind: "retry"; readonly error: unknown };
+  | { readonly kind: "retry"; readonly error: unknown }
+  | { readonly kind: "abandoned" };
+
+/** decide(c), bounded by the timeout and by close(): a late result is ignored. */
+function decideBounded(decide: PolicyDecide, c: PermissionCase, timeoutMs: number, closing: AbortSignal): Promise<{ raw: unknown } | { thrown: unknown } | "timeout" | "closed"> {
+  if (closing.aborted) return Promise.resolve("closed");
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      closing.removeEventListener("abort", onClose);
+    };
+    const onClose = () => (done(), resolve("closed"));
+    const timer = setTimeout(() => (done(), resolve("timeout")), timeoutMs);
+    closing.addEventListener("abort", onClose, { once: true });
+    Promise.resolve()
+      .then(() => decide(c))
+      .then(
+        (raw) => (done(), resolve({ raw })),
+        (thrown: unknown) => (done(), resolve({ thrown })),
+      );
+  });
+}
 
 /** One gate, from the journal to the answer. */
-async function settleCase(bus: PolicyBus, o: z.output<typeof policyShape>, decide: PolicyDecide, e: GateOpened, gateSeq: number): Promise<CaseOutcome> {
+async function settleCase(bus: PolicyBus, o: z.output<typeof policyShape>, decide: PolicyDecide, e: GateOpened, gateSeq: number, closing: AbortSignal): Promise<CaseOutcome> {
   const gate = e.gate;
   // The runtime's link from a gate to its call: the gate's subject, else its cause.
   const toolExecutionId = gate.subject?.toolExecutionId ?? e.cause?.toolExecutionId;
@@ -191,8 +224,11 @@ async function settleCase(bus: PolicyBus, o: z.output<typeof policyShape>, decid
   if (joined.resolved) return { kind: "resolved" };
   if (!joined.request) return { kind: "park", reason: `no PermissionRequested for tool execution ${toolExecutionId} before its gate` };
   const c: PermissionCase = { sessionId: e.sessionId, loopId, turnId, stepId, toolExecutionId, gateId: gate.id, request: joined.request.request, gate, requestSeq: joined.request.seq, gateSeq };
-  const raw = await decide(c);
-  const checked = decisionSchema.safeParse(raw);
+  const decided = await decideBounded(decide, c, o.decideTimeoutMs, closing);
+  if (decided === "closed") return { kind: "abandoned" };
+  if (decided === "timeout") return { kind: "retry", error: new PolicyTimeoutError(gate.id, o.decideTimeoutMs) };
+  if ("thrown" in decided) return { kind: "retry", error: decided.thrown };
+  const checked = decisionSchema.safeParse(decided.raw);
   if (!checked.success) {
     const issue = checked.error.issues[0]!;
     return { kind: "park", reason: `the policy's decision is invalid: ${issue.path.join(".") || "decision"}: ${issue.message}` };

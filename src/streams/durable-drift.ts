@@ -63,6 +63,16 @@ export function liveDurable(config: ConsumerConfig): LiveDurable {
   };
 }
 
+/**
+ * The metadata update that records `maxDeliver` on a durable that has no limit recorded (made
+ * by hand, e.g. by the nats CLI with an unlimited max_deliver): without it each process would
+ * park by a limit of its own and none would be refused. Undefined when a limit is recorded.
+ */
+export function recordedLimit(config: ConsumerConfig, maxDeliver: number): Partial<ConsumerConfig> | undefined {
+  if (liveDurable(config).maxDeliver !== undefined) return undefined;
+  return { metadata: { ...config.metadata, [MAX_DELIVER_KEY]: String(maxDeliver) } };
+}
+
 const ms = (list: readonly number[]) => `[${list.join(", ")}] ms`;
 
 /** How the durable redelivers, in words: for the refusal's live value. */

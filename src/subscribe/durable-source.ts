@@ -24,7 +24,7 @@ import { nanos } from "@nats-io/transport-node";
 import { readParked } from "../parking/parked-entry.js";
 import type { ParkedStore } from "../parking/parked-store.js";
 import { declaredConsumerTemplates } from "../streams/declared.js";
-import { checkDurableOptions, durableDrift, liveDurable, MAX_DELIVER_KEY } from "../streams/durable-drift.js";
+import { checkDurableOptions, durableDrift, liveDurable, MAX_DELIVER_KEY, recordedLimit } from "../streams/durable-drift.js";
 import { parkedFilter } from "../subjects/subjects.js";
 import { OptionsError } from "../errors.js";
 import { consumerError } from "./consumer-errors.js";
@@ -244,7 +244,8 @@ export class DurableSource<E> implements Source {
         this.#adopt(info.config);
         const filters = this.#filters();
         const same = JSON.stringify(info.config.filter_subjects ?? [info.config.filter_subject]) === JSON.stringify(filters.filter_subjects ?? [filters.filter_subject]);
-        if (!same || drift.update) await jsm.consumers.update(this.#ctx.stream, this.#name, { ...(same ? {} : filters), ...drift.update });
+        const update = { ...(same ? {} : filters), ...drift.update, ...recordedLimit(info.config, this.#maxDeliver) };
+        if (Object.keys(update).length > 0) await jsm.consumers.update(this.#ctx.stream, this.#name, update);
         return;
       } catch (e) {
         if (!(e instanceof JetStreamApiError && e.code === JetStreamApiCodes.ConsumerNotFound)) {
