@@ -5,7 +5,10 @@ import { dirname, relative } from "node:path";
 import { ESLint, type Linter } from "eslint";
 import tseslint from "typescript-eslint";
 import { describe, expect, it } from "vitest";
-import config from "../../eslint.config.js";
+
+// The config is plain JavaScript (no types): loaded by path.
+const CONFIG: string = "../../eslint.config.js";
+const config = ((await import(CONFIG)) as { default: Linter.Config[] }).default;
 
 /** A module in each place of src/, as an importer and as a target. */
 const PLACES = {
@@ -45,7 +48,7 @@ function specifier(from: string, to: string): string {
   return r.startsWith(".") ? r : `./${r}`;
 }
 
-const layering = (config as Linter.Config[]).filter((c) => c.rules?.["no-restricted-imports"] !== undefined);
+const layering = config.filter((c) => c.rules?.["no-restricted-imports"] !== undefined);
 const eslint = new ESLint({ overrideConfigFile: true, overrideConfig: [{ languageOptions: { parser: tseslint.parser } }, ...layering] });
 
 describe("the layering rule", () => {
