@@ -50,7 +50,53 @@ export default tseslint.config(
     rules: {
       "no-restricted-imports": [
         "error",
-        { patterns: [{ regex: "(^|/)bus\\.js$", message: "Below the facade: depend on BusContext (src/bus-context.ts), not on bus.ts." }] },
+        {
+          patterns: [
+            { regex: "(^|/)bus\\.js$", message: "Below the facade: depend on BusContext (src/bus-context.ts), not on bus.ts." },
+            { regex: "^(\\.\\.?/)+index\\.js$", message: "Below the facade: import the module itself, not the package surface (src/index.ts)." },
+            { regex: "^(\\.\\.?/)+(cli|gateway|web)/", message: "Below the facade: cli/, gateway/ and web/ are the SDK's users; nothing below imports them (src/README.md)." },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    // The page (web/) runs in the browser: it takes only codec/ and projection/ (src/README.md).
+    files: ["src/web/**/*.ts"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        { patterns: [{ regex: "^\\.\\./(?!(codec|projection)/)", message: "src/web/ is the browser page: it imports only codec/ and projection/ (src/README.md)." }] },
+      ],
+    },
+  },
+  {
+    // The facade: bus.ts takes the runtime only; index.ts (the package surface) also the gateway.
+    files: ["src/bus.ts"],
+    rules: {
+      "no-restricted-imports": ["error", { patterns: [{ regex: "^\\./(cli|gateway|web)/", message: "bus.ts is the facade: cli/, gateway/ and web/ are its users (src/README.md)." }] }],
+    },
+  },
+  {
+    files: ["src/index.ts"],
+    rules: {
+      "no-restricted-imports": ["error", { patterns: [{ regex: "^\\./(cli|web)/", message: "index.ts is the package surface: cli/ and web/ are not part of it (src/README.md)." }] }],
+    },
+  },
+  {
+    // The page (web/) is served as built assets (gateway/web-assets.ts), never imported by the CLI.
+    files: ["src/cli/**/*.ts"],
+    rules: {
+      "no-restricted-imports": ["error", { patterns: [{ regex: "^\\.\\./web/", message: "src/web/ is the browser page: the CLI never imports it (src/README.md)." }] }],
+    },
+  },
+  {
+    // The gateway sits beside the CLI, which starts it, and under the package surface, which exports it.
+    files: ["src/gateway/**/*.ts"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        { patterns: [{ regex: "^\\.\\./(cli/|web/|index\\.js$)", message: "src/gateway/ is started by the CLI and exported by index.ts; it imports neither, nor web/ (src/README.md)." }] },
       ],
     },
   },

@@ -40,6 +40,33 @@ function unknownKey(issues: readonly z.core.$ZodIssue[], at: readonly PropertyKe
   return undefined;
 }
 
+/**
+ * Options parsed by the strict object `shape` and split by the shapes their keys belong to
+ * (a key of none goes to the last part). Split from zod's output, never from the given
+ * object: a key zod read (inherited, a getter) must not be checked and then dropped.
+ */
+export function parseSplit<S extends z.ZodObject>(shape: S, options: unknown, ...parts: readonly z.ZodObject[]): Record<string, unknown>[] {
+  const data = parseOptions(shape, options) as Record<string, unknown>;
+  const out: Record<string, unknown>[] = [...parts.map(() => ({})), {}];
+  for (const [k, v] of Object.entries(data)) {
+    const i = parts.findIndex((p) => Object.hasOwn(p.shape, k));
+    out[i === -1 ? parts.length : i]![k] = v;
+  }
+  return out;
+}
+
+/**
+ * True for options that are surely none: undefined, or a plain object with no keys at all.
+ * Anything else goes through the parser (a class instance may carry getters; null or a
+ * number is refused there), so a shortcut never reads options differently from it.
+ */
+export function noOptions(options: unknown): boolean {
+  if (options === undefined) return true;
+  if (typeof options !== "object" || options === null) return false;
+  const proto = Object.getPrototypeOf(options) as unknown;
+  return (proto === Object.prototype || proto === null) && Reflect.ownKeys(options).length === 0;
+}
+
 /** A function-valued option (a callback, a hook): zod does not describe its signature. */
 export function functionOption<F extends (...args: never[]) => unknown>() {
   return z.custom<F>((v) => typeof v === "function", "must be a function");

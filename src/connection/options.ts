@@ -3,7 +3,7 @@ import type { Logger } from "pino";
 import { z } from "zod";
 import { DEFAULT_MAX_EVENT_BYTES } from "../codec/codec.js";
 import { EventRegistry } from "../events/registry.js";
-import { instanceOption, parseOptions } from "../options.js";
+import { instanceOption, parseOptions, parseSplit } from "../options.js";
 import { checkNamespace } from "../subjects/subjects.js";
 import { feedModeSchema } from "../subscribe/options.js";
 import { defaultStreamName } from "../streams/declared.js";
@@ -105,12 +105,9 @@ export function parseBusOptions(options: unknown): BusSettings {
 
 /**
  * Checks `connect`'s options (the connection's and the bus's) before dialing, and splits
- * them: the connection's part, checked, and the bus's part as given (the bus reads it).
+ * what was read: the connection's part and the bus's (the bus parses it again, idempotent).
  */
 export function parseConnectOptions<E>(options: ConnectionSettings & BusOptions<E>): { connection: ConnectionSettings; bus: BusOptions<E> } {
-  parseOptions(connectShape, options);
-  const connection: Record<string, unknown> = {};
-  const bus: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(options)) (k in connectionShape.shape ? connection : bus)[k] = v;
-  return { connection: connection, bus: bus };
+  const [connection, bus] = parseSplit(connectShape, options, connectionShape);
+  return { connection: connection as ConnectionSettings, bus: bus as BusOptions<E> };
 }

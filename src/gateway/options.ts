@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { OptionsError } from "../errors.js";
-import { functionOption, parseOptions } from "../options.js";
+import { functionOption, parseOptions, parseSplit } from "../options.js";
 import { feedModeSchema } from "../subscribe/options.js";
 import type { Authenticate } from "./auth.js";
 import { type BoundarySettings, LOOPBACK_HOSTS, parseBoundaryLists } from "./boundary.js";
@@ -96,10 +96,7 @@ export type ListenOptions = z.input<typeof listenShape>;
 
 /** `startGateway`'s options checked at once, split into the bind, the server's limits and the handler's options. */
 export function parseListenOptions(options: ListenOptions): { bind: z.output<typeof bindShape>; limits: ServerSettings; handlerOptions: GatewayOptions } {
-  parseOptions(listenShape, options);
-  const parts: [Record<string, unknown>, Record<string, unknown>, Record<string, unknown>] = [{}, {}, {}];
-  for (const [k, v] of Object.entries(options)) parts[k in bindShape.shape ? 0 : k in serverShape.shape ? 1 : 2][k] = v;
-  const handlerOptions = parts[2] as GatewayOptions;
-  parseGatewayOptions(handlerOptions);
-  return { bind: parseOptions(bindShape, parts[0]), limits: parseServerOptions(parts[1]), handlerOptions };
+  const [bind, limits, handlerOptions] = parseSplit(listenShape, options, bindShape, serverShape);
+  parseGatewayOptions(handlerOptions as GatewayOptions); // the checks across its options
+  return { bind: bind as z.output<typeof bindShape>, limits: limits as ServerSettings, handlerOptions: handlerOptions as GatewayOptions };
 }

@@ -3,7 +3,7 @@
  * one options path (src/options.ts). `publish` is the hot path: no options, no parse.
  */
 import { z } from "zod";
-import { parseOptions } from "../options.js";
+import { noOptions, parseOptions } from "../options.js";
 
 export const publishShape = z.strictObject({
   /**
@@ -47,11 +47,11 @@ export type PublishOptions = Readonly<z.input<typeof publishShape>>;
 export type ReconcileOptions = Readonly<z.input<typeof reconcileShape>>;
 export type PublishAllOptions = Readonly<z.input<typeof publishAllShape>>;
 
+const NO_OPTIONS: PublishOptions = Object.freeze({});
+
 /** `publish`'s options; none (the usual case) costs no parse. */
 export function parsePublishOptions(options: PublishOptions | undefined): PublishOptions {
-  if (options === undefined) return {};
-  for (const _ in options) return parseOptions(publishShape, options);
-  return options;
+  return noOptions(options) ? NO_OPTIONS : parseOptions(publishShape, options);
 }
 
 export function parseReconcileOptions(options: ReconcileOptions | undefined): ReconcileOptions {

@@ -91,10 +91,18 @@ function subjectsFor(
 
 const FILTER_KEYS = new Set(["ephemeral", "enduring", "sessions", "types", "families", "includeInternal"]);
 
+const SCOPE_KEYS = new Set(["loops"]);
+
+/** A key of `o` (own or inherited, as reading it would find) that is not in `known`. */
+function strayKey(o: object, known: ReadonlySet<string>): string | undefined {
+  for (const k in o) if (!known.has(k)) return k;
+  return undefined;
+}
+
 /** Turns a filter into subject filters; throws OptionsError for an invalid filter. */
 export function resolveFilter(ns: string, filter: EventFilter, registry: EventRegistry<unknown>): ResolvedFilter {
   // A misspelt or stray key (`sessionId`, `loops`) would otherwise widen the filter silently.
-  const stray = Object.keys(filter).find((k) => !FILTER_KEYS.has(k));
+  const stray = strayKey(filter, FILTER_KEYS);
   if (stray !== undefined) throw new OptionsError("filter", `${JSON.stringify(stray)} is not a filter field (${[...FILTER_KEYS].join(", ")})`);
   if (filter.enduring === undefined && filter.ephemeral === undefined) {
     throw new OptionsError("filter", "select at least one of enduring and ephemeral");
@@ -103,6 +111,8 @@ export function resolveFilter(ns: string, filter: EventFilter, registry: EventRe
     if (scope !== undefined && scope !== "all" && (typeof scope !== "object" || scope === null || !("loops" in scope))) {
       throw new OptionsError(name, 'must be "all" or { loops: [...] }');
     }
+    const strayInScope = typeof scope === "object" ? strayKey(scope, SCOPE_KEYS) : undefined;
+    if (strayInScope !== undefined) throw new OptionsError(name, `${JSON.stringify(strayInScope)} is not a loop scope field (loops only)`);
   }
   const sessions = filter.sessions === undefined || filter.sessions === "all" ? [undefined] : ids("sessions", filter.sessions);
   if (sessions.length === 0) throw new OptionsError("sessions", "an empty session list selects nothing");

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { OptionsError } from "../errors.js";
-import { functionOption, optionsError, parseOptions } from "../options.js";
+import { functionOption, noOptions, optionsError, parseOptions } from "../options.js";
 import type { ParkReason } from "../parking/parked-entry.js";
 import { durableNameSchema } from "../subjects/subjects.js";
 import type { DeliveryFailure } from "./delivery.js";
@@ -110,26 +110,28 @@ export type SubscribeSettings = FeedSettings | DurableSettings;
 const durableOnly: ReadonlySet<string> = new Set(Object.keys(durableShape.shape).filter((k) => !(k in feedShape.shape)));
 const feedOnly: ReadonlySet<string> = new Set(Object.keys(feedShape.shape).filter((k) => !(k in durableShape.shape)));
 
+/** A kind's shape that also takes the other kind's keys when undefined (they are typed absent, `?: undefined`). */
+const taking = (shape: z.ZodObject, others: ReadonlySet<string>) =>
+  shape.extend(Object.fromEntries([...others].map((k) => [k, z.undefined("applies to the other kind of subscription only").optional()])));
+const feedParse = taking(feedShape, durableOnly);
+const durableParse = taking(durableShape, feedOnly);
+
 /** The settings of a subscription given no options, shared (read-only) by all such. */
 let defaults: FeedSettings | undefined;
 
 /**
  * Checks a subscription's options: the kind is chosen by `durable` (present: durable),
- * then its strict shape applies; the other kind's options are refused by name.
+ * then its strict shape applies; the other kind's options are refused by name. `durable`
+ * is read as the parser reads every key (an inherited one or a getter counts).
  */
 export function parseSubscribeOptions(options: SubscribeOptions | undefined): SubscribeSettings {
-  if (options === undefined || (typeof options === "object" && options !== null && Object.keys(options).length === 0)) {
-    return (defaults ??= Object.freeze(parseOptions(feedShape, {})) as FeedSettings);
+  if (noOptions(options)) return (defaults ??= Object.freeze(parseOptions(feedShape, {})) as FeedSettings);
+  const durable = typeof options === "object" && options !== null && (options as Record<string, unknown>).durable !== undefined;
+  const r = (durable ? durableParse : feedParse).safeParse(options);
+  if (r.success) {
+    const other = durable ? feedOnly : durableOnly;
+    return checkGroup(Object.fromEntries(Object.entries(r.data).filter(([k]) => !other.has(k))) as unknown as SubscribeSettings);
   }
-  const given = options as Record<string, unknown>;
-  const durable = typeof options === "object" && options !== null && given.durable !== undefined;
-  const shape = durable ? durableShape : feedShape;
-  // The other kind's keys are typed absent (`?: undefined`): an undefined one is no option.
-  const other = durable ? feedOnly : durableOnly;
-  const r = shape.safeParse(typeof options === "object" && options !== null && Object.keys(given).some((k) => other.has(k) && given[k] === undefined)
-    ? Object.fromEntries(Object.entries(given).filter(([k, v]) => !(other.has(k) && v === undefined)))
-    : options);
-  if (r.success) return checkGroup(r.data);
   const error = optionsError(r.error.issues);
   if (durable && feedOnly.has(error.option)) throw new OptionsError(error.option, "applies to feed subscriptions only");
   if (!durable && durableOnly.has(error.option)) throw new OptionsError(error.option, "applies to durable subscriptions only");
