@@ -264,4 +264,4 @@ export {
 export { deliveryContext, publishedContext, withDelivery } from "./telemetry/spans.js";
 export { traceLogFields } from "./telemetry/logs.js";
 export { METRICS, type MetricDefinition } from "./telemetry/metrics.js";
-export { checkMetricsBind, startMetricsServer, type MetricsServer, type MetricsServerOptions } from "./telemetry/prometheus.js";
+export { checkMetricsBind, startMetricsServer, type MetricsServer, type MetricsServerOptions } from "./gateway/metrics-server.js";

@@ -5,7 +5,7 @@ import { checkListenOptions, isLoopback, type ListenOptions, parseListen, startG
 import { feedModeSchema } from "../subscribe/options.js";
 import { connectionFlags, connectionHelp, connectOptions, parse, positiveInt } from "./args.js";
 import { warnIfNotProvisioned } from "./provisioned.js";
-import { checkMetricsBind, startMetricsServer } from "../telemetry/prometheus.js";
+import { checkMetricsBind, startMetricsServer } from "../gateway/metrics-server.js";
 
 export const gatewayHelp = `jetloop gateway --listen HOST:PORT [--auth-token-env VAR] [--insecure-public-bind] [--feed MODE] [--metrics HOST:PORT]
 

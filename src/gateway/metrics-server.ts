@@ -11,10 +11,10 @@
  */
 import { createServer, type Server } from "node:http";
 import { GatewayBindError, OptionsError, TelemetryUnavailableError } from "../errors.js";
-import { type BoundarySettings, checkRequest, LOOPBACK_HOSTS, parseBoundaryLists } from "../gateway/boundary.js";
-import { sendError } from "../gateway/envelope.js";
-import { isLoopback, parseListen } from "../gateway/listen.js";
-import { api } from "./otel.js";
+import { type BoundarySettings, checkRequest, LOOPBACK_HOSTS, parseBoundaryLists } from "./boundary.js";
+import { sendError } from "./envelope.js";
+import { isLoopback, parseListen } from "./listen.js";
+import { api } from "../telemetry/otel.js";
 import type * as SdkMetrics from "@opentelemetry/sdk-metrics";
 import type * as PrometheusExport from "@opentelemetry/exporter-prometheus";
 
