@@ -9,7 +9,8 @@ import { jetstream, jetstreamManager, type JetStreamManager } from "@nats-io/jet
 import { type NatsConnection, PermissionViolationError } from "@nats-io/transport-node";
 import { pino, type Logger } from "pino";
 import type { BusContext } from "./bus-context.js";
-import { inboxPrefixOf, openConnection } from "./connection/connect.js";
+import { inboxPrefixOf } from "./connection/inbox.js";
+import { openConnection } from "./connection/connect.js";
 import type { JournalSource } from "./subscribe/journal-range.js";
 import { type BusOptions, type BusSettings, type ConnectionSettings, parseBusOptions, parseConnectOptions } from "./connection/options.js";
 import { requireMinimum, supports, type Feature } from "./connection/server-version.js";

@@ -11,7 +11,7 @@
  * until an ack arrives or the deadline passes. Nothing resolves without an ack, or, for a
  * fenced append refused as a conflict, without finding the append itself stored.
  */
-import { inboxPrefixOf } from "../connection/connect.js";
+import { inboxPrefixOf } from "../connection/inbox.js";
 import { JetStreamApiError, type JetStreamManager, type MsgRequest } from "@nats-io/jetstream";
 import { type Match, MsgHdrsImpl } from "@nats-io/nats-core";
 import { createInbox, type Msg, type MsgHdrs, type NatsConnection, type Subscription } from "@nats-io/transport-node";
