@@ -1,0 +1,105 @@
+// Attacks on the example permissions (deploy/nats/permissions.example.conf, verbatim) through the
+// raw JetStream API, as a follower who knows the protocol: the consumer-create subject she is
+// granted names the consumer in a free token, and carries a body she writes herself (the server
+// checks only that the body's filter is the subject's).
+import { readFileSync } from "node:fs";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { connect as natsConnect, type NatsConnection } from "@nats-io/transport-node";
+import { connect, type Jetloop, type SubscriptionReport } from "../../src/index.js";
+import { startServer, type NatsServer } from "../harness/server.js";
+import { sleep } from "../harness/async.js";
+import { EXAMPLE, PERMISSIONS_EXAMPLE } from "../harness/reliability/scenarios/security.js";
+import { collect, enduring, eventIdOf, newCoords } from "../harness/reliability/workload.js";
+
+const { namespace, stream, alice: A, bob: B } = EXAMPLE;
+const enc = (v: unknown) => new TextEncoder().encode(JSON.stringify(v));
+const dec = (b: Uint8Array) => JSON.parse(new TextDecoder().decode(b)) as { error?: { description: string }; config?: Record<string, unknown> };
+const ownFilter = `acme.journal.${A.session}.>`;
+
+describe("example permissions against a follower speaking the JetStream API", () => {
+  let server: NatsServer;
+  let opsRaw: NatsConnection;
+  let aliceRaw: NatsConnection;
+  let runtime: Jetloop;
+  const buses: Jetloop[] = [];
+  beforeAll(async () => {
+    server = await startServer({ configText: readFileSync(PERMISSIONS_EXAMPLE, "utf8") });
+    const ops = await connect({ servers: server.url, namespace, user: EXAMPLE.ops.user, pass: EXAMPLE.ops.pass });
+    buses.push(ops);
+    await ops.provision();
+    opsRaw = await natsConnect({ servers: server.url, user: EXAMPLE.ops.user, pass: EXAMPLE.ops.pass });
+    aliceRaw = await natsConnect({ servers: server.url, user: A.user, pass: A.pass, inboxPrefix: A.inbox });
+    runtime = await connect({ servers: server.url, namespace, user: EXAMPLE.runtime.user, pass: EXAMPLE.runtime.pass, natsOptions: { inboxPrefix: EXAMPLE.runtime.inbox } });
+    buses.push(runtime);
+    for (const s of [A.session, B.session]) for (let i = 0; i < 3; i++) await runtime.publish(enduring(newCoords(s)));
+  }, 60_000);
+  afterAll(async () => {
+    await aliceRaw?.close();
+    await opsRaw?.close();
+    for (const b of buses) await b.close().catch(() => undefined);
+    await server?.stop();
+  });
+
+  /** Alice's create request on the subject she is granted: her own session's filter, any name, any body. */
+  const aliceCreate = async (name: string, config: Record<string, unknown>) => {
+    const subject = `$JS.API.CONSUMER.CREATE.${stream}.${name}.${ownFilter}`;
+    try {
+      return dec((await aliceRaw.request(subject, enc({ stream_name: stream, config: { name, filter_subject: ownFilter, ...config } }), { timeout: 3000 })).data);
+    } catch (e) {
+      return { error: { description: (e as Error).message } };
+    }
+  };
+  const consumerConfig = async (name: string) =>
+    dec((await opsRaw.request(`$JS.API.CONSUMER.INFO.${stream}.${name}`, enc({}), { timeout: 3000 })).data).config;
+
+  it("a follower's create naming the service's durable neither re-targets it nor shows its state", async () => {
+    await opsRaw.request(
+      `$JS.API.CONSUMER.CREATE.${stream}.billing`,
+      enc({ stream_name: stream, config: { name: "billing", durable_name: "billing", ack_policy: "explicit", filter_subject: "acme.journal.>" } }),
+      { timeout: 3000 },
+    );
+    // Every body a follower may send on that subject: pull, push into her inbox, durable or not.
+    const bodies: Record<string, unknown>[] = [
+      { durable_name: "billing", ack_policy: "explicit" },
+      { ack_policy: "explicit" },
+      { durable_name: "billing", ack_policy: "explicit", deliver_subject: `${A.inbox}.billing` },
+      { ack_policy: "none", deliver_subject: `${A.inbox}.billing`, max_ack_pending: 1 },
+    ];
+    for (const body of bodies) {
+      const r = await aliceCreate("billing", body);
+      expect(r.config, JSON.stringify(body)).toBeUndefined();
+      expect((await consumerConfig("billing"))?.filter_subject).toBe("acme.journal.>");
+    }
+  });
+
+  it("events a follower pushes into another session's feed are never yielded there as that session's", async () => {
+    const bob = await connect({ servers: server.url, namespace, user: B.user, pass: B.pass, journalReads: "push", natsOptions: { inboxPrefix: B.inbox } });
+    buses.push(bob);
+    const reports: SubscriptionReport[] = [];
+    const got = collect(await bob.session(B.session).subscribeEvents({ enduring: "all" }, { start: "new", onReport: (r) => reports.push(r) }), { keep: true });
+    await sleep(300);
+    // Alice's journal, delivered by the server to every subject shape of bob's feed.
+    for (const [i, family] of ["x.Y", "tool.ToolUse", "gate.GateOpened"].entries()) {
+      const deliver = `acme.feed.${B.session}.loop.${family}`;
+      // The server tracks a push consumer's interest by the literal deliver subject, which
+      // bob's wildcard feed subscription is not; any literal listener there (here the
+      // operator) makes it deliver, and bob's subscription then receives each delivery too.
+      opsRaw.subscribe(deliver);
+      await opsRaw.flush();
+      // The server accepts it (permissions cannot confine a deliver subject): the reader must hold.
+      expect((await aliceCreate(`feedpush${i}`, { deliver_subject: deliver, ack_policy: "none" })).config?.deliver_subject).toBe(deliver);
+    }
+    const own = enduring(newCoords(B.session));
+    await runtime.publish(own);
+    await got.waitForAll([eventIdOf(own)], 10_000);
+    await sleep(1000);
+    // The server did deliver alice's three events to each of those subjects, where bob listens.
+    for (let i = 0; i < 3; i++) {
+      const info = dec((await opsRaw.request(`$JS.API.CONSUMER.INFO.${stream}.feedpush${i}`, enc({}), { timeout: 3000 })).data) as { delivered?: { consumer_seq: number } };
+      expect(info.delivered?.consumer_seq).toBe(3);
+    }
+    const foreign = got.deliveries.filter((d) => (d.event as { sessionId: string }).sessionId !== B.session);
+    expect(foreign.map((d) => eventIdOf(d.event))).toEqual([]);
+    expect(got.ids).toContain(eventIdOf(own));
+  }, 30_000);
+});
