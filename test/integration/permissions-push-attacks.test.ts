@@ -102,4 +102,33 @@ describe("example permissions against a follower speaking the JetStream API", ()
     expect(foreign.map((d) => eventIdOf(d.event))).toEqual([]);
     expect(got.ids).toContain(eventIdOf(own));
   }, 30_000);
+  it("events a follower pushes onto another session's control subjects never reach its handlers", async () => {
+    const calls: string[] = [];
+    const controls = await runtime.session(B.session).serveControls({
+      input: () => (calls.push("input"), { ok: true }),
+      interrupt: () => (calls.push("interrupt"), { interrupted: true }),
+    });
+    try {
+      for (const command of ["input", "interrupt"]) {
+        const deliver = `acme.cmd.${B.session}._.${command}`;
+        const name = `cmdpush_${command}`;
+        for (const ack_policy of ["none", "explicit"]) {
+          // The control server listens in a queue group: naming it is what makes the server deliver.
+          const r = await aliceCreate(`${name}_${ack_policy}`, { deliver_subject: deliver, deliver_group: "controls", ack_policy });
+          expect(r.config?.deliver_subject).toBe(deliver);
+        }
+      }
+      await sleep(1000);
+      for (const command of ["input", "interrupt"]) {
+        for (const ack_policy of ["none", "explicit"]) {
+          const info = dec((await opsRaw.request(`$JS.API.CONSUMER.INFO.${stream}.cmdpush_${command}_${ack_policy}`, enc({}), { timeout: 3000 })).data) as { delivered?: { consumer_seq: number } };
+          // Delivered (the control server's literal subscription is interest), never obeyed.
+          expect(info.delivered?.consumer_seq, `${command} ${ack_policy}`).toBeGreaterThan(0);
+        }
+      }
+      expect(calls).toEqual([]);
+    } finally {
+      await controls.close();
+    }
+  }, 30_000);
 });
