@@ -131,4 +131,50 @@ describe("example permissions against a follower speaking the JetStream API", ()
       await controls.close();
     }
   }, 30_000);
+  it("every body a follower may send with her create subject yields at most her own session's events", async () => {
+    const other = [`acme.journal.${B.session}.>`, "acme.journal.>", ">", "acme.journal.*.>", `acme.journal.${B.session}.loop.x.Y`, `acme.journal.*.*.*.*`];
+    const filters: Record<string, unknown>[] = [
+      ...other.map((f) => ({ filter_subject: f })),
+      ...other.map((f) => ({ filter_subject: undefined, filter_subjects: [f] })),
+      ...other.map((f) => ({ filter_subjects: [ownFilter, f] })),
+      { filter_subject: "" },
+      { filter_subject: undefined },
+      { filter_subject: `${ownFilter.slice(0, -1)}*.>` },
+      {},
+    ];
+    const shapes: Record<string, unknown>[] = [{}, { durable_name: "DURABLE" }, { headers_only: true }, { deliver_policy: "last_per_subject" }, { direct: true }];
+    let n = 0;
+    let accepted = 0;
+    let delivered = 0;
+    for (const f of filters) {
+      for (const shape of shapes) {
+        const name = `body${n++}`;
+        const inbox = `${A.inbox}.${name}`;
+        const seen: string[] = [];
+        const sub = aliceRaw.subscribe(inbox, { callback: (_e, m) => void seen.push(new TextDecoder().decode(m.data)) });
+        await aliceRaw.flush();
+        const body: Record<string, unknown> = { deliver_subject: inbox, ack_policy: "none", ...shape, ...f };
+        if (body.durable_name === "DURABLE") body.durable_name = name;
+        const r = await aliceCreate(name, body);
+        if (r.config) {
+          accepted++;
+          expect(r.config.filter_subject, JSON.stringify(body)).toBe(ownFilter);
+          expect(r.config.filter_subjects, JSON.stringify(body)).toBeUndefined();
+        }
+        await sleep(100);
+        sub.unsubscribe();
+        // Nothing arrives for a refused create; an accepted one delivers alice's three events
+        // (headers_only: empty bodies), never one naming another session.
+        if (!r.config) expect(seen, JSON.stringify(body)).toEqual([]);
+        else {
+          expect(seen.length, JSON.stringify(body)).toBeLessThanOrEqual(3);
+          delivered += seen.filter((t) => t !== "").length;
+          for (const text of seen) expect(text === "" || (text.includes(A.session) && !text.includes(B.session)), JSON.stringify(body)).toBe(true);
+        }
+      }
+    }
+    expect(n).toBe(filters.length * shapes.length);
+    expect(accepted).toBeGreaterThan(0);
+    expect(delivered).toBeGreaterThan(0);
+  }, 60_000);
 });
