@@ -177,4 +177,29 @@ describe("example permissions against a follower speaking the JetStream API", ()
     expect(accepted).toBeGreaterThan(0);
     expect(delivered).toBeGreaterThan(0);
   }, 60_000);
+  it("push reads through jetloop leave one consumer each, expiring, and name only her own session", async () => {
+    const alice = await connect({ servers: server.url, namespace, user: A.user, pass: A.pass, journalReads: "push", natsOptions: { inboxPrefix: A.inbox } });
+    buses.push(alice);
+    const names = async () => {
+      const r = JSON.parse(new TextDecoder().decode((await opsRaw.request(`$JS.API.CONSUMER.LIST.${stream}`, enc({}), { timeout: 3000 })).data)) as { consumers: { name: string; config: Record<string, unknown> }[] };
+      return r.consumers;
+    };
+    const before = new Set((await names()).map((c) => c.name));
+    const reads = 10;
+    for (let i = 0; i < reads; i++) {
+      const ids: string[] = [];
+      for await (const d of alice.session(A.session).replay({ enduring: "all" })) ids.push(eventIdOf(d.event));
+      expect(ids.length).toBe(3);
+    }
+    const added = (await names()).filter((c) => !before.has(c.name));
+    // What the docs promise: one consumer per read, left to expire 5 minutes after it (no
+    // grant deletes it), ephemeral, delivering to her own inbox, filtered on her session.
+    expect(added.length).toBe(reads);
+    for (const { config } of added) {
+      expect(config.inactive_threshold).toBe(300_000_000_000);
+      expect(config.durable_name).toBeUndefined();
+      expect(String(config.deliver_subject).startsWith(`${A.inbox}.`)).toBe(true);
+      expect(String(config.filter_subject).startsWith(`acme.journal.${A.session}.`)).toBe(true);
+    }
+  }, 60_000);
 });
