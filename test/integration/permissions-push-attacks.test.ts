@@ -202,4 +202,39 @@ describe("example permissions against a follower speaking the JetStream API", ()
       expect(String(config.filter_subject).startsWith(`acme.journal.${A.session}.`)).toBe(true);
     }
   }, 60_000);
+  it("a durable a follower squats before the service creates it never carries another session to her", async () => {
+    const name = "audit";
+    const seen: string[] = [];
+    const sub = aliceRaw.subscribe(`${A.inbox}.squat`, { callback: (_e, m) => void seen.push(new TextDecoder().decode(m.data)) });
+    await aliceRaw.flush();
+    for (const shape of [{ deliver_subject: `${A.inbox}.squat` }, {}]) {
+      const durable = `${name}${Object.keys(shape).length}`;
+      expect((await aliceCreate(durable, { durable_name: durable, ack_policy: "explicit", ...shape })).config?.durable_name).toBe(durable);
+      const service = await connect({ servers: server.url, namespace, user: EXAMPLE.ops.user, pass: EXAMPLE.ops.pass });
+      buses.push(service);
+      const outcome = await service.subscribeEvents({ enduring: "all" }, { durable: durable }).then(
+        async (s) => {
+          const got = collect(s);
+          await sleep(1000);
+          await s.close();
+          return { ids: got.ids.length };
+        },
+        (e: unknown) => ({ error: (e as Error).name }),
+      );
+      // A squatted push durable refuses the service, typed (a denial of service the example
+      // cannot prevent for names it does not deny); a squatted pull durable becomes the
+      // service's: its filter, every journal event, no deliver subject.
+      if ("deliver_subject" in shape) expect(outcome).toEqual({ error: "SubscriptionError" });
+      else {
+        const state = (JSON.parse(new TextDecoder().decode((await opsRaw.request(`$JS.API.STREAM.INFO.${stream}`, enc({}), { timeout: 3000 })).data)) as { state: { messages: number } }).state;
+        expect(outcome).toEqual({ ids: state.messages });
+        const config = await consumerConfig(durable);
+        expect(config?.deliver_subject).toBeUndefined();
+        expect(config?.filter_subject).not.toBe(ownFilter);
+      }
+    }
+    await sleep(300);
+    sub.unsubscribe();
+    for (const text of seen) expect(text.includes(B.session)).toBe(false);
+  }, 30_000);
 });
