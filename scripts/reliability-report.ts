@@ -161,7 +161,8 @@ alice and bob append (they have no publish rights on the journal). Through the r
 alice: consumer creates whose configured filter differs from the one in the subject
 (bob's, a wider one, \`filter_subjects\`, none), the filterless and durable creates,
 get-by-sequence, direct get, consumer listing, purge, a pull from, the deletion of and the
-info of the durable \`billing\`, and subscriptions to the journal, bob's previews, every
+info of the durable \`billing\`, a create on her own subject naming \`billing\` (which, not
+denied by name, would re-target it to her session), and subscriptions to the journal, bob's previews, every
 inbox and bob's inbox; then \`billing\` is read.
 
 Secrets: the runtime tries to append permission requests carrying a grant token or raw

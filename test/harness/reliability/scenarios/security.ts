@@ -226,6 +226,11 @@ export async function securityScenario(ctx: ScenarioContext, o: { events: number
       await attack(raw, "pull from the durable billing", `$JS.API.CONSUMER.MSG.NEXT.${EXAMPLE.stream}.billing`, { batch: 10, expires: 1_000_000_000 }),
       await attack(raw, "delete the durable billing", `$JS.API.CONSUMER.DELETE.${EXAMPLE.stream}.billing`, {}),
       await attack(raw, "read the durable billing's state", `$JS.API.CONSUMER.INFO.${EXAMPLE.stream}.billing`, {}),
+      // Her create subject leaves the name free; the server updates an existing consumer of that name.
+      await attack(raw, "re-target the durable billing (a create naming it, her filter)", `$JS.API.CONSUMER.CREATE.${EXAMPLE.stream}.billing.${namespace}.journal.${A.session}.>`, {
+        stream_name: EXAMPLE.stream,
+        config: { name: "billing", durable_name: "billing", ack_policy: "explicit", filter_subject: `${namespace}.journal.${A.session}.>` },
+      }),
       await snoop(raw, "subscribe to the journal subjects", `${namespace}.journal.>`),
       await snoop(raw, "subscribe to bob's previews", `${namespace}.live.${B.session}.>`),
       await snoop(raw, "subscribe to bob's feed", `${namespace}.feed.${B.session}.>`),

@@ -1,0 +1,240 @@
+// Attacks on the example permissions (deploy/nats/permissions.example.conf, verbatim) through the
+// raw JetStream API, as a follower who knows the protocol: the consumer-create subject she is
+// granted names the consumer in a free token, and carries a body she writes herself (the server
+// checks only that the body's filter is the subject's).
+import { readFileSync } from "node:fs";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { connect as natsConnect, type NatsConnection } from "@nats-io/transport-node";
+import { connect, type Jetloop, type SubscriptionReport } from "../../src/index.js";
+import { startServer, type NatsServer } from "../harness/server.js";
+import { sleep } from "../harness/async.js";
+import { EXAMPLE, PERMISSIONS_EXAMPLE } from "../harness/reliability/scenarios/security.js";
+import { collect, enduring, eventIdOf, newCoords } from "../harness/reliability/workload.js";
+
+const { namespace, stream, alice: A, bob: B } = EXAMPLE;
+const enc = (v: unknown) => new TextEncoder().encode(JSON.stringify(v));
+const dec = (b: Uint8Array) => JSON.parse(new TextDecoder().decode(b)) as { error?: { description: string }; config?: Record<string, unknown> };
+const ownFilter = `acme.journal.${A.session}.>`;
+
+describe("example permissions against a follower speaking the JetStream API", () => {
+  let server: NatsServer;
+  let opsRaw: NatsConnection;
+  let aliceRaw: NatsConnection;
+  let runtime: Jetloop;
+  const buses: Jetloop[] = [];
+  beforeAll(async () => {
+    server = await startServer({ configText: readFileSync(PERMISSIONS_EXAMPLE, "utf8") });
+    const ops = await connect({ servers: server.url, namespace, user: EXAMPLE.ops.user, pass: EXAMPLE.ops.pass });
+    buses.push(ops);
+    await ops.provision();
+    opsRaw = await natsConnect({ servers: server.url, user: EXAMPLE.ops.user, pass: EXAMPLE.ops.pass });
+    aliceRaw = await natsConnect({ servers: server.url, user: A.user, pass: A.pass, inboxPrefix: A.inbox });
+    runtime = await connect({ servers: server.url, namespace, user: EXAMPLE.runtime.user, pass: EXAMPLE.runtime.pass, natsOptions: { inboxPrefix: EXAMPLE.runtime.inbox } });
+    buses.push(runtime);
+    for (const s of [A.session, B.session]) for (let i = 0; i < 3; i++) await runtime.publish(enduring(newCoords(s)));
+  }, 60_000);
+  afterAll(async () => {
+    await aliceRaw?.close();
+    await opsRaw?.close();
+    for (const b of buses) await b.close().catch(() => undefined);
+    await server?.stop();
+  });
+
+  /** Alice's create request on the subject she is granted: her own session's filter, any name, any body. */
+  const aliceCreate = async (name: string, config: Record<string, unknown>) => {
+    const subject = `$JS.API.CONSUMER.CREATE.${stream}.${name}.${ownFilter}`;
+    try {
+      return dec((await aliceRaw.request(subject, enc({ stream_name: stream, config: { name, filter_subject: ownFilter, ...config } }), { timeout: 3000 })).data);
+    } catch (e) {
+      return { error: { description: (e as Error).message } };
+    }
+  };
+  const consumerConfig = async (name: string) =>
+    dec((await opsRaw.request(`$JS.API.CONSUMER.INFO.${stream}.${name}`, enc({}), { timeout: 3000 })).data).config;
+
+  it("a follower's create naming the service's durable neither re-targets it nor shows its state", async () => {
+    await opsRaw.request(
+      `$JS.API.CONSUMER.CREATE.${stream}.billing`,
+      enc({ stream_name: stream, config: { name: "billing", durable_name: "billing", ack_policy: "explicit", filter_subject: "acme.journal.>" } }),
+      { timeout: 3000 },
+    );
+    // Every body a follower may send on that subject: pull, push into her inbox, durable or not.
+    const bodies: Record<string, unknown>[] = [
+      { durable_name: "billing", ack_policy: "explicit" },
+      { ack_policy: "explicit" },
+      { durable_name: "billing", ack_policy: "explicit", deliver_subject: `${A.inbox}.billing` },
+      { ack_policy: "none", deliver_subject: `${A.inbox}.billing`, max_ack_pending: 1 },
+    ];
+    for (const body of bodies) {
+      const r = await aliceCreate("billing", body);
+      expect(r.config, JSON.stringify(body)).toBeUndefined();
+      expect((await consumerConfig("billing"))?.filter_subject).toBe("acme.journal.>");
+    }
+  });
+
+  it("events a follower pushes into another session's feed are never yielded there as that session's", async () => {
+    const bob = await connect({ servers: server.url, namespace, user: B.user, pass: B.pass, journalReads: "push", natsOptions: { inboxPrefix: B.inbox } });
+    buses.push(bob);
+    const reports: SubscriptionReport[] = [];
+    const got = collect(await bob.session(B.session).subscribeEvents({ enduring: "all" }, { start: "new", onReport: (r) => reports.push(r) }), { keep: true });
+    await sleep(300);
+    // Alice's journal, delivered by the server to every subject shape of bob's feed.
+    for (const [i, family] of ["x.Y", "tool.ToolUse", "gate.GateOpened"].entries()) {
+      const deliver = `acme.feed.${B.session}.loop.${family}`;
+      // The server tracks a push consumer's interest by the literal deliver subject, which
+      // bob's wildcard feed subscription is not; any literal listener there (here the
+      // operator) makes it deliver, and bob's subscription then receives each delivery too.
+      opsRaw.subscribe(deliver);
+      await opsRaw.flush();
+      // The server accepts it (permissions cannot confine a deliver subject): the reader must hold.
+      expect((await aliceCreate(`feedpush${i}`, { deliver_subject: deliver, ack_policy: "none" })).config?.deliver_subject).toBe(deliver);
+    }
+    const own = enduring(newCoords(B.session));
+    await runtime.publish(own);
+    await got.waitForAll([eventIdOf(own)], 10_000);
+    await sleep(1000);
+    // The server did deliver alice's three events to each of those subjects, where bob listens.
+    for (let i = 0; i < 3; i++) {
+      const info = dec((await opsRaw.request(`$JS.API.CONSUMER.INFO.${stream}.feedpush${i}`, enc({}), { timeout: 3000 })).data) as { delivered?: { consumer_seq: number } };
+      expect(info.delivered?.consumer_seq).toBe(3);
+    }
+    const foreign = got.deliveries.filter((d) => (d.event as { sessionId: string }).sessionId !== B.session);
+    expect(foreign.map((d) => eventIdOf(d.event))).toEqual([]);
+    expect(got.ids).toContain(eventIdOf(own));
+  }, 30_000);
+  it("events a follower pushes onto another session's control subjects never reach its handlers", async () => {
+    const calls: string[] = [];
+    const controls = await runtime.session(B.session).serveControls({
+      input: () => (calls.push("input"), { ok: true }),
+      interrupt: () => (calls.push("interrupt"), { interrupted: true }),
+    });
+    try {
+      for (const command of ["input", "interrupt"]) {
+        const deliver = `acme.cmd.${B.session}._.${command}`;
+        const name = `cmdpush_${command}`;
+        for (const ack_policy of ["none", "explicit"]) {
+          // The control server listens in a queue group: naming it is what makes the server deliver.
+          const r = await aliceCreate(`${name}_${ack_policy}`, { deliver_subject: deliver, deliver_group: "controls", ack_policy });
+          expect(r.config?.deliver_subject).toBe(deliver);
+        }
+      }
+      await sleep(1000);
+      for (const command of ["input", "interrupt"]) {
+        for (const ack_policy of ["none", "explicit"]) {
+          const info = dec((await opsRaw.request(`$JS.API.CONSUMER.INFO.${stream}.cmdpush_${command}_${ack_policy}`, enc({}), { timeout: 3000 })).data) as { delivered?: { consumer_seq: number } };
+          // Delivered (the control server's literal subscription is interest), never obeyed.
+          expect(info.delivered?.consumer_seq, `${command} ${ack_policy}`).toBeGreaterThan(0);
+        }
+      }
+      expect(calls).toEqual([]);
+    } finally {
+      await controls.close();
+    }
+  }, 30_000);
+  it("every body a follower may send with her create subject yields at most her own session's events", async () => {
+    const other = [`acme.journal.${B.session}.>`, "acme.journal.>", ">", "acme.journal.*.>", `acme.journal.${B.session}.loop.x.Y`, `acme.journal.*.*.*.*`];
+    const filters: Record<string, unknown>[] = [
+      ...other.map((f) => ({ filter_subject: f })),
+      ...other.map((f) => ({ filter_subject: undefined, filter_subjects: [f] })),
+      ...other.map((f) => ({ filter_subjects: [ownFilter, f] })),
+      { filter_subject: "" },
+      { filter_subject: undefined },
+      { filter_subject: `${ownFilter.slice(0, -1)}*.>` },
+      {},
+    ];
+    const shapes: Record<string, unknown>[] = [{}, { durable_name: "DURABLE" }, { headers_only: true }, { deliver_policy: "last_per_subject" }, { direct: true }];
+    let n = 0;
+    let accepted = 0;
+    let delivered = 0;
+    for (const f of filters) {
+      for (const shape of shapes) {
+        const name = `body${n++}`;
+        const inbox = `${A.inbox}.${name}`;
+        const seen: string[] = [];
+        const sub = aliceRaw.subscribe(inbox, { callback: (_e, m) => void seen.push(new TextDecoder().decode(m.data)) });
+        await aliceRaw.flush();
+        const body: Record<string, unknown> = { deliver_subject: inbox, ack_policy: "none", ...shape, ...f };
+        if (body.durable_name === "DURABLE") body.durable_name = name;
+        const r = await aliceCreate(name, body);
+        if (r.config) {
+          accepted++;
+          expect(r.config.filter_subject, JSON.stringify(body)).toBe(ownFilter);
+          expect(r.config.filter_subjects, JSON.stringify(body)).toBeUndefined();
+        }
+        await sleep(100);
+        sub.unsubscribe();
+        // Nothing arrives for a refused create; an accepted one delivers alice's three events
+        // (headers_only: empty bodies), never one naming another session.
+        if (!r.config) expect(seen, JSON.stringify(body)).toEqual([]);
+        else {
+          expect(seen.length, JSON.stringify(body)).toBeLessThanOrEqual(3);
+          delivered += seen.filter((t) => t !== "").length;
+          for (const text of seen) expect(text === "" || (text.includes(A.session) && !text.includes(B.session)), JSON.stringify(body)).toBe(true);
+        }
+      }
+    }
+    expect(n).toBe(filters.length * shapes.length);
+    expect(accepted).toBeGreaterThan(0);
+    expect(delivered).toBeGreaterThan(0);
+  }, 60_000);
+  it("push reads through jetloop leave one consumer each, expiring, and name only her own session", async () => {
+    const alice = await connect({ servers: server.url, namespace, user: A.user, pass: A.pass, journalReads: "push", natsOptions: { inboxPrefix: A.inbox } });
+    buses.push(alice);
+    const names = async () => {
+      const r = JSON.parse(new TextDecoder().decode((await opsRaw.request(`$JS.API.CONSUMER.LIST.${stream}`, enc({}), { timeout: 3000 })).data)) as { consumers: { name: string; config: Record<string, unknown> }[] };
+      return r.consumers;
+    };
+    const before = new Set((await names()).map((c) => c.name));
+    const reads = 10;
+    for (let i = 0; i < reads; i++) {
+      const ids: string[] = [];
+      for await (const d of alice.session(A.session).replay({ enduring: "all" })) ids.push(eventIdOf(d.event));
+      expect(ids.length).toBe(3);
+    }
+    const added = (await names()).filter((c) => !before.has(c.name));
+    // What the docs promise: one consumer per read, left to expire 5 minutes after it (no
+    // grant deletes it), ephemeral, delivering to her own inbox, filtered on her session.
+    expect(added.length).toBe(reads);
+    for (const { config } of added) {
+      expect(config.inactive_threshold).toBe(300_000_000_000);
+      expect(config.durable_name).toBeUndefined();
+      expect(String(config.deliver_subject).startsWith(`${A.inbox}.`)).toBe(true);
+      expect(String(config.filter_subject).startsWith(`acme.journal.${A.session}.`)).toBe(true);
+    }
+  }, 60_000);
+  it("a durable a follower squats before the service creates it never carries another session to her", async () => {
+    const name = "audit";
+    const seen: string[] = [];
+    const sub = aliceRaw.subscribe(`${A.inbox}.squat`, { callback: (_e, m) => void seen.push(new TextDecoder().decode(m.data)) });
+    await aliceRaw.flush();
+    for (const shape of [{ deliver_subject: `${A.inbox}.squat` }, {}]) {
+      const durable = `${name}${Object.keys(shape).length}`;
+      expect((await aliceCreate(durable, { durable_name: durable, ack_policy: "explicit", ...shape })).config?.durable_name).toBe(durable);
+      const service = await connect({ servers: server.url, namespace, user: EXAMPLE.ops.user, pass: EXAMPLE.ops.pass });
+      buses.push(service);
+      const outcome = await service.subscribeEvents({ enduring: "all" }, { durable: durable }).then(
+        async (s) => {
+          const got = collect(s);
+          await sleep(1000);
+          await s.close();
+          return { ids: got.ids.length };
+        },
+        (e: unknown) => ({ error: (e as Error).name }),
+      );
+      // A squatted push durable refuses the service, typed (a denial of service the example
+      // cannot prevent for names it does not deny); a squatted pull durable becomes the
+      // service's: its filter, every journal event, no deliver subject.
+      if ("deliver_subject" in shape) expect(outcome).toEqual({ error: "SubscriptionError" });
+      else {
+        const state = (JSON.parse(new TextDecoder().decode((await opsRaw.request(`$JS.API.STREAM.INFO.${stream}`, enc({}), { timeout: 3000 })).data)) as { state: { messages: number } }).state;
+        expect(outcome).toEqual({ ids: state.messages });
+        const config = await consumerConfig(durable);
+        expect(config?.deliver_subject).toBeUndefined();
+        expect(config?.filter_subject).not.toBe(ownFilter);
+      }
+    }
+    await sleep(300);
+    sub.unsubscribe();
+    for (const text of seen) expect(text.includes(B.session)).toBe(false);
+  }, 30_000);
+});
