@@ -188,7 +188,7 @@ class BusImpl<E = JetloopEvent> implements Jetloop<E> {
       log,
       parked,
       journalPosition,
-      feeds: new Feeds({ nc, js, journal, namespace: settings.namespace, stream: settings.stream, log, journalState: () => journalPosition.state() }),
+      feeds: new Feeds({ nc, journal, namespace: settings.namespace, log, journalState: () => journalPosition.state() }),
       subscriptions: new OpenSubscriptions(nc, log, onPermissionViolation),
       decoding: (includeInternal) => decoding[includeInternal ? 1 : 0],
       jetstreamManager: jsm,

@@ -3,7 +3,6 @@
  * (feed-source.ts) asks of the way the bus follows the feed, and what it is told.
  */
 import type { JournalSource } from "../journal-range.js";
-import type { JetStreamClient } from "@nats-io/jetstream";
 import type { Msg, NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "pino";
 import type { JournalState } from "../../streams/position.js";
@@ -75,10 +74,9 @@ export interface FeedStrategy {
 /** What the bus's feeds (feeds.ts) give each strategy. */
 export interface FeedDeps {
   readonly nc: NatsConnection;
-  readonly js: JetStreamClient;
+  /** Where gap repairs and catch-ups read the journal (its stream included). */
   readonly journal: JournalSource;
   readonly namespace: string;
-  readonly stream: string;
   readonly log: Logger;
   readonly journalState: () => Promise<JournalState>;
   /** Parses a feed message; undefined for one that is not the stream's (logged) or that a test drops. */

@@ -5,12 +5,8 @@
  * (a reconnect, the stream's leader election); and the limit on journal reads at once.
  */
 import { noteFeedMessage } from "../../telemetry/index.js";
-import type { JournalSource } from "../journal-range.js";
-import type { JetStreamClient } from "@nats-io/jetstream";
-import { type Msg, PermissionViolationError, type NatsConnection } from "@nats-io/transport-node";
-import type { Logger } from "pino";
+import { type Msg, PermissionViolationError } from "@nats-io/transport-node";
 import { PermissionDeniedError, SubscriptionError } from "../../errors.js";
-import type { JournalState } from "../../streams/position.js";
 import { streamLeaderElectedSubject, switchChannel } from "../../subjects/subjects.js";
 import type { FeedMode } from "../options.js";
 import { RepublishReader } from "../republish-headers.js";
@@ -27,15 +23,8 @@ export interface FeedTestHooks {
   drop?: ((message: FeedMessage) => boolean) | undefined;
 }
 
-export interface FeedsConfig {
-  readonly nc: NatsConnection;
-  readonly js: JetStreamClient;
-  readonly journal: JournalSource;
-  readonly namespace: string;
-  readonly stream: string;
-  readonly log: Logger;
-  readonly journalState: () => Promise<JournalState>;
-}
+/** What the bus gives its feeds: the strategies' dependencies but those the feeds make. */
+export type FeedsConfig = Omit<FeedDeps, "parse" | "fail">;
 
 export class Feeds {
   readonly #deps: FeedDeps;
@@ -48,7 +37,7 @@ export class Feeds {
   readonly testHooks: FeedTestHooks = {};
 
   constructor(config: FeedsConfig) {
-    this.#republish = new RepublishReader(config.stream);
+    this.#republish = new RepublishReader(config.journal.stream);
     this.#deps = {
       ...config,
       log: config.log.child({ component: "feed" }),
@@ -105,7 +94,8 @@ export class Feeds {
   #watch(): void {
     if (this.#watching) return;
     this.#watching = true;
-    const { nc, log, stream } = this.#deps;
+    const { nc, log } = this.#deps;
+    const { stream } = this.#deps.journal;
     void (async () => {
       try {
         for await (const s of nc.status()) if (s.type === "reconnect") this.#resyncAll("reconnect");
