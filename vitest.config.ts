@@ -23,6 +23,7 @@ const NEWEST_ONLY = [
   // placement ("no suitable peers") for over a minute under load. `npm run
   // reliability:soak` runs the leader-kill scenario on 2.10.
   "test/integration/cluster.test.ts",
+  "test/integration/harness-cluster.test.ts",
   "test/integration/reliability/leader-kill.test.ts",
 ];
 
