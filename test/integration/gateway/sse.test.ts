@@ -93,7 +93,10 @@ describe("resume and filters", () => {
 
 describe("slow clients", () => {
   it("disconnects a client that cannot keep up while another receives everything; it resumes where it stopped", async () => {
-    const slowGw = await startGateway(bus, { listen: "127.0.0.1:0", previewDropBytes: 64 * 1024, maxBufferedBytes: 256 * 1024, slowClientMs: 1000 });
+    // slowClientMs leaves the reading client room for a stalled event loop under load (CI ran
+    // three integration files at once, and 1 s cut the fast client too); the paused one is
+    // still cut, after 5 s.
+    const slowGw = await startGateway(bus, { listen: "127.0.0.1:0", previewDropBytes: 64 * 1024, maxBufferedBytes: 256 * 1024, slowClientMs: 5000 });
     const S = newId();
     const loopId = newId();
     await bus.publish(createEvent("SessionStarted", { sessionId: S }));
