@@ -191,6 +191,10 @@ export class AtomicBatchWriter {
         throw new NotProvisionedError(this.settings.stream, `stream ${this.settings.stream} does not capture ${subject} (another stream does); run \`jetloop provision\``);
       case ApiCodes.MessageTooLarge:
         throw new MessageTooLargeError(Math.max(...requests.map((r) => r.data.length)), undefined, "max_msg_size");
+      case ApiCodes.AtomicPublishIncomplete:
+        // Nothing stored: a message of it did not reach the stream, or the stream had too
+        // many batches open (2.15.1 drops a batch past its 50 and answers this). Resend.
+        return undefined;
       default:
         // JetStream briefly unavailable (no leader yet): nothing was stored, resend.
         if (error.code === 503) return undefined;

@@ -23,6 +23,8 @@ export const ApiCodes = {
   StreamMismatch: 10060,
   /** An atomic batch's fence on a subject an earlier message of the batch already wrote. */
   StreamWrongLastSequenceConstant: 10164,
+  /** An atomic batch the server did not see whole (a message lost, or too many batches open on the stream): nothing stored. */
+  AtomicPublishIncomplete: 10176,
   /** The stream does not allow atomic batches (`allow_atomic` off). */
   AtomicPublishDisabled: 10174,
   /** More messages in an atomic batch than the server commits at once. */

@@ -3,10 +3,11 @@
 // stores nothing twice), provisioning declares allow_atomic / allow_batched; on 2.10 the
 // stream provisions as before and an atomic batch is refused with a typed error.
 import { jetstream, jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
-import type { NatsConnection } from "@nats-io/transport-node";
+import { headers, nuid, type NatsConnection } from "@nats-io/transport-node";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
+  BatchTimeoutError,
   BatchTooLargeError,
   connect,
   createEvent,
@@ -130,6 +131,30 @@ describe.runIf(ATOMIC)("atomic batches (nats-server 2.12+)", () => {
       expect(logs.some((l) => l.includes("resending it whole"))).toBe(true);
     } finally {
       await impatient.close();
+    }
+  });
+
+  it("a batch the server saw incomplete (the stream's open batches all taken) is resent, then BatchTimeoutError: nothing stored", async () => {
+    // A stream of its own: the 60 batches left open here block it for the server's 10 s.
+    const other = await connect({ servers: natsServers(), namespace: uniqueNamespace(), publishDeadlineMs: 600, ackTimeoutMs: 200 });
+    try {
+      await other.provision();
+      const open = (subject: string) => {
+        const h = headers();
+        h.set("Nats-Batch-Id", nuid.next());
+        h.set("Nats-Batch-Sequence", "1");
+        nc.publish(subject, "{}", { headers: h });
+      };
+      for (let i = 0; i < 60; i++) open(`${other.namespace}.journal.x`);
+      await nc.flush();
+      const error = await rejection(other.publishAll(turn(newId(), 3), { atomic: true }));
+      expect(error).toBeInstanceOf(BatchTimeoutError);
+      expect((error as BatchTimeoutError).attempts).toBeGreaterThan(1);
+      expect(await messageCount(jsm, other.stream)).toBe(0);
+    } finally {
+      await jsm.streams.delete(other.stream).catch(() => undefined);
+      await jsm.streams.delete(other.parked.stream).catch(() => undefined);
+      await other.close();
     }
   });
 
