@@ -3,7 +3,7 @@
 // stores nothing twice), provisioning declares allow_atomic / allow_batched; on 2.10 the
 // stream provisions as before and an atomic batch is refused with a typed error.
 import { jetstream, jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
-import { headers, nuid, type NatsConnection } from "@nats-io/transport-node";
+import { connect as natsConnect, headers, nuid, type NatsConnection } from "@nats-io/transport-node";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -22,7 +22,8 @@ import {
 } from "../../src/index.js";
 import { supports } from "../../src/connection/server-version.js";
 import { connectTest, natsServerFlavor, natsServers, natsServerVersion, uniqueNamespace } from "../harness/context.js";
-import { rejection } from "../harness/async.js";
+import { rejection, sleep } from "../harness/async.js";
+import { startServer } from "../harness/server.js";
 import { messageCount, messageIdCounts } from "../harness/stream-state.js";
 
 const ATOMIC = natsServerFlavor() === "external" || supports(natsServerVersion(), "atomicBatch");
@@ -113,24 +114,50 @@ describe.runIf(ATOMIC)("atomic batches (nats-server 2.12+)", () => {
     for (const s of [session, fencedSession]) expect([...(await sessionCounts(s)).values()].every((c) => c === 1)).toBe(true);
   });
 
-  it("answers lost to a short ack timeout are resent whole and resolved from the journal: every event once", async () => {
-    // A 10 ms ack timeout on a 1,000-event commit: the answer often comes after it, so the
-    // batch is resent under a new id and the server refuses it as holding stored ids.
+  it("with resume: what the journal holds resolves as duplicates, the rest is committed as one batch", async () => {
+    const session = newId();
+    const since = new Date(Date.now() - 1000);
+    const events = turn(session, 8);
+    const earlier = await bus.publishAll(events.slice(0, 3));
+    const resumed = await bus.publishAll(events, { atomic: true, resume: { since } });
+    expect(resumed.slice(0, 3)).toEqual(earlier.map((r) => ({ ...r, duplicate: true })));
+    const rest = resumed.slice(3).map((r) => r.journalSeq);
+    expect(resumed.slice(3).every((r) => !r.duplicate)).toBe(true);
+    expect(rest).toEqual(rest.map((_, i) => rest[0]! + i));
+    expect([...(await sessionCounts(session)).values()]).toEqual(Array(8).fill(1));
+  });
+
+  it("a commit whose answer is late (the server paused past the ack timeout) is resent whole and resolved from the journal: every event once", async () => {
+    // A server of its own, stopped (SIGSTOP) right after the batch is handed to the socket:
+    // the first attempt cannot be answered in time, so the batch is resent; on SIGCONT the
+    // server stores the first and refuses the resend as holding stored ids.
+    const server = await startServer();
     const logs: string[] = [];
     const logger = pino({ level: "debug" }, { write: (line: string) => void logs.push(line) });
-    const impatient = await connect({ servers: natsServers(), namespace: bus.namespace, ackTimeoutMs: 10, logger });
+    const paused = await connect({ servers: server.url, namespace: uniqueNamespace(), ackTimeoutMs: 200, logger });
     try {
+      await paused.provision();
       const session = newId();
-      const events = turn(session, 1000);
-      const results = await impatient.publishAll(events, { atomic: true });
+      const events = turn(session, 100);
+      const publishing = paused.publishAll(events, { atomic: true });
+      server.pause();
+      await sleep(500);
+      server.resume();
+      const results = await publishing;
       expect(results.map((r) => r.eventId)).toEqual(events.map((e) => e.eventId));
-      const counts = await sessionCounts(session);
-      expect(counts.size).toBe(1000);
-      expect([...counts.values()].every((c) => c === 1)).toBe(true);
-      // The case under test happened: the batch was resent at least once.
+      expect(results.every((r) => r.duplicate)).toBe(true);
       expect(logs.some((l) => l.includes("resending it whole"))).toBe(true);
+      const rawNc = await natsConnect({ servers: server.url });
+      try {
+        const counts = await messageIdCounts(jetstream(rawNc), paused.stream);
+        expect(counts.size).toBe(100);
+        expect([...counts.values()].every((c) => c === 1)).toBe(true);
+      } finally {
+        await rawNc.close();
+      }
     } finally {
-      await impatient.close();
+      await paused.close();
+      await server.close();
     }
   });
 
