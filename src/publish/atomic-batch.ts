@@ -99,9 +99,11 @@ export class AtomicBatchWriter {
   async commit(requests: readonly AppendRequest[]): Promise<AtomicOutcome> {
     checkAtomicBatchSize(requests.length);
     if (requests.length === 0) return { kind: "stored", seqs: [] };
-    // Checked before anything is sent: a message that cannot fit is refused with nothing sent.
+    let batch = this.#headers(requests);
+    // Checked before anything is sent: a message that cannot fit is refused with nothing
+    // sent (a resend's headers differ only in the batch id, of the same length).
     for (const [i, r] of requests.entries()) {
-      const tooLarge = payloadTooLarge(this.nc, r.data, new FixedHeaders(batchMessageHeaders(this.settings.stream, nuid.next(), requests, i)));
+      const tooLarge = payloadTooLarge(this.nc, r.data, batch[i]!);
       if (tooLarge) throw tooLarge;
     }
     const started = Date.now();
@@ -114,7 +116,8 @@ export class AtomicBatchWriter {
       // A commit can take longer than one append's ack (the server checks and stores the
       // whole batch): each unanswered attempt waits twice as long as the one before.
       const wait = this.settings.ackTimeoutMs * 2 ** Math.min(attempts - 1, 10);
-      const reply = await this.#send(requests, Math.max(1, Math.min(wait, deadline - Date.now())));
+      if (attempts > 1) batch = this.#headers(requests);
+      const reply = await this.#send(requests, batch, Math.max(1, Math.min(wait, deadline - Date.now())));
       if (reply !== undefined && reply.headers?.code !== 503) {
         const ack = this.#parse(requests, reply);
         if (ack.error === undefined) return { kind: "stored", seqs: batchSequences(ack.seq!, requests.length) };
@@ -134,15 +137,18 @@ export class AtomicBatchWriter {
     }
   }
 
-  /** One attempt: the batch under a fresh id; the commit's answer, or undefined when none came in time. */
-  async #send(requests: readonly AppendRequest[], timeout: number): Promise<Msg | undefined> {
+  /** Every message's headers under a fresh batch id: one attempt's. */
+  #headers(requests: readonly AppendRequest[]): FixedHeaders[] {
     const id = nuid.next();
+    return requests.map((_, i) => new FixedHeaders(batchMessageHeaders(this.settings.stream, id, requests, i)));
+  }
+
+  /** One attempt; the commit's answer, or undefined when none came in time. */
+  async #send(requests: readonly AppendRequest[], batch: readonly FixedHeaders[], timeout: number): Promise<Msg | undefined> {
     const last = requests.length - 1;
     try {
-      for (let i = 0; i < last; i++) {
-        this.nc.publish(requests[i]!.subject, requests[i]!.data, { headers: new FixedHeaders(batchMessageHeaders(this.settings.stream, id, requests, i)) });
-      }
-      return await this.nc.request(requests[last]!.subject, requests[last]!.data, { timeout, headers: new FixedHeaders(batchMessageHeaders(this.settings.stream, id, requests, last)) });
+      for (let i = 0; i < last; i++) this.nc.publish(requests[i]!.subject, requests[i]!.data, { headers: batch[i]! });
+      return await this.nc.request(requests[last]!.subject, requests[last]!.data, { timeout, headers: batch[last]! });
     } catch (e) {
       if (e instanceof natsErrors.TimeoutError) return undefined;
       if (e instanceof natsErrors.RequestError && e.isNoResponders()) return noResponders;
