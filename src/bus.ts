@@ -25,7 +25,7 @@ import { parsePublishAllOptions, type PublishAllOptions } from "./publish/option
 import { type ReconcileOptions, type StoredEvent, storedEvents } from "./publish/reconcile.js";
 import { JournalPosition } from "./streams/position.js";
 import { provisionParkedStream, provisionPartitioned, provisionStream, type ProvisionReport } from "./streams/provision.js";
-import { defaultMembersStreamName, defaultParkedStreamName, defaultPartitionedStreamName } from "./streams/declared.js";
+import { DEFAULT_DUPLICATE_WINDOW_NS, defaultMembersStreamName, defaultParkedStreamName, defaultPartitionedStreamName } from "./streams/declared.js";
 import { type ConsumerFigures, type ConsumersReport, consumersReport } from "./streams/consumer-figures.js";
 import type { RetentionWarning } from "./streams/retention.js";
 import { type Durability, type DurabilityWarning, durabilityWarnings, type SyncSetting } from "./streams/durability.js";
@@ -181,7 +181,16 @@ class BusImpl<E = JetloopEvent> implements Jetloop<E> {
       batches: new AtomicBatchWriter(nc, jsm, settings, log),
       serverVersion: this.serverVersion,
       storedEvents: (events, since) => this.storedEvents(events, { since }),
-      duplicateWindowMs: () => (duplicateWindow ??= jsm().then(async (m) => (await m.streams.info(settings.stream)).config.duplicate_window / 1e6)),
+      // Read once; a user not allowed the stream's info reads the default window back (a
+      // longer provisioned window then finds fewer: the batch is refused, never re-stored).
+      duplicateWindowMs: () =>
+        (duplicateWindow ??= jsm()
+          .then(async (m) => (await m.streams.info(settings.stream)).config.duplicate_window / 1e6)
+          .catch((e: unknown) => {
+            duplicateWindow = undefined;
+            log.debug({ err: e }, "reading the stream's duplicate window failed; using the default");
+            return DEFAULT_DUPLICATE_WINDOW_NS / 1e6;
+          })),
     };
     const js = jetstream(nc);
     const journalPosition = new JournalPosition(jsm, settings.stream);
