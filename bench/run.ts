@@ -19,6 +19,7 @@ import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import { REPO_ROOT, startServer } from "../test/harness/server.js";
 import { runAppend } from "./append.js";
+import { runBatch } from "./batch.js";
 import { runCodec } from "./codec.js";
 import { runE2e } from "./e2e.js";
 import { runEphemeral } from "./ephemeral.js";
@@ -46,6 +47,7 @@ const BENCHES: Record<string, (ctx: BenchContext) => Promise<Row[]>> = {
   fanout: runFanout,
   "fanout-scale": runScale,
   group: runGroup,
+  batch: runBatch,
 };
 
 function arg(name: string): string | undefined {

@@ -18,12 +18,14 @@ import { ConnectionClosedError, PermissionDeniedError } from "./errors.js";
 import { defaultRegistry, type JetloopEvent } from "./events/catalogue.js";
 import type { EventRegistry } from "./events/registry.js";
 import { JournalWriter } from "./publish/journal-writer.js";
+import { AtomicBatchWriter, checkAtomicBatchSize } from "./publish/atomic-batch.js";
+import { type AtomicPublishDeps, publishAtomic } from "./publish/atomic-publish.js";
 import { type PublishOptions, type PublishResult, Publisher } from "./publish/publisher.js";
 import { parsePublishAllOptions, type PublishAllOptions } from "./publish/options.js";
 import { type ReconcileOptions, type StoredEvent, storedEvents } from "./publish/reconcile.js";
 import { JournalPosition } from "./streams/position.js";
 import { provisionParkedStream, provisionPartitioned, provisionStream, type ProvisionReport } from "./streams/provision.js";
-import { defaultMembersStreamName, defaultParkedStreamName, defaultPartitionedStreamName } from "./streams/declared.js";
+import { DEFAULT_DUPLICATE_WINDOW_NS, defaultMembersStreamName, defaultParkedStreamName, defaultPartitionedStreamName } from "./streams/declared.js";
 import { type ConsumerFigures, type ConsumersReport, consumersReport } from "./streams/consumer-figures.js";
 import type { RetentionWarning } from "./streams/retention.js";
 import { type Durability, type DurabilityWarning, durabilityWarnings, type SyncSetting } from "./streams/durability.js";
@@ -79,6 +81,7 @@ export interface Jetloop<E = JetloopEvent> {
    * Publishes many events pipelined: all in flight at once (bounded by `maxInFlight`),
    * results in the order given. Rejects with the first failure, after all have settled.
    * With `resume`, events the journal already holds are not published again (at any delay).
+   * With `atomic`, committed together in one atomic batch (nats-server 2.12+): all or none.
    */
   publishAll(events: Iterable<E>, options?: PublishAllOptions): Promise<PublishResult[]>;
   /**
@@ -148,6 +151,7 @@ class BusImpl<E = JetloopEvent> implements Jetloop<E> {
   readonly #ownsConnection: boolean;
   readonly #writer: JournalWriter;
   readonly #publisher: Publisher<E>;
+  readonly #atomic: AtomicPublishDeps<E>;
   readonly #violationListeners = new Set<ViolationListener>();
   /** What else closes with the bus (gate and control servers); its subscriptions close through `context.subscriptions`. */
   readonly #closers = new Set<() => Promise<void>>();
@@ -171,6 +175,23 @@ class BusImpl<E = JetloopEvent> implements Jetloop<E> {
     this.parked = parked;
     this.#writer = new JournalWriter(nc, jsm, settings, log);
     this.#publisher = new Publisher(nc, this.#writer, { ...settings, serverVersion: this.serverVersion }, this.registry);
+    let duplicateWindow: Promise<number> | undefined;
+    this.#atomic = {
+      publisher: this.#publisher,
+      batches: new AtomicBatchWriter(nc, jsm, settings, log),
+      serverVersion: this.serverVersion,
+      storedEvents: (events, since) => this.storedEvents(events, { since }),
+      // Read once; a user not allowed the stream's info reads the default window back (a
+      // longer provisioned window then finds fewer: the batch is refused, never re-stored).
+      duplicateWindowMs: () =>
+        (duplicateWindow ??= jsm()
+          .then(async (m) => (await m.streams.info(settings.stream)).config.duplicate_window / 1e6)
+          .catch((e: unknown) => {
+            duplicateWindow = undefined;
+            log.debug({ err: e }, "reading the stream's duplicate window failed; using the default");
+            return DEFAULT_DUPLICATE_WINDOW_NS / 1e6;
+          })),
+    };
     const js = jetstream(nc);
     const journalPosition = new JournalPosition(jsm, settings.stream);
     const journal: JournalSource = { js, stream: settings.stream, journalReads: settings.journalReads, inboxPrefix: inboxPrefixOf(nc) };
@@ -237,9 +258,12 @@ class BusImpl<E = JetloopEvent> implements Jetloop<E> {
   }
 
   async publishAll(events: Iterable<E>, options: PublishAllOptions = {}): Promise<PublishResult[]> {
-    const { resume, ...publishOptions } = parsePublishAllOptions(options);
+    const { resume, atomic, ...publishOptions } = parsePublishAllOptions(options);
     const all = [...events];
+    if (atomic && this.#closed) throw new ConnectionClosedError("the bus is closed");
+    if (atomic) checkAtomicBatchSize(all.length);
     const stored = resume === undefined ? undefined : await this.storedEvents(all, resume);
+    if (atomic) return publishAtomic(this.#atomic, all, publishOptions, stored);
     const pending = all.map((e) => {
       const held = stored?.get((e as { eventId?: string }).eventId ?? "");
       if (held) return Promise.resolve<PublishResult>({ journalSeq: held.journalSeq, duplicate: true, subject: held.subject, eventId: (e as { eventId: string }).eventId });

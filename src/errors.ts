@@ -38,7 +38,8 @@ export type JetloopErrorCode =
   | "IDEMPOTENCY_CONFLICT"
   | "INPUT_REFUSED"
   | "TELEMETRY_UNAVAILABLE"
-  | "POLICY_TIMEOUT";
+  | "POLICY_TIMEOUT"
+  | "BATCH_TOO_LARGE";
 
 export class JetloopError extends Error {
   readonly code: JetloopErrorCode;
@@ -238,6 +239,38 @@ export class MessageTooLargeError extends JetloopError {
     readonly limit: "max_payload" | "max_msg_size",
   ) {
     super("MESSAGE_TOO_LARGE", `message of ${size} bytes exceeds the ${limit}${max === undefined ? "" : ` of ${max}`}`);
+  }
+}
+
+/** An atomic batch of more events than the server commits together: refused whole, never split. */
+export class BatchTooLargeError extends JetloopError {
+  constructor(
+    readonly size: number,
+    readonly max: number,
+  ) {
+    super("BATCH_TOO_LARGE", `an atomic batch holds at most ${max} events; given ${size} (split the turn yourself: each part is then committed on its own)`);
+  }
+}
+
+/**
+ * No answer to an atomic batch's commit before the deadline, after resending it whole. The
+ * server stores a batch whole or not at all, so the events are either all stored or none.
+ */
+export class BatchTimeoutError extends JetloopError {
+  constructor(
+    readonly eventIds: readonly string[],
+    readonly attempts: number,
+    readonly deadlineMs: number,
+    /** The batch carried a fence (expectedLastSeq). */
+    readonly fenced = false,
+  ) {
+    super(
+      "PUBLISH_TIMEOUT",
+      `no answer to the atomic batch of ${eventIds.length} events (first ${eventIds[0] ?? "none"}) within ${deadlineMs} ms after ${attempts} attempts; all of them are stored or none — ` +
+        (fenced
+          ? "publishAll with the same events, atomic and the same expectedLastSeq stores them at most once at any delay"
+          : "publishAll with the same events and atomic stores them at most once only within the stream's duplicate window of the first attempt (2m unless provisioned otherwise); later, add resume.since no later than the first attempt"),
+    );
   }
 }
 

@@ -27,6 +27,8 @@ export {
   RequestDecodeError,
   ServerUnsupportedError,
   SubscriptionError,
+  BatchTooLargeError,
+  BatchTimeoutError,
   GateClosedError,
   ResolutionIncompleteError,
   ProjectionDeliveryError,

@@ -27,7 +27,7 @@ durable has not acknowledged.
   --max-bytes N         retention: remove the oldest journal events past N bytes; default none
   --duplicate-window D  how long a resent event id is recognised (Go duration; default 2m, at
                         least the publish deadline; provisioning without it sets 2m again);
-                        the server keeps ~130 bytes per append for that long on each replica
+                        the server keeps ~230 bytes per append for that long on each replica
   --durability P        strict: replicas 3 (a cluster), file storage, and every --monitor
                         server must sync before acking; default: as before
   --monitor URL         a journal server's monitoring URL (http://host:8222), repeatable: its

@@ -4,6 +4,10 @@ import { ServerUnsupportedError } from "../errors.js";
 export const FEATURES = {
   /** `Nats-Expected-Last-Subject-Sequence-Subject`: conditional append over a session's subjects. */
   fencing: "2.11.0",
+  /** Atomic batch publish (ADR-50): up to 1,000 messages committed together; the stream needs `allow_atomic`. */
+  atomicBatch: "2.12.0",
+  /** Fast-ingest batches: server-paced flow control for many appends; the stream needs `allow_batched`. */
+  fastBatch: "2.14.0",
 } as const;
 export type Feature = keyof typeof FEATURES;
 

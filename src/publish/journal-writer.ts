@@ -27,7 +27,7 @@ import {
 } from "../errors.js";
 import { encodePooled } from "../wire/pooled-utf8.js";
 import { newId } from "../events/ids.js";
-import { ApiCodes, PubHeaders } from "../subjects/nats-names.js";
+import { ApiCodes, BatchHeaders, PubHeaders } from "../subjects/nats-names.js";
 import { sessionJournalSubject } from "../subjects/subjects.js";
 import { appendSettled, TRACE_HEADER_ROOM, type TraceEntries } from "../telemetry/index.js";
 
@@ -37,12 +37,16 @@ const { MsgIdHdr, ExpectedStreamHdr, ExpectedLastSubjectSequenceHdr, ExpectedLas
 const MAX_SEQ_DIGITS = String(Number.MAX_SAFE_INTEGER).length;
 /** A canonical UUID: every event id. */
 const EVENT_ID_LENGTH = 36;
+/** An atomic batch's id (a NUID) and its largest sequence (atomic-batch.ts). */
+const BATCH_ID_LENGTH = 22;
+const BATCH_SEQ_DIGITS = 4;
 
 /**
  * The most bytes jetloop's headers add to a journal append of `namespace` on `stream`:
  * what max_payload and the stream's max_msg_size (both count headers) must hold beyond
  * the event's own bytes. The fence subject is the longest header value that varies; every
- * session id is a 36-character UUID.
+ * session id is a 36-character UUID. An atomic batch's three headers are counted too, so an
+ * event at the cap fits inside a batch as well.
  */
 export function journalHeaderRoom(stream: string, namespace: string): number {
   const fenceSubjectLength = sessionJournalSubject(namespace, newId()).length;
@@ -53,6 +57,9 @@ export function journalHeaderRoom(stream: string, namespace: string): number {
     line(ExpectedStreamHdr, stream.length) +
     line(ExpectedLastSubjectSequenceHdr, MAX_SEQ_DIGITS) +
     line(ExpectedLastSubjectSequenceSubjectHdr, fenceSubjectLength) +
+    line(BatchHeaders.Id, BATCH_ID_LENGTH) +
+    line(BatchHeaders.Sequence, BATCH_SEQ_DIGITS) +
+    line(BatchHeaders.Commit, 1) +
     TRACE_HEADER_ROOM +
     2
   );
@@ -141,6 +148,22 @@ export class FixedHeaders extends MsgHdrsImpl {
     this.#wire = undefined;
     super.delete(k, match);
   }
+}
+
+/**
+ * The sequence of the append `eventId` if it was stored right behind its fence: the
+ * session's first message after `expectedLastSeq` carries its id. Undefined when not (or unfenced).
+ */
+export async function storedBehindFence(
+  jsm: JetStreamManager,
+  stream: string,
+  append: Pick<AppendRequest, "expectedLastSeq" | "fenceSubject" | "eventId">,
+): Promise<number | undefined> {
+  const { expectedLastSeq, fenceSubject, eventId } = append;
+  if (expectedLastSeq === undefined || !fenceSubject) return undefined;
+  const query = { seq: expectedLastSeq + 1, next_by_subj: fenceSubject } as unknown as MsgRequest;
+  const m = await jsm.streams.getMessage(stream, query);
+  return m?.header?.get(MsgIdHdr) === eventId ? m.seq : undefined;
 }
 
 class PendingAppend {
@@ -364,12 +387,7 @@ export class JournalWriter {
 
   /** The sequence of this append if an earlier attempt stored it behind its fence. */
   async #storedBehindFence(p: PendingAppend): Promise<number | undefined> {
-    const { expectedLastSeq, fenceSubject, eventId } = p.request;
-    if (expectedLastSeq === undefined || !fenceSubject) return undefined;
-    const jsm = await this.#jsm();
-    const query = { seq: expectedLastSeq + 1, next_by_subj: fenceSubject } as unknown as MsgRequest;
-    const m = await jsm.streams.getMessage(this.#settings.stream, query);
-    return m?.header?.get(MsgIdHdr) === eventId ? m.seq : undefined;
+    return storedBehindFence(await this.#jsm(), this.#settings.stream, p.request);
   }
 
   async #streamExists(): Promise<boolean> {

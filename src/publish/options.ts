@@ -41,6 +41,14 @@ export const publishAllShape = z.strictObject({
    * after the read. Default: every event is published.
    */
   resume: reconcileShape.optional(),
+  /**
+   * Commit the events together in one atomic batch (nats-server 2.12+, a stream
+   * provisioned with `allow_atomic`): all stored or none, never half visible. Enduring
+   * events only, at most 1,000 (more is BatchTooLargeError; never split). With
+   * `expectedLastSeq`, all of one session, fenced as a whole. Default false: each event
+   * is appended on its own.
+   */
+  atomic: z.boolean("must be a boolean").optional(),
 });
 
 export type PublishOptions = Readonly<z.input<typeof publishShape>>;

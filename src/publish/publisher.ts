@@ -10,7 +10,7 @@ import type { EventRegistry } from "../events/registry.js";
 import { requireFeature } from "../connection/server-version.js";
 import { sessionJournalSubject, validEventSubject } from "../subjects/subjects.js";
 import { recordPreview, startPublish } from "../telemetry/index.js";
-import { FixedHeaders, journalHeaderRoom, type JournalWriter, payloadTooLarge } from "./journal-writer.js";
+import { type AppendRequest, FixedHeaders, journalHeaderRoom, type JournalWriter, payloadTooLarge } from "./journal-writer.js";
 import { parsePublishOptions, type PublishOptions } from "./options.js";
 import { PreviewConfirmation } from "./preview-confirmation.js";
 
@@ -140,6 +140,31 @@ export class Publisher<E> {
     const result = { journalSeq: ack.seq, duplicate: ack.duplicate, subject, eventId: header.eventId };
     trace.end(result);
     return result;
+  }
+
+  /**
+   * An enduring event encoded as a journal append, for a batch: the checks and subject of
+   * `publish`, refused (typed) when the event is a preview. `end` closes its publish trace.
+   */
+  journalAppend(event: E, expectedLastSeq: number | undefined): { request: AppendRequest; end: (outcome: PublishResult | Error) => void } {
+    const { event: valid, bytes, definition } = encodeValidated(event, { registry: this.registry, maxBytes: this.maxEventBytes });
+    const header = valid as unknown as Header;
+    if (definition.class === "ephemeral") throw new OptionsError("atomic", `applies to enduring events only: ${definition.type} is a preview, never stored`);
+    const subject = validEventSubject(this.settings.namespace, "journal", { sessionId: header.sessionId, loopId: header.loopId, family: definition.family, type: definition.type });
+    let fenceSubject: string | undefined;
+    if (expectedLastSeq !== undefined) {
+      requireFeature(this.settings.serverVersion, "fencing");
+      fenceSubject = sessionJournalSubject(this.settings.namespace, header.sessionId);
+    }
+    const trace = startPublish(subject, definition.type, "enduring", header.eventId);
+    const request: AppendRequest = { subject, data: bytes, eventId: header.eventId, sessionId: header.sessionId, expectedLastSeq, fenceSubject, trace: trace.entries };
+    return {
+      request,
+      end: (outcome) => {
+        if (!(outcome instanceof Error)) this.#remember(header, outcome.journalSeq);
+        trace.end(outcome);
+      },
+    };
   }
 
   #remember(header: Header, seq: number): void {

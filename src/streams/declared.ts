@@ -8,6 +8,7 @@ import { OptionsError } from "../errors.js";
 import { checkNamespace, partitionTransform } from "../subjects/subjects.js";
 import { checkPartitions } from "../partition/partition.js";
 import { journalHeaderRoom } from "../publish/journal-writer.js";
+import { type Feature, supports } from "../connection/server-version.js";
 
 const STREAMS_DIR = new URL("../../streams/", import.meta.url);
 
@@ -73,6 +74,11 @@ export interface StreamVars {
   maxBytes?: number;
   /** How long (ns) the stream recognises a resent message id. Default 2 minutes. */
   duplicateWindow?: number;
+  /**
+   * The connected server's version: `allow_atomic` and `allow_batched` are declared where
+   * it has them (server-version.ts). Default: neither (a stream any server takes).
+   */
+  serverVersion?: string;
 }
 
 /** The stream's default duplicate window, in ns (streams/events.json's fallback). */
@@ -88,7 +94,15 @@ export function journalMaxMsgSize(vars: Pick<StreamVars, "namespace" | "stream" 
 
 /** The declared events stream configuration, in JetStream API form (durations in ns). */
 export function declaredStreamConfig(vars: StreamVars): Record<string, unknown> {
-  return render(load("events.json"), { ...vars, maxMsgSize: journalMaxMsgSize(vars), maxAge: vars.maxAge ?? 0, maxBytes: vars.maxBytes ?? -1, duplicateWindow: vars.duplicateWindow ?? DEFAULT_DUPLICATE_WINDOW_NS }) as Record<string, unknown>;
+  const { serverVersion, ...rest } = vars;
+  const has = (f: Feature) => serverVersion !== undefined && supports(serverVersion, f);
+  const config = render(load("events.json"), { ...rest, allowAtomic: String(has("atomicBatch")), allowBatched: String(has("fastBatch")), maxMsgSize: journalMaxMsgSize(vars), maxAge: vars.maxAge ?? 0, maxBytes: vars.maxBytes ?? -1, duplicateWindow: vars.duplicateWindow ?? DEFAULT_DUPLICATE_WINDOW_NS }) as Record<string, unknown>;
+  // A server before 2.12 / 2.14 does not know the fields: they are left out, not sent false.
+  for (const field of ["allow_atomic", "allow_batched"]) {
+    if (config[field] === "true") config[field] = true;
+    else delete config[field];
+  }
+  return config;
 }
 
 /** The declared parked store configuration (`streams/parked.json`), in JetStream API form. */

@@ -27,8 +27,8 @@ export const provisionShape = z.strictObject({
   maxBytes: z.number().optional(),
   /**
    * How long the stream recognises a resent event id (Go duration). Default `2m`. The
-   * server keeps an entry per append for this long (on every replica; about 130 bytes
-   * each, README "Guarantees"); past it, only a fenced append or `publishAll` with
+   * server keeps an entry per append for this long (on every replica; about 230 bytes
+   * each, measured: docs/scale.md); past it, only a fenced append or `publishAll` with
    * `resume` recognises its first copy.
    */
   duplicateWindow: z.string().optional(),

@@ -7,6 +7,13 @@ import { JetStreamApiCodes } from "@nats-io/jetstream";
 
 export { PubHeaders, RepublishHeaders } from "@nats-io/jetstream";
 
+/** The headers of an atomic batch (ADR-50); NATS.js spells them only inside its batch publisher. */
+export const BatchHeaders = {
+  Id: "Nats-Batch-Id",
+  Sequence: "Nats-Batch-Sequence",
+  Commit: "Nats-Batch-Commit",
+} as const;
+
 /** JetStream API error codes: NATS.js's, and those a publish ack carries that it does not name. */
 export const ApiCodes = {
   ...JetStreamApiCodes,
@@ -14,4 +21,14 @@ export const ApiCodes = {
   MessageTooLarge: 10054,
   /** `Nats-Expected-Stream` names another stream than the one that captured the subject. */
   StreamMismatch: 10060,
+  /** An atomic batch's fence on a subject an earlier message of the batch already wrote. */
+  StreamWrongLastSequenceConstant: 10164,
+  /** An atomic batch the server did not see whole (a message lost, or too many batches open on the stream): nothing stored. */
+  AtomicPublishIncomplete: 10176,
+  /** The stream does not allow atomic batches (`allow_atomic` off). */
+  AtomicPublishDisabled: 10174,
+  /** More messages in an atomic batch than the server commits at once. */
+  AtomicPublishTooLarge: 10199,
+  /** An atomic batch holds a message id the duplicate window (or the batch itself) already has. */
+  AtomicPublishDuplicateId: 10201,
 } as const;

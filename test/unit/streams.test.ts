@@ -108,7 +108,21 @@ describe("declaredStreamConfig", () => {
 
   it("matches the file on disk field for field (no field is added or lost in rendering)", () => {
     const raw = JSON.parse(readFileSync(new URL("../../streams/events.json", import.meta.url), "utf8")) as Record<string, unknown>;
-    expect(Object.keys(declaredStreamConfig(vars)).sort()).toEqual(Object.keys(raw).filter((k) => !k.startsWith("$")).sort());
+    expect(Object.keys(declaredStreamConfig({ ...vars, serverVersion: "2.14.0" })).sort()).toEqual(Object.keys(raw).filter((k) => !k.startsWith("$")).sort());
+  });
+
+  it("declares allow_atomic from nats-server 2.12 and allow_batched from 2.14, and leaves both out before (a 2.10 server takes the stream)", () => {
+    const batching = (serverVersion?: string) => {
+      const c = declaredStreamConfig({ ...vars, serverVersion });
+      return [c.allow_atomic, c.allow_batched, "allow_atomic" in c, "allow_batched" in c];
+    };
+    expect(batching(undefined)).toEqual([undefined, undefined, false, false]);
+    expect(batching("2.10.27")).toEqual([undefined, undefined, false, false]);
+    expect(batching("2.11.9")).toEqual([undefined, undefined, false, false]);
+    expect(batching("2.12.0")).toEqual([true, undefined, true, false]);
+    expect(batching("2.13.5")).toEqual([true, undefined, true, false]);
+    expect(batching("2.14.0")).toEqual([true, true, true, true]);
+    expect(batching("2.15.1")).toEqual([true, true, true, true]);
   });
 
   it("keeps the journal by default; retention is an explicit choice, rendered into max_age and max_bytes", () => {

@@ -1,0 +1,81 @@
+/**
+ * `publishAll(events, { atomic: true })`: a turn's events in one atomic batch
+ * (atomic-batch.ts) with publish's idempotency rules. A batch the server refuses because it
+ * holds ids the duplicate window already has was stored before (a retry after a lost
+ * answer, or an earlier call): the journal is read for its sessions over the window, and
+ * if every event is there they resolve as `duplicate: true` with their sequences; if only
+ * some are, nothing of the batch was stored and the refusal names them.
+ */
+import { OptionsError, PublishError } from "../errors.js";
+import { requireFeature } from "../connection/server-version.js";
+import { ApiCodes } from "../subjects/nats-names.js";
+import { type AtomicBatchWriter, checkAtomicBatchSize } from "./atomic-batch.js";
+import type { PublishOptions } from "./options.js";
+import type { Publisher, PublishResult } from "./publisher.js";
+import type { StoredEvent } from "./reconcile.js";
+
+/** Allowance for the producer's clock behind the server's when reading the window back. */
+const CLOCK_SKEW_MS = 5000;
+
+export interface AtomicPublishDeps<E> {
+  readonly publisher: Publisher<E>;
+  readonly batches: AtomicBatchWriter;
+  readonly serverVersion: string;
+  /** Which of `events` the journal holds since `since` (reconcile.ts). */
+  storedEvents(events: readonly E[], since: Date): Promise<Map<string, StoredEvent>>;
+  /** The stream's duplicate window in ms (read from the server once). */
+  duplicateWindowMs(): Promise<number>;
+}
+
+/**
+ * Commits `events` whole. `held`: events already found stored (resume), resolved as
+ * duplicates without being sent. With `expectedLastSeq`, every event is of one session
+ * and the fence holds for the batch: the session's last sequence before it.
+ */
+export async function publishAtomic<E>(deps: AtomicPublishDeps<E>, events: readonly E[], options: PublishOptions, held?: ReadonlyMap<string, StoredEvent>): Promise<PublishResult[]> {
+  if (options.fireAndForget) throw new OptionsError("fireAndForget", "applies to previews only: an atomic batch is acknowledged");
+  checkAtomicBatchSize(events.length);
+  requireFeature(deps.serverVersion, "atomicBatch");
+  const appends = events.map((e) => deps.publisher.journalAppend(e, options.expectedLastSeq));
+  const results: (PublishResult | undefined)[] = appends.map(({ request }) => {
+    const h = held?.get(request.eventId);
+    return h && { journalSeq: h.journalSeq, duplicate: true, subject: h.subject, eventId: request.eventId };
+  });
+  const todo = appends.filter((_, i) => results[i] === undefined);
+  const requests = todo.map((a) => a.request);
+  if (options.expectedLastSeq !== undefined && new Set(requests.map((r) => r.sessionId)).size > 1) {
+    throw new OptionsError("expectedLastSeq", "with atomic, fences one session: every event of the batch must be of the same session");
+  }
+  try {
+    const outcome = await deps.batches.commit(requests);
+    let stored: PublishResult[];
+    if (outcome.kind === "ids-held") {
+      stored = await findHeld(deps, events.filter((_, i) => results[i] === undefined), requests);
+    } else {
+      stored = requests.map((r, i) => ({ journalSeq: outcome.seqs[i]!, duplicate: outcome.kind === "stored-before", subject: r.subject, eventId: r.eventId }));
+    }
+    let next = 0;
+    const all = results.map((r) => r ?? stored[next++]!);
+    todo.forEach((a, i) => a.end(stored[i]!));
+    return all;
+  } catch (e) {
+    for (const a of todo) a.end(e as Error);
+    throw e;
+  }
+}
+
+async function findHeld<E>(deps: AtomicPublishDeps<E>, events: readonly E[], requests: readonly { eventId: string; subject: string }[]): Promise<PublishResult[]> {
+  const since = new Date(Date.now() - (await deps.duplicateWindowMs()) - CLOCK_SKEW_MS);
+  const found = await deps.storedEvents(events, since);
+  const missing = requests.filter((r) => !found.has(r.eventId));
+  if (missing.length > 0) {
+    const held = requests.filter((r) => found.has(r.eventId)).map((r) => r.eventId);
+    throw new PublishError(
+      requests[requests.length - 1]!.subject,
+      `the atomic batch was refused whole: it holds event ids the journal already has (${held.length > 0 ? held.slice(0, 5).join(", ") : "stored within the duplicate window, not found by reading it back"}); ` +
+        "nothing of it was stored — publish the others with resume.since to store only what is missing",
+      ApiCodes.AtomicPublishDuplicateId,
+    );
+  }
+  return requests.map((r) => ({ journalSeq: found.get(r.eventId)!.journalSeq, duplicate: true, subject: found.get(r.eventId)!.subject, eventId: r.eventId }));
+}
