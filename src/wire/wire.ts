@@ -20,7 +20,7 @@
 import { z } from "zod";
 import { goFold, goLower } from "./go-fold.js";
 import { RAW_GUIDE, RawJson } from "./raw-json.js";
-import { GENERIC_GUIDE, type JsonGuide, parseStrictJson, QUOTED_GUIDE, wellFormedText } from "./strict-json.js";
+import { GENERIC_GUIDE, type JsonGuide, keyTable, parseStrictJson, QUOTED_GUIDE, wellFormedText } from "./strict-json.js";
 
 export interface ValueCodec {
   toWire(value: unknown): unknown;
@@ -641,6 +641,7 @@ function guideOf(node: WireNode): JsonGuide {
       const members = new Map<string, JsonGuide>();
       guide = {
         kind: "shape",
+        keys: keyTable(node.byWire.keys()),
         member: (key) => {
           const known = members.get(key);
           if (known !== undefined) return known;
@@ -695,6 +696,7 @@ export function mergeGuides(all: readonly JsonGuide[]): JsonGuide {
   let element: JsonGuide | undefined;
   return {
     kind: "shape",
+    keys: keyTable(withMembers.flatMap((g) => (g.keys ?? []).flatMap((bucket) => (bucket ?? []).map((k) => k.name)))),
     member: withMembers.length === 0
       ? undefined
       : (key) => {
