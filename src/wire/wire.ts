@@ -540,7 +540,16 @@ function decodeObject(value: Record<string, unknown>, node: ObjectNode, path: st
       if (field.nullable) continue;
       throw new WireKeyError(path ? `${path}.${key}` : key, "null");
     }
-    const decoded = decode(v, field.node, at, field);
+    // A scalar read as itself (not raw where this field is not): decode's value case, inline (most fields of every event).
+    const fnode = field.node;
+    const decoded =
+      fnode.kind === "value" && !(v instanceof RawJson)
+        ? fnode.codec
+          ? fnode.codec.fromWire(v)
+          : v === "" || v === 0 || v === false
+            ? undefined
+            : v
+        : decode(v, fnode, at, field);
     if (decoded !== undefined) out[field.camel] = decoded;
   }
   return out;
