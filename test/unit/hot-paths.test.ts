@@ -10,6 +10,7 @@ import { goLower } from "../../src/wire/go-fold.js";
 import { GENERIC_GUIDE, type JsonGuide, parseStrictJson, scanJson, StrictJsonError, wellFormedText, wellFormedValue } from "../../src/wire/strict-json.js";
 import { FixedHeaders } from "../../src/publish/journal-writer.js";
 import { RawJson } from "../../src/wire/raw-json.js";
+import { isNilUuid, NIL_UUID } from "../../src/events/ids.js";
 import { guideFor, mergeGuides } from "../../src/wire/wire.js";
 import { type GoWritten, readJsonl } from "../conformance/go-oracle.js";
 import { defaultRegistry, permissionRequestSchema, validateEvent } from "../../src/index.js";
@@ -308,5 +309,26 @@ describe("strict JSON: keys read from a shape's key table", () => {
 
   it("reads every Go-written event as reading each key from the text does", () => {
     for (const w of readJsonl<GoWritten>("go-written-events.jsonl")) expect(order(read(w.json, envelope))).toEqual(order(read(w.json, plain)));
+  });
+});
+
+describe("isNilUuid", () => {
+  // Strings one or two characters away from the nil UUID, as slices of a longer text (how
+  // the decoder hands them over), and other values.
+  const nearNil = fc
+    .tuple(fc.array(fc.tuple(fc.nat({ max: 40 }), fc.constantFrom("0", "1", "f", "-", "")), { maxLength: 2 }), fc.string({ maxLength: 3 }))
+    .map(([edits, pad]) => {
+      let s: string = NIL_UUID;
+      for (const [at, c] of edits) s = s.slice(0, at) + c + s.slice(at + 1);
+      const text = `${pad}"${s}"${pad}`;
+      return text.slice(pad.length + 1, pad.length + 1 + s.length);
+    });
+  it("is `=== NIL_UUID`, for near-nil strings, ids and other values", () => {
+    fc.assert(
+      fc.property(fc.oneof(nearNil, fc.uuid(), fc.constant(NIL_UUID), fc.anything()), (v) => {
+        expect(isNilUuid(v)).toBe(v === NIL_UUID);
+      }),
+      { numRuns: 2000 },
+    );
   });
 });
