@@ -303,7 +303,7 @@ describe("strict JSON: keys read from a shape's key table", () => {
         const slow = read(text, plain);
         expect(order(fast)).toEqual(order(slow));
       }),
-      { numRuns: 800 },
+      { numRuns: 500 },
     );
   });
 
