@@ -5,11 +5,21 @@ import { withValueCodec } from "../wire/wire.js";
 /** The zero UUID: the wire's way of saying "no id". */
 export const NIL_UUID = "00000000-0000-0000-0000-000000000000";
 
+/**
+ * `value === NIL_UUID`, answered without comparing the text when two of its characters
+ * already differ. The decoder's ids are slices of the event's text, and V8 compares a
+ * slice with another string of the same length in its runtime (about 80 ns here), where
+ * two char codes cost a few; an event's ids go through this a dozen or more times.
+ */
+export function isNilUuid(value: unknown): boolean {
+  return typeof value === "string" && value.length === 36 && value.charCodeAt(35) === 48 && value.charCodeAt(9) === 48 && value === NIL_UUID;
+}
+
 const CANONICAL_UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /** A canonical lowercase, non-nil UUID: safe as a NATS subject token. */
 export function isCanonicalUuid(value: unknown): value is string {
-  return typeof value === "string" && CANONICAL_UUID.test(value) && value !== NIL_UUID;
+  return typeof value === "string" && CANONICAL_UUID.test(value) && !isNilUuid(value);
 }
 
 /**
@@ -17,7 +27,7 @@ export function isCanonicalUuid(value: unknown): value is string {
  * has its own reason: it is well formed but means "no id".
  */
 export function idProblem(value: unknown): string | undefined {
-  if (value === NIL_UUID) return "is the nil UUID, which names nothing";
+  if (isNilUuid(value)) return "is the nil UUID, which names nothing";
   return isCanonicalUuid(value) ? undefined : "is not a canonical lowercase UUID";
 }
 
@@ -46,11 +56,11 @@ export const uuidSchema = withValueCodec(
   z
     .string()
     .regex(CANONICAL_UUID, "must be a canonical lowercase UUID")
-    .refine((v) => v !== NIL_UUID, "must not be the nil UUID"),
+    .refine((v) => !isNilUuid(v), "must not be the nil UUID"),
   // The nil UUID is the wire's zero for a UUID field, and only for a UUID field: a text
   // field that happens to hold the same characters is text, kept on both sides.
   {
-    toWire: (v) => (v === NIL_UUID ? undefined : v),
-    fromWire: (v) => (v === NIL_UUID ? undefined : v),
+    toWire: (v) => (isNilUuid(v) ? undefined : v),
+    fromWire: (v) => (isNilUuid(v) ? undefined : v),
   },
 );

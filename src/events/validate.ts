@@ -2,7 +2,7 @@ import { z } from "zod";
 import { EventValidationError } from "../errors.js";
 import { defaultRegistry, type JetloopEvent } from "./catalogue.js";
 import { COORDINATES } from "./header.js";
-import { NIL_UUID } from "./ids.js";
+import { isNilUuid } from "./ids.js";
 import type { EventRegistry, EventTypeDefinition } from "./registry.js";
 
 export type SafeResult<T, E> = { success: true; data: T } | { success: false; error: E };
@@ -11,7 +11,7 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
   return typeof v === "object" && v !== null && !Array.isArray(v);
 }
 
-const absent = (v: unknown) => v === undefined || v === NIL_UUID;
+const absent = (v: unknown) => v === undefined || isNilUuid(v);
 
 function issueToError(type: string, issue: z.core.$ZodIssue): EventValidationError {
   const field = issue.path.map(String).join(".") || "event";
@@ -76,9 +76,9 @@ export function validateWith<E>(def: EventTypeDefinition, input: Record<string, 
   checkIdentity(def, input);
   let candidate = input;
   for (const c of COORDINATES) {
-    if (input[c] === NIL_UUID) {
+    if (isNilUuid(input[c])) {
       candidate = { ...input };
-      for (const k of COORDINATES) if (candidate[k] === NIL_UUID) delete candidate[k];
+      for (const k of COORDINATES) if (isNilUuid(candidate[k])) delete candidate[k];
       break;
     }
   }

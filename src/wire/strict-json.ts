@@ -45,6 +45,36 @@ export interface JsonGuide {
   readonly element?: () => JsonGuide;
   /** `raw`: the value that keeps the scanned, compacted text (raw-json.ts's RAW_GUIDE, a RawJson). */
   readonly keep?: (compact: string, depth: number) => unknown;
+  /** `shape`: the keys the schema names exactly (`keyTable`), read without slicing the text. */
+  readonly keys?: KeyTable;
+}
+
+/** A key a shape names, as the reader keeps it: the one string for every read of it. */
+interface KnownKey {
+  readonly name: string;
+  /** Its own strings.ToLower (ASCII, no upper case): the duplicate check needs no map for it. */
+  readonly ownLower: boolean;
+  /** Its member guide, once asked (the same answer `member(name)` gives every time). */
+  child?: JsonGuide;
+}
+
+/** A shape's known keys by length (in UTF-16 code units). */
+export type KeyTable = readonly (readonly KnownKey[] | undefined)[];
+
+// A string used as an object's own key is internalized by V8 (one copy, its hash kept):
+// every later lookup, store and Map.get with it skips hashing the text again.
+const internalized = (s: string): string => Object.keys({ [s]: 0 })[0]!;
+
+/**
+ * The reader's table of `names`: a key written without escapes that equals one of them is
+ * read as that name's one string instead of a new slice of the text (every key of every
+ * event; a new string per key costs its allocation and a hash at each of the several
+ * lookups it goes through). The value is the same string either way.
+ */
+export function keyTable(names: Iterable<string>): KeyTable {
+  const table: KnownKey[][] = [];
+  for (const name of new Set(names)) (table[name.length] ??= []).push({ name: internalized(name), ownLower: isOwnLower(name) });
+  return table;
 }
 
 export const QUOTED_GUIDE: JsonGuide = { kind: "quoted" };
@@ -398,8 +428,9 @@ function readObject(guide: JsonGuide, depth: number): Record<string, unknown> {
     if (src.charCodeAt(pos) !== QUOTE) malformed(pos, "expected a key");
     const at = pos;
     const end = stringEnd(src, pos);
-    const key = stringValue(src, at, end, lastEscaped);
-    if (seen === undefined && isOwnLower(key)) {
+    const known = lastEscaped || guide.keys === undefined ? undefined : knownKey(guide.keys, at + 1, end - 1);
+    const key = known !== undefined ? known.name : stringValue(src, at, end, lastEscaped);
+    if (seen === undefined && (known !== undefined ? known.ownLower : isOwnLower(key))) {
       if (Object.hasOwn(out, key)) throw new StrictJsonError("duplicate_key", `duplicate key ${JSON.stringify(key)}`, at);
     } else {
       seen ??= keysByLower(out);
@@ -408,7 +439,7 @@ function readObject(guide: JsonGuide, depth: number): Record<string, unknown> {
     pos = skipSpace(src, end);
     if (src.charCodeAt(pos) !== COLON) malformed(pos, "expected ':'");
     pos = skipSpace(src, pos + 1);
-    const child = guide.member!(key);
+    const child = known !== undefined ? (known.child ??= guide.member!(key)) : guide.member!(key);
     let value: unknown;
     if (child === undefined) {
       pos = scanJson(src, pos, { depthBase: depth, exactNumbers: false, compact: false }).end;
@@ -424,6 +455,18 @@ function readObject(guide: JsonGuide, depth: number): Record<string, unknown> {
       return out;
     } else malformed(pos);
   }
+}
+
+/** The known key equal to the unescaped text src[start, end), if any. */
+function knownKey(table: KeyTable, start: number, end: number): KnownKey | undefined {
+  const bucket = table[end - start];
+  if (bucket === undefined) return undefined;
+  next: for (const k of bucket) {
+    const name = k.name;
+    for (let i = 0; i < name.length; i++) if (name.charCodeAt(i) !== src.charCodeAt(start + i)) continue next;
+    return k;
+  }
+  return undefined;
 }
 
 function readArray(element: JsonGuide, depth: number): unknown[] {

@@ -20,7 +20,7 @@
 import { z } from "zod";
 import { goFold, goLower } from "./go-fold.js";
 import { RAW_GUIDE, RawJson } from "./raw-json.js";
-import { GENERIC_GUIDE, type JsonGuide, parseStrictJson, QUOTED_GUIDE, wellFormedText } from "./strict-json.js";
+import { GENERIC_GUIDE, type JsonGuide, keyTable, parseStrictJson, QUOTED_GUIDE, wellFormedText } from "./strict-json.js";
 
 export interface ValueCodec {
   toWire(value: unknown): unknown;
@@ -540,7 +540,16 @@ function decodeObject(value: Record<string, unknown>, node: ObjectNode, path: st
       if (field.nullable) continue;
       throw new WireKeyError(path ? `${path}.${key}` : key, "null");
     }
-    const decoded = decode(v, field.node, at, field);
+    // A scalar read as itself (not raw where this field is not): decode's value case, inline (most fields of every event).
+    const fnode = field.node;
+    const decoded =
+      fnode.kind === "value" && !(v instanceof RawJson)
+        ? fnode.codec
+          ? fnode.codec.fromWire(v)
+          : v === "" || v === 0 || v === false
+            ? undefined
+            : v
+        : decode(v, fnode, at, field);
     if (decoded !== undefined) out[field.camel] = decoded;
   }
   return out;
@@ -641,6 +650,7 @@ function guideOf(node: WireNode): JsonGuide {
       const members = new Map<string, JsonGuide>();
       guide = {
         kind: "shape",
+        keys: keyTable(node.byWire.keys()),
         member: (key) => {
           const known = members.get(key);
           if (known !== undefined) return known;
@@ -695,6 +705,7 @@ export function mergeGuides(all: readonly JsonGuide[]): JsonGuide {
   let element: JsonGuide | undefined;
   return {
     kind: "shape",
+    keys: keyTable(withMembers.flatMap((g) => (g.keys ?? []).flatMap((bucket) => (bucket ?? []).map((k) => k.name)))),
     member: withMembers.length === 0
       ? undefined
       : (key) => {

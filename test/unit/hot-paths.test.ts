@@ -9,6 +9,10 @@ import { headers } from "@nats-io/transport-node";
 import { goLower } from "../../src/wire/go-fold.js";
 import { GENERIC_GUIDE, type JsonGuide, parseStrictJson, scanJson, StrictJsonError, wellFormedText, wellFormedValue } from "../../src/wire/strict-json.js";
 import { FixedHeaders } from "../../src/publish/journal-writer.js";
+import { RawJson } from "../../src/wire/raw-json.js";
+import { isNilUuid, NIL_UUID } from "../../src/events/ids.js";
+import { guideFor, mergeGuides } from "../../src/wire/wire.js";
+import { type GoWritten, readJsonl } from "../conformance/go-oracle.js";
 import { defaultRegistry, permissionRequestSchema, validateEvent } from "../../src/index.js";
 import { anyEventArb } from "./arbitraries.js";
 import { BUILT_IN_TYPES, sample } from "./fixtures.js";
@@ -230,6 +234,101 @@ describe("strict JSON: the reader's fast paths agree with its general paths", ()
         expect(typeof asKey === "string" ? asKey : "ok").toBe(expected === "malformed_json" ? "malformed_json" : "ok");
       }),
       { numRuns: 3000 },
+    );
+  });
+});
+
+describe("strict JSON: keys read from a shape's key table", () => {
+  // The envelope's guide, as the codec builds it, and the same guide with every key table
+  // removed at every depth: the second reads each key as a slice of the text.
+  const envelope = mergeGuides([...defaultRegistry.types()].map((def) => guideFor(def.schema)));
+  const stripped = new WeakMap<JsonGuide, JsonGuide>();
+  const withoutTables = (g: JsonGuide): JsonGuide => {
+    let s = stripped.get(g);
+    if (s === undefined) {
+      s = {
+        kind: g.kind,
+        keep: g.keep,
+        member: g.member && ((k) => { const m = g.member!(k); return m && withoutTables(m); }),
+        element: g.element && (() => withoutTables(g.element!())),
+      };
+      stripped.set(g, s);
+    }
+    return s;
+  };
+  const plain = withoutTables(envelope);
+  const names = (g: JsonGuide): string[] => (g.keys ?? []).flatMap((bucket) => (bucket ?? []).map((k) => k.name));
+  const known = names(envelope);
+  const contentKeys = names(envelope.member!("messages")!.element!()).concat(names(envelope.member!("content") ?? envelope));
+  // Near misses of the known keys: one letter's case changed, Go's folded spellings, an
+  // escape, a letter dropped or added, a prefix of another key.
+  const variant = (k: string, how: number, at: number): string => {
+    const i = k.length === 0 ? 0 : at % k.length;
+    const c = k[i] ?? "";
+    switch (how) {
+      case 0: return k;
+      case 1: return k.slice(0, i) + (c === c.toLowerCase() ? c.toUpperCase() : c.toLowerCase()) + k.slice(i + 1);
+      case 2: return k.replace("s", "ſ").replace("k", "\u212a");
+      case 3: return k.slice(0, i) + k.slice(i + 1);
+      case 4: return `${k}_`;
+      default: return k.slice(0, i);
+    }
+  };
+  const keyArb = fc.tuple(fc.constantFrom(...known, ...contentKeys, "", "İd", "ıd"), fc.integer({ min: 0, max: 7 }), fc.nat(), fc.boolean()).map(([k, how, at, escape]) => {
+    const text = JSON.stringify(variant(k, how, at));
+    return escape ? text.replace(/[a-z]/, (c) => `\\u00${c.charCodeAt(0).toString(16)}`) : text;
+  });
+  const leaf = fc.constantFrom("1", "1.0", '"x"', '"2026-11-29T10:15:30Z"', '"2026-11-29T10:\\u00315:30Z"', "[]", "{}", "null", "true", '"0190f2a1-5b3c-7aaa-8f60-000000000001"');
+  const { value } = fc.letrec((tie) => ({
+    value: fc.oneof({ depthSize: "small", withCrossShrink: true }, leaf, tie("object"), tie("array")),
+    object: fc.array(fc.tuple(keyArb, tie("value")), { maxLength: 8 }).map((ms) => `{${(ms as [string, string][]).map(([k, v]) => `${k}:${v}`).join(",")}}`),
+    array: fc.array(tie("value"), { maxLength: 3 }).map((vs) => `[${(vs as string[]).join(",")}]`),
+  }));
+  const top = fc.array(fc.tuple(keyArb, value as fc.Arbitrary<string>), { maxLength: 12 }).map((ms) => `{${ms.map(([k, v]) => `${k}:${v}`).join(",")}}`);
+  const read = (text: string, guide: JsonGuide): unknown => {
+    try {
+      return { ok: parseStrictJson(text, guide) };
+    } catch (e) {
+      if (e instanceof StrictJsonError) return e.reason;
+      throw e;
+    }
+  };
+  const order = (v: unknown): unknown => (Array.isArray(v) ? v.map(order) : v !== null && typeof v === "object" && !(v instanceof RawJson) ? Object.entries(v).map(([k, x]) => [k, order(x)]) : v);
+
+  it("gives the verdict and the value, keys in order, that reading each key from the text gives", () => {
+    expect(known.length).toBeGreaterThan(30);
+    fc.assert(
+      fc.property(top, (text) => {
+        const fast = read(text, envelope);
+        const slow = read(text, plain);
+        expect(order(fast)).toEqual(order(slow));
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it("reads every Go-written event as reading each key from the text does", () => {
+    for (const w of readJsonl<GoWritten>("go-written-events.jsonl")) expect(order(read(w.json, envelope))).toEqual(order(read(w.json, plain)));
+  });
+});
+
+describe("isNilUuid", () => {
+  // Strings one or two characters away from the nil UUID, as slices of a longer text (how
+  // the decoder hands them over), and other values.
+  const nearNil = fc
+    .tuple(fc.array(fc.tuple(fc.nat({ max: 40 }), fc.constantFrom("0", "1", "f", "-", "")), { maxLength: 2 }), fc.string({ maxLength: 3 }))
+    .map(([edits, pad]) => {
+      let s: string = NIL_UUID;
+      for (const [at, c] of edits) s = s.slice(0, at) + c + s.slice(at + 1);
+      const text = `${pad}"${s}"${pad}`;
+      return text.slice(pad.length + 1, pad.length + 1 + s.length);
+    });
+  it("is `=== NIL_UUID`, for near-nil strings, ids and other values", () => {
+    fc.assert(
+      fc.property(fc.oneof(nearNil, fc.uuid(), fc.constant(NIL_UUID), fc.anything()), (v) => {
+        expect(isNilUuid(v)).toBe(v === NIL_UUID);
+      }),
+      { numRuns: 2000 },
     );
   });
 });
