@@ -87,6 +87,8 @@ export class DurableSource<E> implements Source {
   readonly #pullExpiresMs: number | undefined;
   /** Whether a delivery held past its ack wait is left unsettled (fencedLease), and deliveries are handed one at a time (#hand). */
   readonly #fenced: boolean;
+  /** A group partition's source: named in what it parks. */
+  readonly #group: Settler["group"];
   /** A fenced source's delivery in the handler's hands: settled when it is. */
   #inHand: Promise<void> | undefined;
   #onStop!: () => void;
@@ -98,9 +100,10 @@ export class DurableSource<E> implements Source {
     subjects: readonly string[],
     start: StartPosition,
     parked: ParkedStore,
-    seams: { readonly origin?: JournalOrigin; readonly pullExpiresMs?: number; readonly fenced?: boolean } = {},
+    seams: { readonly origin?: JournalOrigin; readonly pullExpiresMs?: number; readonly fenced?: boolean; readonly group?: Settler["group"] } = {},
   ) {
     this.#ctx = ctx;
+    this.#group = seams.group;
     this.#fenced = seams.fenced ?? false;
     this.#origin = seams.origin ?? ownOrigin;
     this.#pullExpiresMs = seams.pullExpiresMs;
@@ -176,6 +179,7 @@ export class DurableSource<E> implements Source {
   get #settler(): Settler {
     return {
       durable: this.#name,
+      group: this.#group,
       maxDeliver: this.#maxDeliver,
       backoffMs: this.#backoffMs,
       retryMs: this.#ackWaitMs,

@@ -18,16 +18,13 @@ import type { Source, SourceContext } from "../source.js";
 import { ownedPartitions } from "./assignment.js";
 import { Membership } from "./membership.js";
 import { partitionedOrigin } from "./origin.js";
+import { partitionDurable } from "../../partition/partition-durable.js";
 
 /** A partition's pull requests live this long (NATS.js's default is 30 s): one left open by a member that gave the partition away ends soon. */
 const PULL_EXPIRES_MS = 2000;
 
 export type GroupSettings = NonNullable<SubscribeSettings["group"]>;
 
-/** The durable consumer (and parked-store durable name) of one partition of a group. */
-export function partitionDurable(group: string, partition: number): string {
-  return `${group}_p${partition}`;
-}
 
 /** What a member knows of its group now. */
 export interface GroupStatus {
@@ -203,6 +200,7 @@ export class GroupSource<E> implements Source {
       // A member's late settlement must not release the partition to the next event while
       // the delivery is in another member's hands (durable-settlement.ts, Lease).
       fenced: true,
+      group: { name: this.#group, partition },
     });
   }
 }
