@@ -90,14 +90,18 @@ export class GroupSource<E> implements Source {
       if (e instanceof NotProvisionedError) throw e;
       throw consumerError(e, this.#stream, `reading the partitioned stream for group ${this.#group}`);
     }
-    this.#membership = new Membership(this.#ctx.js, () => this.#ctx.jsm(), defaultMembersStreamName(this.#ctx.decode.namespace), this.#ctx.decode.namespace, this.#group, this.#settings.member ?? randomUUID().replaceAll("-", ""), this.#settings.leaseMs);
+    // Renewals prove this member live to its own partitions (durable-source.ts, #unproven),
+    // judged against two thirds of the shortest ack wait: one every fifth of it, a proof when
+    // answered within a sixth, so a live member's last proof is at most 11/30 of it old.
+    const proofMs = Math.min(this.#settings.leaseMs, this.#shortestAckWaitMs);
+    this.#membership = new Membership(this.#ctx.js, () => this.#ctx.jsm(), defaultMembersStreamName(this.#ctx.decode.namespace), this.#ctx.decode.namespace, this.#group, this.#settings.member ?? randomUUID().replaceAll("-", ""), this.#settings.leaseMs, proofMs / 6);
     // Every partition's consumer exists from the start, so one first owned later starts where the group did.
     await Promise.all(Array.from({ length: this.#partitions }, (_, p) => this.#source(p).prepare()));
     await this.#membership.renew();
     await this.#rebalance();
     // Renewing runs apart from rebalancing: giving a partition away can wait for a handler.
     const period = Math.max(100, Math.floor(this.#settings.leaseMs / 3));
-    this.#renewTimer = setInterval(() => void this.#renew(), period);
+    this.#renewTimer = setInterval(() => void this.#renew(), Math.max(50, Math.floor(proofMs / 5)));
     this.#timer = setInterval(() => {
       this.#cycle = this.#cycle.then(() => this.#tick());
     }, period);
@@ -119,6 +123,12 @@ export class GroupSource<E> implements Source {
     this.#running.clear();
     await Promise.all(running.map((s) => s.drain(this.#drainMs)));
     await this.#membership?.leave().catch((e: unknown) => this.#ctx.log.debug({ err: e }, "removing the lease failed; it goes stale"));
+  }
+
+  /** The partition consumers' ack wait (the first backoff step when they redeliver by backoff). */
+  get #shortestAckWaitMs(): number {
+    const own = this.#ctx.settings as DurableSettings;
+    return own.ackWaitMs ?? (own.backoffMs === undefined ? this.#settings.leaseMs : Math.min(...own.backoffMs));
   }
 
   /** How long a partition given away waits for its delivery to be settled. */
@@ -201,6 +211,7 @@ export class GroupSource<E> implements Source {
       // the delivery is in another member's hands (durable-settlement.ts, Lease).
       fenced: true,
       group: { name: this.#group, partition },
+      liveSince: () => this.#membership?.provenAt ?? 0,
     });
   }
 }

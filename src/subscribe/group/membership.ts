@@ -24,8 +24,11 @@ export class Membership {
   readonly member: string;
   readonly #leaseMs: number;
   readonly #seen = new Map<string, Seen>();
+  readonly #proofRttMs: number;
+  #provenAt = 0;
 
-  constructor(js: JetStreamClient, jsm: () => Promise<JetStreamManager>, stream: string, ns: string, group: string, member: string, leaseMs: number) {
+  /** `proofRttMs`: the longest round trip of a renewal that still proves this member live at its sending. */
+  constructor(js: JetStreamClient, jsm: () => Promise<JetStreamManager>, stream: string, ns: string, group: string, member: string, leaseMs: number, proofRttMs: number) {
     this.#js = js;
     this.#jsm = jsm;
     this.#stream = stream;
@@ -33,11 +36,23 @@ export class Membership {
     this.#group = group;
     this.member = member;
     this.#leaseMs = leaseMs;
+    this.#proofRttMs = proofRttMs;
+  }
+
+  /**
+   * When (this process's clock) a renewal that proved this member live was sent: one the
+   * server stored and answered within `proofRttMs`. A member paused, or cut off from the
+   * server, proves nothing meanwhile (a renewal stuck in a stalled connection is answered late).
+   */
+  get provenAt(): number {
+    return this.#provenAt;
   }
 
   /** Publishes this member's lease (stored before it resolves). */
   async renew(): Promise<void> {
+    const sent = Date.now();
     await this.#js.publish(memberSubject(this.#ns, this.#group, this.member), JSON.stringify({ leaseMs: this.#leaseMs }), { expect: { streamName: this.#stream } });
+    if (Date.now() - sent <= this.#proofRttMs) this.#provenAt = Math.max(this.#provenAt, sent);
   }
 
   /** The live members, this one included, sorted. */
