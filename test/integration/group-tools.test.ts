@@ -79,6 +79,10 @@ describe("jetloop consumers with a partitioned group", () => {
       expect(p.ackPending).toBeLessThanOrEqual(1);
       expect(p.owner).toBe(a.group()!.owned.includes(i) ? "a" : "b");
     });
+    // A member's own view (sub.groupLag()) agrees: the same partitions, owners and sums.
+    const own = (await a.groupLag())!;
+    expect(own).toMatchObject({ group, partitionCount: PARTITIONS, members: ["a", "b"] });
+    expect(own.partitions.map((p) => [p.partition, p.owner, p.pending + p.ackPending])).toEqual(g.partitions.map((p) => [p.partition, p.owner, p.pending + p.ackPending]));
     expect(g.total.pending).toBe(g.partitions.reduce((n, p) => n + p.pending, 0));
     expect(g.total.ackPending).toBe(g.partitions.reduce((n, p) => n + p.ackPending, 0));
 

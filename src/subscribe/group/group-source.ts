@@ -8,14 +8,15 @@ import { randomUUID } from "node:crypto";
 import { NotProvisionedError } from "../../errors.js";
 import type { ParkedStore } from "../../parking/parked-store.js";
 import { checkPartitions } from "../../partition/partition.js";
-import { type GroupFigures, groupFigures } from "../../streams/consumer-figures.js";
+import { groupFigures } from "../../streams/consumer-figures.js";
 import { defaultMembersStreamName, defaultPartitionedStreamName, PARTITIONS_METADATA_KEY } from "../../streams/declared.js";
 import { partitionFilter } from "../../subjects/subjects.js";
 import { consumerError } from "../consumer-errors.js";
 import { DurableSource } from "../durable-source.js";
 import type { DurableSettings, StartPosition, SubscribeSettings } from "../options.js";
 import type { Source, SourceContext } from "../source.js";
-import { ownedPartitions } from "./assignment.js";
+import { ownedPartitions, partitionOwner } from "./assignment.js";
+import type { GroupReport } from "./groups-report.js";
 import { Membership } from "./membership.js";
 import { partitionedOrigin } from "./origin.js";
 import { partitionDurable } from "../../partition/partition-durable.js";
@@ -65,11 +66,17 @@ export class GroupSource<E> implements Source {
     return { member: this.#membership?.member ?? "", partitions: this.#partitions, members: [...this.#members], owned: [...this.#running.keys()].sort((a, b) => a - b) };
   }
 
-  /** Each partition's consumer figures as the server has them, and the group's sums. */
-  async figures(): Promise<GroupFigures> {
+  /**
+   * Each partition's consumer figures as the server has them, with its owner by this
+   * member's last reading of the members, and the group's sums.
+   */
+  async figures(): Promise<GroupReport> {
     const durables = Array.from({ length: this.#partitions }, (_, p) => partitionDurable(this.#group, p));
     try {
-      return await groupFigures(await this.#ctx.jsm(), this.#stream, durables, this.#parked);
+      const f = await groupFigures(await this.#ctx.jsm(), this.#stream, durables, this.#parked);
+      const members = [...this.#members];
+      const partitions = f.partitions.map((p) => ({ ...p, owner: members.length > 0 ? partitionOwner(members, p.partition) : undefined }));
+      return { ...f, group: this.#group, partitionCount: this.#partitions, members, partitions };
     } catch (e) {
       throw consumerError(e, this.#stream, `reading group ${this.#group}'s consumers`);
     }
