@@ -7,9 +7,9 @@
  */
 import { JetStreamApiCodes, JetStreamApiError, jetstream, type JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { NotProvisionedError, ParkingError } from "../errors.js";
+import { NotProvisionedError, OptionsError, ParkingError } from "../errors.js";
 import { parsePartitionDurable } from "../partition/partition-durable.js";
-import { parkedFilter, parkedSubject, parseParkedSubject } from "../subjects/subjects.js";
+import { durableNameSchema, parkedFilter, parkedSubject, parseParkedSubject } from "../subjects/subjects.js";
 import { entryHeaders, parkHeaders, readParked, type ParkedEntry, type ParkInput } from "./parked-entry.js";
 
 /** Which held entries of a durable an operation applies to. */
@@ -57,6 +57,8 @@ export class ParkedStore {
     const group = typeof owner === "object" ? owner.group : undefined;
     let subjects = await this.#subjects(jsm, parkedFilter(this.namespace, typeof owner === "string" ? owner : undefined));
     if (group !== undefined) {
+      const named = durableNameSchema.safeParse(group);
+      if (!named.success) throw new OptionsError("group", `${JSON.stringify(group)} ${named.error.issues[0]!.message}`);
       subjects = subjects.filter((s) => parsePartitionDurable(parseParkedSubject(this.namespace, s).durable)?.group === group);
     }
     const entries: ParkedEntry[] = [];

@@ -155,6 +155,7 @@ describe("parked entries of a partitioned group", () => {
     }
     expect(replayed).toEqual(expected);
     expect(overlap).toBe(0);
+    await expect(bus.parked.list({ group: "a.b" })).rejects.toMatchObject({ code: "OPTIONS_INVALID", option: "group" });
     await expect(cli(parkedCommand, ["replay", "--group", group, "--durable", "x", "--all"])).rejects.toMatchObject({ code: "OPTIONS_INVALID" });
   });
 });
