@@ -41,8 +41,8 @@ export class Membership {
 
   /**
    * When (this process's clock) a renewal that proved this member live was sent: one the
-   * server stored and answered within `proofRttMs`. A member paused, or cut off from the
-   * server, proves nothing meanwhile (a renewal stuck in a stalled connection is answered late).
+   * server answered within `proofRttMs`. A member paused, or cut off from the server,
+   * proves nothing meanwhile (a renewal stuck in a stalled connection is answered late).
    */
   get provenAt(): number {
     return this.#provenAt;
@@ -51,8 +51,14 @@ export class Membership {
   /** Publishes this member's lease (stored before it resolves). */
   async renew(): Promise<void> {
     const sent = Date.now();
-    await this.#js.publish(memberSubject(this.#ns, this.#group, this.member), JSON.stringify({ leaseMs: this.#leaseMs }), { expect: { streamName: this.#stream } });
-    if (Date.now() - sent <= this.#proofRttMs) this.#provenAt = Math.max(this.#provenAt, sent);
+    try {
+      await this.#js.publish(memberSubject(this.#ns, this.#group, this.member), JSON.stringify({ leaseMs: this.#leaseMs }), { expect: { streamName: this.#stream } });
+    } finally {
+      // A prompt answer proves the process and its connection live, a refusal too (the
+      // membership store gone or full must not stop the partitions: that is the server's
+      // to keep in order); a timeout does not.
+      if (Date.now() - sent <= this.#proofRttMs) this.#provenAt = Math.max(this.#provenAt, sent);
+    }
   }
 
   /** The live members, this one included, sorted. */
