@@ -5,6 +5,7 @@
 // into its partition one at a time, in journal order per session.
 import { jetstreamManager } from "@nats-io/jetstream";
 import fc from "fast-check";
+import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { consumersCommand } from "../../src/cli/consumers.js";
 import { parkedCommand } from "../../src/cli/parked.js";
@@ -157,5 +158,32 @@ describe("parked entries of a partitioned group", () => {
     expect(overlap).toBe(0);
     await expect(bus.parked.list({ group: "a.b" })).rejects.toMatchObject({ code: "OPTIONS_INVALID", option: "group" });
     await expect(cli(parkedCommand, ["replay", "--group", group, "--durable", "x", "--all"])).rejects.toMatchObject({ code: "OPTIONS_INVALID" });
+  });
+});
+
+describe("a group whose membership store is gone", () => {
+  it("its renewals are refused promptly, which still proves the member live: its partitions go on", async () => {
+    const group = `m${newId().slice(-8)}`;
+    // Its rebalances and renewals fail and say so: a logger of its own keeps the test quiet.
+    const quiet = await connect({ servers: natsServers(), namespace: bus.namespace, logger: pino({ level: "silent" }) });
+    try {
+      const sub = await quiet.subscribeEvents({ enduring: "all" }, { durable: group, group: { leaseMs: 600, member: "a" }, start: "new" });
+      const got: number[] = [];
+      void (async () => {
+        for await (const d of sub) {
+          got.push(d.journalSeq);
+          await d.ack();
+        }
+      })();
+      await waitFor("a owns every partition", () => sub.group()!.owned.length === PARTITIONS, 5000);
+      const jsm = await jetstreamManager(bus.nc);
+      await jsm.streams.delete(defaultMembersStreamName(bus.namespace));
+      await new Promise((r) => setTimeout(r, 1200)); // two ack waits: every proof since is a refusal
+      const seqs = (await Promise.all(Array.from({ length: 6 }, () => bus.publish(step(newId(), 0))))).map((r) => r.journalSeq);
+      await waitFor("every event handled", () => seqs.every((s) => got.includes(s)), 10_000);
+      await sub.close();
+    } finally {
+      await quiet.close();
+    }
   });
 });
