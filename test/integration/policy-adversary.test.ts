@@ -182,11 +182,11 @@ describe("servePolicy run twice over, at once", () => {
 
 describe("servePolicy with gates waiting for a slot", () => {
   it("a short ack wait: gates queued behind a busy slot are kept alive, each decided once (not only answered once)", async () => {
-    const n = 20;
+    const n = 30;
     const durable = `pol-${newId().slice(-10)}`;
     const { session, loop, answers } = await loopWithGates(n, (i) => `g${i}`);
     const calls = new Map<string, number>();
-    // One slot, 60 ms a decision: the last gate waits over a second, two ack waits.
+    // One slot, 40 ms a decision: past the 16 the service buffers, gates wait in the pull buffer; the last over a second, two ack waits.
     const policy = await servePolicy(bus, {
       durable,
       concurrency: 1,
@@ -194,7 +194,7 @@ describe("servePolicy with gates waiting for a slot", () => {
       decide: async ({ request }) => {
         const key = request.summary ?? "";
         calls.set(key, (calls.get(key) ?? 0) + 1);
-        await new Promise((r) => setTimeout(r, 60));
+        await new Promise((r) => setTimeout(r, 40));
         return { effect: "approve", reason: "reads under /tmp" };
       },
     });
