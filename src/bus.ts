@@ -31,6 +31,7 @@ import type { RetentionWarning } from "./streams/retention.js";
 import { type Durability, type DurabilityWarning, durabilityWarnings, type SyncSetting } from "./streams/durability.js";
 import { type ConsumersOptions, parseConsumersOptions, parseProvisionRequest, type ProvisionRequest } from "./streams/provision-options.js";
 import { type Parked, ParkedStore } from "./parking/parked-store.js";
+import { type GroupReport, groupsReport } from "./subscribe/group/groups-report.js";
 import type { Delivery } from "./subscribe/delivery.js";
 import type { EventFilter } from "./subscribe/filter.js";
 import type { SubscribeOptions } from "./subscribe/options.js";
@@ -121,10 +122,11 @@ export interface Jetloop<E = JetloopEvent> {
    */
   provision(request?: ProvisionRequest): Promise<BusProvisionReport>;
   /**
-   * Every durable of the namespace with its lag, parked count and retention warnings; with
-   * `monitor`, also a warning for each server that acknowledges before syncing.
+   * Every durable of the namespace with its lag, parked count and retention warnings, and
+   * every partitioned group with its partitions (lag, owner) and sums; with `monitor`, also
+   * a warning for each server that acknowledges before syncing.
    */
-  consumers(options?: { monitor?: string[] }): Promise<ConsumersReport & { durabilityWarnings: readonly DurabilityWarning[] }>;
+  consumers(options?: { monitor?: string[] }): Promise<ConsumersReport & { groups: readonly GroupReport[]; durabilityWarnings: readonly DurabilityWarning[] }>;
   /** One durable's figures, or undefined when there is no such durable. */
   consumer(durable: string): Promise<ConsumerFigures | undefined>;
   /**
@@ -341,9 +343,10 @@ class BusImpl<E = JetloopEvent> implements Jetloop<E> {
    * Every durable of the namespace with its lag, parked count and retention warnings; with
    * `monitor`, also a warning for each server that acknowledges before syncing.
    */
-  async consumers(options: ConsumersOptions = {}): Promise<ConsumersReport & { durabilityWarnings: readonly DurabilityWarning[] }> {
+  async consumers(options: ConsumersOptions = {}): Promise<ConsumersReport & { groups: readonly GroupReport[]; durabilityWarnings: readonly DurabilityWarning[] }> {
     const { monitor } = parseConsumersOptions(options);
-    const report = await consumersReport(await this.jetstreamManager(), this.stream, this.parked);
+    const jsm = await this.jetstreamManager();
+    const report = { ...(await consumersReport(jsm, this.stream, this.parked)), groups: await groupsReport(jsm, this.namespace, this.parked) };
     if (monitor.length === 0) return { ...report, durabilityWarnings: [] };
     // Replicas matter to the strict profile only; the default one warns of the sync setting alone.
     return { ...report, durabilityWarnings: (await durabilityWarnings(this.stream, monitor, 3, "default")).warnings };

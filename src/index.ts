@@ -233,10 +233,12 @@ export {
   type TurnOutcome,
 } from "./projection/index.js";
 export type { Parked, ParkedSelection } from "./parking/parked-store.js";
+export type { ParkedOwner } from "./parking/parked-store.js";
 export type { ParkedEntry, ParkInput, ParkReason } from "./parking/parked-entry.js";
 export type { ConsumerFigures, ConsumersReport } from "./streams/consumer-figures.js";
 export type { GroupFigures } from "./streams/consumer-figures.js";
 export type { GroupStatus } from "./subscribe/group/group-source.js";
+export type { GroupPartitionFigures, GroupReport } from "./subscribe/group/groups-report.js";
 export { sessionPartition } from "./partition/partition.js";
 export { retentionLimits, retentionWarnings, type RetentionLimit, type RetentionWarning } from "./streams/retention.js";
 export {

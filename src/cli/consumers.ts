@@ -1,6 +1,7 @@
 import { parseArgs } from "node:util";
 import { connect } from "../bus.js";
 import type { ConsumerFigures } from "../streams/consumer-figures.js";
+import type { GroupReport } from "../subscribe/group/groups-report.js";
 import { connectionFlags, connectionHelp, connectOptions, parse } from "./args.js";
 import { fixedTime, jsonRecord } from "./format.js";
 
@@ -12,9 +13,12 @@ activity, and how far its ack floor is behind the journal's last sequence; and h
 redelivers: max deliver (attempts before a failing event is parked) and backoff (the
 delays between them; "-" with a fixed ack wait, shown as ack_wait). Warns on
 stderr when a retention limit of the events stream can remove events a durable has
-not acknowledged.
+not acknowledged. Then each partitioned group: one line with its live members and
+sums over its partitions (behind: their pending plus ack pending), and one line per
+partition consumer ({group}_p{n}) with the member that owns it.
 
-  --json          one JSON object per durable, then one per warning (Go-style snake_case keys)
+  --json          one JSON object per durable, per warning, per group and per group
+                  partition (Go-style snake_case keys)
   --monitor URL   a journal server's monitoring URL (http://host:8222), repeatable: warns
                   when it acknowledges appends before syncing them to disk
 
@@ -31,9 +35,10 @@ export function duration(ms: number): string {
   return `${h ? `${h}h` : ""}${m ? `${m}m` : ""}${s ? `${s}s` : ""}`;
 }
 
-function line(c: ConsumerFigures): string {
+function line(c: ConsumerFigures, ...extra: string[]): string {
   return [
     c.durable.padEnd(24),
+    ...extra,
     `pending=${c.pending}`,
     `ack_pending=${c.ackPending}`,
     `redelivered=${c.redelivered}`,
@@ -44,6 +49,21 @@ function line(c: ConsumerFigures): string {
     `backoff=${c.backoffMs.length > 0 ? c.backoffMs.map(duration).join(",") : "-"}`,
     ...(c.backoffMs.length > 0 ? [] : [`ack_wait=${duration(c.ackWaitMs)}`]),
   ].join(" ");
+}
+
+/** A group's line (its members and sums), then one indented line per partition consumer with its owner. */
+function groupLines(g: GroupReport): string[] {
+  const t = g.total;
+  const head = [`group ${g.group}`.padEnd(24), `members=${g.members.length > 0 ? g.members.join(",") : "-"}`, `partitions=${g.partitionCount}`, `pending=${t.pending}`, `ack_pending=${t.ackPending}`, `redelivered=${t.redelivered}`, `parked=${t.parked}`, `behind=${t.behind}`];
+  return [head.join(" "), ...g.partitions.map((p) => `  ${line(p, `partition=${p.partition}`, `owner=${p.owner ?? "-"}`)}`)];
+}
+
+/** JSON: one object per group (its sums), then one per partition consumer. */
+function groupRecords(g: GroupReport): Record<string, unknown>[] {
+  return [
+    { group: g.group, stream: g.stream, members: g.members, partitions: g.partitionCount, ...g.total },
+    ...g.partitions.map((p) => ({ group: g.group, ...p, owner: p.owner ?? null })),
+  ];
 }
 
 export async function consumersCommand(argv: string[], out: (s: string) => void, err: (s: string) => void): Promise<number> {
@@ -64,7 +84,8 @@ export async function consumersCommand(argv: string[], out: (s: string) => void,
       if (values.json) out(jsonRecord({ warning: w.message, durable: w.durable, unacknowledged: w.unacknowledged, limits: w.limits }));
       err(`warning: ${w.message}`);
     }
-    err(`${report.consumers.length} durable(s) on ${report.stream}, journal at ${report.lastSeq}`);
+    for (const g of report.groups) for (const l of values.json ? groupRecords(g).map(jsonRecord) : groupLines(g)) out(l);
+    err(`${report.consumers.length} durable(s) on ${report.stream}, journal at ${report.lastSeq}${report.groups.length > 0 ? `; ${report.groups.length} group(s) on ${report.groups[0]!.stream}` : ""}`);
     return 0;
   } finally {
     await bus.close();

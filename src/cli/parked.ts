@@ -2,14 +2,14 @@ import { parseArgs } from "node:util";
 import { UsageError } from "../errors.js";
 import { connect } from "../bus.js";
 import type { ParkedEntry } from "../parking/parked-entry.js";
-import type { ParkedSelection } from "../parking/parked-store.js";
+import type { ParkedOwner, ParkedSelection } from "../parking/parked-store.js";
 import { connectionFlags, connectionHelp, connectOptions, parse, positiveInt } from "./args.js";
 import { fixedTime, jsonRecord } from "./format.js";
 
-export const parkedHelp = `jetloop parked list [--durable NAME] [--json]
-jetloop parked show --durable NAME --seq N [--json]
-jetloop parked drop --durable NAME (--seq N | --all) [--json]
-jetloop parked replay --durable NAME (--seq N | --all) [--json]
+export const parkedHelp = `jetloop parked list [--durable NAME | --group NAME] [--json]
+jetloop parked show (--durable NAME | --group NAME) --seq N [--json]
+jetloop parked drop (--durable NAME | --group NAME) (--seq N | --all) [--json]
+jetloop parked replay (--durable NAME | --group NAME) (--seq N | --all) [--json]
 
 Durable deliveries kept after their last attempt, a handler's term with a reason, or
 a decode failure (poison). Each prints what was kept of an entry: journal sequence,
@@ -17,8 +17,12 @@ durable, why, the last error, deliveries, when; only show prints the payload (as
 text; base64 where it is not UTF-8), since it may hold tool arguments. replay
 sends held entries back to that durable's handlers, in journal order; each leaves the
 store once a handler acknowledges it (poison is parked again). drop deletes entries.
+A partitioned group's entries are parked under their partition's durable
+({group}_p{n}, shown with group=NAME/n); --group selects them all, each sent back to
+its own partition, where it is handled one at a time with the partition's events.
 
   --durable NAME   the durable consumer (list: all durables when omitted)
+  --group NAME     a partitioned group: the entries of all its partitions
   --seq N          one entry, by journal sequence
   --all            every held entry of the durable
   --json           one JSON object per line (Go-style snake_case keys)
@@ -32,6 +36,7 @@ ${connectionHelp}`;
 function view(e: ParkedEntry): Record<string, unknown> {
   return {
     durable: e.durable,
+    ...(e.group ? { group: e.group.name, partition: e.group.partition } : {}),
     journalSeq: e.journalSeq,
     subject: e.subject,
     state: e.state,
@@ -56,13 +61,13 @@ function payload(e: ParkedEntry): { payload: string } | { payloadBase64: string 
 }
 
 function line(e: ParkedEntry): string {
-  return `#${e.journalSeq} ${e.durable} ${e.state} ${e.reason} ${e.errorCode} deliveries=${e.deliveryCount} ${fixedTime(e.parkedAt)} ${e.subject} (${e.data.length} bytes): ${e.errorMessage}`;
+  return `#${e.journalSeq} ${e.durable}${e.group ? ` group=${e.group.name}/${e.group.partition}` : ""} ${e.state} ${e.reason} ${e.errorCode} deliveries=${e.deliveryCount} ${fixedTime(e.parkedAt)} ${e.subject} (${e.data.length} bytes): ${e.errorMessage}`;
 }
 
 export async function parkedCommand(argv: string[], out: (s: string) => void, err: (s: string) => void): Promise<number> {
   const [action, ...rest] = argv;
   const { values } = parse(() =>
-    parseArgs({ args: rest, options: { ...connectionFlags, durable: { type: "string" }, seq: { type: "string" }, all: { type: "boolean" }, json: { type: "boolean" } }, strict: true }),
+    parseArgs({ args: rest, options: { ...connectionFlags, durable: { type: "string" }, group: { type: "string" }, seq: { type: "string" }, all: { type: "boolean" }, json: { type: "boolean" } }, strict: true }),
   );
   if (values.help || action === "--help" || action === "-h") {
     out(parkedHelp);
@@ -70,7 +75,8 @@ export async function parkedCommand(argv: string[], out: (s: string) => void, er
   }
   if (action !== "list" && action !== "show" && action !== "drop" && action !== "replay") throw new UsageError(`parked needs list, show, drop or replay, not ${JSON.stringify(action)}`);
   const seq = positiveInt("seq", values.seq);
-  if (action !== "list" && !values.durable) throw new UsageError(`parked ${action} needs --durable`);
+  if (values.durable !== undefined && values.group !== undefined) throw new UsageError(`parked ${action} takes one of --durable and --group`);
+  if (action !== "list" && values.durable === undefined && values.group === undefined) throw new UsageError(`parked ${action} needs --durable or --group`);
   if (action === "show" && seq === undefined) throw new UsageError("parked show needs --seq");
   if ((action === "drop" || action === "replay") && (seq === undefined) === !values.all) throw new UsageError(`parked ${action} needs exactly one of --seq and --all`);
   const print = (entries: readonly ParkedEntry[], withPayload = false) => {
@@ -82,34 +88,35 @@ export async function parkedCommand(argv: string[], out: (s: string) => void, er
   };
   const bus = await connect(connectOptions(values));
   try {
-    const durable = values.durable!;
+    const owner: ParkedOwner | undefined = values.group !== undefined ? { group: values.group } : values.durable;
+    const whose = values.group !== undefined ? `group ${values.group}` : `durable ${values.durable}`;
     const selection: ParkedSelection = seq === undefined ? "all" : { seq };
     switch (action) {
       case "list": {
-        const entries = await bus.parked.list(values.durable);
+        const entries = await bus.parked.list(owner);
         print(entries);
         err(`${entries.length} parked`);
         return 0;
       }
       case "show": {
-        const e = await bus.parked.show(durable, seq!);
+        const e = await bus.parked.show(owner!, seq!);
         if (!e) {
-          err(`durable ${durable} has nothing parked at journal sequence ${seq}`);
+          err(`${whose} has nothing parked at journal sequence ${seq}`);
           return 1;
         }
         print([e], true);
         return 0;
       }
       case "drop": {
-        const dropped = await bus.parked.drop(durable, selection);
+        const dropped = await bus.parked.drop(owner!, selection);
         print(dropped);
         err(`${dropped.length} dropped`);
         return 0;
       }
       case "replay": {
-        const sent = await bus.parked.replay(durable, selection);
+        const sent = await bus.parked.replay(owner!, selection);
         print(sent);
-        err(`${sent.length} sent back to durable ${durable}`);
+        err(`${sent.length} sent back to ${whose}`);
         return 0;
       }
     }

@@ -27,6 +27,8 @@ export interface ParkInput {
   readonly errorCode: string;
   /** The last error's message, capped and on one line. */
   readonly errorMessage: string;
+  /** Set when a partitioned group's partition parked it: the group and partition `durable` (`{group}_p{n}`) stands for. */
+  readonly group?: { readonly name: string; readonly partition: number } | undefined;
 }
 
 /** A parked entry as the store holds it. */
@@ -47,6 +49,8 @@ const H = {
   code: "Jetloop-Parked-Error-Code",
   error: "Jetloop-Parked-Error",
   at: "Jetloop-Parked-At",
+  group: "Jetloop-Parked-Group",
+  partition: "Jetloop-Parked-Partition",
 } as const;
 
 /** Longest error message kept: enough to diagnose, too short to carry a payload. */
@@ -68,6 +72,10 @@ export function parkHeaders(p: ParkInput, at: Date): MsgHdrs {
   h.set(H.code, errorText(p.errorCode));
   h.set(H.error, errorText(p.errorMessage));
   h.set(H.at, at.toISOString());
+  if (p.group) {
+    h.set(H.group, p.group.name);
+    h.set(H.partition, String(p.group.partition));
+  }
   return h;
 }
 
@@ -81,6 +89,11 @@ export function readParked(state: ParkedState, storeSeq: number, h: MsgHdrs | un
   if (!Number.isSafeInteger(journalSeq) || journalSeq < 1 || !Number.isSafeInteger(deliveryCount) || !REASONS.includes(reason) || Number.isNaN(parkedAt.getTime())) {
     return undefined;
   }
+  // Both group headers or neither: half of them is not an entry this library wrote.
+  const groupName = h.get(H.group);
+  const partitionText = h.get(H.partition);
+  const partition = Number(partitionText);
+  if ((groupName === "") !== (partitionText === "") || (partitionText !== "" && (!/^\d{1,3}$/.test(partitionText) || !Number.isSafeInteger(partition)))) return undefined;
   return {
     durable: h.get(H.durable),
     journalSeq,
@@ -90,6 +103,7 @@ export function readParked(state: ParkedState, storeSeq: number, h: MsgHdrs | un
     reason,
     errorCode: h.get(H.code),
     errorMessage: h.get(H.error),
+    ...(groupName === "" ? {} : { group: { name: groupName, partition } }),
     state,
     parkedAt,
     storeSeq,

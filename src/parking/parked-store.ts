@@ -7,12 +7,19 @@
  */
 import { JetStreamApiCodes, JetStreamApiError, jetstream, type JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { NotProvisionedError, ParkingError } from "../errors.js";
-import { parkedFilter, parkedSubject, parseParkedSubject } from "../subjects/subjects.js";
+import { NotProvisionedError, OptionsError, ParkingError } from "../errors.js";
+import { parsePartitionDurable } from "../partition/partition-durable.js";
+import { durableNameSchema, parkedFilter, parkedSubject, parseParkedSubject } from "../subjects/subjects.js";
 import { entryHeaders, parkHeaders, readParked, type ParkedEntry, type ParkInput } from "./parked-entry.js";
 
 /** Which held entries of a durable an operation applies to. */
 export type ParkedSelection = { readonly seq: number } | "all";
+
+/**
+ * Whose entries: a durable by name, or a partitioned group (`{ group }`): the entries its
+ * partitions parked, each under its partition's durable, without naming that durable.
+ */
+export type ParkedOwner = string | { readonly group: string };
 
 /** The parked store as `bus.parked` offers it: list, show, replay, drop (the store's own bookkeeping stays inside). */
 export type Parked = Omit<ParkedStore, "remove">;
@@ -41,24 +48,40 @@ export class ParkedStore {
     }
   }
 
-  /** Every parked entry (held or being replayed) of one durable, or of all, in journal order. */
-  async list(durable?: string): Promise<ParkedEntry[]> {
+  /**
+   * Every parked entry (held or being replayed) of one durable, of one group's partitions,
+   * or of all: by durable, then journal order (a group's: in journal order).
+   */
+  async list(owner?: ParkedOwner): Promise<ParkedEntry[]> {
     const jsm = await this.#jsm();
-    const subjects = await this.#subjects(jsm, parkedFilter(this.namespace, durable));
+    const group = typeof owner === "object" ? owner.group : undefined;
+    let subjects = await this.#subjects(jsm, parkedFilter(this.namespace, typeof owner === "string" ? owner : undefined));
+    if (group !== undefined) {
+      const named = durableNameSchema.safeParse(group);
+      if (!named.success) throw new OptionsError("group", `${JSON.stringify(group)} ${named.error.issues[0]!.message}`);
+      subjects = subjects.filter((s) => parsePartitionDurable(parseParkedSubject(this.namespace, s).durable)?.group === group);
+    }
     const entries: ParkedEntry[] = [];
     for (const subject of subjects) {
       const e = await this.#read(jsm, subject);
-      if (e) entries.push(e);
+      // A plain durable may be named like a partition's: only the entry's own header says it is the group's.
+      if (e && (group === undefined || e.group?.name === group)) entries.push(e);
     }
-    return entries.sort((a, b) => a.durable.localeCompare(b.durable) || a.journalSeq - b.journalSeq || a.storeSeq - b.storeSeq);
+    return group === undefined
+      ? entries.sort((a, b) => a.durable.localeCompare(b.durable) || a.journalSeq - b.journalSeq || a.storeSeq - b.storeSeq)
+      : entries.sort((a, b) => a.journalSeq - b.journalSeq || a.storeSeq - b.storeSeq);
   }
 
-  /** One durable's entry for a journal sequence (held first), or undefined. */
-  async show(durable: string, journalSeq: number): Promise<ParkedEntry | undefined> {
+  /** One durable's (or group's) entry for a journal sequence (held first), or undefined. */
+  async show(owner: ParkedOwner, journalSeq: number): Promise<ParkedEntry | undefined> {
+    if (typeof owner === "object") {
+      const of = (await this.list(owner)).filter((e) => e.journalSeq === journalSeq);
+      return of.find((e) => e.state === "held") ?? of[0];
+    }
     const jsm = await this.#jsm();
     return (
-      (await this.#read(jsm, parkedSubject(this.namespace, durable, "held", journalSeq))) ??
-      (await this.#read(jsm, parkedSubject(this.namespace, durable, "replay", journalSeq)))
+      (await this.#read(jsm, parkedSubject(this.namespace, owner, "held", journalSeq))) ??
+      (await this.#read(jsm, parkedSubject(this.namespace, owner, "replay", journalSeq)))
     );
   }
 
@@ -73,22 +96,23 @@ export class ParkedStore {
   }
 
   /** Deletes the selected entries (held or being replayed); returns what was dropped. */
-  async drop(durable: string, selection: ParkedSelection): Promise<ParkedEntry[]> {
-    const entries = await this.#select(durable, selection, false);
+  async drop(owner: ParkedOwner, selection: ParkedSelection): Promise<ParkedEntry[]> {
+    const entries = await this.#select(owner, selection, false);
     for (const e of entries) await this.remove(e.storeSeq);
     return entries;
   }
 
   /**
-   * Sends the selected held entries back to the durable's handlers, in journal order:
-   * each is written in the replay state before its held copy is deleted, so a failure
-   * between the two leaves it parked twice, never lost. Returns what was sent.
+   * Sends the selected held entries back to the durable's handlers (a group's: each to its
+   * partition's), in journal order: each is written in the replay state before its held
+   * copy is deleted, so a failure between the two leaves it parked twice, never lost.
+   * Returns what was sent.
    */
-  async replay(durable: string, selection: ParkedSelection): Promise<ParkedEntry[]> {
-    const entries = await this.#select(durable, selection, true);
+  async replay(owner: ParkedOwner, selection: ParkedSelection): Promise<ParkedEntry[]> {
+    const entries = await this.#select(owner, selection, true);
     const js = jetstream(this.#nc);
     for (const e of entries) {
-      await js.publish(parkedSubject(this.namespace, durable, "replay", e.journalSeq), e.data, { headers: entryHeaders(e), expect: { streamName: this.stream } });
+      await js.publish(parkedSubject(this.namespace, e.durable, "replay", e.journalSeq), e.data, { headers: entryHeaders(e), expect: { streamName: this.stream } });
       await this.remove(e.storeSeq);
     }
     return entries;
@@ -106,8 +130,8 @@ export class ParkedStore {
     }
   }
 
-  async #select(durable: string, selection: ParkedSelection, heldOnly: boolean): Promise<ParkedEntry[]> {
-    const all = (await this.list(durable)).filter((e) => !heldOnly || e.state === "held");
+  async #select(owner: ParkedOwner, selection: ParkedSelection, heldOnly: boolean): Promise<ParkedEntry[]> {
+    const all = (await this.list(owner)).filter((e) => !heldOnly || e.state === "held");
     return selection === "all" ? all : all.filter((e) => e.journalSeq === selection.seq);
   }
 

@@ -127,7 +127,7 @@ export async function servePolicy(bus: PolicyBus, options: PolicyOptions): Promi
   const { decide, ...rest } = options;
   if (typeof decide !== "function") throw new OptionsError("decide", "must be a function");
   const o = parseOptions(policyShape, rest);
-  const sub = await bus.subscribeEvents({ enduring: "all", types: ["GateOpened"], includeInternal: true }, { ...(o.subscription as Omit<DurableSubscribeOptions, "durable">), durable: o.durable });
+  const sub = await bus.subscribeEvents({ enduring: "all", types: ["GateOpened"], includeInternal: true }, { ...outstandingBound(o.subscription, o.concurrency), durable: o.durable });
   const counts: Counters = { received: 0, approved: 0, denied: 0, alreadyResolved: 0, retried: 0, parked: 0 };
   const inHand = new Set<Promise<void>>();
   let wake: (() => void) | undefined;
@@ -182,6 +182,26 @@ export async function servePolicy(bus: PolicyBus, options: PolicyOptions): Promi
     },
     done,
   };
+}
+
+/**
+ * The subscription's options with what the server may hand out bounded by the slots. A
+ * delivery yielded to the service is kept alive (its ack extended) while it waits for a
+ * slot, but one the server sent that still sits in the client's pull buffer is not: under a
+ * short ack wait it would come again while its first copy waits, and be decided twice
+ * (answered once). With at most `concurrency` outstanding (the durable's `maxAckPending`)
+ * nothing waits in that buffer while a slot is free, so every copy is one held, extended
+ * delivery. A group already has one outstanding per partition, each held and extended at
+ * once (its partition's sources read one message at a time).
+ */
+function outstandingBound(subscription: Record<string, unknown>, concurrency: number): Omit<DurableSubscribeOptions, "durable"> {
+  const s = subscription as Omit<DurableSubscribeOptions, "durable">;
+  if (s.group !== undefined) return s;
+  if (s.maxAckPending !== undefined && (typeof s.maxAckPending !== "number" || s.maxAckPending > concurrency)) {
+    throw new OptionsError("subscription.maxAckPending", `must be at most concurrency (${concurrency}): a gate the server sent beyond the service's slots waits unextended and can be decided twice`);
+  }
+  const maxAckPending = s.maxAckPending ?? concurrency;
+  return { ...s, maxAckPending, ...(s.batch === undefined || s.batch > maxAckPending ? { batch: maxAckPending } : {}) };
 }
 
 type CaseOutcome =

@@ -104,13 +104,16 @@ export interface GroupFigures {
  */
 export async function groupFigures(jsm: JetStreamManager, stream: string, durables: readonly string[], parked: Parked | undefined): Promise<GroupFigures> {
   const counts = (await parked?.counts()) ?? new Map<string, number>();
-  const partitions = await Promise.all(
-    durables.map(async (durable, partition) => {
-      const ci = await jsm.consumers.info(stream, durable);
-      const f = figuresOf(ci, 0, counts.get(durable) ?? 0);
-      return { ...f, partition, behind: f.pending + f.ackPending };
-    }),
-  );
+  const infos = await Promise.all(durables.map(async (durable, partition) => ({ partition, info: await jsm.consumers.info(stream, durable) })));
+  return groupFiguresOf(stream, infos, counts);
+}
+
+/** A group's figures from its partitions' consumer infos and the parked counts per durable. */
+export function groupFiguresOf(stream: string, infos: readonly { readonly partition: number; readonly info: ConsumerInfo }[], parkedCounts: ReadonlyMap<string, number>): GroupFigures {
+  const partitions = infos.map(({ partition, info }) => {
+    const f = figuresOf(info, 0, parkedCounts.get(info.config.durable_name ?? info.name) ?? 0);
+    return { ...f, partition, behind: f.pending + f.ackPending };
+  });
   const sum = (k: "pending" | "ackPending" | "redelivered" | "parked" | "behind") => partitions.reduce((n, p) => n + p[k], 0);
   return { stream, partitions, total: { pending: sum("pending"), ackPending: sum("ackPending"), redelivered: sum("redelivered"), parked: sum("parked"), behind: sum("behind") } };
 }

@@ -26,6 +26,8 @@ export interface Original {
 
 export interface Settler {
   readonly durable: string;
+  /** A group partition's source: the group and partition its parked entries name. */
+  readonly group?: { readonly name: string; readonly partition: number } | undefined;
   /** Deliveries allowed before an unsettled or failing event is parked. */
   readonly maxDeliver: number;
   /** The durable's redelivery delays in ms (empty: redeliver at once). */
@@ -49,7 +51,7 @@ export function errorSummary(error: unknown): { code: string; message: string } 
 /** Parks `o` and then terminates it; if parking fails, leaves it to come again. */
 export async function park(s: Settler, o: Original, reason: ParkReason, code: string, message: string): Promise<boolean> {
   try {
-    await s.parked.park({ durable: s.durable, journalSeq: o.journalSeq, subject: o.subject, data: o.data, deliveryCount: o.deliveryCount, reason, errorCode: code, errorMessage: message });
+    await s.parked.park({ durable: s.durable, journalSeq: o.journalSeq, subject: o.subject, data: o.data, deliveryCount: o.deliveryCount, reason, errorCode: code, errorMessage: message, group: s.group });
     if (o.storeSeq !== undefined) await s.parked.remove(o.storeSeq);
   } catch (e) {
     s.log.warn({ durable: s.durable, journalSeq: o.journalSeq, reason, err: (e as Error).message }, "parking failed; the delivery stays pending");

@@ -87,6 +87,10 @@ export class DurableSource<E> implements Source {
   readonly #pullExpiresMs: number | undefined;
   /** Whether a delivery held past its ack wait is left unsettled (fencedLease), and deliveries are handed one at a time (#hand). */
   readonly #fenced: boolean;
+  /** A group partition's source: named in what it parks. */
+  readonly #group: Settler["group"];
+  /** A group member's last proof of being live (membership.ts, `provenAt`): what a copy read later than its ack wait allows is judged by. */
+  readonly #liveSince: (() => number) | undefined;
   /** A fenced source's delivery in the handler's hands: settled when it is. */
   #inHand: Promise<void> | undefined;
   #onStop!: () => void;
@@ -98,9 +102,11 @@ export class DurableSource<E> implements Source {
     subjects: readonly string[],
     start: StartPosition,
     parked: ParkedStore,
-    seams: { readonly origin?: JournalOrigin; readonly pullExpiresMs?: number; readonly fenced?: boolean } = {},
+    seams: { readonly origin?: JournalOrigin; readonly pullExpiresMs?: number; readonly fenced?: boolean; readonly group?: Settler["group"]; readonly liveSince?: () => number } = {},
   ) {
     this.#ctx = ctx;
+    this.#group = seams.group;
+    this.#liveSince = seams.liveSince;
     this.#fenced = seams.fenced ?? false;
     this.#origin = seams.origin ?? ownOrigin;
     this.#pullExpiresMs = seams.pullExpiresMs;
@@ -176,6 +182,7 @@ export class DurableSource<E> implements Source {
   get #settler(): Settler {
     return {
       durable: this.#name,
+      group: this.#group,
       maxDeliver: this.#maxDeliver,
       backoffMs: this.#backoffMs,
       retryMs: this.#ackWaitMs,
@@ -320,6 +327,12 @@ export class DurableSource<E> implements Source {
     const settler = this.#settler;
     try {
       for await (const m of messages) {
+        if (this.#unproven()) {
+          // The server may have sent this copy while the member was paused or cut off, and
+          // handed it to another since: neither handled nor settled here; it comes again.
+          ctx.log.debug({ durable: this.#name, seq: m.seq }, "a delivery read after the member could not prove itself live; left to come again");
+          continue;
+        }
         const o = original(m);
         if (!o) {
           ctx.log.warn({ durable: this.#name, subject: m.subject }, "not a journal event or parked entry; skipped");
@@ -362,6 +375,18 @@ export class DurableSource<E> implements Source {
     if (this.#stopped) return;
     this.#inHand = turn;
     await this.#ctx.queue.pushEnduring(tracedDelivery(delivery, "durable", o.msg));
+  }
+
+  /**
+   * True when this member has not proven itself live (a lease renewal answered promptly)
+   * for two thirds of the shortest ack wait: a copy read now may have waited unread in the
+   * socket past its ack wait (the process paused, the connection stalled) and be in another
+   * member's hands. No proof could be made while the process was paused, so the time since
+   * the last one is at least as long as the pause.
+   */
+  #unproven(): boolean {
+    if (this.#liveSince === undefined) return false;
+    return Date.now() - this.#liveSince() > (Math.min(this.#ackWaitMs, this.#replayAckWaitMs, ...this.#backoffMs) * 2) / 3;
   }
 
   #deliver(o: Original, event: E, settled?: () => void) {

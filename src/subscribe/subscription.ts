@@ -12,7 +12,7 @@ import { DeliveryQueue } from "./delivery-queue.js";
 import { DurableSource } from "./durable-source.js";
 import { FeedSource } from "./feed/feed-source.js";
 import { GroupSource, type GroupStatus } from "./group/group-source.js";
-import type { GroupFigures } from "../streams/consumer-figures.js";
+import type { GroupReport } from "./group/groups-report.js";
 import { type EventFilter, MANY_FILTER_SUBJECTS, resolveFilter } from "./filter.js";
 import type { OpenSubscription } from "./open-subscriptions.js";
 import { type SubscribeOptions, parseSubscribeOptions, type SubscriptionReport } from "./options.js";
@@ -57,9 +57,10 @@ export interface Subscription<E = JetloopEvent, D extends Delivery<E> = Delivery
   group(): GroupStatus | undefined;
   /**
    * A group's figures as the server has them: each partition's consumer (pending, waiting
-   * for ack, redelivered, parked) and the group's sums; undefined when not in a group.
+   * for ack, redelivered, parked, max deliver, backoff) with its owner by this member's last
+   * reading of the members, and the group's sums; undefined when not in a group.
    */
-  groupLag(): Promise<GroupFigures | undefined>;
+  groupLag(): Promise<GroupReport | undefined>;
   /** The filter in force. */
   readonly filter: EventFilter;
   /**
@@ -180,7 +181,7 @@ class SubscriptionImpl<E, D extends Delivery<E> = Delivery<E>> implements Subscr
    * A group's figures as the server has them: each partition's consumer (pending, waiting
    * for ack, redelivered, parked) and the group's sums; undefined when not in a group.
    */
-  async groupLag(): Promise<GroupFigures | undefined> {
+  async groupLag(): Promise<GroupReport | undefined> {
     return this.#journal instanceof GroupSource ? this.#journal.figures() : undefined;
   }
 

@@ -354,3 +354,52 @@ describe("a partition given away while its replayed entry is in hand", () => {
     expect(await bus.parked.list(partitionDurableOf(group))).toEqual([]);
   }, 40_000);
 });
+
+describe("a member cut off after the server sent it a delivery, before it read it", () => {
+  it("reads the copy after it could not prove itself live: its handler does not run, nothing of it is settled, the new owner keeps the session in order", async () => {
+    const group = `gu${newId().slice(-8)}`;
+    const session = newId();
+    const target = new URL(natsServers()[0]!.replace(/^nats:/, "http:"));
+    const proxy = await startProxy(Number(target.port), target.hostname);
+    const far = await connect({ servers: [proxy.url], namespace: bus.namespace });
+    try {
+      const a = await far.subscribeEvents({ enduring: "all" }, { durable: group, group: { leaseMs: LEASE_MS, member: "a" }, start: "new" });
+      const aGot: number[] = [];
+      void (async () => {
+        for await (const d of a) {
+          aGot.push(d.journalSeq);
+          await d.ack().catch(() => undefined);
+        }
+      })();
+      const warm = await bus.publish(step(session, 0));
+      await waitFor("a handles the first event", () => aGot.includes(warm.journalSeq), 10_000, 20);
+      await sleep(50); // a's next pull request is out
+      proxy.pause(); // what the server sends a now waits unread
+      const stale = await bus.publish(step(session, 1));
+      const b = await member(group, winnerOver("a"));
+      const bGot: number[] = [];
+      const bHeld: DurableDelivery<JetloopEvent>[] = [];
+      void (async () => {
+        for await (const d of b) {
+          bGot.push(d.journalSeq);
+          bHeld.push(d);
+        }
+      })();
+      // After a's ack wait the server hands the copy to b, which holds it.
+      await waitFor("b holds the event a was sent", () => bGot[0] === stale.journalSeq, 15_000, 20);
+      const next = await bus.publish(step(session, 2));
+      proxy.resume(); // a reads its copy now
+      await sleep(LEASE_MS * 2);
+      expect(aGot).toEqual([warm.journalSeq]); // a's handler never ran on the copy b holds
+      expect(bGot).toEqual([stale.journalSeq]); // nothing of a's released the session's next event
+      await bHeld[0]!.ack();
+      await waitFor("the next event comes once the held one is settled", () => bGot.length === 2, 10_000, 20);
+      expect(bGot).toEqual([stale.journalSeq, next.journalSeq]);
+      await bHeld[1]!.ack();
+      await a.close();
+    } finally {
+      await far.close();
+      await proxy.close();
+    }
+  }, 40_000);
+});

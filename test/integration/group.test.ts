@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connect, createEvent, newId, type DurableDelivery, type DurableSubscription, type Jetloop, type JetloopEvent } from "../../src/index.js";
 import { sessionPartition } from "../../src/partition/partition.js";
 import { defaultMembersStreamName, defaultPartitionedStreamName } from "../../src/streams/declared.js";
-import { partitionDurable } from "../../src/subscribe/group/group-source.js";
+import { partitionDurable } from "../../src/partition/partition-durable.js";
 import { natsServers } from "../harness/context.js";
 import { uniqueNamespace } from "../harness/namespace.js";
 import { sleep } from "../harness/async.js";

@@ -179,3 +179,36 @@ describe("servePolicy run twice over, at once", () => {
     for (const s of services) await s.close();
   }, 30_000);
 });
+
+describe("servePolicy with gates waiting for a slot", () => {
+  it("a short ack wait: gates queued behind a busy slot are kept alive, each decided once (not only answered once)", async () => {
+    const n = 30;
+    const durable = `pol-${newId().slice(-10)}`;
+    const { session, loop, answers } = await loopWithGates(n, (i) => `g${i}`);
+    const calls = new Map<string, number>();
+    // One slot, 40 ms a decision: past the 16 the service buffers, gates wait in the pull buffer; the last over a second, two ack waits.
+    const policy = await servePolicy(bus, {
+      durable,
+      concurrency: 1,
+      subscription: { start: "all", ackWaitMs: 500 },
+      decide: async ({ request }) => {
+        const key = request.summary ?? "";
+        calls.set(key, (calls.get(key) ?? 0) + 1);
+        await new Promise((r) => setTimeout(r, 40));
+        return { effect: "approve", reason: "reads under /tmp" };
+      },
+    });
+    cleanup.push(() => policy.close());
+    expect((await Promise.all(answers)).every((a) => a.effect === "approve")).toBe(true);
+    await new Promise((r) => setTimeout(r, 700)); // past an ack wait: nothing comes again
+    expect([...calls.values()]).toEqual(Array.from({ length: n }, () => 1));
+    expect(calls.size).toBe(n);
+    expect(policy.stats()).toMatchObject({ received: n, approved: n, retried: 0 });
+    expect(await gateResolvedCount(session, loop)).toBe(n);
+    await policy.close();
+  }, 30_000);
+
+  it("refuses a maxAckPending above its concurrency (such gates would wait unextended)", async () => {
+    await expect(servePolicy(bus, { durable: "pol-x", concurrency: 2, subscription: { maxAckPending: 3 }, decide: () => ({ effect: "deny", reason: "x" }) })).rejects.toMatchObject({ code: "OPTIONS_INVALID", option: "subscription.maxAckPending" });
+  });
+});

@@ -1,5 +1,6 @@
 // The pure parts of parking and lag: parked subjects, the entry's headers, retention
 // warnings, the parked store's declared configuration, what a handler's error becomes.
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import {
   declaredParkedStreamConfig,
@@ -13,6 +14,8 @@ import {
 } from "../../src/index.js";
 import { errorText, MAX_ERROR_CHARS, parkHeaders, readParked, type ParkInput } from "../../src/parking/parked-entry.js";
 import { errorSummary } from "../../src/subscribe/durable-settlement.js";
+import { parsePartitionDurable, partitionDurable } from "../../src/partition/partition-durable.js";
+import { MAX_PARTITIONS } from "../../src/partition/partition.js";
 import { parkedStreamSubjects, streamSubjects } from "../../src/subjects/subjects.js";
 
 const HOUR = 3600e9;
@@ -129,5 +132,43 @@ describe("retention warnings", () => {
         message: "stream acme_journal has max_age 90m: it can remove events durable billing has not acknowledged (12)",
       },
     ]);
+  });
+});
+
+describe("parked entries of a group partition", () => {
+  const base: ParkInput = { durable: "billing_p3", journalSeq: 7, subject: "acme.journal.s.l.StepDone", data: new Uint8Array([1]), deliveryCount: 1, reason: "terminated", errorCode: "TERMINATED", errorMessage: "x" };
+
+  it("name their group and partition, read back as written, for any group name and partition", () => {
+    fc.assert(
+      fc.property(fc.stringMatching(/^[A-Za-z0-9_-]{1,40}$/), fc.integer({ min: 0, max: MAX_PARTITIONS - 1 }), (name, partition) => {
+        const durable = partitionDurable(name, partition);
+        expect(parsePartitionDurable(durable)).toEqual({ group: name, partition });
+        const e = readParked("held", 1, parkHeaders({ ...base, durable, group: { name, partition } }, new Date()), base.data);
+        expect(e?.group).toEqual({ name, partition });
+        expect(e?.durable).toBe(durable);
+      }),
+    );
+  });
+
+  it("a plain durable's entry has no group; half the group headers is not an entry", () => {
+    expect(readParked("held", 1, parkHeaders(base, new Date()), base.data)?.group).toBeUndefined();
+    for (const drop of ["Jetloop-Parked-Group", "Jetloop-Parked-Partition"]) {
+      const h = parkHeaders({ ...base, group: { name: "billing", partition: 3 } }, new Date());
+      h.delete(drop);
+      expect(readParked("held", 1, h, base.data)).toBeUndefined();
+    }
+    for (const bad of ["-1", "x", "1.5", "1e2", "", "0003x"]) {
+      const h = parkHeaders({ ...base, group: { name: "billing", partition: 3 } }, new Date());
+      h.set("Jetloop-Parked-Partition", bad);
+      expect(readParked("held", 1, h, base.data)).toBeUndefined();
+    }
+  });
+
+  it("partition durable names outside the stream's count are not a group's", () => {
+    expect(parsePartitionDurable("billing_p6", 6)).toBeUndefined();
+    expect(parsePartitionDurable("billing_p5", 6)).toEqual({ group: "billing", partition: 5 });
+    expect(parsePartitionDurable("billing_p01")).toBeUndefined();
+    expect(parsePartitionDurable("billing")).toBeUndefined();
+    expect(parsePartitionDurable("a_p1_p2")).toEqual({ group: "a_p1", partition: 2 });
   });
 });

@@ -8,26 +8,24 @@ import { randomUUID } from "node:crypto";
 import { NotProvisionedError } from "../../errors.js";
 import type { ParkedStore } from "../../parking/parked-store.js";
 import { checkPartitions } from "../../partition/partition.js";
-import { type GroupFigures, groupFigures } from "../../streams/consumer-figures.js";
+import { groupFigures } from "../../streams/consumer-figures.js";
 import { defaultMembersStreamName, defaultPartitionedStreamName, PARTITIONS_METADATA_KEY } from "../../streams/declared.js";
 import { partitionFilter } from "../../subjects/subjects.js";
 import { consumerError } from "../consumer-errors.js";
 import { DurableSource } from "../durable-source.js";
 import type { DurableSettings, StartPosition, SubscribeSettings } from "../options.js";
 import type { Source, SourceContext } from "../source.js";
-import { ownedPartitions } from "./assignment.js";
+import { ownedPartitions, partitionOwner } from "./assignment.js";
+import type { GroupReport } from "./groups-report.js";
 import { Membership } from "./membership.js";
 import { partitionedOrigin } from "./origin.js";
+import { partitionDurable } from "../../partition/partition-durable.js";
 
 /** A partition's pull requests live this long (NATS.js's default is 30 s): one left open by a member that gave the partition away ends soon. */
 const PULL_EXPIRES_MS = 2000;
 
 export type GroupSettings = NonNullable<SubscribeSettings["group"]>;
 
-/** The durable consumer (and parked-store durable name) of one partition of a group. */
-export function partitionDurable(group: string, partition: number): string {
-  return `${group}_p${partition}`;
-}
 
 /** What a member knows of its group now. */
 export interface GroupStatus {
@@ -68,11 +66,17 @@ export class GroupSource<E> implements Source {
     return { member: this.#membership?.member ?? "", partitions: this.#partitions, members: [...this.#members], owned: [...this.#running.keys()].sort((a, b) => a - b) };
   }
 
-  /** Each partition's consumer figures as the server has them, and the group's sums. */
-  async figures(): Promise<GroupFigures> {
+  /**
+   * Each partition's consumer figures as the server has them, with its owner by this
+   * member's last reading of the members, and the group's sums.
+   */
+  async figures(): Promise<GroupReport> {
     const durables = Array.from({ length: this.#partitions }, (_, p) => partitionDurable(this.#group, p));
     try {
-      return await groupFigures(await this.#ctx.jsm(), this.#stream, durables, this.#parked);
+      const f = await groupFigures(await this.#ctx.jsm(), this.#stream, durables, this.#parked);
+      const members = [...this.#members];
+      const partitions = f.partitions.map((p) => ({ ...p, owner: members.length > 0 ? partitionOwner(members, p.partition) : undefined }));
+      return { ...f, group: this.#group, partitionCount: this.#partitions, members, partitions };
     } catch (e) {
       throw consumerError(e, this.#stream, `reading group ${this.#group}'s consumers`);
     }
@@ -93,14 +97,18 @@ export class GroupSource<E> implements Source {
       if (e instanceof NotProvisionedError) throw e;
       throw consumerError(e, this.#stream, `reading the partitioned stream for group ${this.#group}`);
     }
-    this.#membership = new Membership(this.#ctx.js, () => this.#ctx.jsm(), defaultMembersStreamName(this.#ctx.decode.namespace), this.#ctx.decode.namespace, this.#group, this.#settings.member ?? randomUUID().replaceAll("-", ""), this.#settings.leaseMs);
+    // Renewals prove this member live to its own partitions (durable-source.ts, #unproven),
+    // judged against two thirds of the shortest ack wait: one every fifth of it, a proof when
+    // answered within a sixth, so a live member's last proof is at most 11/30 of it old.
+    const proofMs = Math.min(this.#settings.leaseMs, this.#shortestAckWaitMs);
+    this.#membership = new Membership(this.#ctx.js, () => this.#ctx.jsm(), defaultMembersStreamName(this.#ctx.decode.namespace), this.#ctx.decode.namespace, this.#group, this.#settings.member ?? randomUUID().replaceAll("-", ""), this.#settings.leaseMs, proofMs / 6);
     // Every partition's consumer exists from the start, so one first owned later starts where the group did.
     await Promise.all(Array.from({ length: this.#partitions }, (_, p) => this.#source(p).prepare()));
     await this.#membership.renew();
     await this.#rebalance();
     // Renewing runs apart from rebalancing: giving a partition away can wait for a handler.
     const period = Math.max(100, Math.floor(this.#settings.leaseMs / 3));
-    this.#renewTimer = setInterval(() => void this.#renew(), period);
+    this.#renewTimer = setInterval(() => void this.#renew(), Math.max(50, Math.floor(proofMs / 5)));
     this.#timer = setInterval(() => {
       this.#cycle = this.#cycle.then(() => this.#tick());
     }, period);
@@ -122,6 +130,12 @@ export class GroupSource<E> implements Source {
     this.#running.clear();
     await Promise.all(running.map((s) => s.drain(this.#drainMs)));
     await this.#membership?.leave().catch((e: unknown) => this.#ctx.log.debug({ err: e }, "removing the lease failed; it goes stale"));
+  }
+
+  /** The partition consumers' ack wait (the first backoff step when they redeliver by backoff). */
+  get #shortestAckWaitMs(): number {
+    const own = this.#ctx.settings as DurableSettings;
+    return own.ackWaitMs ?? (own.backoffMs === undefined ? this.#settings.leaseMs : Math.min(...own.backoffMs));
   }
 
   /** How long a partition given away waits for its delivery to be settled. */
@@ -203,6 +217,8 @@ export class GroupSource<E> implements Source {
       // A member's late settlement must not release the partition to the next event while
       // the delivery is in another member's hands (durable-settlement.ts, Lease).
       fenced: true,
+      group: { name: this.#group, partition },
+      liveSince: () => this.#membership?.provenAt ?? 0,
     });
   }
 }

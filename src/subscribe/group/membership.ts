@@ -24,8 +24,11 @@ export class Membership {
   readonly member: string;
   readonly #leaseMs: number;
   readonly #seen = new Map<string, Seen>();
+  readonly #proofRttMs: number;
+  #provenAt = 0;
 
-  constructor(js: JetStreamClient, jsm: () => Promise<JetStreamManager>, stream: string, ns: string, group: string, member: string, leaseMs: number) {
+  /** `proofRttMs`: the longest round trip of a renewal that still proves this member live at its sending. */
+  constructor(js: JetStreamClient, jsm: () => Promise<JetStreamManager>, stream: string, ns: string, group: string, member: string, leaseMs: number, proofRttMs: number) {
     this.#js = js;
     this.#jsm = jsm;
     this.#stream = stream;
@@ -33,34 +36,43 @@ export class Membership {
     this.#group = group;
     this.member = member;
     this.#leaseMs = leaseMs;
+    this.#proofRttMs = proofRttMs;
+  }
+
+  /**
+   * When (this process's clock) a renewal that proved this member live was sent: one the
+   * server answered within `proofRttMs`. A member paused, or cut off from the server,
+   * proves nothing meanwhile (a renewal stuck in a stalled connection is answered late).
+   */
+  get provenAt(): number {
+    return this.#provenAt;
   }
 
   /** Publishes this member's lease (stored before it resolves). */
   async renew(): Promise<void> {
-    await this.#js.publish(memberSubject(this.#ns, this.#group, this.member), JSON.stringify({ leaseMs: this.#leaseMs }), { expect: { streamName: this.#stream } });
+    const sent = Date.now();
+    try {
+      await this.#js.publish(memberSubject(this.#ns, this.#group, this.member), JSON.stringify({ leaseMs: this.#leaseMs }), { expect: { streamName: this.#stream } });
+    } finally {
+      // A prompt answer proves the process and its connection live, a refusal too (the
+      // membership store gone or full must not stop the partitions: that is the server's
+      // to keep in order); a timeout does not.
+      if (Date.now() - sent <= this.#proofRttMs) this.#provenAt = Math.max(this.#provenAt, sent);
+    }
   }
 
   /** The live members, this one included, sorted. */
   async live(): Promise<string[]> {
-    const jsm = await this.#jsm();
-    const filter = memberSubject(this.#ns, this.#group);
-    const info = await jsm.streams.info(this.#stream, { subjects_filter: filter });
-    const subjects = Object.keys(info.state.subjects ?? {});
+    const leases = await readLeases(await this.#jsm(), this.#stream, this.#ns, this.#group);
     const now = Date.now();
     const live = new Set<string>([this.member]);
-    const present = new Set<string>();
-    await Promise.all(
-      subjects.map(async (subject) => {
-        const member = subject.slice(subject.lastIndexOf(".") + 1);
-        const m = await jsm.streams.getMessage(this.#stream, { last_by_subj: subject }).catch(() => null);
-        if (!m) return;
-        present.add(member);
-        const prev = this.#seen.get(member);
-        if (prev === undefined) this.#seen.set(member, { seq: m.seq, at: Math.min(now, m.time.getTime()) });
-        else if (prev.seq !== m.seq) this.#seen.set(member, { seq: m.seq, at: now });
-        if (now - this.#seen.get(member)!.at < this.#leaseMs) live.add(member);
-      }),
-    );
+    for (const l of leases) {
+      const prev = this.#seen.get(l.member);
+      if (prev === undefined) this.#seen.set(l.member, { seq: l.seq, at: Math.min(now, l.time.getTime()) });
+      else if (prev.seq !== l.seq) this.#seen.set(l.member, { seq: l.seq, at: now });
+      if (now - this.#seen.get(l.member)!.at < this.#leaseMs) live.add(l.member);
+    }
+    const present = new Set(leases.map((l) => l.member));
     for (const m of this.#seen.keys()) if (!present.has(m)) this.#seen.delete(m);
     return [...live].sort();
   }
@@ -70,4 +82,44 @@ export class Membership {
     const jsm = await this.#jsm();
     await jsm.streams.purge(this.#stream, { filter: memberSubject(this.#ns, this.#group, this.member) });
   }
+}
+
+/** A member's last lease as the store holds it. */
+export interface Lease {
+  readonly member: string;
+  readonly seq: number;
+  /** The server's timestamp of the lease. */
+  readonly time: Date;
+  /** The lease time the member renews for; undefined when its record cannot be read. */
+  readonly leaseMs: number | undefined;
+}
+
+/** Every lease of a group in the membership store (one per member, its last). */
+export async function readLeases(jsm: JetStreamManager, stream: string, ns: string, group: string): Promise<Lease[]> {
+  const info = await jsm.streams.info(stream, { subjects_filter: memberSubject(ns, group) });
+  const leases = await Promise.all(
+    Object.keys(info.state.subjects ?? {}).map(async (subject): Promise<Lease | undefined> => {
+      const m = await jsm.streams.getMessage(stream, { last_by_subj: subject }).catch(() => null);
+      return m ? { member: subject.slice(subject.lastIndexOf(".") + 1), seq: m.seq, time: m.time, leaseMs: leaseOf(m.data) } : undefined;
+    }),
+  );
+  return leases.filter((l) => l !== undefined);
+}
+
+function leaseOf(data: Uint8Array): number | undefined {
+  try {
+    const v = (JSON.parse(new TextDecoder().decode(data)) as { leaseMs?: unknown }).leaseMs;
+    return typeof v === "number" && Number.isSafeInteger(v) && v > 0 ? v : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The members live at `now` as one outside reading sees them (`jetloop consumers`): a lease
+ * younger than its own lease time by the server's timestamp. A member judges by its own
+ * clock over repeated readings (`Membership.live`); one reading can only trust the server's.
+ */
+export function liveAt(leases: readonly Lease[], now: number): string[] {
+  return leases.filter((l) => l.leaseMs !== undefined && now - l.time.getTime() < l.leaseMs).map((l) => l.member).sort();
 }
