@@ -12,6 +12,7 @@ import type { BusContext } from "./bus-context.js";
 import { inboxPrefixOf } from "./connection/inbox.js";
 import { openConnection } from "./connection/connect.js";
 import type { JournalSource } from "./subscribe/journal-range.js";
+import { ReadConsumerPool } from "./subscribe/read-consumers.js";
 import { type BusOptions, type BusSettings, type ConnectionSettings, parseBusOptions, parseConnectOptions } from "./connection/options.js";
 import { requireMinimum, supports, type Feature } from "./connection/server-version.js";
 import { ConnectionClosedError, PermissionDeniedError } from "./errors.js";
@@ -173,7 +174,13 @@ class BusImpl<E = JetloopEvent> implements Jetloop<E> {
     this.#publisher = new Publisher(nc, this.#writer, { ...settings, serverVersion: this.serverVersion }, this.registry);
     const js = jetstream(nc);
     const journalPosition = new JournalPosition(jsm, settings.stream);
-    const journal: JournalSource = { js, stream: settings.stream, journalReads: settings.journalReads, inboxPrefix: inboxPrefixOf(nc) };
+    const journal: JournalSource = {
+      js,
+      stream: settings.stream,
+      journalReads: settings.journalReads,
+      inboxPrefix: inboxPrefixOf(nc),
+      ...(settings.readConsumers ? { pool: new ReadConsumerPool(settings.readConsumers, settings.stream, jsm) } : {}),
+    };
     const onPermissionViolation = (listener: ViolationListener) => {
       this.#violationListeners.add(listener);
       return () => this.#violationListeners.delete(listener);

@@ -32,6 +32,7 @@ export {
   ProjectionDeliveryError,
   SubjectError,
   TelemetryUnavailableError,
+  ReadConsumersBusyError,
   type CommandErrorCode,
   type CommandOutcome,
   type DecodeFailure,
