@@ -10,6 +10,12 @@ function permissionViolation(e: unknown): PermissionViolationError | undefined {
   return undefined;
 }
 
+/** `e` as a PermissionDeniedError when the server's permissions refused it; else `e` itself. */
+export function permissionRefusal(e: unknown): unknown {
+  const pv = permissionViolation(e);
+  return pv ? new PermissionDeniedError(pv.operation === "publish" ? "api" : "subscribe", pv.subject, { cause: e }) : e;
+}
+
 /** Maps a failure to set up or run a consumer to jetloop's typed errors. */
 export function consumerError(e: unknown, stream: string, what: string): Error {
   const pv = permissionViolation(e);
