@@ -315,7 +315,9 @@ export type CommandErrorCode =
   // command id reused for another request, the loop refusing the input.
   | "COMMAND_TIMEOUT"
   | "IDEMPOTENCY_CONFLICT"
-  | "INPUT_REFUSED";
+  | "INPUT_REFUSED"
+  // The server's permissions refused the request (another session's commands): not sent.
+  | "PERMISSION_DENIED";
 
 /**
  * An answer command that did not take effect; `code` says why. GATE_RESOLVED carries how

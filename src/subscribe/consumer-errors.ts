@@ -3,7 +3,7 @@ import { PermissionViolationError } from "@nats-io/transport-node";
 import { NotProvisionedError, PermissionDeniedError, SubscriptionError } from "../errors.js";
 
 /** The permission violation behind `e`: NATS.js wraps a refused request in a RequestError. */
-function permissionViolation(e: unknown): PermissionViolationError | undefined {
+export function permissionViolation(e: unknown): PermissionViolationError | undefined {
   for (let c = e, depth = 0; c instanceof Error && depth < 4; c = c.cause, depth++) {
     if (c instanceof PermissionViolationError) return c;
   }

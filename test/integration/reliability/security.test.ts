@@ -23,11 +23,12 @@ describe("reliability: per-session permissions and secrets", () => {
     for (const what of ["pull from the durable billing", "delete the durable billing", "read the durable billing's state"]) {
       expect(r.attacks.find((a) => a.what === what), what).toMatchObject({ refused: true, how: "permissions violation" });
     }
-    // Every other read or append through jetloop: PermissionDeniedError, promptly.
+    // Every other read, append, answer or control through jetloop: PermissionDeniedError (the
+    // commands: CommandError with code PERMISSION_DENIED), promptly.
     expect(r.refusals.map((x) => [x.what, x.outcome])).toEqual(r.refusals.map((x) => [x.what, "PermissionDeniedError"]));
     for (const x of r.refusals) expect(x.ms, x.what).toBeLessThan(2000);
     // ... naming the subject the server refused.
-    for (const x of r.refusals) expect(x.subject, x.what).toMatch(/^(\$JS\.API\.CONSUMER\.CREATE\.acme_journal(\.|$)|acme\.(journal|live|feed)\.)/);
+    for (const x of r.refusals) expect(x.subject, x.what).toMatch(/^(\$JS\.API\.CONSUMER\.CREATE\.acme_journal(\.|$)|acme\.(journal|live|feed|cmd)\.)/);
     // Her own session replays, before and after the crossing table (her pool's names, her filter in the create subject).
     expect(r.ownReplay).toBe(r.ownEnduring);
     // The raw API: every attempt refused, by the permissions or by the JetStream API.
@@ -40,6 +41,15 @@ describe("reliability: per-session permissions and secrets", () => {
     expect(r.crossings.attempts.filter((a) => !a.refused)).toEqual([]);
     for (const a of r.crossings.attempts) expect(a.ms, `${a.path} ${a.target}`).toBeLessThan(2500);
     expect(r.crossings.changed).toEqual([]);
+    // The gateway with a per-user principal: bob's session is not there for alice's token (404), hers is.
+    const own = r.gatewayAttempts.find((g) => g.what.startsWith("her own"));
+    expect(own?.status).toBe(200);
+    for (const g of r.gatewayAttempts.filter((x) => x !== own)) {
+      // The journal route answers an unseen session as an empty page (reference §4), never 404.
+      if (g.what.includes("journal")) expect([g.status, g.events], g.what).toEqual([200, 0]);
+      else expect(g.status, g.what).toBe(404);
+      expect(g.ms, g.what).toBeLessThan(2500);
+    }
     // Her pool's reads delete their consumers.
     expect(r.poolLeft).toEqual([]);
     // Secrets: requests carrying them refused typed; extra envelope keys dropped, not stored.

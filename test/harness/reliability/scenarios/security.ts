@@ -19,6 +19,7 @@ import {
   type JetloopEvent,
   type SubscriptionReport,
 } from "../../../../src/index.js";
+import { startGateway } from "../../../../src/gateway/index.js";
 import { REPO_ROOT, startServer } from "../../server.js";
 import { heldWithin, sleep } from "../../async.js";
 import { row, tally, type ScenarioRecord } from "../figures.js";
@@ -57,6 +58,8 @@ export interface Refusal {
   /** PermissionDeniedError.subject: the subject the server refused. */
   readonly subject?: string;
   readonly ms: number;
+  /** The jetloop error code, when typed. */
+  readonly code?: string;
 }
 
 export interface SecurityResult {
@@ -74,6 +77,8 @@ export interface SecurityResult {
   readonly attacks: { what: string; refused: boolean; how: string }[];
   /** The crossing table (crossings.ts): every consumer path × every consumer not hers. */
   readonly crossings: CrossingResult;
+  /** The gateway with a per-user principal (alice's token sees her session): bob's paths by HTTP status. */
+  readonly gatewayAttempts: { what: string; status: number; ms: number; events: number }[];
   /** Her pool's consumers left on the server after her reads ended. */
   readonly poolLeft: string[];
   readonly secretAppends: { what: string; outcome: string; typed: boolean; leaksInMessage: boolean }[];
@@ -93,7 +98,9 @@ async function timed(what: string, f: () => Promise<unknown>): Promise<Refusal> 
     return { what, outcome: "accepted", typed: false, ms: Date.now() - t };
   } catch (e) {
     const typed = e instanceof PermissionDeniedError;
-    return { what, outcome: e instanceof Error ? e.name : String(e), typed, ...(typed ? { subject: e.subject } : {}), ms: Date.now() - t };
+    // Answer commands and controls refuse with a CommandError of code PERMISSION_DENIED.
+    const outcome = typed || isJetloopError(e, "PERMISSION_DENIED") ? "PermissionDeniedError" : e instanceof Error ? e.name : String(e);
+    return { what, outcome, typed: isJetloopError(e, "PERMISSION_DENIED"), ...(typed ? { subject: e.subject } : isJetloopError(e, "PERMISSION_DENIED") ? { subject: e.message.replace(/^.* on /, "") } : {}), ms: Date.now() - t, ...(isJetloopError(e) ? { code: e.code } : {}) };
   }
 }
 
@@ -205,6 +212,15 @@ export async function securityScenario(ctx: ScenarioContext, o: { events: number
     refusals.push(await timed("bob follows alice's session", () => bob.session(A.session).subscribeEvents({ enduring: "all" }, { start: "all" })));
     refusals.push(await timed("alice appends to her own session's journal", () => alice.publish(enduring(ca))));
     refusals.push(await timed("alice appends to bob's journal", () => alice.publish(enduring(cb))));
+    // Answer commands and the session controls of bob's session (request/reply on acme.cmd.<bob>).
+    refusals.push(await timed("alice answers a gate of bob's session", () => alice.session(B.session).answer(cb.loopId, { kind: "permission", gateId: newId(), effect: "approve" })));
+    // The controls answer with result values: a refusal is { ok: false, error } (thrown here to be timed alike).
+    const control = async (r: Promise<{ ok: boolean; error?: unknown }>) => {
+      const v = await r;
+      if (!v.ok) throw v.error;
+    };
+    refusals.push(await timed("alice sends input to bob's session", () => control(alice.session(B.session).submitInput([{ type: "text", text: "hi" }]))));
+    refusals.push(await timed("alice interrupts bob's session", () => control(alice.session(B.session).interrupt())));
     refusals.push(await timed("bob appends to his own session's journal", () => bob.publish(createEvent("SessionStopped", { sessionId: B.session }))));
     // Her own session still replays (the filter-carrying create subject).
     let ownReplay = 0; // the smaller of her replays before and after the crossing table
@@ -271,6 +287,40 @@ export async function securityScenario(ctx: ScenarioContext, o: { events: number
       ownPrefix: "alice",
       poolSize: 4,
     });
+    // The gateway, with a per-user principal: alice's token sees her session only.
+    const gw = await startGateway(gateway, {
+      listen: "127.0.0.1:0",
+      authenticate: (req) => (req.headers.authorization === "Bearer alice-token" ? { canSee: (sid) => sid === A.session } : false),
+    });
+    const gatewayPaths: [string, string, string][] = [
+      ["GET", `/v1/sessions/${B.session}/status`, "status"],
+      ["GET", `/v1/sessions/${B.session}/journal`, "journal page"],
+      ["GET", `/v1/sessions/${B.session}/events`, "event stream"],
+      ["POST", `/v1/sessions/${B.session}/gates/${newId()}`, "gate answer"],
+      ["POST", `/v1/sessions/${B.session}/input`, "input"],
+      ["POST", `/v1/sessions/${B.session}/interrupt`, "interrupt"],
+    ];
+    const gatewayAttempts: SecurityResult["gatewayAttempts"] = [];
+    try {
+      for (const [method, path, what] of gatewayPaths) {
+        const t = Date.now();
+        const res = await fetch(`${gw.url}${path}`, {
+          method,
+          headers: { authorization: "Bearer alice-token", "content-type": "application/json" },
+          ...(method === "POST" ? { body: JSON.stringify({ commandId: newId(), effect: "approve", blocks: [{ type: "text", text: "x" }] }) } : {}),
+          signal: AbortSignal.timeout(3000),
+        });
+        // The journal route never answers 404 (the Go runtime's reference §4): a hidden session reads as an empty page.
+        const events = what === "journal page" ? ((await res.json()) as { events: unknown[] }).events.length : (await res.body?.cancel(), 0);
+        gatewayAttempts.push({ what: `bob's ${what} with alice's token`, status: res.status, ms: Date.now() - t, events });
+      }
+      const own = await fetch(`${gw.url}/v1/sessions/${A.session}/status`, { headers: { authorization: "Bearer alice-token" }, signal: AbortSignal.timeout(3000) });
+      await own.body?.cancel();
+      gatewayAttempts.push({ what: "her own status with her token", status: own.status, ms: 0, events: 0 });
+    } finally {
+      await gw.close();
+    }
+
     const crossings = await tryCrossings({ follower: raw, bus: alice, ops: opsJsm, targets, ownFilter: `${namespace}.journal.${A.session}.>`, ownSession: A.session });
     for (const name of ["bob_0", "bob_1", "bob_2", "bob_3"]) await opsJsm.consumers.delete(EXAMPLE.stream, name);
     // Her own reads still work after the table, and leave none of her pool's consumers.
@@ -376,6 +426,7 @@ export async function securityScenario(ctx: ScenarioContext, o: { events: number
         "crossing table: slowest refusal (ms)": Math.max(...crossings.attempts.map((a) => a.ms)),
         "crossing table: consumers whose config changed": crossings.changed.length,
         "her pool's consumers left after her reads": poolLeft.length,
+        ...Object.fromEntries(gatewayAttempts.map((g) => [`gateway (per-user principal): ${g.what}`, `HTTP ${g.status}${g.what.includes("journal") ? `, ${g.events} events` : ""}`])),
         "log lines scanned (debug level)": allLines.length,
         "secrets found in logs": logHits.length,
         "rejected secrets found in the stream": streamHits,
@@ -393,6 +444,7 @@ export async function securityScenario(ctx: ScenarioContext, o: { events: number
       ownEnduring: Math.ceil(o.events / 2),
       attacks,
       crossings,
+      gatewayAttempts,
       poolLeft,
       secretAppends,
       poisonInjected: poisonPayloads.length,
