@@ -158,7 +158,8 @@ service's durable named \`billing\` (the README's name, easily guessed). Each fo
 runtime writes to both sessions. Then, through jetloop: alice follows bob's session, every
 session, both sessions, bob's previews, replays bob's session, follows her own session on
 the namespace feed (\`feed: "namespace"\` needs \`{ns}.feed.>\`), bob follows alice's;
-alice and bob append (they have no publish rights on the journal). Through the raw API as
+alice answers a gate of bob's session, sends it input and interrupts it (his command
+subjects); alice and bob append (they have no publish rights on the journal). Through the raw API as
 alice: consumer creates whose configured filter differs from the one in the subject
 (bob's, a wider one, \`filter_subjects\`, none), the filterless and durable creates,
 get-by-sequence, direct get, consumer listing, purge, a pull from, the deletion of and the
@@ -178,7 +179,10 @@ unpin, leader stepdown, consumer list and names, and (not her pool) pull, delete
 through jetloop: a durable subscription naming it (every session, and her session), its
 figures (\`bus.consumer\`), and the parked list, replay and drop under its name. Each
 target's config and creation time are read as the operator before and after. Every path
-tried is listed in the facts below with how often it was refused.
+tried is listed in the facts below with how often it was refused. The gateway (on the \`gateway\`
+user) runs with a per-user principal (\`authenticate\`: alice's token sees her session only):
+alice's token asks for bob's status, journal page, event stream, a gate answer, input and
+interrupt.
 
 Secrets: the runtime tries to append permission requests carrying a grant token or raw
 arguments (in the request, in a requirement, as a string), and a decision and a preview
@@ -194,8 +198,10 @@ keys are dropped (stored without them); the poison is reported, never delivered;
 secret marker appears in any log line, in any delivered event or — for the rejected
 appends — anywhere in the stream; \`billing\` delivers every event once after alice's
 attempts on it; in the crossing table every attempt is refused (through jetloop with a
-typed error) within 2.5 s, no target's config or creation time changed (0 crossings), her
-own session replays before and after it, and her reads leave none of her pool's consumers.`,
+typed error) within 2.5 s, no target's config or creation time changed (0 crossings), the
+gateway answers bob's paths to alice's token 404 (the journal page: an empty page, as for
+any unseen session), her own session replays before and after it, and her reads leave
+none of her pool's consumers.`,
     notes: `NATS permissions match whole subject tokens only, so a consumer-name prefix ("alice-*")
 cannot be granted, and a consumer create is create-or-update: a grant with a free name
 token lets its holder re-target any consumer of the stream to her own filter (tried before
