@@ -79,7 +79,7 @@ describe("example permissions against a follower speaking the JetStream API", ()
   });
 
   it("events a follower pushes into another session's feed are never yielded there as that session's", async () => {
-    const bob = await connect({ servers: server.url, namespace, user: B.user, pass: B.pass, journalReads: "push", natsOptions: { inboxPrefix: B.inbox } });
+    const bob = await connect({ servers: server.url, namespace, user: B.user, pass: B.pass, readConsumers: B.readConsumers, natsOptions: { inboxPrefix: B.inbox } });
     buses.push(bob);
     const reports: SubscriptionReport[] = [];
     const got = collect(await bob.session(B.session).subscribeEvents({ enduring: "all" }, { start: "new", onReport: (r) => reports.push(r) }), { keep: true });

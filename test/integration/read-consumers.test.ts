@@ -72,7 +72,7 @@ describe("readConsumers: reads under the bus's own pool names", () => {
         expect(await replayed(bus, { fromSeq, toSeq: fromSeq + span, batch })).toEqual(want);
         expect((await consumerNames()).filter((n) => n.startsWith("gen_"))).toEqual([]);
       }),
-      { numRuns: 10 },
+      { numRuns: 6 },
     );
   });
 
