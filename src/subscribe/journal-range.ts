@@ -215,13 +215,14 @@ async function* readPooled(source: JournalSource, pool: ReadConsumerPool, range:
   }
 }
 
-/** Retries a journal operation across a leader election or a restart; refusals fail at once. */
+/** Retries a journal operation across a leader election or a restart; refusals and a busy pool fail at once. */
 export async function retryJournalRead<T>(op: () => Promise<T>, stopped: () => boolean, log: Logger): Promise<T> {
   for (let attempt = 0; ; attempt++) {
     try {
       return await op();
     } catch (e) {
-      if (e instanceof PermissionDeniedError || e instanceof NotProvisionedError || attempt >= RETRY_MS.length || stopped()) throw e;
+      // A busy read-consumer pool has waited its bound (waitMs) already.
+      if (e instanceof PermissionDeniedError || e instanceof NotProvisionedError || e instanceof ReadConsumersBusyError || attempt >= RETRY_MS.length || stopped()) throw e;
       log.info({ attempt, reason: (e as Error).message }, "journal read failed; retrying");
       await new Promise((resolve) => setTimeout(resolve, RETRY_MS[attempt]));
     }
