@@ -144,11 +144,12 @@ suite (test/unit/fuzz.test.ts) with the fixed budget quoted in the facts.`,
   "7-security": {
     title: "7. Per-session permissions; no secrets in payloads or logs",
     method: `The server runs deploy/nats/permissions.example.conf verbatim: \`alice\` and \`bob\` may each
-follow only their own session (publish: stream info, the consumer-create subject that
-carries a filter on their session's journal, flow-control replies, their session's answer
-subjects — no grant that names a consumer: no pulls, deletes or consumer info; subscribe:
-their session's preview and feed subjects and their own inbox prefix; they connect with
-\`journalReads: "push"\`, so history and replay arrive by ordered push consumers),
+follow only their own session (publish: stream info, the consumer-create subjects that
+carry the name of one of their own pool's consumers (\`alice_0\` … \`alice_3\`) and a filter
+on their session's journal, pull, info and delete on those four names only, their
+session's answer subjects; subscribe: their session's preview and feed subjects and their
+own inbox prefix; they connect with \`readConsumers: { prefix: "alice", size: 4 }\`, so
+history and replay are pulled through their pool's consumers),
 \`runtime\` writes the journal and previews, \`gateway\` may follow every session's feed
 (\`{ns}.feed.>\`, namespace mode) and read the journal, \`ops\` provisions and holds a
 service's durable named \`billing\` (the README's name, easily guessed). Each follower connects with
@@ -157,13 +158,31 @@ service's durable named \`billing\` (the README's name, easily guessed). Each fo
 runtime writes to both sessions. Then, through jetloop: alice follows bob's session, every
 session, both sessions, bob's previews, replays bob's session, follows her own session on
 the namespace feed (\`feed: "namespace"\` needs \`{ns}.feed.>\`), bob follows alice's;
-alice and bob append (they have no publish rights on the journal). Through the raw API as
+alice answers a gate of bob's session, sends it input and interrupts it (his command
+subjects); alice and bob append (they have no publish rights on the journal). Through the raw API as
 alice: consumer creates whose configured filter differs from the one in the subject
 (bob's, a wider one, \`filter_subjects\`, none), the filterless and durable creates,
 get-by-sequence, direct get, consumer listing, purge, a pull from, the deletion of and the
-info of the durable \`billing\`, a create on her own subject naming \`billing\` (which, not
-denied by name, would re-target it to her session), and subscriptions to the journal, bob's previews, every
-inbox and bob's inbox; then \`billing\` is read.
+info of the durable \`billing\`, a create on her own filter's subject naming \`billing\` (with a
+free name token it would re-target it to her session), and subscriptions to the journal,
+bob's previews, every inbox and bob's inbox; then \`billing\` is read.
+
+The crossing table (test/harness/reliability/scenarios/crossings.ts): the targets are the
+service durables (\`billing\` and two generated names, made by jetloop durable
+subscriptions), a partitioned group's two partition durables (\`{group}_p{i}\` on the
+partitioned stream), bob's four pool consumers (created by bob on his own grant), and
+alice's own four pool names aimed at bob's session. For each target alice tries, on the raw
+API: a create naming it on her own filter's subject (for her own pool: bob's filter in the
+body), the same as an update and as a durable, a create naming it with its own filter, one
+without a filter subject, the durable create, an ack of one of its deliveries, pause,
+unpin, leader stepdown, consumer list and names, and (not her pool) pull, delete and info;
+through jetloop: a durable subscription naming it (every session, and her session), its
+figures (\`bus.consumer\`), and the parked list, replay and drop under its name. Each
+target's config and creation time are read as the operator before and after. Every path
+tried is listed in the facts below with how often it was refused. The gateway (on the \`gateway\`
+user) runs with a per-user principal (\`authenticate\`: alice's token sees her session only):
+alice's token asks for bob's status, journal page, event stream, a gate answer, input and
+interrupt.
 
 Secrets: the runtime tries to append permission requests carrying a grant token or raw
 arguments (in the request, in a requirement, as a string), and a decision and a preview
@@ -178,18 +197,25 @@ grant token or raw arguments is refused with a typed error, and the two extra en
 keys are dropped (stored without them); the poison is reported, never delivered; no
 secret marker appears in any log line, in any delivered event or — for the rejected
 appends — anywhere in the stream; \`billing\` delivers every event once after alice's
-attempts on it.`,
-    notes: `Consumer names cannot be matched by prefix in NATS permissions (a name is one subject
-token), so any \`MSG.NEXT\`, \`DELETE\` or \`INFO\` grant would name every consumer of the
-stream, durables included: followers get none, and read the journal by push
-(\`journalReads: "push"\`): each read's consumer is created on the filter-carrying subject
-and delivers to the follower's own inbox. The cost: a push read's consumer is not deleted
-but expires 5 minutes after the read, and a read stalled by a server restart resumes after
-NATS.js's heartbeat check (up to a minute). Trusted readers (the gateway, services) keep
-pull reads and their grants. A follower gets ordered consumers only: durable consumers need \`CONSUMER.INFO\` and \`$JS.ACK\` grants, which the
-example leaves out. A subscription with several filter subjects (a set of loops, or
-types) uses the create subject without a filter and is refused for a restricted user:
-restricted followers subscribe per session with all loops, or per single filter.`,
+attempts on it; in the crossing table every attempt is refused (through jetloop with a
+typed error) within 2.5 s, no target's config or creation time changed (0 crossings), the
+gateway answers bob's paths to alice's token 404 (the journal page: an empty page, as for
+any unseen session), her own session replays before and after it, and her reads leave
+none of her pool's consumers.`,
+    notes: `NATS permissions match whole subject tokens only, so a consumer-name prefix ("alice-*")
+cannot be granted, and a consumer create is create-or-update: a grant with a free name
+token lets its holder re-target any consumer of the stream to her own filter (tried before
+this wave: \`billing\` then saw only alice's session). Each follower is instead granted a
+pool of literal names (\`readConsumers\`); the cost is a grant listing one create line per
+pool name and followed session, and one pull/info/delete line per pool name. A read waits
+for a free name up to \`readConsumers.waitMs\` (then \`READ_CONSUMERS_BUSY\`); a process
+never takes over a name another process holds (consumers carry their pool's owner id), so
+each process needs its own prefix. A subscription with several filter subjects (a set of
+loops, or types) uses the create subject without a filter and is refused for a restricted
+user: restricted followers subscribe per session with all loops, or per single filter. What
+permissions cannot confine: a push consumer's deliver subject (alice can have her own
+session delivered where others listen; permissions-push-attacks.test.ts shows the readers
+ignore it).`,
   },
   "8-durability": {
     title: "8. Server crash right after acks: sync and storage settings",

@@ -12,6 +12,8 @@ import type { BusContext } from "./bus-context.js";
 import { inboxPrefixOf } from "./connection/inbox.js";
 import { openConnection } from "./connection/connect.js";
 import type { JournalSource } from "./subscribe/journal-range.js";
+import { ReadConsumerPool } from "./subscribe/read-consumers.js";
+import { permissionRefusal } from "./subscribe/consumer-errors.js";
 import { type BusOptions, type BusSettings, type ConnectionSettings, parseBusOptions, parseConnectOptions } from "./connection/options.js";
 import { requireMinimum, supports, type Feature } from "./connection/server-version.js";
 import { ConnectionClosedError, PermissionDeniedError } from "./errors.js";
@@ -137,6 +139,29 @@ export interface Jetloop<E = JetloopEvent> {
   close(): Promise<void>;
 }
 
+/**
+ * `bus.parked` as users reach it: a refusal by the server's permissions (a follower naming a
+ * durable that is not hers) is a PermissionDeniedError, as on every other path.
+ */
+function refusalsTyped(store: ParkedStore): Parked {
+  const typed =
+    <A extends unknown[], R>(f: (...a: A) => Promise<R>) =>
+    (...a: A): Promise<R> =>
+      f(...a).catch((e: unknown) => {
+        throw permissionRefusal(e);
+      });
+  return {
+    namespace: store.namespace,
+    stream: store.stream,
+    park: typed((p) => store.park(p)),
+    list: typed((d) => store.list(d)),
+    show: typed((d, s) => store.show(d, s)),
+    counts: typed(() => store.counts()),
+    drop: typed((d, s) => store.drop(d, s)),
+    replay: typed((d, s) => store.replay(d, s)),
+  };
+}
+
 /** Listeners for permission violations the server reports asynchronously. */
 type ViolationListener = (e: PermissionViolationError) => void;
 
@@ -174,7 +199,7 @@ class BusImpl<E = JetloopEvent> implements Jetloop<E> {
     requireMinimum(this.serverVersion);
     const jsm = () => this.jetstreamManager();
     const parked = new ParkedStore(nc, jsm, settings.namespace, defaultParkedStreamName(settings.namespace));
-    this.parked = parked;
+    this.parked = refusalsTyped(parked);
     this.#writer = new JournalWriter(nc, jsm, settings, log);
     this.#publisher = new Publisher(nc, this.#writer, { ...settings, serverVersion: this.serverVersion }, this.registry);
     let duplicateWindow: Promise<number> | undefined;
@@ -196,7 +221,13 @@ class BusImpl<E = JetloopEvent> implements Jetloop<E> {
     };
     const js = jetstream(nc);
     const journalPosition = new JournalPosition(jsm, settings.stream);
-    const journal: JournalSource = { js, stream: settings.stream, journalReads: settings.journalReads, inboxPrefix: inboxPrefixOf(nc) };
+    const journal: JournalSource = {
+      js,
+      stream: settings.stream,
+      journalReads: settings.journalReads,
+      inboxPrefix: inboxPrefixOf(nc),
+      ...(settings.readConsumers ? { pool: new ReadConsumerPool(settings.readConsumers, settings.stream, jsm) } : {}),
+    };
     const onPermissionViolation = (listener: ViolationListener) => {
       this.#violationListeners.add(listener);
       return () => this.#violationListeners.delete(listener);
@@ -346,7 +377,11 @@ class BusImpl<E = JetloopEvent> implements Jetloop<E> {
   async consumers(options: ConsumersOptions = {}): Promise<ConsumersReport & { groups: readonly GroupReport[]; durabilityWarnings: readonly DurabilityWarning[] }> {
     const { monitor } = parseConsumersOptions(options);
     const jsm = await this.jetstreamManager();
-    const report = { ...(await consumersReport(jsm, this.stream, this.parked)), groups: await groupsReport(jsm, this.namespace, this.parked) };
+    const report = await (async () => ({ ...(await consumersReport(jsm, this.stream, this.parked)), groups: await groupsReport(jsm, this.namespace, this.parked) }))().catch(
+      (e: unknown) => {
+        throw permissionRefusal(e);
+      },
+    );
     if (monitor.length === 0) return { ...report, durabilityWarnings: [] };
     // Replicas matter to the strict profile only; the default one warns of the sync setting alone.
     return { ...report, durabilityWarnings: (await durabilityWarnings(this.stream, monitor, 3, "default")).warnings };

@@ -39,7 +39,8 @@ export type JetloopErrorCode =
   | "INPUT_REFUSED"
   | "TELEMETRY_UNAVAILABLE"
   | "POLICY_TIMEOUT"
-  | "BATCH_TOO_LARGE";
+  | "BATCH_TOO_LARGE"
+  | "READ_CONSUMERS_BUSY";
 
 export class JetloopError extends Error {
   readonly code: JetloopErrorCode;
@@ -347,7 +348,9 @@ export type CommandErrorCode =
   // command id reused for another request, the loop refusing the input.
   | "COMMAND_TIMEOUT"
   | "IDEMPOTENCY_CONFLICT"
-  | "INPUT_REFUSED";
+  | "INPUT_REFUSED"
+  // The server's permissions refused the request (another session's commands): not sent.
+  | "PERMISSION_DENIED";
 
 /**
  * An answer command that did not take effect; `code` says why. GATE_RESOLVED carries how
@@ -479,5 +482,26 @@ export class PolicyTimeoutError extends JetloopError {
     readonly timeoutMs: number,
   ) {
     super("POLICY_TIMEOUT", `gate ${gateId}: the policy's decide() did not settle within ${timeoutMs} ms`);
+  }
+}
+
+/**
+ * A journal read found no free name in its `readConsumers` pool within `waitMs`: this
+ * process's reads held them all, or another process connected with the same prefix holds
+ * some on the server (`heldElsewhere`; jetloop never takes those over). Nothing was read;
+ * retrying later is safe. Give each process its own prefix, or a larger pool.
+ */
+export class ReadConsumersBusyError extends JetloopError {
+  constructor(
+    readonly prefix: string,
+    readonly size: number,
+    readonly waitMs: number,
+    readonly heldElsewhere: number,
+  ) {
+    super(
+      "READ_CONSUMERS_BUSY",
+      `no read consumer of pool "${prefix}" (size ${size}) was free within ${waitMs} ms` +
+        (heldElsewhere > 0 ? `: ${heldElsewhere} held on the server by another process using the same prefix` : ": all in use by this process's reads"),
+    );
   }
 }

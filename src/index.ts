@@ -34,6 +34,7 @@ export {
   ProjectionDeliveryError,
   SubjectError,
   TelemetryUnavailableError,
+  ReadConsumersBusyError,
   type CommandErrorCode,
   type CommandOutcome,
   type DecodeFailure,

@@ -1,5 +1,6 @@
 /** The subscriber's side of the answer path: answer a gate and get the outcome. */
 import { NoRespondersError, RequestError, TimeoutError } from "@nats-io/transport-node";
+import { permissionViolation } from "../subscribe/consumer-errors.js";
 import type { BusContext } from "../bus-context.js";
 import { CommandError } from "../errors.js";
 import { commandSubject } from "../subjects/subjects.js";
@@ -12,7 +13,7 @@ export type { AnswerOptions };
 /**
  * Sends an answer to the loop actor of (sessionId, loopId). Resolves with the outcome
  * (the first one again for a repeated command id); rejects with CommandError:
- * COMMAND_NO_LISTENER, GATE_UNKNOWN, GATE_RESOLVED, COMMAND_INVALID or COMMAND_FAILED.
+ * COMMAND_NO_LISTENER, GATE_UNKNOWN, GATE_RESOLVED, COMMAND_INVALID, PERMISSION_DENIED or COMMAND_FAILED.
  */
 export async function answerGate<E>(bus: BusContext<E>, sessionId: string, loopId: string, input: AnswerInput, options?: AnswerOptions): Promise<AnswerOutcome> {
   const { timeoutMs } = parseAnswerOptions(options);
@@ -30,6 +31,8 @@ export async function answerGate<E>(bus: BusContext<E>, sessionId: string, loopI
 /** What a failed request means to the answerer: nobody listens, nobody replied in time, or the request failed. */
 export function requestFailure(e: unknown, sessionId: string, loopId: string, timeoutMs: number): CommandError {
   const cause = e instanceof RequestError ? e.cause : e;
+  const denied = permissionViolation(e);
+  if (denied) return new CommandError("PERMISSION_DENIED", `permission denied: publish on ${denied.subject}`, { cause: e });
   if (cause instanceof NoRespondersError) {
     return new CommandError("COMMAND_NO_LISTENER", `no loop actor is listening for session ${sessionId} loop ${loopId}`, { cause: e });
   }

@@ -6,6 +6,7 @@
  * INPUT_REFUSED, COMMAND_INVALID or COMMAND_FAILED (did not take effect).
  */
 import { NoRespondersError, RequestError, TimeoutError } from "@nats-io/transport-node";
+import { permissionViolation } from "../subscribe/consumer-errors.js";
 import { z } from "zod";
 import type { BusContext } from "../bus-context.js";
 import { toWireJson } from "../wire/wire.js";
@@ -71,6 +72,8 @@ async function send<E>(bus: BusContext<E>, subject: string, data: Uint8Array, se
     return (await tracedRequest("session.control", subject, (headers) => bus.nc.request(subject, data, { timeout: timeoutMs, headers }))).data;
   } catch (e) {
     const cause = e instanceof RequestError ? e.cause : e;
+    const denied = permissionViolation(e);
+    if (denied) return new CommandError("PERMISSION_DENIED", `permission denied: publish on ${denied.subject}`, { cause: e });
     if (cause instanceof NoRespondersError) return new CommandError("COMMAND_NO_LISTENER", `nobody serves the controls of session ${sessionId}`, { cause: e });
     if (cause instanceof TimeoutError) return new CommandError("COMMAND_TIMEOUT", `the session's actor did not reply within ${timeoutMs} ms; the command may have taken effect`, { cause: e });
     return new CommandError("COMMAND_FAILED", `the command failed: ${(e as Error).message}`, { cause: e });

@@ -3,6 +3,7 @@ import type { Logger } from "pino";
 import { z } from "zod";
 import { DEFAULT_MAX_EVENT_BYTES } from "../codec/codec.js";
 import { EventRegistry } from "../events/registry.js";
+import { OptionsError } from "../errors.js";
 import { instanceOption, parseOptions, parseSplit } from "../options.js";
 import { checkNamespace } from "../subjects/subjects.js";
 import { feedModeSchema } from "../subscribe/options.js";
@@ -52,6 +53,23 @@ export const busShape = z.strictObject({
    * consumer expires 5 min after it ends instead of being deleted. Default `pull`.
    */
   journalReads: z.enum(["pull", "push"]).default("pull"),
+  /**
+   * A pool of consumer names of this process's own for every journal read: `{prefix}_0` …
+   * `{prefix}_{size-1}` (src/subscribe/read-consumers.ts). A user confined to its session
+   * is then granted exactly these names (create with its session's filter, pull, info,
+   * delete), never a free name token: deploy/nats/permissions.example.conf. Reads are
+   * pulled (so `journalReads` must stay `pull`) and delete their consumer when they end; a
+   * read waits up to `waitMs` (default 30000) for a free name, then fails with
+   * ReadConsumersBusyError. One prefix per process: names another process holds are never
+   * taken over. Default: none (each read names its consumer at random).
+   */
+  readConsumers: z
+    .strictObject({
+      prefix: z.string().regex(/^[A-Za-z0-9-]{1,32}$/, "must be 1-32 characters of [A-Za-z0-9-]"),
+      size: z.number().int().min(1).max(64),
+      waitMs: z.number().int().min(0).max(600_000).default(30_000),
+    })
+    .optional(),
   /** The event catalogue. Default: the built-in types. */
   registry: instanceOption((v): v is EventRegistry<unknown> => v instanceof EventRegistry, "must be an EventRegistry").optional(),
   /** A pino logger; jetloop logs through children of it. Default: pino at `warn` on stderr. */
@@ -100,6 +118,7 @@ export interface BusOptions<E> extends Omit<z.input<typeof busShape>, "registry"
 /** Checks bus options eagerly; throws OptionsError naming the option. */
 export function parseBusOptions(options: unknown): BusSettings {
   const { registry: _r, logger: _l, ...s } = parseOptions(busShape, options);
+  if (s.readConsumers && s.journalReads === "push") throw new OptionsError("readConsumers", 'reads under pool names are pulled: leave journalReads at "pull"');
   return { ...s, stream: s.stream ?? defaultStreamName(s.namespace) };
 }
 

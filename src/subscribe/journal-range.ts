@@ -7,8 +7,9 @@
 import { type ConsumerMessages, DeliverPolicy, type JetStreamClient, type JsMsg, type OrderedConsumerOptions } from "@nats-io/jetstream";
 import { createInbox } from "@nats-io/nats-core";
 import type { Logger } from "pino";
-import { NotProvisionedError, PermissionDeniedError } from "../errors.js";
+import { NotProvisionedError, PermissionDeniedError, ReadConsumersBusyError, SubscriptionError } from "../errors.js";
 import { consumerError } from "./consumer-errors.js";
+import type { ReadConsumerPool } from "./read-consumers.js";
 
 /** Waits between attempts when a journal read fails (a leader election, a restart). */
 const RETRY_MS = [250, 500, 1000, 2000, 4000, 8000];
@@ -20,6 +21,13 @@ const RETRY_MS = [250, 500, 1000, 2000, 4000, 8000];
  * 30 s expiry. 5 s bounds that stall.
  */
 const PULL_EXPIRES_MS = 5_000;
+
+/**
+ * A pool read's pull expiry: a lost consumer (a restart, a delete between pulls) shows as
+ * two missed heartbeats, so 2 s bounds that stall; a pool read only ever asks for messages
+ * the journal holds already.
+ */
+const POOL_PULL_EXPIRES_MS = 2_000;
 
 export interface JournalRange {
   readonly subjects: readonly string[];
@@ -48,6 +56,8 @@ export interface JournalSource {
   readonly journalReads: JournalReads;
   /** The connection's inbox prefix (inboxPrefixOf): push reads deliver below it. */
   readonly inboxPrefix: string | undefined;
+  /** The bus option `readConsumers`: every read names its consumer from this pool (read-consumers.ts). */
+  readonly pool?: ReadConsumerPool;
 }
 
 /** A consumer of either kind, as a read uses it. */
@@ -57,20 +67,25 @@ interface ReadConsumer {
   delete(): Promise<boolean>;
 }
 
-export async function* readJournalRange(source: JournalSource, range: JournalRange, what: string): AsyncGenerator<JsMsg, void, undefined> {
+/** Where a read starts, as consumer options. */
+function startAt(from: JournalRange["from"]): Partial<Pick<OrderedConsumerOptions, "deliver_policy" | "opt_start_seq" | "opt_start_time">> {
+  return "seq" in from
+    ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: from.seq }
+    : { deliver_policy: DeliverPolicy.StartTime, opt_start_time: from.time.toISOString() };
+}
+
+export function readJournalRange(source: JournalSource, range: JournalRange, what: string): AsyncGenerator<JsMsg, void, undefined> {
+  return source.pool ? readPooled(source, source.pool, range, what) : readOrdered(source, range, what);
+}
+
+async function* readOrdered(source: JournalSource, range: JournalRange, what: string): AsyncGenerator<JsMsg, void, undefined> {
   const { js, stream } = source;
   const push = source.journalReads === "push";
   const opts: Partial<OrderedConsumerOptions> = {
     filter_subjects: range.subjects.length === 1 ? range.subjects[0]! : [...range.subjects],
+    ...startAt(range.from),
   };
   if (range.headersOnly) opts.headers_only = true;
-  if ("seq" in range.from) {
-    opts.deliver_policy = DeliverPolicy.StartSequence;
-    opts.opt_start_seq = range.from.seq;
-  } else {
-    opts.deliver_policy = DeliverPolicy.StartTime;
-    opts.opt_start_time = range.from.time.toISOString();
-  }
   let consumer: ReadConsumer;
   let pending: number;
   let messages: ConsumerMessages;
@@ -114,13 +129,100 @@ export async function* readJournalRange(source: JournalSource, range: JournalRan
   }
 }
 
-/** Retries a journal operation across a leader election or a restart; refusals fail at once. */
+/**
+ * A read under a pool name (the bus option `readConsumers`): one pull consumer, created
+ * under a leased name (on the create subject that carries the filter, when there is one),
+ * deleted when the read ends. It does what NATS.js's ordered consumer does, under the same
+ * name: when its consumer is lost (a server restart, a delete) or a delivery skips one, it
+ * creates the consumer again after the last message yielded. Attempts without progress are
+ * bounded (RETRY_MS); a refusal fails at once.
+ */
+async function* readPooled(source: JournalSource, pool: ReadConsumerPool, range: JournalRange, what: string): AsyncGenerator<JsMsg, void, undefined> {
+  const { js, stream } = source;
+  const filter = range.subjects.length === 1 ? { filter_subject: range.subjects[0]! } : { filter_subjects: [...range.subjects] };
+  const config = (from: JournalRange["from"]) => ({ ...filter, ...startAt(from), ...(range.headersOnly ? { headers_only: true } : {}) });
+  let leased: Awaited<ReturnType<ReadConsumerPool["lease"]>>;
+  try {
+    leased = await pool.lease(config(range.from));
+  } catch (e) {
+    throw e instanceof ReadConsumersBusyError ? e : consumerError(e, stream, what);
+  }
+  const { lease } = leased;
+  let info = leased.info;
+  let last = 0;
+  try {
+    for (let attempt = 0; ; attempt++) {
+      let pending = info.num_pending;
+      if (pending === 0) return;
+      let messages: ConsumerMessages;
+      try {
+        messages = await js.consumers.getConsumerFromInfo(info).consume({ max_messages: range.batch, expires: POOL_PULL_EXPIRES_MS, abort_on_missing_resource: true });
+      } catch (e) {
+        throw consumerError(e, stream, what);
+      }
+      let lost: unknown;
+      // A deleted consumer: stop now rather than at the missed heartbeats.
+      void (async () => {
+        for await (const s of messages.status()) {
+          if (s.type === "consumer_deleted" || s.type === "consumer_not_found") {
+            lost = new Error(`the read's consumer ${lease.name} was ${s.type === "consumer_deleted" ? "deleted" : "not found"}`);
+            messages.stop();
+          }
+        }
+      })().catch(() => undefined);
+      let done = false;
+      let delivered = 0;
+      try {
+        for await (const m of messages) {
+          // A skipped delivery: recreate after the last one yielded rather than yield a gap.
+          if (m.info.deliverySequence !== ++delivered) {
+            lost = new Error(`the read's consumer ${lease.name} skipped a delivery`);
+            break;
+          }
+          if (m.seq > range.toSeq) {
+            done = true;
+            break;
+          }
+          pending--;
+          last = m.seq;
+          attempt = 0;
+          yield m;
+          if (pending <= 0 || m.seq >= range.toSeq || m.info.pending === 0) {
+            done = true;
+            break;
+          }
+        }
+      } catch (e) {
+        const typed = consumerError(e, stream, what);
+        if (typed instanceof PermissionDeniedError || typed instanceof NotProvisionedError) throw typed;
+        lost = e;
+      } finally {
+        messages.stop();
+        await messages.close().catch(() => undefined);
+      }
+      if (done) return;
+      lost ??= new Error(`the read's consumer ${lease.name} stopped`);
+      if (attempt >= RETRY_MS.length) throw new SubscriptionError(`${what} failed: ${(lost as Error).message ?? String(lost)}`, { cause: lost });
+      await new Promise((resolve) => setTimeout(resolve, RETRY_MS[attempt]));
+      try {
+        info = await lease.create(config(last > 0 ? { seq: last + 1 } : range.from));
+      } catch (e) {
+        throw consumerError(e, stream, what);
+      }
+    }
+  } finally {
+    await lease.release();
+  }
+}
+
+/** Retries a journal operation across a leader election or a restart; refusals and a busy pool fail at once. */
 export async function retryJournalRead<T>(op: () => Promise<T>, stopped: () => boolean, log: Logger): Promise<T> {
   for (let attempt = 0; ; attempt++) {
     try {
       return await op();
     } catch (e) {
-      if (e instanceof PermissionDeniedError || e instanceof NotProvisionedError || attempt >= RETRY_MS.length || stopped()) throw e;
+      // A busy read-consumer pool has waited its bound (waitMs) already.
+      if (e instanceof PermissionDeniedError || e instanceof NotProvisionedError || e instanceof ReadConsumersBusyError || attempt >= RETRY_MS.length || stopped()) throw e;
       log.info({ attempt, reason: (e as Error).message }, "journal read failed; retrying");
       await new Promise((resolve) => setTimeout(resolve, RETRY_MS[attempt]));
     }

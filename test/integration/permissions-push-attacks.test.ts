@@ -1,13 +1,15 @@
 // Attacks on the example permissions (deploy/nats/permissions.example.conf, verbatim) through the
-// raw JetStream API, as a follower who knows the protocol: the consumer-create subject she is
-// granted names the consumer in a free token, and carries a body she writes herself (the server
-// checks only that the body's filter is the subject's).
+// raw JetStream API, as a follower who knows the protocol: the consumer-create subjects she is
+// granted name her own pool's consumers (alice_0 … alice_3) and carry her session's filter, and
+// she writes the body herself (the server checks only that the body's name and filter are the
+// subject's). The crossing table of every path × every consumer not hers is scenario 7's
+// (test/harness/reliability/scenarios/crossings.ts).
 import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connect as natsConnect, type NatsConnection } from "@nats-io/transport-node";
 import { connect, type Jetloop, type SubscriptionReport } from "../../src/index.js";
 import { startServer, type NatsServer } from "../harness/server.js";
-import { sleep } from "../harness/async.js";
+import { sleep, waitFor } from "../harness/async.js";
 import { EXAMPLE, PERMISSIONS_EXAMPLE } from "../harness/reliability/scenarios/security.js";
 import { collect, enduring, eventIdOf, newCoords } from "../harness/reliability/workload.js";
 
@@ -49,6 +51,10 @@ describe("example permissions against a follower speaking the JetStream API", ()
       return { error: { description: (e as Error).message } };
     }
   };
+  /** Frees a name of her pool (her own grant). */
+  const aliceDelete = async (name: string) => {
+    await aliceRaw.request(`$JS.API.CONSUMER.DELETE.${stream}.${name}`, enc({}), { timeout: 3000 });
+  };
   const consumerConfig = async (name: string) =>
     dec((await opsRaw.request(`$JS.API.CONSUMER.INFO.${stream}.${name}`, enc({}), { timeout: 3000 })).data).config;
 
@@ -73,7 +79,7 @@ describe("example permissions against a follower speaking the JetStream API", ()
   });
 
   it("events a follower pushes into another session's feed are never yielded there as that session's", async () => {
-    const bob = await connect({ servers: server.url, namespace, user: B.user, pass: B.pass, journalReads: "push", natsOptions: { inboxPrefix: B.inbox } });
+    const bob = await connect({ servers: server.url, namespace, user: B.user, pass: B.pass, readConsumers: B.readConsumers, natsOptions: { inboxPrefix: B.inbox } });
     buses.push(bob);
     const reports: SubscriptionReport[] = [];
     const got = collect(await bob.session(B.session).subscribeEvents({ enduring: "all" }, { start: "new", onReport: (r) => reports.push(r) }), { keep: true });
@@ -87,7 +93,7 @@ describe("example permissions against a follower speaking the JetStream API", ()
       opsRaw.subscribe(deliver);
       await opsRaw.flush();
       // The server accepts it (permissions cannot confine a deliver subject): the reader must hold.
-      expect((await aliceCreate(`feedpush${i}`, { deliver_subject: deliver, ack_policy: "none" })).config?.deliver_subject).toBe(deliver);
+      expect((await aliceCreate(`alice_${i}`, { deliver_subject: deliver, ack_policy: "none" })).config?.deliver_subject).toBe(deliver);
     }
     const own = enduring(newCoords(B.session));
     await runtime.publish(own);
@@ -95,8 +101,9 @@ describe("example permissions against a follower speaking the JetStream API", ()
     await sleep(1000);
     // The server did deliver alice's three events to each of those subjects, where bob listens.
     for (let i = 0; i < 3; i++) {
-      const info = dec((await opsRaw.request(`$JS.API.CONSUMER.INFO.${stream}.feedpush${i}`, enc({}), { timeout: 3000 })).data) as { delivered?: { consumer_seq: number } };
+      const info = dec((await opsRaw.request(`$JS.API.CONSUMER.INFO.${stream}.alice_${i}`, enc({}), { timeout: 3000 })).data) as { delivered?: { consumer_seq: number } };
       expect(info.delivered?.consumer_seq).toBe(3);
+      await aliceDelete(`alice_${i}`);
     }
     const foreign = got.deliveries.filter((d) => (d.event as { sessionId: string }).sessionId !== B.session);
     expect(foreign.map((d) => eventIdOf(d.event))).toEqual([]);
@@ -109,21 +116,22 @@ describe("example permissions against a follower speaking the JetStream API", ()
       interrupt: () => (calls.push("interrupt"), { interrupted: true }),
     });
     try {
+      const poolName = (command: string, ack_policy: string) => `alice_${(command === "input" ? 0 : 2) + (ack_policy === "none" ? 0 : 1)}`;
       for (const command of ["input", "interrupt"]) {
         const deliver = `acme.cmd.${B.session}._.${command}`;
-        const name = `cmdpush_${command}`;
         for (const ack_policy of ["none", "explicit"]) {
           // The control server listens in a queue group: naming it is what makes the server deliver.
-          const r = await aliceCreate(`${name}_${ack_policy}`, { deliver_subject: deliver, deliver_group: "controls", ack_policy });
+          const r = await aliceCreate(poolName(command, ack_policy), { deliver_subject: deliver, deliver_group: "controls", ack_policy });
           expect(r.config?.deliver_subject).toBe(deliver);
         }
       }
       await sleep(1000);
       for (const command of ["input", "interrupt"]) {
         for (const ack_policy of ["none", "explicit"]) {
-          const info = dec((await opsRaw.request(`$JS.API.CONSUMER.INFO.${stream}.cmdpush_${command}_${ack_policy}`, enc({}), { timeout: 3000 })).data) as { delivered?: { consumer_seq: number } };
+          const info = dec((await opsRaw.request(`$JS.API.CONSUMER.INFO.${stream}.${poolName(command, ack_policy)}`, enc({}), { timeout: 3000 })).data) as { delivered?: { consumer_seq: number } };
           // Delivered (the control server's literal subscription is interest), never obeyed.
           expect(info.delivered?.consumer_seq, `${command} ${ack_policy}`).toBeGreaterThan(0);
+          await aliceDelete(poolName(command, ack_policy));
         }
       }
       expect(calls).toEqual([]);
@@ -148,8 +156,8 @@ describe("example permissions against a follower speaking the JetStream API", ()
     let delivered = 0;
     for (const f of filters) {
       for (const shape of shapes) {
-        const name = `body${n++}`;
-        const inbox = `${A.inbox}.${name}`;
+        const name = "alice_0";
+        const inbox = `${A.inbox}.body${n++}`;
         const seen: string[] = [];
         const sub = aliceRaw.subscribe(inbox, { callback: (_e, m) => void seen.push(new TextDecoder().decode(m.data)) });
         await aliceRaw.flush();
@@ -170,6 +178,7 @@ describe("example permissions against a follower speaking the JetStream API", ()
           expect(seen.length, JSON.stringify(body)).toBeLessThanOrEqual(3);
           delivered += seen.filter((t) => t !== "").length;
           for (const text of seen) expect(text === "" || (text.includes(A.session) && !text.includes(B.session)), JSON.stringify(body)).toBe(true);
+          await aliceDelete(name);
         }
       }
     }
@@ -177,64 +186,47 @@ describe("example permissions against a follower speaking the JetStream API", ()
     expect(accepted).toBeGreaterThan(0);
     expect(delivered).toBeGreaterThan(0);
   }, 60_000);
-  it("push reads through jetloop leave one consumer each, expiring, and name only her own session", async () => {
-    const alice = await connect({ servers: server.url, namespace, user: A.user, pass: A.pass, journalReads: "push", natsOptions: { inboxPrefix: A.inbox } });
+  it("pool reads through jetloop name only her pool's consumers, filtered on her session, and delete them", async () => {
+    const alice = await connect({ servers: server.url, namespace, user: A.user, pass: A.pass, readConsumers: A.readConsumers, natsOptions: { inboxPrefix: A.inbox } });
     buses.push(alice);
-    const names = async () => {
+    const list = async () => {
       const r = JSON.parse(new TextDecoder().decode((await opsRaw.request(`$JS.API.CONSUMER.LIST.${stream}`, enc({}), { timeout: 3000 })).data)) as { consumers: { name: string; config: Record<string, unknown> }[] };
       return r.consumers;
     };
-    const before = new Set((await names()).map((c) => c.name));
-    const reads = 10;
-    for (let i = 0; i < reads; i++) {
+    const before = new Set((await list()).map((c) => c.name));
+    const during: { name: string; config: Record<string, unknown> }[] = [];
+    for (let i = 0; i < 5; i++) {
       const ids: string[] = [];
-      for await (const d of alice.session(A.session).replay({ enduring: "all" })) ids.push(eventIdOf(d.event));
+      for await (const d of alice.session(A.session).replay({ enduring: "all" }, { batch: 1 })) {
+        if (ids.length === 0) during.push(...(await list()).filter((c) => !before.has(c.name)));
+        ids.push(eventIdOf(d.event));
+      }
       expect(ids.length).toBe(3);
     }
-    const added = (await names()).filter((c) => !before.has(c.name));
-    // What the docs promise: one consumer per read, left to expire 5 minutes after it (no
-    // grant deletes it), ephemeral, delivering to her own inbox, filtered on her session.
-    expect(added.length).toBe(reads);
-    for (const { config } of added) {
-      expect(config.inactive_threshold).toBe(300_000_000_000);
+    expect(during.length).toBe(5);
+    for (const { name, config } of during) {
+      expect(["alice_0", "alice_1", "alice_2", "alice_3"]).toContain(name);
+      expect(config.deliver_subject).toBeUndefined();
       expect(config.durable_name).toBeUndefined();
-      expect(String(config.deliver_subject).startsWith(`${A.inbox}.`)).toBe(true);
       expect(String(config.filter_subject).startsWith(`acme.journal.${A.session}.`)).toBe(true);
     }
+    // Each read deleted its consumer: nothing left to expire.
+    expect((await list()).filter((c) => !before.has(c.name))).toEqual([]);
   }, 60_000);
-  it("a durable a follower squats before the service creates it never carries another session to her", async () => {
-    const name = "audit";
-    const seen: string[] = [];
-    const sub = aliceRaw.subscribe(`${A.inbox}.squat`, { callback: (_e, m) => void seen.push(new TextDecoder().decode(m.data)) });
-    await aliceRaw.flush();
+  it("a follower cannot squat a service's durable name before the service creates it", async () => {
     for (const shape of [{ deliver_subject: `${A.inbox}.squat` }, {}]) {
-      const durable = `${name}${Object.keys(shape).length}`;
-      expect((await aliceCreate(durable, { durable_name: durable, ack_policy: "explicit", ...shape })).config?.durable_name).toBe(durable);
+      const durable = `audit${Object.keys(shape).length}`;
+      // Not a name of her pool: the create subject naming it is not in her grant.
+      expect((await aliceCreate(durable, { durable_name: durable, ack_policy: "explicit", ...shape })).error?.description).toMatch(/permissions violation/i);
       const service = await connect({ servers: server.url, namespace, user: EXAMPLE.ops.user, pass: EXAMPLE.ops.pass });
       buses.push(service);
-      const outcome = await service.subscribeEvents({ enduring: "all" }, { durable: durable }).then(
-        async (s) => {
-          const got = collect(s);
-          await sleep(1000);
-          await s.close();
-          return { ids: got.ids.length };
-        },
-        (e: unknown) => ({ error: (e as Error).name }),
-      );
-      // A squatted push durable refuses the service, typed (a denial of service the example
-      // cannot prevent for names it does not deny); a squatted pull durable becomes the
-      // service's: its filter, every journal event, no deliver subject.
-      if ("deliver_subject" in shape) expect(outcome).toEqual({ error: "SubscriptionError" });
-      else {
-        const state = (JSON.parse(new TextDecoder().decode((await opsRaw.request(`$JS.API.STREAM.INFO.${stream}`, enc({}), { timeout: 3000 })).data)) as { state: { messages: number } }).state;
-        expect(outcome).toEqual({ ids: state.messages });
-        const config = await consumerConfig(durable);
-        expect(config?.deliver_subject).toBeUndefined();
-        expect(config?.filter_subject).not.toBe(ownFilter);
-      }
+      const s = await service.subscribeEvents({ enduring: "all" }, { durable });
+      const got = collect(s);
+      const state = (JSON.parse(new TextDecoder().decode((await opsRaw.request(`$JS.API.STREAM.INFO.${stream}`, enc({}), { timeout: 3000 })).data)) as { state: { messages: number } }).state;
+      await waitFor("every journal event", () => got.ids.length >= state.messages, 10_000);
+      await s.close();
+      expect(got.ids.length).toBe(state.messages);
+      expect((await consumerConfig(durable))?.filter_subject).not.toBe(ownFilter);
     }
-    await sleep(300);
-    sub.unsubscribe();
-    for (const text of seen) expect(text.includes(B.session)).toBe(false);
   }, 30_000);
 });

@@ -43,9 +43,18 @@ const ENTRY_POINTS: readonly EntryPoint[] = [
     parse: parseConnectOptions,
     base: { servers: "nats://127.0.0.1:4222", namespace: "app" },
     keys: keysOf(connectShape),
-    nests: [{ path: ["tls"], value: { caFile: "ca.pem" }, keys: ["caFile", "certFile", "keyFile", "handshakeFirst"] }],
+    nests: [
+      { path: ["tls"], value: { caFile: "ca.pem" }, keys: ["caFile", "certFile", "keyFile", "handshakeFirst"] },
+      { path: ["readConsumers"], value: { prefix: "alice", size: 4 }, keys: ["prefix", "size", "waitMs"] },
+    ],
   },
-  { name: "fromConnection", parse: parseBusOptions, base: { namespace: "app" }, keys: keysOf(busShape), nests: [] },
+  {
+    name: "fromConnection",
+    parse: parseBusOptions,
+    base: { namespace: "app" },
+    keys: keysOf(busShape),
+    nests: [{ path: ["readConsumers"], value: { prefix: "alice", size: 4 }, keys: ["prefix", "size", "waitMs"] }],
+  },
   // A feed subscription knows the durable kind's keys too: they are refused, by name, as the other kind's.
   { name: "subscribeEvents (feed)", parse: parseSubscribeOptions, base: { batch: 8 }, keys: keysOf(feedShape, durableShape), nests: startNests([]) },
   { name: "subscribeEvents (durable)", parse: parseSubscribeOptions, base: { durable: "billing" }, keys: keysOf(feedShape, durableShape), nests: startNests([]) },

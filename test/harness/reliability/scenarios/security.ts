@@ -6,6 +6,7 @@
 // them is reported, and neither the stream nor any log line holds them.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { AckPolicy, jetstreamManager } from "@nats-io/jetstream";
 import { connect as natsConnect, PermissionViolationError, type NatsConnection } from "@nats-io/transport-node";
 import {
   connect,
@@ -18,11 +19,13 @@ import {
   type JetloopEvent,
   type SubscriptionReport,
 } from "../../../../src/index.js";
+import { startGateway } from "../../../../src/gateway/index.js";
 import { REPO_ROOT, startServer } from "../../server.js";
 import { heldWithin, sleep } from "../../async.js";
 import { row, tally, type ScenarioRecord } from "../figures.js";
 import { auditStream, captureLogger, collect, enduring, ephemeral, eventIdOf, newCoords, type CapturedLog } from "../workload.js";
 import { outOfOrder, record, type ScenarioContext } from "./common.js";
+import { groupName, serviceNames, targetsFor, tryCrossings, type CrossingResult } from "./crossings.js";
 
 export const PERMISSIONS_EXAMPLE = join(REPO_ROOT, "deploy/nats/permissions.example.conf");
 
@@ -30,8 +33,8 @@ export const PERMISSIONS_EXAMPLE = join(REPO_ROOT, "deploy/nats/permissions.exam
 export const EXAMPLE = {
   namespace: "acme",
   stream: "acme_journal",
-  alice: { user: "alice", pass: "alice-example-password", session: "0190f2a1-0000-7000-8000-00000000a11c", inbox: "_INBOX_alice" },
-  bob: { user: "bob", pass: "bob-example-password", session: "0190f2a1-0000-7000-8000-000000000b0b", inbox: "_INBOX_bob" },
+  alice: { user: "alice", pass: "alice-example-password", session: "0190f2a1-0000-7000-8000-00000000a11c", inbox: "_INBOX_alice", readConsumers: { prefix: "alice", size: 4 } },
+  bob: { user: "bob", pass: "bob-example-password", session: "0190f2a1-0000-7000-8000-000000000b0b", inbox: "_INBOX_bob", readConsumers: { prefix: "bob", size: 4 } },
   runtime: { user: "runtime", pass: "runtime-example-password", inbox: "_INBOX_runtime" },
   gateway: { user: "gateway", pass: "gateway-example-password", inbox: "_INBOX_gateway" },
   ops: { user: "ops", pass: "ops-example-password" },
@@ -55,6 +58,8 @@ export interface Refusal {
   /** PermissionDeniedError.subject: the subject the server refused. */
   readonly subject?: string;
   readonly ms: number;
+  /** The jetloop error code, when typed. */
+  readonly code?: string;
 }
 
 export interface SecurityResult {
@@ -70,6 +75,12 @@ export interface SecurityResult {
   readonly ownReplay: number;
   readonly ownEnduring: number;
   readonly attacks: { what: string; refused: boolean; how: string }[];
+  /** The crossing table (crossings.ts): every consumer path × every consumer not hers. */
+  readonly crossings: CrossingResult;
+  /** The gateway with a per-user principal (alice's token sees her session): bob's paths by HTTP status. */
+  readonly gatewayAttempts: { what: string; status: number; ms: number; events: number }[];
+  /** Her pool's consumers left on the server after her reads ended. */
+  readonly poolLeft: string[];
   readonly secretAppends: { what: string; outcome: string; typed: boolean; leaksInMessage: boolean }[];
   readonly poisonInjected: number;
   readonly poisonReported: number;
@@ -87,7 +98,9 @@ async function timed(what: string, f: () => Promise<unknown>): Promise<Refusal> 
     return { what, outcome: "accepted", typed: false, ms: Date.now() - t };
   } catch (e) {
     const typed = e instanceof PermissionDeniedError;
-    return { what, outcome: e instanceof Error ? e.name : String(e), typed, ...(typed ? { subject: e.subject } : {}), ms: Date.now() - t };
+    // Answer commands and controls refuse with a CommandError of code PERMISSION_DENIED.
+    const outcome = typed || isJetloopError(e, "PERMISSION_DENIED") ? "PermissionDeniedError" : e instanceof Error ? e.name : String(e);
+    return { what, outcome, typed: isJetloopError(e, "PERMISSION_DENIED"), ...(typed ? { subject: e.subject } : isJetloopError(e, "PERMISSION_DENIED") ? { subject: e.message.replace(/^.* on /, "") } : {}), ms: Date.now() - t, ...(isJetloopError(e) ? { code: e.code } : {}) };
   }
 }
 
@@ -128,16 +141,16 @@ export async function securityScenario(ctx: ScenarioContext, o: { events: number
   const conns: NatsConnection[] = [];
   const open = async (who: "runtime" | "alice" | "bob" | "gateway") => {
     const u = EXAMPLE[who];
-    // Followers read the journal by push (the example grants them no consumer by name).
-    const journalReads = who === "alice" || who === "bob" ? "push" : "pull";
-    const bus = await connect({ servers: server.url, namespace, user: u.user, pass: u.pass, journalReads, logger: logs[who]!.logger, natsOptions: { inboxPrefix: u.inbox, name: `reliability-${who}` } });
+    // Followers name their reads' consumers from their own pool (the example grants them those names only).
+    const pool = who === "alice" || who === "bob" ? { readConsumers: EXAMPLE[who].readConsumers } : {};
+    const bus = await connect({ servers: server.url, namespace, user: u.user, pass: u.pass, ...pool, logger: logs[who]!.logger, natsOptions: { inboxPrefix: u.inbox, name: `reliability-${who}` } });
     buses.push(bus);
     return bus;
   };
   try {
     const ops = await connect({ servers: server.url, namespace, user: EXAMPLE.ops.user, pass: EXAMPLE.ops.pass, logger: captureLogger("debug").logger });
     buses.push(ops);
-    await ops.provision();
+    await ops.provision({ partitions: 2 });
     // A service's durable with the README's guessable name, holding an undelivered event.
     const billing = await ops.subscribeEvents({ enduring: "all" }, { durable: "billing" });
     const runtime = await open("runtime");
@@ -199,9 +212,18 @@ export async function securityScenario(ctx: ScenarioContext, o: { events: number
     refusals.push(await timed("bob follows alice's session", () => bob.session(A.session).subscribeEvents({ enduring: "all" }, { start: "all" })));
     refusals.push(await timed("alice appends to her own session's journal", () => alice.publish(enduring(ca))));
     refusals.push(await timed("alice appends to bob's journal", () => alice.publish(enduring(cb))));
+    // Answer commands and the session controls of bob's session (request/reply on acme.cmd.<bob>).
+    refusals.push(await timed("alice answers a gate of bob's session", () => alice.session(B.session).answer(cb.loopId, { kind: "permission", gateId: newId(), effect: "approve" })));
+    // The controls answer with result values: a refusal is { ok: false, error } (thrown here to be timed alike).
+    const control = async (r: Promise<{ ok: boolean; error?: unknown }>) => {
+      const v = await r;
+      if (!v.ok) throw v.error;
+    };
+    refusals.push(await timed("alice sends input to bob's session", () => control(alice.session(B.session).submitInput([{ type: "text", text: "hi" }]))));
+    refusals.push(await timed("alice interrupts bob's session", () => control(alice.session(B.session).interrupt())));
     refusals.push(await timed("bob appends to his own session's journal", () => bob.publish(createEvent("SessionStopped", { sessionId: B.session }))));
     // Her own session still replays (the filter-carrying create subject).
-    let ownReplay = 0;
+    let ownReplay = 0; // the smaller of her replays before and after the crossing table
     for await (const _ of alice.session(A.session).replay({ enduring: "all" })) ownReplay++;
 
     // --- raw JetStream API attempts as alice ---------------------------------------------
@@ -238,6 +260,75 @@ export async function securityScenario(ctx: ScenarioContext, o: { events: number
       await snoop(raw, "subscribe to every inbox", "_INBOX.>"),
       await snoop(raw, "subscribe to bob's inbox", `${B.inbox}.>`),
     ];
+
+    // --- the crossing table ---------------------------------------------------------------
+    const services = serviceNames(2, 7);
+    for (const name of services) await (await ops.subscribeEvents({ enduring: "all" }, { durable: name })).close();
+    const opsJsm = await ops.jetstreamManager();
+    const group = groupName(7);
+    const partitionedStream = `${namespace.replaceAll(".", "_")}_partitioned`;
+    for (let p = 0; p < 2; p++) {
+      await opsJsm.consumers.add(partitionedStream, { durable_name: `${group}_p${p}`, ack_policy: AckPolicy.Explicit, filter_subject: `${namespace}.partition.${p}.>` });
+    }
+    // Bob's pool, as his reads would create it (his own grant).
+    const bobRaw = await natsConnect({ servers: server.url, user: B.user, pass: B.pass, inboxPrefix: B.inbox, name: "reliability-bob-raw" });
+    conns.push(bobRaw);
+    const bobJsm = await jetstreamManager(bobRaw, { checkAPI: false });
+    for (const name of ["bob_0", "bob_1", "bob_2", "bob_3"]) await bobJsm.consumers.add(EXAMPLE.stream, { name, ack_policy: AckPolicy.None, filter_subject: `${namespace}.journal.${B.session}.>` });
+    const targets = targetsFor({
+      stream: EXAMPLE.stream,
+      partitionedStream,
+      namespace,
+      services: ["billing", ...services],
+      group,
+      partitions: 2,
+      otherPrefix: "bob",
+      otherSession: B.session,
+      ownPrefix: "alice",
+      poolSize: 4,
+    });
+    // The gateway, with a per-user principal: alice's token sees her session only.
+    const gw = await startGateway(gateway, {
+      listen: "127.0.0.1:0",
+      authenticate: (req) => (req.headers.authorization === "Bearer alice-token" ? { canSee: (sid) => sid === A.session } : false),
+    });
+    const gatewayPaths: [string, string, string][] = [
+      ["GET", `/v1/sessions/${B.session}/status`, "status"],
+      ["GET", `/v1/sessions/${B.session}/journal`, "journal page"],
+      ["GET", `/v1/sessions/${B.session}/events`, "event stream"],
+      ["POST", `/v1/sessions/${B.session}/gates/${newId()}`, "gate answer"],
+      ["POST", `/v1/sessions/${B.session}/input`, "input"],
+      ["POST", `/v1/sessions/${B.session}/interrupt`, "interrupt"],
+    ];
+    const gatewayAttempts: SecurityResult["gatewayAttempts"] = [];
+    try {
+      for (const [method, path, what] of gatewayPaths) {
+        const t = Date.now();
+        const res = await fetch(`${gw.url}${path}`, {
+          method,
+          headers: { authorization: "Bearer alice-token", "content-type": "application/json" },
+          ...(method === "POST" ? { body: JSON.stringify({ commandId: newId(), effect: "approve", blocks: [{ type: "text", text: "x" }] }) } : {}),
+          signal: AbortSignal.timeout(3000),
+        });
+        // The journal route never answers 404 (the Go runtime's reference §4): a hidden session reads as an empty page.
+        const events = what === "journal page" ? ((await res.json()) as { events: unknown[] }).events.length : (await res.body?.cancel(), 0);
+        gatewayAttempts.push({ what: `bob's ${what} with alice's token`, status: res.status, ms: Date.now() - t, events });
+      }
+      const own = await fetch(`${gw.url}/v1/sessions/${A.session}/status`, { headers: { authorization: "Bearer alice-token" }, signal: AbortSignal.timeout(3000) });
+      await own.body?.cancel();
+      gatewayAttempts.push({ what: "her own status with her token", status: own.status, ms: 0, events: 0 });
+    } finally {
+      await gw.close();
+    }
+
+    const crossings = await tryCrossings({ follower: raw, bus: alice, ops: opsJsm, targets, ownFilter: `${namespace}.journal.${A.session}.>`, ownSession: A.session });
+    for (const name of ["bob_0", "bob_1", "bob_2", "bob_3"]) await opsJsm.consumers.delete(EXAMPLE.stream, name);
+    // Her own reads still work after the table, and leave none of her pool's consumers.
+    let ownAfter = 0;
+    for await (const _ of alice.session(A.session).replay({ enduring: "all" })) ownAfter++;
+    const poolLeft: string[] = [];
+    for await (const c of opsJsm.consumers.list(EXAMPLE.stream)) if (c.name.startsWith("alice_")) poolLeft.push(c.name);
+    ownReplay = Math.min(ownReplay, ownAfter);
 
     // The durable kept every delivery: none pulled away, it was not deleted.
     const billingGot = collect(billing);
@@ -329,6 +420,13 @@ export async function securityScenario(ctx: ScenarioContext, o: { events: number
         "slowest refusal (ms)": slowest,
         "own session replayed": ownReplay,
         "raw API / subscribe attempts refused": `${attacks.filter((a) => a.refused).length} of ${attacks.length}`,
+        "crossing table: targets": crossings.targets.map((t) => `${t.kind} ${t.stream}/${t.name}`).join("; "),
+        ...crossingFacts(crossings),
+        "crossing table: attempts not refused (crossings)": crossings.attempts.filter((a) => !a.refused).length,
+        "crossing table: slowest refusal (ms)": Math.max(...crossings.attempts.map((a) => a.ms)),
+        "crossing table: consumers whose config changed": crossings.changed.length,
+        "her pool's consumers left after her reads": poolLeft.length,
+        ...Object.fromEntries(gatewayAttempts.map((g) => [`gateway (per-user principal): ${g.what}`, `HTTP ${g.status}${g.what.includes("journal") ? `, ${g.events} events` : ""}`])),
         "log lines scanned (debug level)": allLines.length,
         "secrets found in logs": logHits.length,
         "rejected secrets found in the stream": streamHits,
@@ -345,6 +443,9 @@ export async function securityScenario(ctx: ScenarioContext, o: { events: number
       ownReplay,
       ownEnduring: Math.ceil(o.events / 2),
       attacks,
+      crossings,
+      gatewayAttempts,
+      poolLeft,
       secretAppends,
       poisonInjected: poisonPayloads.length,
       poisonReported: poison.length,
@@ -358,4 +459,16 @@ export async function securityScenario(ctx: ScenarioContext, o: { events: number
     for (const c of conns) await c.close().catch(() => undefined);
     await server.close();
   }
+}
+
+/** One fact per path of the crossing table: how many of its targets refused it, and how. */
+function crossingFacts(c: CrossingResult): Record<string, string> {
+  const facts: Record<string, string> = {};
+  const paths = [...new Set(c.attempts.map((a) => `${a.via}: ${a.path}`))];
+  for (const p of paths) {
+    const of = c.attempts.filter((a) => `${a.via}: ${a.path}` === p);
+    const hows = [...new Set(of.filter((a) => a.refused).map((a) => a.how.replace(/: .*$/, "")))].join(", ");
+    facts[`crossing table, ${p}`] = `refused for ${of.filter((a) => a.refused).length} of ${of.length} targets (${hows})`;
+  }
+  return facts;
 }
