@@ -12,7 +12,7 @@
 import { type BenchContext, type Row, compareRow } from "./lib/context.js";
 import { enduringBatch, toWire, wireObject } from "./lib/events.js";
 import { LeanAppender } from "./lib/lean.js";
-import { nowMs, windowed } from "./lib/stats.js";
+import { nowMs, rotatedRounds, windowed } from "./lib/stats.js";
 
 export const IN_FLIGHT = 1024;
 
@@ -20,7 +20,7 @@ export async function runAppend(ctx: BenchContext): Promise<Row[]> {
   const n = ctx.options.quick ? 5_000 : 20_000;
   const s = await ctx.setup("append", { maxInFlight: IN_FLIGHT });
   const lean = new LeanAppender(s.nc);
-  const samples = { jetloop: [] as number[], stock: [] as number[], lean: [] as number[], leanJson: [] as number[] };
+  let samples: Record<"jetloop" | "stock" | "lean" | "leanJson", number[]>;
   const utf8 = new TextEncoder();
   try {
     const contenders: Record<keyof typeof samples, () => Promise<number>> = {
@@ -51,16 +51,8 @@ export async function runAppend(ctx: BenchContext): Promise<Row[]> {
     };
     // A warm-up round of each (JIT, server file blocks), then the repetitions, the order
     // rotated each time so drift on a noisy machine does not favour one contender.
-    const names = Object.keys(contenders) as (keyof typeof samples)[];
-    for (const name of names) await contenders[name]();
-    for (let r = 0; r < ctx.options.reps; r++) {
-      const order = names.map((_, i) => names[(i + r) % names.length]!);
-      for (const name of order) {
-        await s.jsm.streams.purge(s.stream);
-        samples[name].push(await contenders[name]());
-      }
-      ctx.log(`append rep ${r + 1}: ${names.map((k) => `${k} ${Math.round(samples[k].at(-1)!)}/s`).join(", ")}`);
-    }
+    for (const run of Object.values(contenders)) await run();
+    samples = await rotatedRounds("append", ctx.options.reps, (m) => ctx.log(m), contenders, () => s.jsm.streams.purge(s.stream));
   } finally {
     lean.close();
     await s.close();

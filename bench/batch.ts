@@ -13,7 +13,7 @@
 import { headers, nuid, type NatsConnection } from "@nats-io/transport-node";
 import { type BenchContext, compareRow, type Row } from "./lib/context.js";
 import { enduringBatch, toWire, type WireEvent } from "./lib/events.js";
-import { nowMs } from "./lib/stats.js";
+import { nowMs, rotatedRounds } from "./lib/stats.js";
 
 const TURN = 1000;
 const TURNS_AT_ONCE = 4;
@@ -69,7 +69,7 @@ function fastIngest(nc: NatsConnection, stream: string, wire: readonly WireEvent
 export async function runBatch(ctx: BenchContext): Promise<Row[]> {
   const turns = ctx.options.quick ? 5 : 20;
   const s = await ctx.setup("batch");
-  const samples = { today: [] as number[], atomic: [] as number[], startBatch: [] as number[], fast: [] as number[] };
+  let samples: Record<"today" | "atomic" | "startBatch" | "fast", number[]>;
   const turnsOf = () => Array.from({ length: turns }, () => enduringBatch(TURN));
   const wireOf = () => turnsOf().map((t) => t.map((e) => toWire(s.ns, e)));
   try {
@@ -101,16 +101,8 @@ export async function runBatch(ctx: BenchContext): Promise<Row[]> {
         return rate(turns, (i) => fastIngest(s.nc, s.stream, all[i]!));
       },
     };
-    const names = Object.keys(contenders) as (keyof typeof samples)[];
-    for (const name of names) await contenders[name]();
-    for (let r = 0; r < ctx.options.reps; r++) {
-      const order = names.map((_, i) => names[(i + r) % names.length]!);
-      for (const name of order) {
-        await s.jsm.streams.purge(s.stream);
-        samples[name].push(await contenders[name]());
-      }
-      ctx.log(`batch rep ${r + 1}: ${names.map((k) => `${k} ${Math.round(samples[k].at(-1)!)}/s`).join(", ")}`);
-    }
+    for (const run of Object.values(contenders)) await run();
+    samples = await rotatedRounds("batch", ctx.options.reps, (m) => ctx.log(m), contenders, () => s.jsm.streams.purge(s.stream));
   } finally {
     await s.close();
   }

@@ -10,14 +10,14 @@ import { headers } from "@nats-io/transport-node";
 import { HEADER_LAST_JOURNAL_SEQ } from "../src/index.js";
 import { type BenchContext, type Row, compareRow } from "./lib/context.js";
 import { coordinates, ephemeralEvent, toWire, wireObject } from "./lib/events.js";
-import { nowMs } from "./lib/stats.js";
+import { nowMs, rotatedRounds } from "./lib/stats.js";
 
 const BATCH = 1000;
 
 export async function runEphemeral(ctx: BenchContext): Promise<Row[]> {
   const n = ctx.options.quick ? 20_000 : 100_000;
   const s = await ctx.setup("ephemeral");
-  const samples = { jetloop: [] as number[], raw: [] as number[], rawJson: [] as number[] };
+  let samples: Record<"jetloop" | "raw" | "rawJson", number[]>;
   const utf8 = new TextEncoder();
   const makeEvents = (count: number) => {
     const c = Array.from({ length: 16 }, () => coordinates());
@@ -64,13 +64,8 @@ export async function runEphemeral(ctx: BenchContext): Promise<Row[]> {
     },
   };
   try {
-    const names = ["jetloop", "raw", "rawJson"] as const;
-    for (const name of names) await contenders[name]();
-    for (let r = 0; r < ctx.options.reps; r++) {
-      const order = names.map((_, i) => names[(i + r) % names.length]!);
-      for (const name of order) samples[name].push(await contenders[name]());
-      ctx.log(`ephemeral rep ${r + 1}: ${names.map((k) => `${k} ${Math.round(samples[k].at(-1)!)}/s`).join(", ")}`);
-    }
+    for (const run of Object.values(contenders)) await run();
+    samples = await rotatedRounds("ephemeral", ctx.options.reps, (m) => ctx.log(m), contenders);
   } finally {
     await s.close();
   }

@@ -7,14 +7,14 @@
 import { DeliverPolicy } from "@nats-io/jetstream";
 import { type BenchContext, type Row, compareRow } from "./lib/context.js";
 import { fillStream, WireFactory } from "./lib/fill.js";
-import { nowMs } from "./lib/stats.js";
+import { nowMs, rotatedRounds } from "./lib/stats.js";
 
 const BATCH = 512;
 
 export async function runReplay(ctx: BenchContext): Promise<Row[]> {
   const n = ctx.options.quick ? 20_000 : 100_000;
   const s = await ctx.setup("replay");
-  const samples = { jetloop: [] as number[], raw: [] as number[], parse: [] as number[] };
+  let samples: Record<"jetloop" | "raw" | "parse", number[]>;
   try {
     const f = new WireFactory(s.ns);
     const rate = await fillStream(s.nc, s.jsm, s.stream, n, (i) => f.make(i % 50, (i >> 4) % 4, i));
@@ -45,15 +45,10 @@ export async function runReplay(ctx: BenchContext): Promise<Row[]> {
       raw: () => rawRead(false),
       parse: () => rawRead(true),
     };
-    const names = ["jetloop", "raw", "parse"] as const;
     // Warm-up (JIT, the server's block cache): a tenth of the journal each.
     for await (const _d of s.bus.replay({ enduring: "all" }, { batch: BATCH, toSeq: Math.ceil(n / 10) })) void _d;
     await rawRead(false, Math.ceil(n / 10));
-    for (let r = 0; r < ctx.options.reps; r++) {
-      const order = names.map((_, i) => names[(i + r) % names.length]!);
-      for (const name of order) samples[name].push(await contenders[name]());
-      ctx.log(`replay rep ${r + 1}: jetloop ${Math.round(samples.jetloop.at(-1)!)}/s raw ${Math.round(samples.raw.at(-1)!)}/s raw+JSON.parse ${Math.round(samples.parse.at(-1)!)}/s`);
-    }
+    samples = await rotatedRounds("replay", ctx.options.reps, (m) => ctx.log(m), contenders);
   } finally {
     await s.close();
   }

@@ -55,3 +55,27 @@ export function gc(): void {
 export function asError(e: unknown): Error {
   return e instanceof Error ? e : new Error(typeof e === "string" ? e : JSON.stringify(e));
 }
+
+/**
+ * Each contender `reps` times, the order rotated every repetition so drift on a noisy
+ * machine favours none; `before` runs ahead of each sample (a purge, say). Returns the
+ * samples by name and logs each repetition's rates under `label`.
+ */
+export async function rotatedRounds<K extends string>(
+  label: string,
+  reps: number,
+  log: (line: string) => void,
+  contenders: Readonly<Record<K, () => Promise<number>>>,
+  before: () => Promise<unknown> = () => Promise.resolve(),
+): Promise<Record<K, number[]>> {
+  const names = Object.keys(contenders) as K[];
+  const samples = Object.fromEntries(names.map((k) => [k, [] as number[]])) as Record<K, number[]>;
+  for (let r = 0; r < reps; r++) {
+    for (const name of names.map((_, i) => names[(i + r) % names.length]!)) {
+      await before();
+      samples[name].push(await contenders[name]());
+    }
+    log(`${label} rep ${r + 1}: ${names.map((k) => `${k} ${Math.round(samples[k].at(-1)!)}/s`).join(", ")}`);
+  }
+  return samples;
+}
