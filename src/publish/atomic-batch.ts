@@ -184,8 +184,8 @@ export class AtomicBatchWriter {
       case ApiCodes.StreamWrongLastSequenceConstant: {
         // Fenced: a resend of a batch that was stored fails its own fence. Stored whole
         // iff the session's first message after the fence is the batch's first event.
-        const seq = await storedBehindFence(await this.jsm(), this.settings.stream, first);
-        if (seq !== undefined) return { kind: "stored-before", seqs: batchSequences(seq + requests.length - 1, requests.length) };
+        const seqs = await storedRunBehindFence(await this.jsm(), this.settings.stream, requests);
+        if (seqs !== undefined) return { kind: "stored-before", seqs };
         const actual = /(\d+)\s*$/.exec(description);
         throw new PublishConflictError(first.sessionId, first.expectedLastSeq ?? 0, actual ? Number(actual[1]) : undefined);
       }
@@ -216,6 +216,24 @@ export class AtomicBatchWriter {
       this.log.debug({ err: e }, "stream lookup after no responders failed");
     }
   }
+}
+
+/**
+ * The sequences of a fenced batch if the session's messages right behind the fence are
+ * its events, in order: every one of them, not only the first (the first may have been
+ * stored alone by an earlier `publish`, the rest never). Undefined when any is not.
+ */
+async function storedRunBehindFence(jsm: JetStreamManager, stream: string, requests: readonly AppendRequest[]): Promise<number[] | undefined> {
+  const first = await storedBehindFence(jsm, stream, requests[0]!);
+  if (first === undefined) return undefined;
+  const seqs = [first];
+  for (const r of requests.slice(1)) {
+    // The same question one message further: the session's next message after the last found.
+    const seq = await storedBehindFence(jsm, stream, { eventId: r.eventId, expectedLastSeq: seqs[seqs.length - 1]!, fenceSubject: requests[0]!.fenceSubject });
+    if (seq === undefined) return undefined;
+    seqs.push(seq);
+  }
+  return seqs;
 }
 
 /** Marks "no responders" (a 503 status) among the attempt's answers. */
