@@ -16,6 +16,7 @@ import {
   newId,
   NotProvisionedError,
   OptionsError,
+  PermissionDeniedError,
   PublishConflictError,
   ServerUnsupportedError,
   type Jetloop,
@@ -276,6 +277,40 @@ describe.runIf(ATOMIC)("atomic batches: the journal and the answer agree", () =>
       { numRuns: 40 },
     );
     expect(await messageCount(jsm, bus.stream)).toBe(before);
+  });
+
+  it("a batch holding an event its user may not publish is PermissionDeniedError at once (never resent to the deadline), nothing stored, wherever that event is", async () => {
+    const server = await startServer({
+      configText: `authorization { users: [
+        { user: ops, password: ops }
+        { user: half, password: half, permissions: { publish: { allow: ["$JS.API.>", "pd.journal.>"], deny: ["pd.journal.*.*.*.PermissionDecided"] } } }
+      ] }`,
+    });
+    const ops = await connect({ servers: server.url, namespace: "pd", user: "ops", pass: "ops" });
+    // The refusals are logged as warnings too; keep the test output quiet.
+    const half = await connect({ servers: server.url, namespace: "pd", user: "half", pass: "half", logger: pino({ level: "silent" }) });
+    try {
+      await ops.provision();
+      const started = (s: string): JetloopEvent => createEvent("TurnStarted", { sessionId: s, loopId: newId(), turnId: newId() });
+      // Every place of one refused event in batches of 1..4, and batches refused throughout.
+      const layouts: boolean[][] = [];
+      for (let n = 1; n <= 4; n++) for (let at = 0; at < n; at++) layouts.push(Array.from({ length: n }, (_, i) => i === at));
+      layouts.push([true, true, true]);
+      for (const layout of layouts) {
+        const session = newId();
+        const events = layout.map((refused) => (refused ? decided(session) : started(session)));
+        const began = Date.now();
+        const error = await rejection(half.publishAll(events, { atomic: true }));
+        expect(error, layout.join()).toBeInstanceOf(PermissionDeniedError);
+        expect(error, layout.join()).toMatchObject({ operation: "publish", subject: expect.stringMatching(/\.PermissionDecided$/) as unknown });
+        expect(Date.now() - began, layout.join()).toBeLessThan(half.settings.publishDeadlineMs / 4);
+      }
+      expect(await messageCount(await ops.jetstreamManager(), ops.stream)).toBe(0);
+    } finally {
+      await half.close();
+      await ops.close();
+      await server.close();
+    }
   });
 
   it("concurrent batches on one session from two connections: each committed whole, every result names the journal message holding its event", async () => {
