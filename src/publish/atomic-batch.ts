@@ -24,6 +24,7 @@ import {
   ConnectionClosedError,
   MessageTooLargeError,
   NotProvisionedError,
+  PermissionDeniedError,
   PublishConflictError,
   PublishError,
 } from "../errors.js";
@@ -88,7 +89,15 @@ export interface AtomicBatchSettings {
   readonly publishDeadlineMs: number;
 }
 
+/** A batch being committed: the subjects it publishes on, and a refusal of one of them. */
+interface Committing {
+  readonly subjects: ReadonlySet<string>;
+  denied?: PermissionDeniedError;
+}
+
 export class AtomicBatchWriter {
+  readonly #committing = new Set<Committing>();
+
   constructor(
     private readonly nc: NatsConnection,
     private readonly jsm: () => Promise<JetStreamManager>,
@@ -100,6 +109,25 @@ export class AtomicBatchWriter {
   async commit(requests: readonly AppendRequest[]): Promise<AtomicOutcome> {
     checkAtomicBatchSize(requests.length);
     if (requests.length === 0) return { kind: "stored", seqs: [] };
+    const committing: Committing = { subjects: new Set(requests.map((r) => r.subject)) };
+    this.#committing.add(committing);
+    try {
+      return await this.#commit(requests, committing);
+    } finally {
+      this.#committing.delete(committing);
+    }
+  }
+
+  /**
+   * The server refused a publish on `subject` (the connection's permission violation): a
+   * batch holding it can never be committed — the server drops the message, and the
+   * commit is answered "incomplete" or not at all — so it fails with the refusal.
+   */
+  failSubject(subject: string, denied: PermissionDeniedError): void {
+    for (const c of this.#committing) if (c.subjects.has(subject)) c.denied ??= denied;
+  }
+
+  async #commit(requests: readonly AppendRequest[], committing: Committing): Promise<AtomicOutcome> {
     let batch = this.#headers(requests);
     // Checked before anything is sent: a message that cannot fit is refused with nothing
     // sent (a resend's headers differ only in the batch id, of the same length).
@@ -113,6 +141,7 @@ export class AtomicBatchWriter {
     let checkedStream = false;
     for (;;) {
       if (this.nc.isClosed()) throw new ConnectionClosedError();
+      throwIfDenied(committing);
       attempts++;
       // A commit can take longer than one append's ack (the server checks and stores the
       // whole batch): each unanswered attempt waits twice as long as the one before.
@@ -124,6 +153,7 @@ export class AtomicBatchWriter {
         if (ack.error === undefined) return { kind: "stored", seqs: batchSequences(ack.seq!, requests.length) };
         const outcome = await this.#refused(requests, ack.error);
         if (outcome) return outcome;
+        throwIfDenied(committing);
       } else if (reply !== undefined && !checkedStream) {
         // No responders: a leader election (retry) or no stream at all (final).
         checkedStream = true;
@@ -152,6 +182,8 @@ export class AtomicBatchWriter {
       return await this.nc.request(requests[last]!.subject, requests[last]!.data, { timeout, headers: batch[last]! });
     } catch (e) {
       if (e instanceof natsErrors.TimeoutError) return undefined;
+      const violation = e instanceof natsErrors.RequestError ? e.cause : e;
+      if (violation instanceof natsErrors.PermissionViolationError) throw new PermissionDeniedError("publish", violation.subject, { cause: e });
       if (e instanceof natsErrors.RequestError && e.isNoResponders()) return noResponders;
       if (this.nc.isClosed()) throw new ConnectionClosedError(undefined, { cause: e });
       throw new PublishError(requests[last]!.subject, `atomic batch publish failed: ${(e as Error).message}`, undefined, { cause: e });
@@ -235,6 +267,11 @@ async function storedRunBehindFence(jsm: JetStreamManager, stream: string, reque
     seqs.push(seq);
   }
   return seqs;
+}
+
+function throwIfDenied(committing: Committing): void {
+  const { denied } = committing;
+  if (denied) throw denied;
 }
 
 /** Marks "no responders" (a 503 status) among the attempt's answers. */
