@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   BatchTimeoutError,
   BatchTooLargeError,
+  ConnectionClosedError,
   connect,
   createEvent,
   declaredStreamConfig,
@@ -310,6 +311,22 @@ describe.runIf(ATOMIC)("atomic batches: the journal and the answer agree", () =>
       await half.close();
       await ops.close();
       await server.close();
+    }
+  });
+
+  it("the bus closed while a batch awaits its commit's answer: ConnectionClosedError saying all or none, and publishing it again stores each event once", async () => {
+    for (const delayMs of [0, 1, 3]) {
+      const closing = await connect({ servers: natsServers(), namespace: bus.namespace });
+      const session = newId();
+      const events = turn(session, 200);
+      const pending = closing.publishAll(events, { atomic: true });
+      await sleep(delayMs);
+      const [error] = await Promise.all([rejection(pending), closing.close()]);
+      expect(error, `closed after ${delayMs} ms`).toBeInstanceOf(ConnectionClosedError);
+      expect((error as Error).message).toContain("all of them are stored or none");
+      const again = await bus.publishAll(events, { atomic: true });
+      expect(again.map((r) => r.eventId)).toEqual(events.map((e) => e.eventId));
+      expect([...(await sessionCounts(session)).values()]).toEqual(Array(200).fill(1));
     }
   });
 
