@@ -34,6 +34,9 @@ import { type AppendRequest, FixedHeaders, payloadTooLarge, storedBehindFence } 
 /** The most messages nats-server commits in one atomic batch. */
 export const MAX_ATOMIC_BATCH = 1000;
 
+/** How long a failed commit request waits to learn that the connection is closing. */
+const CLOSING_GRACE_MS = 250;
+
 const { MsgIdHdr, ExpectedStreamHdr, ExpectedLastSubjectSequenceHdr, ExpectedLastSubjectSequenceSubjectHdr } = PubHeaders;
 
 /** Refuses a batch the server would not commit whole; a batch is never split silently. */
@@ -140,7 +143,7 @@ export class AtomicBatchWriter {
     let attempts = 0;
     let checkedStream = false;
     for (;;) {
-      if (this.nc.isClosed()) throw new ConnectionClosedError();
+      if (this.nc.isClosed()) throw attempts === 0 ? new ConnectionClosedError() : closedUnanswered(requests.length);
       throwIfDenied(committing);
       attempts++;
       // A commit can take longer than one append's ack (the server checks and stores the
@@ -182,12 +185,23 @@ export class AtomicBatchWriter {
       return await this.nc.request(requests[last]!.subject, requests[last]!.data, { timeout, headers: batch[last]! });
     } catch (e) {
       if (e instanceof natsErrors.TimeoutError) return undefined;
-      const violation = e instanceof natsErrors.RequestError ? e.cause : e;
-      if (violation instanceof natsErrors.PermissionViolationError) throw new PermissionDeniedError("publish", violation.subject, { cause: e });
+      const reason = e instanceof natsErrors.RequestError ? e.cause : e;
+      if (reason instanceof natsErrors.PermissionViolationError) throw new PermissionDeniedError("publish", reason.subject, { cause: e });
       if (e instanceof natsErrors.RequestError && e.isNoResponders()) return noResponders;
-      if (this.nc.isClosed()) throw new ConnectionClosedError(undefined, { cause: e });
+      // Closed, or closing (the bus's close: NATS.js fails the pending request before the
+      // connection reports closed), with the commit sent: its answer never comes.
+      if (await this.#closing()) throw closedUnanswered(requests.length, e);
       throw new PublishError(requests[last]!.subject, `atomic batch publish failed: ${(e as Error).message}`, undefined, { cause: e });
     }
+  }
+
+  /** Whether the connection is closed, or closes within a moment. */
+  async #closing(): Promise<boolean> {
+    if (this.nc.isClosed()) return true;
+    let timer: NodeJS.Timeout | undefined;
+    const closed = await Promise.race([this.nc.closed().then(() => true), new Promise<false>((resolve) => (timer = setTimeout(resolve, CLOSING_GRACE_MS, false)))]);
+    clearTimeout(timer);
+    return closed;
   }
 
   #parse(requests: readonly AppendRequest[], reply: Msg): BatchAck {
@@ -267,6 +281,15 @@ async function storedRunBehindFence(jsm: JetStreamManager, stream: string, reque
     seqs.push(seq);
   }
   return seqs;
+}
+
+/** The connection closed with a commit of this batch unanswered: stored whole or not at all. */
+function closedUnanswered(size: number, cause?: unknown): ConnectionClosedError {
+  return new ConnectionClosedError(
+    `the connection closed before the atomic batch of ${size} events was answered: all of them are stored or none — ` +
+      "publishAll with the same events and atomic (the same expectedLastSeq if fenced; resume.since past the duplicate window) stores each at most once",
+    { cause },
+  );
 }
 
 function throwIfDenied(committing: Committing): void {
