@@ -179,6 +179,7 @@ class BusImpl<E = JetloopEvent> implements Jetloop<E> {
   readonly #writer: JournalWriter;
   readonly #publisher: Publisher<E>;
   readonly #atomic: AtomicPublishDeps<E>;
+  readonly #batches: AtomicBatchWriter;
   readonly #violationListeners = new Set<ViolationListener>();
   /** What else closes with the bus (gate and control servers); its subscriptions close through `context.subscriptions`. */
   readonly #closers = new Set<() => Promise<void>>();
@@ -203,9 +204,10 @@ class BusImpl<E = JetloopEvent> implements Jetloop<E> {
     this.#writer = new JournalWriter(nc, jsm, settings, log);
     this.#publisher = new Publisher(nc, this.#writer, { ...settings, serverVersion: this.serverVersion }, this.registry);
     let duplicateWindow: Promise<number> | undefined;
+    this.#batches = new AtomicBatchWriter(nc, jsm, settings, log);
     this.#atomic = {
       publisher: this.#publisher,
-      batches: new AtomicBatchWriter(nc, jsm, settings, log),
+      batches: this.#batches,
       serverVersion: this.serverVersion,
       storedEvents: (events, since) => this.storedEvents(events, { since }),
       // Read once; a user not allowed the stream's info reads the default window back (a
@@ -261,6 +263,7 @@ class BusImpl<E = JetloopEvent> implements Jetloop<E> {
       if (e.operation !== "publish") return;
       const denied = new PermissionDeniedError("publish", e.subject, { cause: e });
       this.#writer.failSubject(e.subject, denied);
+      this.#batches.failSubject(e.subject, denied);
       this.#publisher.previewDenied(e.subject, denied);
     });
     void this.#watchStatus();

@@ -1,6 +1,7 @@
 /**
  * Atomic batches (nats-server 2.12+, ADR-50; the stream needs `allow_atomic`): a turn's
- * events committed together, never half visible. Every message but the last goes out
+ * events committed together: stored whole or not at all (not isolated from a reader while
+ * the server stores them: docs/scale.md, "Readers during a commit"). Every message but the last goes out
  * without a reply; the last carries `Nats-Batch-Commit` and its answer is the batch's:
  * stored whole (the ack names the last sequence; a batch's sequences are contiguous) or
  * refused whole. Measured on 2.15.1 (docs/scale.md, "Batches"): `Nats-Msg-Id` is kept
@@ -23,6 +24,7 @@ import {
   ConnectionClosedError,
   MessageTooLargeError,
   NotProvisionedError,
+  PermissionDeniedError,
   PublishConflictError,
   PublishError,
 } from "../errors.js";
@@ -31,6 +33,9 @@ import { type AppendRequest, FixedHeaders, payloadTooLarge, storedBehindFence } 
 
 /** The most messages nats-server commits in one atomic batch. */
 export const MAX_ATOMIC_BATCH = 1000;
+
+/** How long a failed commit request waits to learn that the connection is closing. */
+const CLOSING_GRACE_MS = 250;
 
 const { MsgIdHdr, ExpectedStreamHdr, ExpectedLastSubjectSequenceHdr, ExpectedLastSubjectSequenceSubjectHdr } = PubHeaders;
 
@@ -87,7 +92,15 @@ export interface AtomicBatchSettings {
   readonly publishDeadlineMs: number;
 }
 
+/** A batch being committed: the subjects it publishes on, and a refusal of one of them. */
+interface Committing {
+  readonly subjects: ReadonlySet<string>;
+  denied?: PermissionDeniedError;
+}
+
 export class AtomicBatchWriter {
+  readonly #committing = new Set<Committing>();
+
   constructor(
     private readonly nc: NatsConnection,
     private readonly jsm: () => Promise<JetStreamManager>,
@@ -99,6 +112,25 @@ export class AtomicBatchWriter {
   async commit(requests: readonly AppendRequest[]): Promise<AtomicOutcome> {
     checkAtomicBatchSize(requests.length);
     if (requests.length === 0) return { kind: "stored", seqs: [] };
+    const committing: Committing = { subjects: new Set(requests.map((r) => r.subject)) };
+    this.#committing.add(committing);
+    try {
+      return await this.#commit(requests, committing);
+    } finally {
+      this.#committing.delete(committing);
+    }
+  }
+
+  /**
+   * The server refused a publish on `subject` (the connection's permission violation): a
+   * batch holding it can never be committed — the server drops the message, and the
+   * commit is answered "incomplete" or not at all — so it fails with the refusal.
+   */
+  failSubject(subject: string, denied: PermissionDeniedError): void {
+    for (const c of this.#committing) if (c.subjects.has(subject)) c.denied ??= denied;
+  }
+
+  async #commit(requests: readonly AppendRequest[], committing: Committing): Promise<AtomicOutcome> {
     let batch = this.#headers(requests);
     // Checked before anything is sent: a message that cannot fit is refused with nothing
     // sent (a resend's headers differ only in the batch id, of the same length).
@@ -111,7 +143,8 @@ export class AtomicBatchWriter {
     let attempts = 0;
     let checkedStream = false;
     for (;;) {
-      if (this.nc.isClosed()) throw new ConnectionClosedError();
+      if (this.nc.isClosed()) throw attempts === 0 ? new ConnectionClosedError() : closedUnanswered(requests.length);
+      throwIfDenied(committing);
       attempts++;
       // A commit can take longer than one append's ack (the server checks and stores the
       // whole batch): each unanswered attempt waits twice as long as the one before.
@@ -123,6 +156,7 @@ export class AtomicBatchWriter {
         if (ack.error === undefined) return { kind: "stored", seqs: batchSequences(ack.seq!, requests.length) };
         const outcome = await this.#refused(requests, ack.error);
         if (outcome) return outcome;
+        throwIfDenied(committing);
       } else if (reply !== undefined && !checkedStream) {
         // No responders: a leader election (retry) or no stream at all (final).
         checkedStream = true;
@@ -151,10 +185,23 @@ export class AtomicBatchWriter {
       return await this.nc.request(requests[last]!.subject, requests[last]!.data, { timeout, headers: batch[last]! });
     } catch (e) {
       if (e instanceof natsErrors.TimeoutError) return undefined;
+      const reason = e instanceof natsErrors.RequestError ? e.cause : e;
+      if (reason instanceof natsErrors.PermissionViolationError) throw new PermissionDeniedError("publish", reason.subject, { cause: e });
       if (e instanceof natsErrors.RequestError && e.isNoResponders()) return noResponders;
-      if (this.nc.isClosed()) throw new ConnectionClosedError(undefined, { cause: e });
+      // Closed, or closing (the bus's close: NATS.js fails the pending request before the
+      // connection reports closed), with the commit sent: its answer never comes.
+      if (await this.#closing()) throw closedUnanswered(requests.length, e);
       throw new PublishError(requests[last]!.subject, `atomic batch publish failed: ${(e as Error).message}`, undefined, { cause: e });
     }
+  }
+
+  /** Whether the connection is closed, or closes within a moment. */
+  async #closing(): Promise<boolean> {
+    if (this.nc.isClosed()) return true;
+    let timer: NodeJS.Timeout | undefined;
+    const closed = await Promise.race([this.nc.closed().then(() => true), new Promise<false>((resolve) => (timer = setTimeout(resolve, CLOSING_GRACE_MS, false)))]);
+    clearTimeout(timer);
+    return closed;
   }
 
   #parse(requests: readonly AppendRequest[], reply: Msg): BatchAck {
@@ -184,8 +231,8 @@ export class AtomicBatchWriter {
       case ApiCodes.StreamWrongLastSequenceConstant: {
         // Fenced: a resend of a batch that was stored fails its own fence. Stored whole
         // iff the session's first message after the fence is the batch's first event.
-        const seq = await storedBehindFence(await this.jsm(), this.settings.stream, first);
-        if (seq !== undefined) return { kind: "stored-before", seqs: batchSequences(seq + requests.length - 1, requests.length) };
+        const seqs = await storedRunBehindFence(await this.jsm(), this.settings.stream, requests);
+        if (seqs !== undefined) return { kind: "stored-before", seqs };
         const actual = /(\d+)\s*$/.exec(description);
         throw new PublishConflictError(first.sessionId, first.expectedLastSeq ?? 0, actual ? Number(actual[1]) : undefined);
       }
@@ -216,6 +263,38 @@ export class AtomicBatchWriter {
       this.log.debug({ err: e }, "stream lookup after no responders failed");
     }
   }
+}
+
+/**
+ * The sequences of a fenced batch if the session's messages right behind the fence are
+ * its events, in order: every one of them, not only the first (the first may have been
+ * stored alone by an earlier `publish`, the rest never). Undefined when any is not.
+ */
+async function storedRunBehindFence(jsm: JetStreamManager, stream: string, requests: readonly AppendRequest[]): Promise<number[] | undefined> {
+  const first = await storedBehindFence(jsm, stream, requests[0]!);
+  if (first === undefined) return undefined;
+  const seqs = [first];
+  for (const r of requests.slice(1)) {
+    // The same question one message further: the session's next message after the last found.
+    const seq = await storedBehindFence(jsm, stream, { eventId: r.eventId, expectedLastSeq: seqs[seqs.length - 1]!, fenceSubject: requests[0]!.fenceSubject });
+    if (seq === undefined) return undefined;
+    seqs.push(seq);
+  }
+  return seqs;
+}
+
+/** The connection closed with a commit of this batch unanswered: stored whole or not at all. */
+function closedUnanswered(size: number, cause?: unknown): ConnectionClosedError {
+  return new ConnectionClosedError(
+    `the connection closed before the atomic batch of ${size} events was answered: all of them are stored or none — ` +
+      "publishAll with the same events and atomic (the same expectedLastSeq if fenced; resume.since past the duplicate window) stores each at most once",
+    { cause },
+  );
+}
+
+function throwIfDenied(committing: Committing): void {
+  const { denied } = committing;
+  if (denied) throw denied;
 }
 
 /** Marks "no responders" (a 503 status) among the attempt's answers. */

@@ -36,17 +36,19 @@ export async function publishAtomic<E>(deps: AtomicPublishDeps<E>, events: reado
   if (options.fireAndForget) throw new OptionsError("fireAndForget", "applies to previews only: an atomic batch is acknowledged");
   checkAtomicBatchSize(events.length);
   requireFeature(deps.serverVersion, "atomicBatch");
-  const appends = events.map((e) => deps.publisher.journalAppend(e, options.expectedLastSeq));
-  const results: (PublishResult | undefined)[] = appends.map(({ request }) => {
-    const h = held?.get(request.eventId);
-    return h && { journalSeq: h.journalSeq, duplicate: true, subject: h.subject, eventId: request.eventId };
-  });
-  const todo = appends.filter((_, i) => results[i] === undefined);
-  const requests = todo.map((a) => a.request);
-  if (options.expectedLastSeq !== undefined && new Set(requests.map((r) => r.sessionId)).size > 1) {
-    throw new OptionsError("expectedLastSeq", "with atomic, fences one session: every event of the batch must be of the same session");
-  }
+  // Every append started to be sent is ended (its publish trace closed), whatever is
+  // refused after it: an invalid event further on, or the checks of the whole batch.
+  const appends: ReturnType<Publisher<E>["journalAppend"]>[] = [];
+  const results: (PublishResult | undefined)[] = [];
   try {
+    for (const e of events) appends.push(deps.publisher.journalAppend(e, options.expectedLastSeq));
+    for (const { request } of appends) {
+      const h = held?.get(request.eventId);
+      results.push(h && { journalSeq: h.journalSeq, duplicate: true, subject: h.subject, eventId: request.eventId });
+    }
+    const todo = appends.filter((_, i) => results[i] === undefined);
+    const requests = todo.map((a) => a.request);
+    checkBatch(requests, options.expectedLastSeq !== undefined);
     const outcome = await deps.batches.commit(requests);
     let stored: PublishResult[];
     if (outcome.kind === "ids-held") {
@@ -59,8 +61,24 @@ export async function publishAtomic<E>(deps: AtomicPublishDeps<E>, events: reado
     todo.forEach((a, i) => a.end(stored[i]!));
     return all;
   } catch (e) {
-    for (const a of todo) a.end(e as Error);
+    appends.forEach((a, i) => results[i] === undefined && a.end(e as Error));
     throw e;
+  }
+}
+
+/**
+ * Refuses, before anything is sent, a batch the server would refuse whole for what it
+ * holds: one event id twice (10201, which would read as "already stored"), or a fence
+ * over more than one session.
+ */
+function checkBatch(requests: readonly { eventId: string; sessionId: string }[], fenced: boolean): void {
+  const ids = new Set<string>();
+  for (const r of requests) {
+    if (ids.has(r.eventId)) throw new OptionsError("atomic", `event ${r.eventId} is in the batch twice: an atomic batch holds each event once`);
+    ids.add(r.eventId);
+  }
+  if (fenced && new Set(requests.map((r) => r.sessionId)).size > 1) {
+    throw new OptionsError("expectedLastSeq", "with atomic, fences one session: every event of the batch must be of the same session");
   }
 }
 

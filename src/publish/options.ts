@@ -43,7 +43,8 @@ export const publishAllShape = z.strictObject({
   resume: reconcileShape.optional(),
   /**
    * Commit the events together in one atomic batch (nats-server 2.12+, a stream
-   * provisioned with `allow_atomic`): all stored or none, never half visible. Enduring
+   * provisioned with `allow_atomic`): all stored or none (a read started during the
+   * commit can see part of it: docs/scale.md, "Readers during a commit"). Enduring
    * events only, at most 1,000 (more is BatchTooLargeError; never split). With
    * `expectedLastSeq`, all of one session, fenced as a whole. Default false: each event
    * is appended on its own.

@@ -5,16 +5,19 @@
 import { jetstream, jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { connect as natsConnect, headers, nuid, type NatsConnection } from "@nats-io/transport-node";
 import { pino } from "pino";
+import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   BatchTimeoutError,
   BatchTooLargeError,
+  ConnectionClosedError,
   connect,
   createEvent,
   declaredStreamConfig,
   newId,
   NotProvisionedError,
   OptionsError,
+  PermissionDeniedError,
   PublishConflictError,
   ServerUnsupportedError,
   type Jetloop,
@@ -208,6 +211,141 @@ describe.runIf(ATOMIC)("atomic batches (nats-server 2.12+)", () => {
     } finally {
       await jsm.streams.delete(other.stream).catch(() => undefined);
       await other.close();
+    }
+  });
+});
+
+// What a stranger's review broke: each rule checked over a generated family of inputs.
+describe.runIf(ATOMIC)("atomic batches: the journal and the answer agree", () => {
+  it("a fenced batch retried past the duplicate window after only its leading events were stored: a conflict with the rest unstored, never reported stored", async () => {
+    // A window of 100 ms: the resend meets the fence (10071), not the window (10201).
+    const admin = await connect({ servers: natsServers(), namespace: uniqueNamespace(), publishDeadlineMs: 100, ackTimeoutMs: 50 });
+    const producer = await connect({ servers: natsServers(), namespace: admin.namespace });
+    try {
+      await admin.provision({ duplicateWindow: "100ms" });
+      // Every batch size 2..5 with every count of leading events stored earlier, one by one
+      // (fenced appends); with all stored, once with another session's event between.
+      const cases: { events: JetloopEvent[]; stored: number; seqs: number[]; between: boolean }[] = [];
+      for (let n = 2; n <= 5; n++) {
+        for (let k = 1; k <= n; k++) {
+          for (const between of k === n ? [false, true] : [false]) {
+            const session = newId();
+            const events = turn(session, n);
+            const seqs: number[] = [];
+            for (const [i, e] of events.slice(0, k).entries()) {
+              seqs.push((await producer.publish(e, { expectedLastSeq: seqs[i - 1] ?? 0 })).journalSeq);
+              if (between && i === 0) await producer.publish(decided(newId()));
+            }
+            cases.push({ events, stored: k, seqs, between });
+          }
+        }
+      }
+      await sleep(400);
+      for (const c of cases) {
+        const session = c.events[0]!.sessionId;
+        const what = `batch of ${c.events.length}, ${c.stored} stored before${c.between ? ", another session's event between" : ""}`;
+        if (c.stored < c.events.length) {
+          const error = await rejection(producer.publishAll(c.events, { atomic: true, expectedLastSeq: 0 }));
+          expect(error, what).toBeInstanceOf(PublishConflictError);
+          expect(error, what).toMatchObject({ expectedLastSeq: 0, actualLastSeq: c.seqs[c.seqs.length - 1] });
+        } else {
+          const results = await producer.publishAll(c.events, { atomic: true, expectedLastSeq: 0 });
+          expect(results.map((r) => [r.eventId, r.journalSeq, r.duplicate]), what).toEqual(c.events.map((e, i) => [e.eventId, c.seqs[i], true]));
+        }
+        const held = await messageIdCounts(jetstream(nc), admin.stream, `${admin.namespace}.journal.${session}.>`);
+        expect([...held.keys()], what).toEqual(c.events.slice(0, c.stored).map((e) => e.eventId));
+      }
+    } finally {
+      await jsm.streams.delete(admin.stream).catch(() => undefined);
+      await jsm.streams.delete(admin.parked.stream).catch(() => undefined);
+      await producer.close();
+      await admin.close();
+    }
+  });
+
+  it("an event id twice in one batch is refused before anything is sent (the server would refuse it as already stored)", async () => {
+    const before = await messageCount(jsm, bus.stream);
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 2, max: 40 }), fc.nat(), fc.nat(), fc.boolean(), async (n, a, b, fenced) => {
+        const events = turn(newId(), n);
+        const from = a % n;
+        const to = (from + 1 + (b % (n - 1))) % n;
+        events[to] = events[from]!;
+        const error = await rejection(bus.publishAll(events, fenced ? { atomic: true, expectedLastSeq: 0 } : { atomic: true }));
+        expect(error).toBeInstanceOf(OptionsError);
+        expect((error as Error).message).toContain(events[from]!.eventId);
+      }),
+      { numRuns: 40 },
+    );
+    expect(await messageCount(jsm, bus.stream)).toBe(before);
+  });
+
+  it("a batch holding an event its user may not publish is PermissionDeniedError at once (never resent to the deadline), nothing stored, wherever that event is", async () => {
+    const server = await startServer({
+      configText: `authorization { users: [
+        { user: ops, password: ops }
+        { user: half, password: half, permissions: { publish: { allow: ["$JS.API.>", "pd.journal.>"], deny: ["pd.journal.*.*.*.PermissionDecided"] } } }
+      ] }`,
+    });
+    const ops = await connect({ servers: server.url, namespace: "pd", user: "ops", pass: "ops" });
+    // The refusals are logged as warnings too; keep the test output quiet.
+    const half = await connect({ servers: server.url, namespace: "pd", user: "half", pass: "half", logger: pino({ level: "silent" }) });
+    try {
+      await ops.provision();
+      const started = (s: string): JetloopEvent => createEvent("TurnStarted", { sessionId: s, loopId: newId(), turnId: newId() });
+      // Every place of one refused event in batches of 1..4, and batches refused throughout.
+      const layouts: boolean[][] = [];
+      for (let n = 1; n <= 4; n++) for (let at = 0; at < n; at++) layouts.push(Array.from({ length: n }, (_, i) => i === at));
+      layouts.push([true, true, true]);
+      for (const layout of layouts) {
+        const session = newId();
+        const events = layout.map((refused) => (refused ? decided(session) : started(session)));
+        const began = Date.now();
+        const error = await rejection(half.publishAll(events, { atomic: true }));
+        expect(error, layout.join()).toBeInstanceOf(PermissionDeniedError);
+        expect(error, layout.join()).toMatchObject({ operation: "publish", subject: expect.stringMatching(/\.PermissionDecided$/) as unknown });
+        expect(Date.now() - began, layout.join()).toBeLessThan(half.settings.publishDeadlineMs / 4);
+      }
+      expect(await messageCount(await ops.jetstreamManager(), ops.stream)).toBe(0);
+    } finally {
+      await half.close();
+      await ops.close();
+      await server.close();
+    }
+  });
+
+  it("the bus closed while a batch awaits its commit's answer: ConnectionClosedError saying all or none, and publishing it again stores each event once", async () => {
+    for (const delayMs of [0, 1, 3]) {
+      const closing = await connect({ servers: natsServers(), namespace: bus.namespace });
+      const session = newId();
+      const events = turn(session, 200);
+      const pending = closing.publishAll(events, { atomic: true });
+      await sleep(delayMs);
+      const [error] = await Promise.all([rejection(pending), closing.close()]);
+      expect(error, `closed after ${delayMs} ms`).toBeInstanceOf(ConnectionClosedError);
+      expect((error as Error).message).toContain("all of them are stored or none");
+      const again = await bus.publishAll(events, { atomic: true });
+      expect(again.map((r) => r.eventId)).toEqual(events.map((e) => e.eventId));
+      expect([...(await sessionCounts(session)).values()]).toEqual(Array(200).fill(1));
+    }
+  });
+
+  it("concurrent batches on one session from two connections: each committed whole, every result names the journal message holding its event", async () => {
+    const second = await connect({ servers: natsServers(), namespace: bus.namespace });
+    try {
+      const session = newId();
+      const batches = Array.from({ length: 16 }, (_, i) => Array.from({ length: 1 + ((i * 37) % 90) }, () => decided(i % 4 === 0 ? newId() : session)));
+      const results = await Promise.all(batches.map((b, i) => (i % 2 ? bus : second).publishAll(b, { atomic: true })));
+      for (const [i, batch] of batches.entries()) {
+        const seqs = results[i]!.map((r) => r.journalSeq);
+        expect(seqs).toEqual(seqs.map((_, j) => seqs[0]! + j));
+        for (const [j, r] of results[i]!.entries()) {
+          const m = await jsm.streams.getMessage(bus.stream, { seq: r.journalSeq });
+          expect(m?.header.get("Nats-Msg-Id")).toBe(batch[j]!.eventId);
+        }
+      }
+    } finally {
+      await second.close();
     }
   });
 });

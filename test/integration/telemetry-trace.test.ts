@@ -11,6 +11,7 @@ import { jetstream } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { get, type IncomingMessage } from "node:http";
 import { connect, createEvent, defaultRegistry, startGateway, type DurableDelivery, encodeEvent, eventSubject, type JetloopEvent, type Jetloop, newId, publishedContext, withDelivery } from "../../src/index.js";
+import { supports } from "../../src/connection/server-version.js";
 import { natsServers, uniqueNamespace } from "../harness/context.js";
 
 const exporter = new InMemorySpanExporter();
@@ -198,6 +199,30 @@ describe("trace headers jetloop cannot read exactly", () => {
       break;
     }
     await durable.close();
+  });
+});
+
+describe("an atomic batch refused before it is sent", () => {
+  it("ends the publish span of every event it started, with the refusal's code (none is left open)", async () => {
+    const sessionId = newId();
+    const decided = () => createEvent("PermissionDecided", { sessionId, loopId: newId(), turnId: newId(), stepId: newId(), toolExecutionId: newId(), effect: "approve" });
+    const preview = createEvent("ToolCallStarted", { sessionId, loopId: newId(), turnId: newId(), stepId: newId(), toolExecutionId: newId(), toolName: "bash" });
+    const twice = decided();
+    const refused = [
+      [decided(), decided(), preview, decided()],
+      [twice, decided(), twice],
+    ];
+    const atomic = supports(bus.serverVersion, "atomicBatch");
+    for (const events of refused) {
+      exporter.reset();
+      await expect(bus.publishAll(events, { atomic: true })).rejects.toMatchObject({ code: atomic ? "OPTIONS_INVALID" : "SERVER_UNSUPPORTED" });
+      const spans = named(exporter.getFinishedSpans(), "publish PermissionDecided");
+      // Started up to the refused preview (or for every event before the batch's checks);
+      // before 2.12 the batch is refused before any span starts.
+      const started = !atomic ? 0 : events.indexOf(preview) === -1 ? events.length : events.indexOf(preview);
+      expect(spans).toHaveLength(started);
+      for (const span of spans) expect(span.attributes["error.type"]).toBe("OPTIONS_INVALID");
+    }
   });
 });
 
