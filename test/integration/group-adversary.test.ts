@@ -1,0 +1,136 @@
+// An adversary's look at a group's tools: parked group entries replayed after the partition
+// count changed (the partitioned stream deleted and provisioned again with another N), entries
+// whose group headers contradict their durable, and `consumers` against the server's own state.
+import { headers } from "@nats-io/transport-node";
+import { jetstream, jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { connect, createEvent, newId, type DurableDelivery, type DurableSubscription, type Jetloop, type JetloopEvent } from "../../src/index.js";
+import { sessionPartition } from "../../src/partition/partition.js";
+import { partitionDurable } from "../../src/partition/partition-durable.js";
+import { defaultMembersStreamName, defaultPartitionedStreamName } from "../../src/streams/declared.js";
+import { parkedSubject } from "../../src/subjects/subjects.js";
+import { natsServers } from "../harness/context.js";
+import { uniqueNamespace } from "../harness/namespace.js";
+import { waitFor } from "../harness/async.js";
+
+let bus: Jetloop;
+let jsm: JetStreamManager;
+const opened: { close(): Promise<unknown> }[] = [];
+
+beforeAll(async () => {
+  bus = await connect({ servers: natsServers(), namespace: uniqueNamespace("ga") });
+  jsm = await jetstreamManager(bus.nc);
+});
+afterAll(async () => {
+  for (const o of opened.reverse()) await o.close().catch(() => undefined);
+  for (const s of [defaultPartitionedStreamName(bus.namespace), defaultMembersStreamName(bus.namespace), bus.stream, bus.parked.stream]) await jsm.streams.delete(s).catch(() => undefined);
+  await bus.close();
+});
+
+function step(sessionId: string): JetloopEvent {
+  return createEvent("StepDone", { sessionId, loopId: newId(), turnId: newId(), stepId: newId(), messages: [{ role: "assistant", blocks: [{ type: "text", text: "x" }] }] });
+}
+
+async function member(group: string): Promise<DurableSubscription<JetloopEvent>> {
+  const sub = await bus.subscribeEvents({ enduring: "all" }, { durable: group, group: { leaseMs: 1000, member: newId().slice(-10) }, ackWaitMs: 2000, start: "new" });
+  opened.push(sub);
+  return sub;
+}
+
+function run(sub: DurableSubscription<JetloopEvent>, handle: (d: DurableDelivery<JetloopEvent>) => unknown): void {
+  void (async () => {
+    for await (const d of sub) void handle(d);
+  })();
+}
+
+/** Sessions covering every partition of `n` (one each, `extra` more at random). */
+function sessionsCovering(n: number, extra: number): string[] {
+  const byPartition = new Map<number, string>();
+  while (byPartition.size < n) {
+    const s = newId();
+    if (!byPartition.has(sessionPartition(s, n))) byPartition.set(sessionPartition(s, n), s);
+  }
+  return [...byPartition.values(), ...Array.from({ length: extra }, () => newId())];
+}
+
+describe("a group's tools, adversarially", () => {
+  it("replay --group after the partition count changed: each entry goes to its session's partition now, and is handled", async () => {
+    const group = `ga${newId().slice(-8)}`;
+    await bus.provision({ partitions: 8 });
+    const first = await member(group);
+    run(first, (d) => d.term("parked by the test"));
+    const sessions = sessionsCovering(8, 4);
+    const seqOf = new Map<number, string>();
+    for (const s of sessions) seqOf.set((await bus.publish(step(s))).journalSeq, s);
+    await waitFor("all parked", async () => (await bus.parked.list({ group })).length === sessions.length, 15_000);
+    await first.close();
+
+    // The operator provisions the partitioned stream again with fewer partitions.
+    await jsm.streams.delete(defaultPartitionedStreamName(bus.namespace));
+    await bus.provision({ partitions: 4 });
+    const handled = new Map<number, number>();
+    const second = await member(group);
+    // The new stream copies the journal again (its live events are acknowledged); each
+    // replayed entry is parked again, so where it was handled shows in the store.
+    run(second, (d) => {
+      if (!d.replayed) return d.ack();
+      handled.set(d.journalSeq, (handled.get(d.journalSeq) ?? 0) + 1);
+      d.term("again");
+    });
+    const sent = await bus.parked.replay({ group }, "all");
+    expect(sent.map((e) => e.durable).sort()).toEqual([...seqOf].map(([, s]) => partitionDurable(group, sessionPartition(s, 4))).sort());
+    await waitFor("every replayed entry handled", () => handled.size === sessions.length, 15_000);
+    await waitFor("all parked again", async () => (await bus.parked.list({ group })).filter((e) => e.state === "held").length === sessions.length, 10_000);
+    for (const e of await bus.parked.list({ group })) {
+      const want = sessionPartition(seqOf.get(e.journalSeq)!, 4);
+      expect({ seq: e.journalSeq, durable: e.durable, partition: e.group?.partition }).toEqual({ seq: e.journalSeq, durable: partitionDurable(group, want), partition: want });
+    }
+    expect([...handled.values()].every((n) => n === 1)).toBe(true);
+    await second.close();
+    await bus.parked.drop({ group }, "all");
+  });
+
+  it("an entry whose group headers contradict its durable's name is not the group's", async () => {
+    const group = `gb${newId().slice(-8)}`;
+    const js = jetstream(bus.nc);
+    // Every way the two can disagree: another partition, another group, a durable that names no partition.
+    const cases: { durable: string; group: string; partition: number }[] = [
+      { durable: partitionDurable(group, 1), group, partition: 2 },
+      { durable: partitionDurable(`${group}x`, 1), group, partition: 1 },
+      { durable: `${group}_q1`, group, partition: 1 },
+      { durable: partitionDurable(group, 300), group, partition: 300 },
+    ];
+    let seq = 1000;
+    for (const c of cases) {
+      const h = headers();
+      h.set("Jetloop-Parked-Subject", `${bus.namespace}.journal.${newId()}._.step.StepDone`);
+      h.set("Jetloop-Parked-Seq", String(++seq));
+      h.set("Jetloop-Parked-Durable", c.durable);
+      h.set("Jetloop-Parked-Deliveries", "1");
+      h.set("Jetloop-Parked-Reason", "terminated");
+      h.set("Jetloop-Parked-Error-Code", "TERMINATED");
+      h.set("Jetloop-Parked-Error", "forged");
+      h.set("Jetloop-Parked-At", new Date().toISOString());
+      h.set("Jetloop-Parked-Group", c.group);
+      h.set("Jetloop-Parked-Partition", String(c.partition));
+      await js.publish(parkedSubject(bus.namespace, c.durable, "held", seq), new Uint8Array([1]), { headers: h });
+    }
+    expect(await bus.parked.list({ group })).toEqual([]);
+    await expect(bus.parked.replay({ group }, "all")).resolves.toEqual([]);
+  });
+
+  it("replay --group with the partitioned stream gone: refused, every entry still held", async () => {
+    const group = `gc${newId().slice(-8)}`;
+    const sub = await member(group);
+    run(sub, (d) => d.term("parked by the test"));
+    const sessions = sessionsCovering(4, 2);
+    for (const s of sessions) await bus.publish(step(s));
+    await waitFor("all parked", async () => (await bus.parked.list({ group })).length === sessions.length, 15_000);
+    await sub.close();
+    await jsm.streams.delete(defaultPartitionedStreamName(bus.namespace));
+    await expect(bus.parked.replay({ group }, "all")).rejects.toMatchObject({ code: "NOT_PROVISIONED" });
+    const left = await bus.parked.list({ group });
+    expect(left.map((e) => e.state)).toEqual(sessions.map(() => "held"));
+    await bus.parked.drop({ group }, "all");
+  });
+});
