@@ -8,8 +8,10 @@
 import { JetStreamApiCodes, JetStreamApiError, jetstream, type JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { NotProvisionedError, OptionsError, ParkingError } from "../errors.js";
-import { parsePartitionDurable } from "../partition/partition-durable.js";
-import { durableNameSchema, parkedFilter, parkedSubject, parseParkedSubject } from "../subjects/subjects.js";
+import { checkPartitions, sessionPartition } from "../partition/partition.js";
+import { parsePartitionDurable, partitionDurable } from "../partition/partition-durable.js";
+import { defaultPartitionedStreamName, PARTITIONS_METADATA_KEY } from "../streams/declared.js";
+import { durableNameSchema, parkedFilter, parkedSubject, parseEventSubject, parseParkedSubject } from "../subjects/subjects.js";
 import { entryHeaders, parkHeaders, readParked, type ParkedEntry, type ParkInput } from "./parked-entry.js";
 
 /** Which held entries of a durable an operation applies to. */
@@ -109,13 +111,52 @@ export class ParkedStore {
    * Returns what was sent.
    */
   async replay(owner: ParkedOwner, selection: ParkedSelection): Promise<ParkedEntry[]> {
-    const entries = await this.#select(owner, selection, true);
+    const selected = await this.#select(owner, selection, true);
+    const entries = await this.#routed(selected);
     const js = jetstream(this.#nc);
-    for (const e of entries) {
+    for (const [i, e] of entries.entries()) {
       await js.publish(parkedSubject(this.namespace, e.durable, "replay", e.journalSeq), e.data, { headers: entryHeaders(e), expect: { streamName: this.stream } });
-      await this.remove(e.storeSeq);
+      await this.remove(selected[i]!.storeSeq);
     }
     return entries;
+  }
+
+  /**
+   * Where each entry goes back to. A group's entry goes to its session's partition as the
+   * partitioned stream splits the sessions now: that stream provisioned again with another
+   * count makes the partition it was parked in another session's, or one no member runs
+   * (the entry would wait in the replay state forever, or run beside its session's events).
+   * Checked for all before any is moved.
+   */
+  async #routed(entries: readonly ParkedEntry[]): Promise<ParkedEntry[]> {
+    if (!entries.some((e) => e.group)) return [...entries];
+    const partitions = await this.#partitionCount();
+    return entries.map((e) => {
+      if (!e.group) return e;
+      let session: string;
+      try {
+        session = parseEventSubject(this.namespace, e.subject).sessionId;
+      } catch (cause) {
+        throw new ParkingError(e.durable, e.journalSeq, `its subject ${JSON.stringify(e.subject)} names no session, so its partition is unknown; nothing was replayed`, { cause });
+      }
+      const partition = sessionPartition(session, partitions);
+      return { ...e, durable: partitionDurable(e.group.name, partition), group: { name: e.group.name, partition } };
+    });
+  }
+
+  /** The partitioned stream's partition count now. */
+  async #partitionCount(): Promise<number> {
+    const stream = defaultPartitionedStreamName(this.namespace);
+    let n: unknown;
+    try {
+      n = Number((await (await this.#jsm()).streams.info(stream)).config.metadata?.[PARTITIONS_METADATA_KEY]);
+    } catch (e) {
+      if (e instanceof JetStreamApiError && e.code === JetStreamApiCodes.StreamNotFound) {
+        throw new NotProvisionedError(stream, `a group's parked entries go back to their partitions, and stream ${stream} does not exist; run \`jetloop provision --partitions N\` first (nothing was replayed)`);
+      }
+      throw e;
+    }
+    return checkPartitions(n, `${stream} metadata ${PARTITIONS_METADATA_KEY}`);
   }
 
   /** Deletes one stored entry; one already gone is fine. A durable's settlement uses it: not on `Parked`. */
@@ -145,10 +186,12 @@ export class ParkedStore {
   }
 
   async #read(jsm: JetStreamManager, subject: string): Promise<ParkedEntry | undefined> {
-    const { state } = parseParkedSubject(this.namespace, subject);
+    const at = parseParkedSubject(this.namespace, subject);
     try {
       const m = await jsm.streams.getMessage(this.stream, { last_by_subj: subject });
-      return m ? readParked(state, m.seq, m.header, m.data) : undefined;
+      const e = m ? readParked(at.state, m.seq, m.header, m.data) : undefined;
+      // Its headers say whose it is and which event; they must agree with where it is kept.
+      return e && e.durable === at.durable && e.journalSeq === at.journalSeq ? e : undefined;
     } catch (e) {
       if (e instanceof JetStreamApiError && e.code === JetStreamApiCodes.NoMessageFound) return undefined;
       throw this.#error(e);
