@@ -81,7 +81,8 @@ const policyShape = z.strictObject({
   answerTimeoutMs: z.number().int().min(100).default(5000),
   /**
    * The durable subscription's own options (start, maxDeliver, backoffMs, batch, a group
-   * option…), passed through as they are and checked by `subscribeEvents`.
+   * option…), passed through as they are and checked by `subscribeEvents`; not `durable`
+   * (the option above) nor `autoExtendMs` (the service extends a gate while it holds it).
    */
   subscription: z.record(z.string(), z.unknown()).default({}),
 });
@@ -89,7 +90,7 @@ const policyShape = z.strictObject({
 export type PolicyOptions = Omit<z.input<typeof policyShape>, "subscription"> & {
   /** Decides one case: sync or async. A throw is a failure: the gate comes again (the durable's backoff), parked after the last attempt. */
   readonly decide: PolicyDecide;
-  readonly subscription?: Omit<DurableSubscribeOptions, "durable">;
+  readonly subscription?: Omit<DurableSubscribeOptions, "durable" | "autoExtendMs">;
 };
 
 export interface PolicyStats {
@@ -192,10 +193,17 @@ export async function servePolicy(bus: PolicyBus, options: PolicyOptions): Promi
  * (answered once). With at most `concurrency` outstanding (the durable's `maxAckPending`)
  * nothing waits in that buffer while a slot is free, so every copy is one held, extended
  * delivery. A group already has one outstanding per partition, each held and extended at
- * once (its partition's sources read one message at a time).
+ * once (its partition's sources read one message at a time). Every delivery's ack is
+ * extended as long as the service holds it: an extension limit shorter than a slot's wait
+ * plus the decision would let the gate come again while it is decided.
  */
 function outstandingBound(subscription: Record<string, unknown>, concurrency: number): Omit<DurableSubscribeOptions, "durable"> {
-  const s = subscription as Omit<DurableSubscribeOptions, "durable">;
+  if (subscription.durable !== undefined) throw new OptionsError("subscription.durable", "is the service's own `durable` option");
+  if (subscription.autoExtendMs !== undefined) {
+    throw new OptionsError("subscription.autoExtendMs", "is not taken: the service holds a gate until it settles it (each step bounded by decideTimeoutMs and answerTimeoutMs); a gate whose ack stopped being extended comes again while it is decided, and is decided twice");
+  }
+  // Held (extended) for as long as the service has it: waiting for a slot, the join, decide, the answer.
+  const s = { ...(subscription as Omit<DurableSubscribeOptions, "durable">), autoExtendMs: Number.MAX_SAFE_INTEGER };
   if (s.group !== undefined) return s;
   if (s.maxAckPending !== undefined && (typeof s.maxAckPending !== "number" || s.maxAckPending > concurrency)) {
     throw new OptionsError("subscription.maxAckPending", `must be at most concurrency (${concurrency}): a gate the server sent beyond the service's slots waits unextended and can be decided twice`);
