@@ -54,6 +54,45 @@ function sessionsCovering(n: number, extra: number): string[] {
 }
 
 describe("a group's tools, adversarially", () => {
+  it("consumers: for random group sizes, each partition's owner is the member running it and its figures are the server's (behind = its events)", async () => {
+    await bus.provision({ partitions: 8 });
+    const rounds = [1, 3].map((m, r) => ({ members: m, events: 5 + r * 9 }));
+    for (const round of rounds) {
+      const group = `gr${newId().slice(-8)}`;
+      const subs = await Promise.all(Array.from({ length: round.members }, () => member(group)));
+      // Holds every delivery: each partition keeps one outstanding, the rest pending.
+      const held: DurableDelivery<JetloopEvent>[] = [];
+      for (const sub of subs) run(sub, (d) => held.push(d));
+      await waitFor("every member sees the others", () => subs.every((s) => s.group()!.members.length === round.members), 10_000);
+      const perPartition = new Array<number>(8).fill(0);
+      for (let i = 0; i < round.events; i++) {
+        const s = newId();
+        perPartition[sessionPartition(s, 8)]!++;
+        await bus.publish(step(s));
+      }
+      const report = () => bus.consumers().then((c) => c.groups.find((g) => g.group === group)!);
+      await waitFor("the backlog is the group's", async () => (await report()).total.behind === round.events, 10_000);
+      const g = await report();
+      expect(g.members).toEqual(subs.map((s) => s.group()!.member).sort());
+      expect(g.partitionCount).toBe(8);
+      expect(g.partitions.map((p) => p.partition)).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+      for (const p of g.partitions) {
+        const runner = subs.filter((s) => s.group()!.owned.includes(p.partition)).map((s) => s.group()!.member);
+        expect({ partition: p.partition, owner: [p.owner] }).toEqual({ partition: p.partition, owner: runner });
+        const info = await jsm.consumers.info(defaultPartitionedStreamName(bus.namespace), partitionDurable(group, p.partition));
+        expect({ partition: p.partition, pending: p.pending, ackPending: p.ackPending, behind: p.behind }).toEqual({ partition: p.partition, pending: info.num_pending, ackPending: info.num_ack_pending, behind: perPartition[p.partition] });
+        expect(p.ackPending).toBe(Math.min(1, perPartition[p.partition]!));
+      }
+      expect(g.total.pending + g.total.ackPending).toBe(round.events);
+      for (const d of held) d.nak();
+      await Promise.all(subs.map((s) => s.close()));
+      // A group whose members left: no owner, no members.
+      const after = await report();
+      expect(after.members).toEqual([]);
+      expect(after.partitions.every((p) => p.owner === undefined)).toBe(true);
+    }
+  });
+
   it("replay --group after the partition count changed: each entry goes to its session's partition now, and is handled", async () => {
     const group = `ga${newId().slice(-8)}`;
     await bus.provision({ partitions: 8 });
@@ -124,13 +163,16 @@ describe("a group's tools, adversarially", () => {
     const sub = await member(group);
     run(sub, (d) => d.term("parked by the test"));
     const sessions = sessionsCovering(4, 2);
-    for (const s of sessions) await bus.publish(step(s));
-    await waitFor("all parked", async () => (await bus.parked.list({ group })).length === sessions.length, 15_000);
+    const seqs = new Set<number>();
+    for (const s of sessions) seqs.add((await bus.publish(step(s))).journalSeq);
+    const ours = async () => (await bus.parked.list({ group })).filter((e) => seqs.has(e.journalSeq));
+    await waitFor("all parked", async () => (await ours()).length === sessions.length, 15_000);
     await sub.close();
+    const before = await bus.parked.list({ group });
     await jsm.streams.delete(defaultPartitionedStreamName(bus.namespace));
     await expect(bus.parked.replay({ group }, "all")).rejects.toMatchObject({ code: "NOT_PROVISIONED" });
-    const left = await bus.parked.list({ group });
-    expect(left.map((e) => e.state)).toEqual(sessions.map(() => "held"));
+    expect(await bus.parked.list({ group })).toEqual(before);
+    expect((await ours()).map((e) => e.state)).toEqual(sessions.map(() => "held"));
     await bus.parked.drop({ group }, "all");
   });
 });
