@@ -93,6 +93,66 @@ describe("a group's tools, adversarially", () => {
     }
   });
 
+  it("replayed group entries while the partitions' live events flow: never two of one partition in hand at once, each partition's replays in journal order", async () => {
+    await bus.provision({ partitions: 8 });
+    const group = `gl${newId().slice(-8)}`;
+    const sessions = sessionsCovering(8, 8);
+    const sub = await member(group);
+    const partitionOf = new Map<number, number>();
+    const inHand = new Map<number, number>();
+    let overlaps = 0;
+    const replayedOrder = new Map<number, number[]>();
+    let parkNext = true;
+    run(sub, async (d) => {
+      const p = sessionPartition(d.event.sessionId, 8);
+      partitionOf.set(d.journalSeq, p);
+      inHand.set(p, (inHand.get(p) ?? 0) + 1);
+      if (inHand.get(p)! > 1) overlaps++;
+      await new Promise((r) => setTimeout(r, Math.random() * 6));
+      inHand.set(p, inHand.get(p)! - 1);
+      if (d.replayed) (replayedOrder.get(p) ?? replayedOrder.set(p, []).get(p)!).push(d.journalSeq);
+      // The first round is parked; the rest (and the replays) are acknowledged.
+      if (!d.replayed && parkNext) d.term("first round");
+      else await d.ack();
+    });
+    const firstRound = new Set<number>();
+    for (let round = 0; round < 3; round++) for (const s of sessions) firstRound.add((await bus.publish(step(s))).journalSeq);
+    await waitFor("the first rounds parked", async () => (await bus.parked.list({ group })).length === firstRound.size, 15_000);
+    parkNext = false;
+    // Replay while each session's next events are published.
+    const live = (async () => {
+      for (let round = 0; round < 4; round++) for (const s of sessions) await bus.publish(step(s));
+    })();
+    const sent = await bus.parked.replay({ group }, "all");
+    await live;
+    expect(sent).toHaveLength(firstRound.size);
+    await waitFor("every replay handled", () => [...replayedOrder.values()].reduce((n, l) => n + l.length, 0) === firstRound.size, 15_000);
+    await waitFor("nothing behind", async () => (await bus.consumers()).groups.find((g) => g.group === group)!.total.behind === 0, 10_000);
+    expect(overlaps).toBe(0);
+    for (const [, seqs] of replayedOrder) expect(seqs).toEqual([...seqs].sort((a, b) => a - b));
+    expect(await bus.parked.list({ group })).toEqual([]);
+    await sub.close();
+  });
+
+  it("a plain durable named like a group's partition consumer is refused, either way round (they would share parked entries and replays)", async () => {
+    await bus.provision({ partitions: 8 });
+    for (let round = 0; round < 4; round++) {
+      const group = `gp${newId().slice(-8)}`;
+      const partition = round * 2 + (round % 2);
+      const plain = () => bus.subscribeEvents({ enduring: "all" }, { durable: partitionDurable(group, partition), start: "new" });
+      if (round % 2 === 0) {
+        const g = await member(group);
+        await expect(plain()).rejects.toMatchObject({ code: "OPTIONS_INVALID", option: "durable" });
+        await g.close();
+      } else {
+        const p = await plain();
+        opened.push(p);
+        await expect(member(group)).rejects.toMatchObject({ code: "OPTIONS_INVALID", option: "durable" });
+        await p.close();
+      }
+    }
+  });
+
   it("replay --group after the partition count changed: each entry goes to its session's partition now, and is handled", async () => {
     const group = `ga${newId().slice(-8)}`;
     await bus.provision({ partitions: 8 });
