@@ -23,7 +23,8 @@ import {
 import { nanos } from "@nats-io/transport-node";
 import { readParked } from "../parking/parked-entry.js";
 import type { ParkedStore } from "../parking/parked-store.js";
-import { declaredConsumerTemplates } from "../streams/declared.js";
+import { parsePartitionDurable } from "../partition/partition-durable.js";
+import { declaredConsumerTemplates, defaultPartitionedStreamName } from "../streams/declared.js";
 import { checkDurableOptions, durableDrift, liveDurable, MAX_DELIVER_KEY, recordedLimit } from "../streams/durable-drift.js";
 import { parkedFilter } from "../subjects/subjects.js";
 import { OptionsError } from "../errors.js";
@@ -120,6 +121,7 @@ export class DurableSource<E> implements Source {
   /** Creates the consumers (or adopts them) without consuming. */
   async prepare(): Promise<void> {
     checkDurableOptions(this.#ctx.settings);
+    if (this.#group === undefined) await this.#refusePartitionName();
     await this.#ensureConsumer(undefined);
     await this.#ensureReplayConsumer();
   }
@@ -269,6 +271,25 @@ export class DurableSource<E> implements Source {
         throw consumerError(e, this.#ctx.stream, `creating durable ${this.#name}`);
       }
     }
+  }
+
+  /**
+   * A plain durable named like a group's partition consumer (`{group}_p{n}`, which exists on
+   * the partitioned stream) would share that partition's parked entries and replay consumer:
+   * either's replays could be handed to the other's handlers. Refused (group-source.ts
+   * refuses the other way round).
+   */
+  async #refusePartitionName(): Promise<void> {
+    const named = parsePartitionDurable(this.#name);
+    if (!named) return;
+    const stream = defaultPartitionedStreamName(this.#ctx.decode.namespace);
+    try {
+      await (await this.#ctx.jsm()).consumers.info(stream, this.#name);
+    } catch (e) {
+      if (e instanceof JetStreamApiError && (e.code === JetStreamApiCodes.ConsumerNotFound || e.code === JetStreamApiCodes.StreamNotFound)) return;
+      throw consumerError(e, stream, `checking that durable ${this.#name} is not a group's partition`);
+    }
+    throw new OptionsError("durable", `${this.#name} is partition ${named.partition} of group ${named.group}'s consumer on ${stream}: a durable of that name would share its parked entries and replays`);
   }
 
   /** Takes the settings of the durable as it exists: whoever created it chose them. */

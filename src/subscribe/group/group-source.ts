@@ -3,9 +3,9 @@
  * of the partitions, each a durable consumer on the partitioned stream run by a
  * DurableSource, taken and given back as the group's live members change.
  */
-import { JetStreamApiCodes, JetStreamApiError } from "@nats-io/jetstream";
+import { JetStreamApiCodes, JetStreamApiError, type JetStreamManager } from "@nats-io/jetstream";
 import { randomUUID } from "node:crypto";
-import { NotProvisionedError } from "../../errors.js";
+import { NotProvisionedError, OptionsError } from "../../errors.js";
 import type { ParkedStore } from "../../parking/parked-store.js";
 import { checkPartitions } from "../../partition/partition.js";
 import { groupFigures } from "../../streams/consumer-figures.js";
@@ -19,7 +19,7 @@ import { ownedPartitions, partitionOwner } from "./assignment.js";
 import type { GroupReport } from "./groups-report.js";
 import { Membership } from "./membership.js";
 import { partitionedOrigin } from "./origin.js";
-import { partitionDurable } from "../../partition/partition-durable.js";
+import { parsePartitionDurable, partitionDurable } from "../../partition/partition-durable.js";
 
 /** A partition's pull requests live this long (NATS.js's default is 30 s): one left open by a member that gave the partition away ends soon. */
 const PULL_EXPIRES_MS = 2000;
@@ -102,6 +102,7 @@ export class GroupSource<E> implements Source {
     // answered within a sixth, so a live member's last proof is at most 11/30 of it old.
     const proofMs = Math.min(this.#settings.leaseMs, this.#shortestAckWaitMs);
     this.#membership = new Membership(this.#ctx.js, () => this.#ctx.jsm(), defaultMembersStreamName(this.#ctx.decode.namespace), this.#ctx.decode.namespace, this.#group, this.#settings.member ?? randomUUID().replaceAll("-", ""), this.#settings.leaseMs, proofMs / 6);
+    await this.#refusePlainNamesakes(jsm);
     // Every partition's consumer exists from the start, so one first owned later starts where the group did.
     await Promise.all(Array.from({ length: this.#partitions }, (_, p) => this.#source(p).prepare()));
     await this.#membership.renew();
@@ -114,6 +115,25 @@ export class GroupSource<E> implements Source {
     }, period);
     this.#renewTimer.unref();
     this.#timer.unref();
+  }
+
+  /**
+   * A plain durable of the journal named like one of this group's partition consumers would
+   * share that partition's parked entries and replay consumer (durable-source.ts refuses the
+   * other way round).
+   */
+  async #refusePlainNamesakes(jsm: JetStreamManager): Promise<void> {
+    try {
+      for await (const c of jsm.consumers.list(this.#ctx.stream)) {
+        const named = parsePartitionDurable(c.name, this.#partitions);
+        if (named?.group === this.#group) {
+          throw new OptionsError("durable", `group ${this.#group}'s partition ${named.partition} consumer would be named ${c.name}, a plain durable of ${this.#ctx.stream}: the two would share its parked entries and replays`);
+        }
+      }
+    } catch (e) {
+      if (e instanceof OptionsError) throw e;
+      throw consumerError(e, this.#ctx.stream, `checking group ${this.#group}'s names against the journal's durables`);
+    }
   }
 
   async update(subjects: readonly string[]): Promise<void> {
