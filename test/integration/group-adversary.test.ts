@@ -153,6 +153,33 @@ describe("a group's tools, adversarially", () => {
     }
   });
 
+  it("an owner that names no durable and no group (a group key left undefined, an empty object, a number) is refused by every operation, nothing dropped or replayed", async () => {
+    await bus.provision({ partitions: 8 });
+    const durable = `pd${newId().slice(-8)}`;
+    const sub = await bus.subscribeEvents({ enduring: "all" }, { durable, start: "new" });
+    opened.push(sub);
+    void (async () => {
+      for await (const d of sub) d.term("parked by the test");
+    })();
+    for (let i = 0; i < 3; i++) await bus.publish(step(newId()));
+    await waitFor("parked", async () => (await bus.parked.list(durable)).length === 3, 10_000);
+    const before = await bus.parked.list();
+    const owners: unknown[] = [{ group: undefined }, {}, { durable }, { group: durable, durable }, 7, null, "", { group: "" }, { group: 3 }, ["x"]];
+    const store = bus.parked as unknown as Record<"list" | "show" | "drop" | "replay", (...a: unknown[]) => Promise<unknown>>;
+    for (const owner of owners) {
+      for (const call of [() => store.drop(owner, "all"), () => store.replay(owner, "all"), () => store.show(owner, 1), ...(owner === undefined ? [] : [() => store.list(owner)])]) {
+        const got = await call().then((v) => ({ resolved: v }), (e: unknown) => e);
+        expect({ owner, got }).toMatchObject({ owner, got: { code: "OPTIONS_INVALID" } });
+      }
+    }
+    for (const call of [() => store.drop(undefined, "all"), () => store.replay(undefined, "all"), () => store.show(undefined, 1)]) {
+      expect(await call().then((v) => ({ resolved: v }), (e: unknown) => e)).toMatchObject({ code: "OPTIONS_INVALID" });
+    }
+    expect(await bus.parked.list()).toEqual(before);
+    await sub.close();
+    await bus.parked.drop(durable, "all");
+  });
+
   it("replay --group after the partition count changed: each entry goes to its session's partition now, and is handled", async () => {
     const group = `ga${newId().slice(-8)}`;
     await bus.provision({ partitions: 8 });
