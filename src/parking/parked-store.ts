@@ -23,6 +23,26 @@ export type ParkedSelection = { readonly seq: number } | "all";
  */
 export type ParkedOwner = string | { readonly group: string };
 
+/**
+ * Whose entries an owner names, checked: a durable's name, or exactly `{ group }` with a
+ * group's name. Anything else (`{ group: undefined }` from an unset flag, `{}`, a number)
+ * is refused: read as "no owner" it would reach every durable's entries.
+ */
+function ownerOf(owner: unknown): { readonly durable?: string; readonly group?: string } {
+  if (typeof owner === "string") {
+    const named = durableNameSchema.safeParse(owner);
+    if (!named.success) throw new OptionsError("durable", `${JSON.stringify(owner)} ${named.error.issues[0]!.message}`);
+    return { durable: owner };
+  }
+  if (typeof owner !== "object" || owner === null || Array.isArray(owner)) throw new OptionsError("owner", "must be a durable's name or { group }");
+  const keys = Object.keys(owner);
+  if (keys.length !== 1 || keys[0] !== "group") throw new OptionsError("owner", `must be a durable's name or { group }, not an object with ${keys.length === 0 ? "no keys" : keys.map((k) => JSON.stringify(k)).join(", ")}`);
+  const group: unknown = (owner as { group: unknown }).group;
+  const named = durableNameSchema.safeParse(group);
+  if (!named.success) throw new OptionsError("group", `${JSON.stringify(group) ?? String(group)} ${named.error.issues[0]!.message}`);
+  return { group: named.data };
+}
+
 /** The parked store as `bus.parked` offers it: list, show, replay, drop (the store's own bookkeeping stays inside). */
 export type Parked = Omit<ParkedStore, "remove">;
 
@@ -55,14 +75,10 @@ export class ParkedStore {
    * or of all: by durable, then journal order (a group's: in journal order).
    */
   async list(owner?: ParkedOwner): Promise<ParkedEntry[]> {
+    const { durable, group } = owner === undefined ? {} : ownerOf(owner);
     const jsm = await this.#jsm();
-    const group = typeof owner === "object" ? owner.group : undefined;
-    let subjects = await this.#subjects(jsm, parkedFilter(this.namespace, typeof owner === "string" ? owner : undefined));
-    if (group !== undefined) {
-      const named = durableNameSchema.safeParse(group);
-      if (!named.success) throw new OptionsError("group", `${JSON.stringify(group)} ${named.error.issues[0]!.message}`);
-      subjects = subjects.filter((s) => parsePartitionDurable(parseParkedSubject(this.namespace, s).durable)?.group === group);
-    }
+    let subjects = await this.#subjects(jsm, parkedFilter(this.namespace, durable));
+    if (group !== undefined) subjects = subjects.filter((s) => parsePartitionDurable(parseParkedSubject(this.namespace, s).durable)?.group === group);
     const entries: ParkedEntry[] = [];
     for (const subject of subjects) {
       const e = await this.#read(jsm, subject);
@@ -76,14 +92,15 @@ export class ParkedStore {
 
   /** One durable's (or group's) entry for a journal sequence (held first), or undefined. */
   async show(owner: ParkedOwner, journalSeq: number): Promise<ParkedEntry | undefined> {
-    if (typeof owner === "object") {
-      const of = (await this.list(owner)).filter((e) => e.journalSeq === journalSeq);
+    const { durable, group } = ownerOf(owner);
+    if (group !== undefined) {
+      const of = (await this.list({ group })).filter((e) => e.journalSeq === journalSeq);
       return of.find((e) => e.state === "held") ?? of[0];
     }
     const jsm = await this.#jsm();
     return (
-      (await this.#read(jsm, parkedSubject(this.namespace, owner, "held", journalSeq))) ??
-      (await this.#read(jsm, parkedSubject(this.namespace, owner, "replay", journalSeq)))
+      (await this.#read(jsm, parkedSubject(this.namespace, durable!, "held", journalSeq))) ??
+      (await this.#read(jsm, parkedSubject(this.namespace, durable!, "replay", journalSeq)))
     );
   }
 
@@ -172,6 +189,8 @@ export class ParkedStore {
   }
 
   async #select(owner: ParkedOwner, selection: ParkedSelection, heldOnly: boolean): Promise<ParkedEntry[]> {
+    // An owner is required here: list() without one is every durable's entries.
+    ownerOf(owner);
     const all = (await this.list(owner)).filter((e) => !heldOnly || e.state === "held");
     return selection === "all" ? all : all.filter((e) => e.journalSeq === selection.seq);
   }
