@@ -262,4 +262,32 @@ describe("a group's tools, adversarially", () => {
     expect((await ours()).map((e) => e.state)).toEqual(sessions.map(() => "held"));
     await bus.parked.drop({ group }, "all");
   });
+
+  it("a running member whose partitioned stream is deleted and provisioned again with another count stops with a typed error, not on with the old split and positions", async () => {
+    await bus.provision({ partitions: 4 });
+    const group = `gd${newId().slice(-8)}`;
+    const sub = await member(group);
+    const ended = (async () => {
+      for await (const d of sub) await d.ack();
+    })().then(() => undefined, (e: unknown) => e);
+    for (let i = 0; i < 10; i++) await bus.publish(step(newId()));
+    // As retention would: the journal keeps less than the old copy had, so sequences differ.
+    await jsm.streams.purge(bus.stream, { keep: 3 });
+    await jsm.streams.delete(defaultPartitionedStreamName(bus.namespace));
+    await bus.provision({ partitions: 2 });
+    const error = await Promise.race([ended, new Promise((r) => setTimeout(() => r("still running"), 10_000))]);
+    expect(["NOT_PROVISIONED", "SUBSCRIPTION_FAILED"]).toContain((error as { code?: string }).code);
+    // A member started again reads the new stream.
+    const again = await member(group);
+    const got = new Set<number>();
+    run(again, async (d) => {
+      got.add(d.journalSeq);
+      await d.ack();
+    });
+    const seqs: number[] = [];
+    for (let i = 0; i < 8; i++) seqs.push((await bus.publish(step(newId()))).journalSeq);
+    await waitFor("the new member handles the new events", () => seqs.every((q) => got.has(q)), 10_000);
+    expect(again.group()!.partitions).toBe(2);
+    await again.close();
+  });
 });
