@@ -92,6 +92,7 @@ export class DurableSource<E> implements Source {
   readonly #group: Settler["group"];
   /** A group member's last proof of being live (membership.ts, `provenAt`): what a copy read later than its ack wait allows is judged by. */
   readonly #liveSince: (() => number) | undefined;
+  readonly #recreatable: (() => Promise<void>) | undefined;
   /** A fenced source's delivery in the handler's hands: settled when it is. */
   #inHand: Promise<void> | undefined;
   #onStop!: () => void;
@@ -103,11 +104,20 @@ export class DurableSource<E> implements Source {
     subjects: readonly string[],
     start: StartPosition,
     parked: ParkedStore,
-    seams: { readonly origin?: JournalOrigin; readonly pullExpiresMs?: number; readonly fenced?: boolean; readonly group?: Settler["group"]; readonly liveSince?: () => number } = {},
+    seams: {
+      readonly origin?: JournalOrigin;
+      readonly pullExpiresMs?: number;
+      readonly fenced?: boolean;
+      readonly group?: Settler["group"];
+      readonly liveSince?: () => number;
+      /** Before a vanished consumer is recreated: rejects (and the subscription fails with that) when its stream is not the one it was made on. */
+      readonly recreatable?: () => Promise<void>;
+    } = {},
   ) {
     this.#ctx = ctx;
     this.#group = seams.group;
     this.#liveSince = seams.liveSince;
+    this.#recreatable = seams.recreatable;
     this.#fenced = seams.fenced ?? false;
     this.#origin = seams.origin ?? ownOrigin;
     this.#pullExpiresMs = seams.pullExpiresMs;
@@ -142,7 +152,18 @@ export class DurableSource<E> implements Source {
     this.#pumps = [
       this.#run(this.#messages, (m) => this.#fromJournal(m)),
       this.#run(this.#replays, (m) => this.#fromParked(m)),
-      this.#watchStatus(this.#messages, (fromSeq) => this.#ensureConsumer(fromSeq)),
+      this.#watchStatus(this.#messages, async (fromSeq) => {
+        if (this.#recreatable) {
+          try {
+            await this.#recreatable();
+          } catch (e) {
+            // Its positions belong to a stream that is gone: going on would skip or repeat.
+            this.#ctx.fail(e as Error);
+            throw e;
+          }
+        }
+        await this.#ensureConsumer(fromSeq);
+      }),
       this.#watchStatus(this.#replays, () => this.#ensureReplayConsumer()),
     ];
   }
