@@ -128,8 +128,12 @@ export class ParkedStore {
    * Returns what was sent.
    */
   async replay(owner: ParkedOwner, selection: ParkedSelection): Promise<ParkedEntry[]> {
-    const selected = await this.#select(owner, selection, true);
-    const entries = await this.#routed(selected);
+    const all = await this.#select(owner, selection, false);
+    const partitions = all.some((e) => e.group) ? await this.#partitionCount() : undefined;
+    // Held entries; and a group's entries left in the replay state of a partition the stream
+    // no longer has (provisioned again with fewer): no member runs it, so none would take them.
+    const selected = all.filter((e) => e.state === "held" || (e.group !== undefined && partitions !== undefined && e.group.partition >= partitions));
+    const entries = this.#routed(selected, partitions);
     const js = jetstream(this.#nc);
     for (const [i, e] of entries.entries()) {
       await js.publish(parkedSubject(this.namespace, e.durable, "replay", e.journalSeq), e.data, { headers: entryHeaders(e), expect: { streamName: this.stream } });
@@ -143,13 +147,11 @@ export class ParkedStore {
    * partitioned stream splits the sessions now: that stream provisioned again with another
    * count makes the partition it was parked in another session's, or one no member runs
    * (the entry would wait in the replay state forever, or run beside its session's events).
-   * Checked for all before any is moved.
+   * Checked for all before any is moved; `partitions`: the stream's count, read when any entry is a group's.
    */
-  async #routed(entries: readonly ParkedEntry[]): Promise<ParkedEntry[]> {
-    if (!entries.some((e) => e.group)) return [...entries];
-    const partitions = await this.#partitionCount();
+  #routed(entries: readonly ParkedEntry[], partitions: number | undefined): ParkedEntry[] {
     return entries.map((e) => {
-      if (!e.group) return e;
+      if (!e.group || partitions === undefined) return e;
       let session: string;
       try {
         session = parseEventSubject(this.namespace, e.subject).sessionId;
