@@ -5,6 +5,7 @@
  * that must not leak.
  */
 import { headers, type MsgHdrs } from "@nats-io/transport-node";
+import { parsePartitionDurable } from "../partition/partition-durable.js";
 import type { ParkedState } from "../subjects/subjects.js";
 
 /** Why a delivery was parked. */
@@ -94,6 +95,12 @@ export function readParked(state: ParkedState, storeSeq: number, h: MsgHdrs | un
   const partitionText = h.get(H.partition);
   const partition = Number(partitionText);
   if ((groupName === "") !== (partitionText === "") || (partitionText !== "" && (!/^\d{1,3}$/.test(partitionText) || !Number.isSafeInteger(partition)))) return undefined;
+  // And the durable it is kept under is that group's partition: an entry whose headers
+  // name another partition (or group) than its durable would be read two ways.
+  if (groupName !== "") {
+    const named = parsePartitionDurable(h.get(H.durable));
+    if (named?.group !== groupName || named.partition !== partition) return undefined;
+  }
   return {
     durable: h.get(H.durable),
     journalSeq,

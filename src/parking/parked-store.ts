@@ -8,8 +8,10 @@
 import { JetStreamApiCodes, JetStreamApiError, jetstream, type JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { NotProvisionedError, OptionsError, ParkingError } from "../errors.js";
-import { parsePartitionDurable } from "../partition/partition-durable.js";
-import { durableNameSchema, parkedFilter, parkedSubject, parseParkedSubject } from "../subjects/subjects.js";
+import { checkPartitions, sessionPartition } from "../partition/partition.js";
+import { parsePartitionDurable, partitionDurable } from "../partition/partition-durable.js";
+import { defaultPartitionedStreamName, PARTITIONS_METADATA_KEY } from "../streams/declared.js";
+import { durableNameSchema, parkedFilter, parkedSubject, parseEventSubject, parseParkedSubject } from "../subjects/subjects.js";
 import { entryHeaders, parkHeaders, readParked, type ParkedEntry, type ParkInput } from "./parked-entry.js";
 
 /** Which held entries of a durable an operation applies to. */
@@ -20,6 +22,26 @@ export type ParkedSelection = { readonly seq: number } | "all";
  * partitions parked, each under its partition's durable, without naming that durable.
  */
 export type ParkedOwner = string | { readonly group: string };
+
+/**
+ * Whose entries an owner names, checked: a durable's name, or exactly `{ group }` with a
+ * group's name. Anything else (`{ group: undefined }` from an unset flag, `{}`, a number)
+ * is refused: read as "no owner" it would reach every durable's entries.
+ */
+function ownerOf(owner: unknown): { readonly durable?: string; readonly group?: string } {
+  if (typeof owner === "string") {
+    const named = durableNameSchema.safeParse(owner);
+    if (!named.success) throw new OptionsError("durable", `${JSON.stringify(owner)} ${named.error.issues[0]!.message}`);
+    return { durable: owner };
+  }
+  if (typeof owner !== "object" || owner === null || Array.isArray(owner)) throw new OptionsError("owner", "must be a durable's name or { group }");
+  const keys = Object.keys(owner);
+  if (keys.length !== 1 || keys[0] !== "group") throw new OptionsError("owner", `must be a durable's name or { group }, not an object with ${keys.length === 0 ? "no keys" : keys.map((k) => JSON.stringify(k)).join(", ")}`);
+  const group: unknown = (owner as { group: unknown }).group;
+  const named = durableNameSchema.safeParse(group);
+  if (!named.success) throw new OptionsError("group", `${JSON.stringify(group) ?? String(group)} ${named.error.issues[0]!.message}`);
+  return { group: named.data };
+}
 
 /** The parked store as `bus.parked` offers it: list, show, replay, drop (the store's own bookkeeping stays inside). */
 export type Parked = Omit<ParkedStore, "remove">;
@@ -53,14 +75,10 @@ export class ParkedStore {
    * or of all: by durable, then journal order (a group's: in journal order).
    */
   async list(owner?: ParkedOwner): Promise<ParkedEntry[]> {
+    const { durable, group } = owner === undefined ? {} : ownerOf(owner);
     const jsm = await this.#jsm();
-    const group = typeof owner === "object" ? owner.group : undefined;
-    let subjects = await this.#subjects(jsm, parkedFilter(this.namespace, typeof owner === "string" ? owner : undefined));
-    if (group !== undefined) {
-      const named = durableNameSchema.safeParse(group);
-      if (!named.success) throw new OptionsError("group", `${JSON.stringify(group)} ${named.error.issues[0]!.message}`);
-      subjects = subjects.filter((s) => parsePartitionDurable(parseParkedSubject(this.namespace, s).durable)?.group === group);
-    }
+    let subjects = await this.#subjects(jsm, parkedFilter(this.namespace, durable));
+    if (group !== undefined) subjects = subjects.filter((s) => parsePartitionDurable(parseParkedSubject(this.namespace, s).durable)?.group === group);
     const entries: ParkedEntry[] = [];
     for (const subject of subjects) {
       const e = await this.#read(jsm, subject);
@@ -74,14 +92,15 @@ export class ParkedStore {
 
   /** One durable's (or group's) entry for a journal sequence (held first), or undefined. */
   async show(owner: ParkedOwner, journalSeq: number): Promise<ParkedEntry | undefined> {
-    if (typeof owner === "object") {
-      const of = (await this.list(owner)).filter((e) => e.journalSeq === journalSeq);
+    const { durable, group } = ownerOf(owner);
+    if (group !== undefined) {
+      const of = (await this.list({ group })).filter((e) => e.journalSeq === journalSeq);
       return of.find((e) => e.state === "held") ?? of[0];
     }
     const jsm = await this.#jsm();
     return (
-      (await this.#read(jsm, parkedSubject(this.namespace, owner, "held", journalSeq))) ??
-      (await this.#read(jsm, parkedSubject(this.namespace, owner, "replay", journalSeq)))
+      (await this.#read(jsm, parkedSubject(this.namespace, durable!, "held", journalSeq))) ??
+      (await this.#read(jsm, parkedSubject(this.namespace, durable!, "replay", journalSeq)))
     );
   }
 
@@ -109,13 +128,54 @@ export class ParkedStore {
    * Returns what was sent.
    */
   async replay(owner: ParkedOwner, selection: ParkedSelection): Promise<ParkedEntry[]> {
-    const entries = await this.#select(owner, selection, true);
+    const all = await this.#select(owner, selection, false);
+    const partitions = all.some((e) => e.group) ? await this.#partitionCount() : undefined;
+    // Held entries; and a group's entries left in the replay state of a partition the stream
+    // no longer has (provisioned again with fewer): no member runs it, so none would take them.
+    const selected = all.filter((e) => e.state === "held" || (e.group !== undefined && partitions !== undefined && e.group.partition >= partitions));
+    const entries = this.#routed(selected, partitions);
     const js = jetstream(this.#nc);
-    for (const e of entries) {
+    for (const [i, e] of entries.entries()) {
       await js.publish(parkedSubject(this.namespace, e.durable, "replay", e.journalSeq), e.data, { headers: entryHeaders(e), expect: { streamName: this.stream } });
-      await this.remove(e.storeSeq);
+      await this.remove(selected[i]!.storeSeq);
     }
     return entries;
+  }
+
+  /**
+   * Where each entry goes back to. A group's entry goes to its session's partition as the
+   * partitioned stream splits the sessions now: that stream provisioned again with another
+   * count makes the partition it was parked in another session's, or one no member runs
+   * (the entry would wait in the replay state forever, or run beside its session's events).
+   * Checked for all before any is moved; `partitions`: the stream's count, read when any entry is a group's.
+   */
+  #routed(entries: readonly ParkedEntry[], partitions: number | undefined): ParkedEntry[] {
+    return entries.map((e) => {
+      if (!e.group || partitions === undefined) return e;
+      let session: string;
+      try {
+        session = parseEventSubject(this.namespace, e.subject).sessionId;
+      } catch (cause) {
+        throw new ParkingError(e.durable, e.journalSeq, `its subject ${JSON.stringify(e.subject)} names no session, so its partition is unknown; nothing was replayed`, { cause });
+      }
+      const partition = sessionPartition(session, partitions);
+      return { ...e, durable: partitionDurable(e.group.name, partition), group: { name: e.group.name, partition } };
+    });
+  }
+
+  /** The partitioned stream's partition count now. */
+  async #partitionCount(): Promise<number> {
+    const stream = defaultPartitionedStreamName(this.namespace);
+    let n: unknown;
+    try {
+      n = Number((await (await this.#jsm()).streams.info(stream)).config.metadata?.[PARTITIONS_METADATA_KEY]);
+    } catch (e) {
+      if (e instanceof JetStreamApiError && e.code === JetStreamApiCodes.StreamNotFound) {
+        throw new NotProvisionedError(stream, `a group's parked entries go back to their partitions, and stream ${stream} does not exist; run \`jetloop provision --partitions N\` first (nothing was replayed)`);
+      }
+      throw e;
+    }
+    return checkPartitions(n, `${stream} metadata ${PARTITIONS_METADATA_KEY}`);
   }
 
   /** Deletes one stored entry; one already gone is fine. A durable's settlement uses it: not on `Parked`. */
@@ -131,6 +191,8 @@ export class ParkedStore {
   }
 
   async #select(owner: ParkedOwner, selection: ParkedSelection, heldOnly: boolean): Promise<ParkedEntry[]> {
+    // An owner is required here: list() without one is every durable's entries.
+    ownerOf(owner);
     const all = (await this.list(owner)).filter((e) => !heldOnly || e.state === "held");
     return selection === "all" ? all : all.filter((e) => e.journalSeq === selection.seq);
   }
@@ -145,10 +207,12 @@ export class ParkedStore {
   }
 
   async #read(jsm: JetStreamManager, subject: string): Promise<ParkedEntry | undefined> {
-    const { state } = parseParkedSubject(this.namespace, subject);
+    const at = parseParkedSubject(this.namespace, subject);
     try {
       const m = await jsm.streams.getMessage(this.stream, { last_by_subj: subject });
-      return m ? readParked(state, m.seq, m.header, m.data) : undefined;
+      const e = m ? readParked(at.state, m.seq, m.header, m.data) : undefined;
+      // Its headers say whose it is and which event; they must agree with where it is kept.
+      return e && e.durable === at.durable && e.journalSeq === at.journalSeq ? e : undefined;
     } catch (e) {
       if (e instanceof JetStreamApiError && e.code === JetStreamApiCodes.NoMessageFound) return undefined;
       throw this.#error(e);

@@ -81,7 +81,8 @@ const policyShape = z.strictObject({
   answerTimeoutMs: z.number().int().min(100).default(5000),
   /**
    * The durable subscription's own options (start, maxDeliver, backoffMs, batch, a group
-   * option…), passed through as they are and checked by `subscribeEvents`.
+   * option…), passed through as they are and checked by `subscribeEvents`; not `durable`
+   * (the option above) nor `autoExtendMs` (the service extends a gate while it holds it).
    */
   subscription: z.record(z.string(), z.unknown()).default({}),
 });
@@ -89,7 +90,7 @@ const policyShape = z.strictObject({
 export type PolicyOptions = Omit<z.input<typeof policyShape>, "subscription"> & {
   /** Decides one case: sync or async. A throw is a failure: the gate comes again (the durable's backoff), parked after the last attempt. */
   readonly decide: PolicyDecide;
-  readonly subscription?: Omit<DurableSubscribeOptions, "durable">;
+  readonly subscription?: Omit<DurableSubscribeOptions, "durable" | "autoExtendMs">;
 };
 
 export interface PolicyStats {
@@ -114,6 +115,9 @@ export interface PolicyService {
 }
 
 type GateOpened = Extract<JetloopEvent, { type: "GateOpened" }>;
+
+/** How much longer than decide's and the answer's timeouts a gate's ack is extended (the join, the settlement, a slot). */
+const HOLD_MARGIN_MS = 15 * 60_000;
 type Counters = { -readonly [K in keyof PolicyStats]: PolicyStats[K] };
 
 /**
@@ -127,7 +131,7 @@ export async function servePolicy(bus: PolicyBus, options: PolicyOptions): Promi
   const { decide, ...rest } = options;
   if (typeof decide !== "function") throw new OptionsError("decide", "must be a function");
   const o = parseOptions(policyShape, rest);
-  const sub = await bus.subscribeEvents({ enduring: "all", types: ["GateOpened"], includeInternal: true }, { ...outstandingBound(o.subscription, o.concurrency), durable: o.durable });
+  const sub = await bus.subscribeEvents({ enduring: "all", types: ["GateOpened"], includeInternal: true }, { ...outstandingBound(o.subscription, o.concurrency, o.decideTimeoutMs + o.answerTimeoutMs + HOLD_MARGIN_MS), durable: o.durable });
   const counts: Counters = { received: 0, approved: 0, denied: 0, alreadyResolved: 0, retried: 0, parked: 0 };
   const inHand = new Set<Promise<void>>();
   let wake: (() => void) | undefined;
@@ -192,10 +196,19 @@ export async function servePolicy(bus: PolicyBus, options: PolicyOptions): Promi
  * (answered once). With at most `concurrency` outstanding (the durable's `maxAckPending`)
  * nothing waits in that buffer while a slot is free, so every copy is one held, extended
  * delivery. A group already has one outstanding per partition, each held and extended at
- * once (its partition's sources read one message at a time).
+ * once (its partition's sources read one message at a time). The extension limit is the
+ * service's: one shorter than the join plus decide plus the answer let the gate come again
+ * while it was decided, and a free slot decide it a second time.
  */
-function outstandingBound(subscription: Record<string, unknown>, concurrency: number): Omit<DurableSubscribeOptions, "durable"> {
-  const s = subscription as Omit<DurableSubscribeOptions, "durable">;
+function outstandingBound(subscription: Record<string, unknown>, concurrency: number, holdMs: number): Omit<DurableSubscribeOptions, "durable"> {
+  if (subscription.durable !== undefined) throw new OptionsError("subscription.durable", "is the service's own `durable` option");
+  if (subscription.autoExtendMs !== undefined) {
+    throw new OptionsError("subscription.autoExtendMs", "is not taken: the service extends a gate's ack past decideTimeoutMs + answerTimeoutMs; a shorter limit lets the gate come again while it is decided, and be decided twice");
+  }
+  // Extended through the join, decide and the answer, with room to spare: only a case stuck
+  // far past its own timeouts (a join hung in an outage) lets the gate go to another process.
+  // (In a group a copy that comes again waits behind the first and finds it resolved.)
+  const s = { ...(subscription as Omit<DurableSubscribeOptions, "durable">), autoExtendMs: holdMs };
   if (s.group !== undefined) return s;
   if (s.maxAckPending !== undefined && (typeof s.maxAckPending !== "number" || s.maxAckPending > concurrency)) {
     throw new OptionsError("subscription.maxAckPending", `must be at most concurrency (${concurrency}): a gate the server sent beyond the service's slots waits unextended and can be decided twice`);

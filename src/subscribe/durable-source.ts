@@ -23,7 +23,8 @@ import {
 import { nanos } from "@nats-io/transport-node";
 import { readParked } from "../parking/parked-entry.js";
 import type { ParkedStore } from "../parking/parked-store.js";
-import { declaredConsumerTemplates } from "../streams/declared.js";
+import { parsePartitionDurable } from "../partition/partition-durable.js";
+import { declaredConsumerTemplates, defaultPartitionedStreamName } from "../streams/declared.js";
 import { checkDurableOptions, durableDrift, liveDurable, MAX_DELIVER_KEY, recordedLimit } from "../streams/durable-drift.js";
 import { parkedFilter } from "../subjects/subjects.js";
 import { OptionsError } from "../errors.js";
@@ -91,6 +92,7 @@ export class DurableSource<E> implements Source {
   readonly #group: Settler["group"];
   /** A group member's last proof of being live (membership.ts, `provenAt`): what a copy read later than its ack wait allows is judged by. */
   readonly #liveSince: (() => number) | undefined;
+  readonly #recreatable: (() => Promise<void>) | undefined;
   /** A fenced source's delivery in the handler's hands: settled when it is. */
   #inHand: Promise<void> | undefined;
   #onStop!: () => void;
@@ -102,11 +104,20 @@ export class DurableSource<E> implements Source {
     subjects: readonly string[],
     start: StartPosition,
     parked: ParkedStore,
-    seams: { readonly origin?: JournalOrigin; readonly pullExpiresMs?: number; readonly fenced?: boolean; readonly group?: Settler["group"]; readonly liveSince?: () => number } = {},
+    seams: {
+      readonly origin?: JournalOrigin;
+      readonly pullExpiresMs?: number;
+      readonly fenced?: boolean;
+      readonly group?: Settler["group"];
+      readonly liveSince?: () => number;
+      /** Before a vanished consumer is recreated: rejects (and the subscription fails with that) when its stream is not the one it was made on. */
+      readonly recreatable?: () => Promise<void>;
+    } = {},
   ) {
     this.#ctx = ctx;
     this.#group = seams.group;
     this.#liveSince = seams.liveSince;
+    this.#recreatable = seams.recreatable;
     this.#fenced = seams.fenced ?? false;
     this.#origin = seams.origin ?? ownOrigin;
     this.#pullExpiresMs = seams.pullExpiresMs;
@@ -120,6 +131,7 @@ export class DurableSource<E> implements Source {
   /** Creates the consumers (or adopts them) without consuming. */
   async prepare(): Promise<void> {
     checkDurableOptions(this.#ctx.settings);
+    if (this.#group === undefined) await this.#refusePartitionName();
     await this.#ensureConsumer(undefined);
     await this.#ensureReplayConsumer();
   }
@@ -140,7 +152,18 @@ export class DurableSource<E> implements Source {
     this.#pumps = [
       this.#run(this.#messages, (m) => this.#fromJournal(m)),
       this.#run(this.#replays, (m) => this.#fromParked(m)),
-      this.#watchStatus(this.#messages, (fromSeq) => this.#ensureConsumer(fromSeq)),
+      this.#watchStatus(this.#messages, async (fromSeq) => {
+        if (this.#recreatable) {
+          try {
+            await this.#recreatable();
+          } catch (e) {
+            // Its positions belong to a stream that is gone: going on would skip or repeat.
+            this.#ctx.fail(e as Error);
+            throw e;
+          }
+        }
+        await this.#ensureConsumer(fromSeq);
+      }),
       this.#watchStatus(this.#replays, () => this.#ensureReplayConsumer()),
     ];
   }
@@ -269,6 +292,25 @@ export class DurableSource<E> implements Source {
         throw consumerError(e, this.#ctx.stream, `creating durable ${this.#name}`);
       }
     }
+  }
+
+  /**
+   * A plain durable named like a group's partition consumer (`{group}_p{n}`, which exists on
+   * the partitioned stream) would share that partition's parked entries and replay consumer:
+   * either's replays could be handed to the other's handlers. Refused (group-source.ts
+   * refuses the other way round).
+   */
+  async #refusePartitionName(): Promise<void> {
+    const named = parsePartitionDurable(this.#name);
+    if (!named) return;
+    const stream = defaultPartitionedStreamName(this.#ctx.decode.namespace);
+    try {
+      await (await this.#ctx.jsm()).consumers.info(stream, this.#name);
+    } catch (e) {
+      if (e instanceof JetStreamApiError && (e.code === JetStreamApiCodes.ConsumerNotFound || e.code === JetStreamApiCodes.StreamNotFound)) return;
+      throw consumerError(e, stream, `checking that durable ${this.#name} is not a group's partition`);
+    }
+    throw new OptionsError("durable", `${this.#name} is partition ${named.partition} of group ${named.group}'s consumer on ${stream}: a durable of that name would share its parked entries and replays`);
   }
 
   /** Takes the settings of the durable as it exists: whoever created it chose them. */

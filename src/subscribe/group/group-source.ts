@@ -3,9 +3,9 @@
  * of the partitions, each a durable consumer on the partitioned stream run by a
  * DurableSource, taken and given back as the group's live members change.
  */
-import { JetStreamApiCodes, JetStreamApiError } from "@nats-io/jetstream";
+import { JetStreamApiCodes, JetStreamApiError, type JetStreamManager, type StreamInfo } from "@nats-io/jetstream";
 import { randomUUID } from "node:crypto";
-import { NotProvisionedError } from "../../errors.js";
+import { NotProvisionedError, OptionsError, SubscriptionError } from "../../errors.js";
 import type { ParkedStore } from "../../parking/parked-store.js";
 import { checkPartitions } from "../../partition/partition.js";
 import { groupFigures } from "../../streams/consumer-figures.js";
@@ -19,7 +19,7 @@ import { ownedPartitions, partitionOwner } from "./assignment.js";
 import type { GroupReport } from "./groups-report.js";
 import { Membership } from "./membership.js";
 import { partitionedOrigin } from "./origin.js";
-import { partitionDurable } from "../../partition/partition-durable.js";
+import { parsePartitionDurable, partitionDurable } from "../../partition/partition-durable.js";
 
 /** A partition's pull requests live this long (NATS.js's default is 30 s): one left open by a member that gave the partition away ends soon. */
 const PULL_EXPIRES_MS = 2000;
@@ -44,6 +44,8 @@ export class GroupSource<E> implements Source {
   #subjects: readonly string[];
   readonly #stream: string;
   #partitions = 0;
+  /** When the partitioned stream this member started on was created: another one is another split. */
+  #created = "";
   #membership: Membership | undefined;
   readonly #running = new Map<number, DurableSource<E>>();
   #members: string[] = [];
@@ -87,6 +89,7 @@ export class GroupSource<E> implements Source {
     try {
       const info = await jsm.streams.info(this.#stream);
       this.#partitions = checkPartitions(Number(info.config.metadata?.[PARTITIONS_METADATA_KEY]), "partitions");
+      this.#created = info.created;
       if (!info.config.sources?.some((s) => s.name === this.#ctx.stream)) {
         throw new NotProvisionedError(this.#stream, `stream ${this.#stream} does not source the journal ${this.#ctx.stream}; run \`jetloop provision --partitions N\``);
       }
@@ -102,6 +105,7 @@ export class GroupSource<E> implements Source {
     // answered within a sixth, so a live member's last proof is at most 11/30 of it old.
     const proofMs = Math.min(this.#settings.leaseMs, this.#shortestAckWaitMs);
     this.#membership = new Membership(this.#ctx.js, () => this.#ctx.jsm(), defaultMembersStreamName(this.#ctx.decode.namespace), this.#ctx.decode.namespace, this.#group, this.#settings.member ?? randomUUID().replaceAll("-", ""), this.#settings.leaseMs, proofMs / 6);
+    await this.#refusePlainNamesakes(jsm);
     // Every partition's consumer exists from the start, so one first owned later starts where the group did.
     await Promise.all(Array.from({ length: this.#partitions }, (_, p) => this.#source(p).prepare()));
     await this.#membership.renew();
@@ -114,6 +118,49 @@ export class GroupSource<E> implements Source {
     }, period);
     this.#renewTimer.unref();
     this.#timer.unref();
+  }
+
+  /**
+   * A plain durable of the journal named like one of this group's partition consumers would
+   * share that partition's parked entries and replay consumer (durable-source.ts refuses the
+   * other way round).
+   */
+  async #refusePlainNamesakes(jsm: JetStreamManager): Promise<void> {
+    try {
+      for await (const c of jsm.consumers.list(this.#ctx.stream)) {
+        const named = parsePartitionDurable(c.name, this.#partitions);
+        if (named?.group === this.#group) {
+          throw new OptionsError("durable", `group ${this.#group}'s partition ${named.partition} consumer would be named ${c.name}, a plain durable of ${this.#ctx.stream}: the two would share its parked entries and replays`);
+        }
+      }
+    } catch (e) {
+      if (e instanceof OptionsError) throw e;
+      throw consumerError(e, this.#ctx.stream, `checking group ${this.#group}'s names against the journal's durables`);
+    }
+  }
+
+  /**
+   * A partition consumer vanished. Recreated on the stream this member started on, it
+   * resumes where it was; but a partitioned stream deleted (or provisioned again, maybe with
+   * another count) has other sequences and splits, where this member's positions would skip
+   * events or repeat them and its partitions would be the old count's. That fails the
+   * subscription (a member started again reads the new stream); a transient failure to read
+   * the stream lets the recreation go on.
+   */
+  async #sameStream(): Promise<void> {
+    let info: StreamInfo;
+    try {
+      info = await (await this.#ctx.jsm()).streams.info(this.#stream);
+    } catch (e) {
+      if (e instanceof JetStreamApiError && e.code === JetStreamApiCodes.StreamNotFound) {
+        throw new NotProvisionedError(this.#stream, `group ${this.#group}: stream ${this.#stream} was deleted under its members; run \`jetloop provision --partitions N\` and start the member again`);
+      }
+      return;
+    }
+    const partitions = Number(info.config.metadata?.[PARTITIONS_METADATA_KEY]);
+    if (info.created !== this.#created || partitions !== this.#partitions) {
+      throw new SubscriptionError(`group ${this.#group}: stream ${this.#stream} was provisioned again under its members (${partitions} partitions, this member has ${this.#partitions}); its positions are the old stream's, so it stops: start the member again`);
+    }
   }
 
   async update(subjects: readonly string[]): Promise<void> {
@@ -219,6 +266,7 @@ export class GroupSource<E> implements Source {
       fenced: true,
       group: { name: this.#group, partition },
       liveSince: () => this.#membership?.provenAt ?? 0,
+      recreatable: () => this.#sameStream(),
     });
   }
 }
