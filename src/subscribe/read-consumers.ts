@@ -86,9 +86,11 @@ export class ReadConsumerPool {
    */
   async lease(config: Partial<ConsumerConfig>): Promise<{ lease: ReadLease; info: ConsumerInfo }> {
     const deadline = Date.now() + this.#settings.waitMs;
+    // Names found held elsewhere since the last pause, and ever in this lease (the error's count).
     const foreign = new Set<string>();
+    const seen = new Set<string>();
     for (;;) {
-      const name = await this.#take(deadline, foreign.size);
+      const name = await this.#take(deadline, seen.size);
       const lease = this.#leaseOf(name);
       try {
         const info = await lease.create(config);
@@ -97,7 +99,8 @@ export class ReadConsumerPool {
         this.#give(name);
         if (!(e instanceof NameHeldElsewhere)) throw e;
         foreign.add(name);
-        if (Date.now() >= deadline) throw this.#busy(foreign.size);
+        seen.add(name);
+        if (Date.now() >= deadline) throw this.#busy(seen.size);
         // Every name free in this process was tried and is held elsewhere (the others, if
         // any, are this process's reads): wait before trying again, never in a tight loop.
         if (this.#free.every((n) => foreign.has(n))) {

@@ -99,6 +99,7 @@ describe("readConsumers attacked: stale, busy and taken-over names", () => {
       (x: unknown) => x,
     );
     expect(e).toBeInstanceOf(ReadConsumersBusyError);
+    expect((e as ReadConsumersBusyError).heldElsewhere).toBe(1);
     expect(Date.now() - t).toBeLessThan(3000);
     // A poll every BUSY_POLL_MS (create + info each) and the holder's pulls: a few dozen at most.
     expect(busContext(bus).nc.stats().outMsgs - sent).toBeLessThan(40);
