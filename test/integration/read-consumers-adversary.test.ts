@@ -126,4 +126,16 @@ describe("readConsumers attacked: stale, busy and taken-over names", () => {
     expect(held.config.metadata?.[OWNER_KEY]).toBe(poolB.owner);
     await leaseB.release();
   }, 30_000);
+
+  it("concurrent reads with one name held elsewhere all complete on the others, each once and in order", async () => {
+    const bus = await pooled("mix", 3, 10_000);
+    await jsm.consumers.add(stream, { name: "mix_2", filter_subject: `${namespace}.journal.${SESSION}.>`, ack_policy: AckPolicy.None, metadata: { [OWNER_KEY]: "another-process" } });
+    const sent = busContext(bus).nc.stats().outMsgs;
+    const reads = await Promise.all(Array.from({ length: 8 }, () => replayed(bus)));
+    for (const got of reads) expect(got).toEqual(seqs);
+    // Per read: a create, its pulls, a delete; the name held elsewhere costs a create and an info per poll.
+    expect(busContext(bus).nc.stats().outMsgs - sent).toBeLessThan(8 * 12 + 40);
+    expect((await jsm.consumers.info(stream, "mix_2")).config.metadata?.[OWNER_KEY]).toBe("another-process");
+    await jsm.consumers.delete(stream, "mix_2");
+  }, 30_000);
 });
