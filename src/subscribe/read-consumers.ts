@@ -10,8 +10,13 @@
  * owner id, and deletes it when it ends. A name found taken on the server is ours and stale
  * (a delete that failed: deleted and created again) or another process's under the same
  * prefix (left alone: it is never deleted or updated, the read tries another name and
- * fails typed, READ_CONSUMERS_BUSY, when none frees up in time). A stale consumer of a
- * process that died expires by itself after INACTIVE_MS.
+ * fails typed, READ_CONSUMERS_BUSY, when none frees up in time; names held elsewhere are
+ * tried again every BUSY_POLL_MS, never in a tight loop). A stale consumer of a process that
+ * died expires by itself after INACTIVE_MS. A lease deletes on release only a consumer it
+ * created (or, after a failed create, one its process owns): never one another process took
+ * the name for after this lease's was lost. One window is left: a lease whose consumer was
+ * lost and re-created by another process before this read ended without creating again
+ * deletes the other's; that read then creates its consumer again (a lost consumer).
  */
 import { AckPolicy, type ConsumerConfig, type ConsumerInfo, JetStreamApiError, type JetStreamManager } from "@nats-io/jetstream";
 import { nanos, nuid } from "@nats-io/nats-core";
@@ -32,6 +37,14 @@ const BUSY_POLL_MS = 500;
 
 /** The consumer-metadata key carrying the pool's owner id. */
 export const OWNER_KEY = "jetloop_read_owner";
+
+/**
+ * The consumer-metadata key carrying one create's own id. The create action returns an
+ * existing consumer whose config equals the request's: a stale one of this pool left by the
+ * same read (a release whose delete failed) would be handed back with its deliveries spent.
+ * A fresh id per create makes every create differ, so a stale one is replaced instead.
+ */
+export const CREATE_KEY = "jetloop_read_create";
 
 /** JetStream API error codes for "that name is taken" (differing config; 2.10 and 2.11+). */
 const NAME_TAKEN = new Set([10148, 10013]);
@@ -73,9 +86,11 @@ export class ReadConsumerPool {
    */
   async lease(config: Partial<ConsumerConfig>): Promise<{ lease: ReadLease; info: ConsumerInfo }> {
     const deadline = Date.now() + this.#settings.waitMs;
+    // Names found held elsewhere since the last pause, and ever in this lease (the error's count).
     const foreign = new Set<string>();
+    const seen = new Set<string>();
     for (;;) {
-      const name = await this.#take(deadline, foreign.size);
+      const name = await this.#take(deadline, seen.size);
       const lease = this.#leaseOf(name);
       try {
         const info = await lease.create(config);
@@ -84,9 +99,11 @@ export class ReadConsumerPool {
         this.#give(name);
         if (!(e instanceof NameHeldElsewhere)) throw e;
         foreign.add(name);
-        if (Date.now() >= deadline) throw this.#busy(foreign.size);
-        // Every name was tried and is held elsewhere: wait before trying again.
-        if (foreign.size >= this.#settings.size) {
+        seen.add(name);
+        if (Date.now() >= deadline) throw this.#busy(seen.size);
+        // Every name free in this process was tried and is held elsewhere (the others, if
+        // any, are this process's reads): wait before trying again, never in a tight loop.
+        if (this.#free.every((n) => foreign.has(n))) {
           await sleep(Math.min(BUSY_POLL_MS, deadline - Date.now()));
           foreign.clear();
         }
@@ -127,6 +144,9 @@ export class ReadConsumerPool {
   #leaseOf(name: string): ReadLease {
     const stream = this.#stream;
     let released = false;
+    // Whether the name's consumer on the server is this lease's: "theirs" once another
+    // process was found holding it, so that the release never deletes the other's consumer.
+    let holder: "ours" | "theirs" | "unknown" = "unknown";
     const create = async (config: Partial<ConsumerConfig>): Promise<ConsumerInfo> => {
       const jsm = await this.#jsm();
       const full: Partial<ConsumerConfig> = {
@@ -136,16 +156,22 @@ export class ReadConsumerPool {
         inactive_threshold: nanos(INACTIVE_MS),
         num_replicas: 1,
         mem_storage: true,
-        metadata: { [OWNER_KEY]: this.owner },
+        metadata: { [OWNER_KEY]: this.owner, [CREATE_KEY]: nuid.next() },
       };
+      holder = "unknown";
       for (let replaced = false; ; replaced = true) {
         try {
           // The create action: an existing consumer of this name is never updated.
-          return await jsm.consumers.add(stream, full);
+          const info = await jsm.consumers.add(stream, full);
+          holder = "ours";
+          return info;
         } catch (e) {
           if (replaced || !(e instanceof JetStreamApiError) || !NAME_TAKEN.has(e.code)) throw e;
           const held = await jsm.consumers.info(stream, name).catch(() => undefined);
-          if (held && held.config.metadata?.[OWNER_KEY] !== this.owner) throw new NameHeldElsewhere(name);
+          if (held && held.config.metadata?.[OWNER_KEY] !== this.owner) {
+            holder = "theirs";
+            throw new NameHeldElsewhere(name);
+          }
           // Ours and stale (or gone since): delete it and create again, once.
           await jsm.consumers.delete(stream, name).catch(() => undefined);
         }
@@ -159,7 +185,12 @@ export class ReadConsumerPool {
         released = true;
         try {
           const jsm = await this.#jsm();
-          await jsm.consumers.delete(stream, name).catch(() => undefined);
+          if (holder === "ours") await jsm.consumers.delete(stream, name).catch(() => undefined);
+          else if (holder === "unknown") {
+            // A create that failed may have made ours all the same (a lost answer); delete only that.
+            const held = await jsm.consumers.info(stream, name).catch(() => undefined);
+            if (held?.config.metadata?.[OWNER_KEY] === this.owner) await jsm.consumers.delete(stream, name).catch(() => undefined);
+          }
         } finally {
           this.#give(name);
         }

@@ -229,4 +229,53 @@ describe("example permissions against a follower speaking the JetStream API", ()
       expect((await consumerConfig(durable))?.filter_subject).not.toBe(ownFilter);
     }
   }, 30_000);
+
+  it("events a follower pushes onto the parked store's subjects or onto JetStream API subjects are stored nowhere and change nothing", async () => {
+    const ops = buses[0]!;
+    await opsRaw.request(
+      `$JS.API.CONSUMER.CREATE.${stream}.billing`,
+      enc({ stream_name: stream, config: { name: "billing", durable_name: "billing", ack_policy: "explicit", filter_subject: "acme.journal.>" } }),
+      { timeout: 3000 },
+    );
+    // A real parked entry of the service's durable (max_msgs_per_subject 1: a copy onto its
+    // subject would replace it).
+    await ops.parked.park({ durable: "billing", journalSeq: 1, subject: `acme.journal.${B.session}.l.x.Y`, data: enc({}), deliveryCount: 5, reason: "max_deliver", errorCode: "HANDLER_FAILED", errorMessage: "x" });
+    const parkedState = async () => {
+      const i = JSON.parse(new TextDecoder().decode((await opsRaw.request(`$JS.API.STREAM.INFO.acme_parked`, enc({ subjects_filter: ">" }), { timeout: 3000 })).data)) as {
+        state: { messages: number; last_seq: number; subjects?: Record<string, number> };
+      };
+      return i.state;
+    };
+    const before = await parkedState();
+    const billing = await consumerConfig("billing");
+    const targets = [
+      "acme.parked.billing.held.1",
+      "acme.parked.billing.held.2",
+      "acme.parked.billing.replay.1",
+      `$JS.API.CONSUMER.DELETE.${stream}.billing`,
+      `$JS.API.CONSUMER.CREATE.${stream}.billing`,
+      "$JS.API.STREAM.PURGE.acme_parked",
+      `$JS.API.STREAM.DELETE.${stream}`,
+    ];
+    for (const [i, deliver] of targets.entries()) {
+      // The worst case: a literal listener there, so the server does deliver.
+      const listener = opsRaw.subscribe(deliver, { callback: () => undefined });
+      await opsRaw.flush();
+      const name = `alice_${i % 4}`;
+      expect((await aliceCreate(name, { deliver_subject: deliver, ack_policy: "none" })).config?.deliver_subject, deliver).toBe(deliver);
+      await waitFor(`delivered onto ${deliver}`, async () => {
+        const info = dec((await opsRaw.request(`$JS.API.CONSUMER.INFO.${stream}.${name}`, enc({}), { timeout: 3000 })).data) as { delivered?: { consumer_seq: number } };
+        return (info.delivered?.consumer_seq ?? 0) >= 3;
+      }, 5000);
+      await aliceDelete(name);
+      listener.unsubscribe();
+    }
+    await sleep(300);
+    // jetloop's appends carry Nats-Expected-Stream (the events stream): the parked store
+    // refuses each copy; the JetStream API drops a request without client info.
+    expect(await parkedState()).toEqual(before);
+    expect(await consumerConfig("billing")).toEqual(billing);
+    const journal = JSON.parse(new TextDecoder().decode((await opsRaw.request(`$JS.API.STREAM.INFO.${stream}`, enc({}), { timeout: 3000 })).data)) as { state?: { messages: number } };
+    expect(journal.state?.messages).toBeGreaterThan(0);
+  }, 30_000);
 });
