@@ -1,0 +1,220 @@
+/**
+ * The reader's fast paths (key tables, cached member guides, the duplicate check without a
+ * map, the merged envelope guide) against rules Go's reader follows whatever the spelling,
+ * over every input the Go runtime accepted (test/conformance/data/): each rule is a
+ * rewrite of the text whose verdict Go's encoding/json fixes, checked on the whole family.
+ */
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { decodeEvent, encodeEvent, safeDecodeEvent } from "../../src/codec/codec.js";
+import { defaultRegistry } from "../../src/events/catalogue.js";
+import { RawJson } from "../../src/wire/raw-json.js";
+import { parsedJson } from "../../src/wire/strict-json.js";
+import { readJsonl, type GoVerdict, type GoWritten } from "../conformance/go-oracle.js";
+
+const written = readJsonl<GoWritten>("go-written-events.jsonl");
+/**
+ * Every event text Go's UnmarshalEvent accepted and jetloop reads (not refused under one of
+ * CONFORMANCE.md's stricter rules): the rewrites work on text.
+ */
+const accepted: string[] = [
+  ...written.map((w) => w.json),
+  ...[...readJsonl<GoVerdict>("go-verdicts.jsonl"), ...readJsonl<GoVerdict>("go-verdicts-extra.jsonl")]
+    .filter((c) => c.go_ok && c.kind !== "request" && c.json !== undefined)
+    .map((c) => c.json!),
+].filter((text) => safeDecodeEvent(text).success);
+
+/** What a decode says, comparable: the event (a RawJson by its meaning) or the error's kind. */
+function verdict(text: string): unknown {
+  const r = safeDecodeEvent(text);
+  return r.success ? { ok: meaning(r.data) } : { error: r.error.name, reason: "reason" in r.error ? r.error.reason : r.error.field };
+}
+
+function meaning(v: unknown): unknown {
+  if (v instanceof RawJson) return { raw: parsedJson(v.text) };
+  if (Array.isArray(v)) return v.map(meaning);
+  if (v !== null && typeof v === "object") return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, meaning(x)]));
+  return v;
+}
+
+interface Member {
+  /** The key's quoted text, quotes included: [keyStart, keyEnd). */
+  keyStart: number;
+  keyEnd: number;
+  /** The member's value: [valueStart, valueEnd). */
+  valueStart: number;
+  valueEnd: number;
+}
+
+/** Every object member of valid JSON text, at every depth (raw values included). */
+function members(text: string): Member[] {
+  const out: Member[] = [];
+  let i = 0;
+  const space = () => {
+    while (i < text.length && " \t\r\n".includes(text[i]!)) i++;
+  };
+  const string = () => {
+    i++;
+    while (text[i] !== '"') i += text[i] === "\\" ? 2 : 1;
+    i++;
+  };
+  const value = (): void => {
+    space();
+    const c = text[i];
+    if (c === "{") {
+      i++;
+      space();
+      if (text[i] === "}") {
+        i++;
+        return;
+      }
+      for (;;) {
+        space();
+        const keyStart = i;
+        string();
+        const keyEnd = i;
+        space();
+        i++; // ':'
+        space();
+        const valueStart = i;
+        value();
+        out.push({ keyStart, keyEnd, valueStart, valueEnd: i });
+        space();
+        if (text[i++] === "}") return;
+      }
+    }
+    if (c === "[") {
+      i++;
+      space();
+      if (text[i] === "]") {
+        i++;
+        return;
+      }
+      for (;;) {
+        value();
+        space();
+        if (text[i++] === "]") return;
+      }
+    }
+    if (c === '"') return string();
+    while (i < text.length && !",]} \t\r\n".includes(text[i]!)) i++;
+  };
+  value();
+  return out;
+}
+
+/** `key` written with each code unit picked escaped as \uXXXX (hex in either case). */
+function spelled(key: string, escapes: readonly boolean[], upperHex: boolean): string {
+  let out = '"';
+  for (let j = 0; j < key.length; j++) {
+    const u = key.charCodeAt(j);
+    if (escapes[j % escapes.length]) {
+      const hex = u.toString(16).padStart(4, "0");
+      out += `\\u${upperHex ? hex.toUpperCase() : hex}`;
+    } else out += JSON.stringify(key[j]!).slice(1, -1);
+  }
+  return `${out}"`;
+}
+
+const caseArb = fc.record({
+  input: fc.nat({ max: accepted.length - 1 }).map((n) => accepted[n]!),
+  pick: fc.nat(),
+  escapes: fc.array(fc.boolean(), { minLength: 1, maxLength: 12 }),
+  upperHex: fc.boolean(),
+});
+
+describe("the reader reads a key as Go does, however it is spelled", () => {
+  it("every Go-accepted input reads the same with any key's characters escaped (any depth, known keys or not)", () => {
+    fc.assert(
+      fc.property(caseArb, ({ input, pick, escapes, upperHex }) => {
+        const all = members(input);
+        const m = all[pick % all.length]!;
+        const key = JSON.parse(input.slice(m.keyStart, m.keyEnd)) as string;
+        const rewritten = input.slice(0, m.keyStart) + spelled(key, escapes, upperHex) + input.slice(m.keyEnd);
+        expect(verdict(rewritten)).toEqual(verdict(input));
+      }),
+      { numRuns: 600 },
+    );
+  });
+
+  // Go's UnmarshalEvent refuses two keys of one object that strings.ToLower makes equal, at
+  // every depth: whatever the spelling (escapes), the order, the known-key table.
+  it("a second key equal to any key under strings.ToLower is refused, exact repeats as duplicate_key", () => {
+    const variants = ["exact", "escaped", "ascii-case", "kelvin", "dotted-capital-i"] as const;
+    fc.assert(
+      fc.property(caseArb, fc.constantFrom(...variants), fc.boolean(), ({ input, pick, escapes, upperHex }, variant, before) => {
+        const all = members(input);
+        const m = all[pick % all.length]!;
+        const key = JSON.parse(input.slice(m.keyStart, m.keyEnd)) as string;
+        let other = key;
+        if (variant === "ascii-case") other = [...key].map((ch, j) => (escapes[j % escapes.length] ? (ch === ch.toLowerCase() ? ch.toUpperCase() : ch.toLowerCase()) : ch)).join("");
+        if (variant === "kelvin") other = key.replace(/k/gi, "\u212a");
+        if (variant === "dotted-capital-i") other = key.replace(/i/g, "\u0130");
+        if (/[^\x00-\x7f]/.test(key) && variant !== "exact" && variant !== "escaped") return; // ASCII keys only for the case rewrites
+        const exact = other === key;
+        const text = variant === "escaped" ? spelled(other, escapes, upperHex) : JSON.stringify(other);
+        const pair = `${text}:${input.slice(m.valueStart, m.valueEnd)}`;
+        const rewritten = before ? `${input.slice(0, m.keyStart)}${pair},${input.slice(m.keyStart)}` : `${input.slice(0, m.valueEnd)},${pair}${input.slice(m.valueEnd)}`;
+        const r = safeDecodeEvent(rewritten);
+        expect(r.success).toBe(false);
+        if (!r.success) expect("reason" in r.error && r.error.reason).toBe(exact ? "duplicate_key" : "letter_case_key");
+      }),
+      { numRuns: 600 },
+    );
+  });
+
+  it("the same inputs read the same in any order, twice (no cached state carries from one event to the next)", () => {
+    const first = accepted.map(verdict);
+    fc.assert(
+      fc.property(fc.shuffledSubarray(accepted.map((_, i) => i), { minLength: 50, maxLength: 200 }), (order) => {
+        for (const i of order) expect(verdict(accepted[i]!)).toEqual(first[i]);
+      }),
+      { numRuns: 5 },
+    );
+  });
+});
+
+// Content blocks nest through tool results; Go reads them to its depth limit of 10,000.
+// Where jetloop's stack runs out first, the answer is a typed too_deep, never a RangeError
+// out of the safe decoder (a subscriber's loop) or out of publish.
+describe("tool results nested past the stack", () => {
+  const base = written.find((w) => w.json.includes('"type":"tool_result"')) ?? written.find((w) => w.type === "StepDone")!;
+  const nested = (n: number): string => {
+    let block = '{"Text":"x","type":"text"}';
+    for (let i = 0; i < n; i++) block = `{"content":[${block}],"tool_use_id":"c","type":"tool_result"}`;
+    return block;
+  };
+
+  it("decode: read, or refused as too_deep, at every nesting up to Go's limit", () => {
+    const text = base.json;
+    const at = text.indexOf('"blocks":[') + '"blocks":['.length;
+    expect(at).toBeGreaterThan(9);
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 4990 }), (n) => {
+        const r = safeDecodeEvent(`${text.slice(0, at)}${nested(n)},${text.slice(at)}`);
+        if (!r.success) expect({ name: r.error.name, reason: "reason" in r.error && r.error.reason }).toEqual({ name: "EventDecodeError", reason: "too_deep" });
+      }),
+      { numRuns: 40, examples: [[700], [1000], [1500]] },
+    );
+  });
+
+  it("encode: written, or refused as EventEncodeError too_deep", () => {
+    const event = decodeEvent(base.json) as { messages?: { blocks: unknown[] }[] };
+    const message = event.messages?.find((m) => m.blocks.length > 0);
+    expect(message).toBeDefined();
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 3000 }), (n) => {
+        let block: unknown = { type: "text", text: "x" };
+        for (let i = 0; i < n; i++) block = { type: "tool_result", toolUseId: "c", content: [block] };
+        const copy = structuredClone(event);
+        copy.messages!.find((m) => m.blocks.length > 0)!.blocks.push(block);
+        try {
+          encodeEvent(copy);
+        } catch (e) {
+          expect({ name: (e as Error).name, reason: (e as { reason?: string }).reason }).toEqual({ name: "EventEncodeError", reason: "too_deep" });
+        }
+      }),
+      { numRuns: 20, examples: [[600], [1000]] },
+    );
+  });
+});
