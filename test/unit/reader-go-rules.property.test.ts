@@ -7,8 +7,11 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { decodeEvent, encodeEvent, safeDecodeEvent } from "../../src/codec/codec.js";
+import { contentBlockSchema, stepMessageSchema } from "../../src/events/content.js";
+import { defaultRegistry } from "../../src/events/catalogue.js";
 import { RawJson } from "../../src/wire/raw-json.js";
 import { parsedJson } from "../../src/wire/strict-json.js";
+import { guideFor } from "../../src/wire/wire.js";
 import { readJsonl, type GoVerdict, type GoWritten } from "../conformance/go-oracle.js";
 
 const written = readJsonl<GoWritten>("go-written-events.jsonl");
@@ -37,6 +40,9 @@ function meaning(v: unknown): unknown {
 }
 
 interface Member {
+  /** The object it is a member of: where its `{` is, and the key that object is the value (or an element of the value) of. */
+  objectStart: number;
+  parentKey: string | undefined;
   /** The key's quoted text, quotes included: [keyStart, keyEnd). */
   keyStart: number;
   keyEnd: number;
@@ -57,10 +63,11 @@ function members(text: string): Member[] {
     while (text[i] !== '"') i += text[i] === "\\" ? 2 : 1;
     i++;
   };
-  const value = (): void => {
+  const value = (parentKey?: string): void => {
     space();
     const c = text[i];
     if (c === "{") {
+      const objectStart = i;
       i++;
       space();
       if (text[i] === "}") {
@@ -76,8 +83,8 @@ function members(text: string): Member[] {
         i++; // ':'
         space();
         const valueStart = i;
-        value();
-        out.push({ keyStart, keyEnd, valueStart, valueEnd: i });
+        value(JSON.parse(text.slice(keyStart, keyEnd)) as string);
+        out.push({ objectStart, parentKey, keyStart, keyEnd, valueStart, valueEnd: i });
         space();
         if (text[i++] === "}") return;
       }
@@ -90,7 +97,7 @@ function members(text: string): Member[] {
         return;
       }
       for (;;) {
-        value();
+        value(parentKey);
         space();
         if (text[i++] === "]") return;
       }
@@ -214,6 +221,79 @@ describe("tool results nested past the stack", () => {
         }
       }),
       { numRuns: 20, examples: [[600], [1000]] },
+    );
+  });
+});
+
+/** The wire names of a schema's object (its key table). */
+function wireNames(schema: Parameters<typeof guideFor>[0]): Set<string> {
+  return new Set((guideFor(schema).keys ?? []).flatMap((bucket) => (bucket ?? []).map((k) => k.name)));
+}
+
+/**
+ * Objects read before their kind is known (the envelope before its `type`, a block before
+ * its `type`, a step message before its `role`): the reader guides them by every kind's
+ * fields at once. A key that another kind names is, for this one, a key like any other.
+ */
+const unionsByKey: { where: (m: Member) => boolean; discriminator: string; names: (kind: string) => Set<string> | undefined }[] = [
+  {
+    where: (m) => m.objectStart === 0,
+    discriminator: "type",
+    names: (kind) => {
+      const def = defaultRegistry.get(kind);
+      return def && wireNames(def.schema);
+    },
+  },
+  {
+    where: (m) => m.parentKey === "blocks" || m.parentKey === "content",
+    discriminator: "type",
+    names: (kind) => {
+      const option = (contentBlockSchema as unknown as { options: Parameters<typeof guideFor>[0][] }).options.find((o) => wireNames(o).size > 0 && (o as unknown as { shape: { type: { value: string } } }).shape.type.value === kind);
+      return option && wireNames(option);
+    },
+  },
+  {
+    where: (m) => m.parentKey === "messages",
+    discriminator: "role",
+    names: (kind) => {
+      const option = stepMessageSchema.options.find((o) => o.shape.role.value === kind);
+      return option && wireNames(option);
+    },
+  },
+];
+
+describe("a key another kind of object names is, in this one, an unknown key (Go ignores it)", () => {
+  const everyName = new Set([
+    ...[...defaultRegistry.types()].flatMap((d) => [...wireNames(d.schema)]),
+    ...(contentBlockSchema as unknown as { options: Parameters<typeof guideFor>[0][] }).options.flatMap((o) => [...wireNames(o)]),
+    ...stepMessageSchema.options.flatMap((o) => [...wireNames(o)]),
+  ]);
+  const values = ["1.0", "-0", "1e2", "9007199254740993", "0.5", "-1", '"\\u0031"', '"2026-11-29T10:15:30Z"', '"10:\\u00315"', "true", "null", '{"id":1.0}', '{"created_at":"\\u0032026-11-29T10:15:30Z"}', "[1.0]", '[{"type":"text","Text":1e2}]', "{}", "[]"];
+
+  it("inserted into any such object of a Go-accepted input, it reads as a key no kind names", () => {
+    const cases = accepted.flatMap((input) => {
+      const byObject = new Map<number, Member[]>();
+      for (const m of members(input)) byObject.set(m.objectStart, [...(byObject.get(m.objectStart) ?? []), m]);
+      return [...byObject.values()].flatMap((ms) => {
+        const union = unionsByKey.find((u) => u.where(ms[0]!));
+        const disc = ms.find((m) => JSON.parse(input.slice(m.keyStart, m.keyEnd)) === union?.discriminator);
+        if (union === undefined || disc === undefined) return [];
+        const own = union.names(JSON.parse(input.slice(disc.valueStart, disc.valueEnd)) as string);
+        if (own === undefined) return [];
+        const present = new Set(ms.map((m) => JSON.parse(input.slice(m.keyStart, m.keyEnd)) as string));
+        const foreign = [...everyName].filter((n) => !own.has(n) && !present.has(n) && ![...own].some((o) => o.toLowerCase() === n.toLowerCase()));
+        return foreign.length === 0 ? [] : [{ input, at: ms[0]!.objectStart + 1, foreign }];
+      });
+    });
+    expect(cases.length).toBeGreaterThan(1000);
+    fc.assert(
+      fc.property(fc.nat({ max: cases.length - 1 }), fc.nat(), fc.constantFrom(...values), (n, pick, value) => {
+        const { input, at, foreign } = cases[n]!;
+        const key = foreign[pick % foreign.length]!;
+        const insert = (k: string) => `${input.slice(0, at)}${JSON.stringify(k)}:${value},${input.slice(at)}`;
+        expect(verdict(insert(key)), key).toEqual(verdict(insert("zz_no_kind_names_this")));
+      }),
+      { numRuns: 800 },
     );
   });
 });
