@@ -217,6 +217,8 @@ export function decodeEvent<E = JetloopEvent>(input: Uint8Array | string, option
     camel = fromWire(wireSchemaOf(def), envelope) as Record<string, unknown>;
   } catch (e) {
     if (e instanceof RangeError) throw STACK_TOO_DEEP();
+    // A refusal the reader kept until the type was known, or a raw value read again as its field.
+    if (e instanceof StrictJsonError) throw new EventDecodeError(e.reason, e.message, e.offset);
     if (!(e instanceof WireKeyError)) throw e;
     if (e.problem === "unknown") throw new EventValidationError(def.type, e.path, "is invalid", "not a known field");
     throw new EventDecodeError(WIRE_KEY_REASONS[e.problem], e.message);

@@ -47,6 +47,21 @@ export interface JsonGuide {
   readonly keep?: (compact: string, depth: number) => unknown;
   /** `shape`: the keys the schema names exactly (`keyTable`), read without slicing the text. */
   readonly keys?: KeyTable;
+  /**
+   * A member only some of its object's possible kinds have (mergeGuides): a refusal by
+   * their rules is kept as a RefusedValue, for the object's kind to decide once known.
+   */
+  readonly deferRefusal?: boolean;
+}
+
+/**
+ * A member value the guide refused (an inexact number, an escaped time) where the object's
+ * kind was not yet known: its text was then checked as Go checks a value it ignores. If
+ * the object's kind has the field, the refusal stands (`fromWire` throws it); if not, Go
+ * ignores the key, and so does jetloop.
+ */
+export class RefusedValue {
+  constructor(readonly error: StrictJsonError) {}
 }
 
 /** A key a shape names, as the reader keeps it: the one string for every read of it. */
@@ -444,7 +459,7 @@ function readObject(guide: JsonGuide, depth: number): Record<string, unknown> {
     if (child === undefined) {
       pos = scanJson(src, pos, { depthBase: depth, exactNumbers: false, compact: false }).end;
       value = IGNORED;
-    } else value = readValue(child, depth);
+    } else value = child.deferRefusal ? readDeferring(child, depth) : readValue(child, depth);
     if (key === "__proto__") Object.defineProperty(out, key, { value, enumerable: true, writable: true, configurable: true });
     else out[key] = value;
     pos = skipSpace(src, pos);
@@ -454,6 +469,21 @@ function readObject(guide: JsonGuide, depth: number): Record<string, unknown> {
       pos++;
       return out;
     } else malformed(pos);
+  }
+}
+
+/**
+ * A member value read by its guide, or, where the guide refuses it, checked as an ignored
+ * value is and kept as its refusal. Each value is read again at most once, on refusal.
+ */
+function readDeferring(guide: JsonGuide, depth: number): unknown {
+  const start = pos;
+  try {
+    return readValue(guide, depth);
+  } catch (e) {
+    if (!(e instanceof StrictJsonError)) throw e;
+    pos = scanJson(src, start, { depthBase: depth, exactNumbers: false, compact: false }).end;
+    return new RefusedValue(e);
   }
 }
 
