@@ -297,3 +297,23 @@ describe("a key another kind of object names is, in this one, an unknown key (Go
     );
   });
 });
+
+// A string is read as the UTF-8 text it stands for. One holding a lone surrogate stands for
+// none (TextEncoder would write U+FFFD, changing it), so it is refused as bytes that are not
+// UTF-8 are, never read with the surrogate kept (which re-encodes to other bytes) or two
+// such keys kept apart that every byte form makes one.
+describe("a string input with a lone surrogate", () => {
+  it("is refused as not_utf8, wherever the surrogate stands", () => {
+    fc.assert(
+      fc.property(caseArb, fc.integer({ min: 0xd800, max: 0xdfff }), fc.boolean(), ({ input, pick }, unit, inKey) => {
+        const all = members(input);
+        const m = all[pick % all.length]!;
+        const at = inKey ? m.keyStart + 1 : input[m.valueStart] === '"' ? m.valueStart + 1 : m.keyStart + 1;
+        const r = safeDecodeEvent(input.slice(0, at) + String.fromCharCode(unit) + input.slice(at));
+        expect(r.success).toBe(false);
+        if (!r.success) expect("reason" in r.error && r.error.reason).toBe("not_utf8");
+      }),
+      { numRuns: 300 },
+    );
+  });
+});
