@@ -15,7 +15,7 @@ import { defaultRegistry, type JetloopEvent } from "../events/catalogue.js";
 import type { EventRegistry, EventTypeDefinition } from "../events/registry.js";
 import { definitionFor, type SafeResult, validateWith } from "../events/validate.js";
 import { encodePooled } from "../wire/pooled-utf8.js";
-import { type JsonGuide, MAX_DEPTH, parseStrictJson, scanJson, StrictJsonError } from "../wire/strict-json.js";
+import { isWellFormed, type JsonGuide, MAX_DEPTH, parseStrictJson, scanJson, StrictJsonError } from "../wire/strict-json.js";
 import { fromWire, guideFor, mergeGuides, sortedKeys, takeDeepestRaw, toWireJson, UnwritableJsonError, WireKeyError } from "../wire/wire.js";
 
 /** The wire schema version this codec writes; it reads 0 and 1 (and an absent `v`) as 1. */
@@ -171,6 +171,9 @@ function decodeText(input: Uint8Array | string, max: number): string {
       const bytes = utf8Encoder.encode(input).length;
       if (bytes > max) throw new EventDecodeError("too_large", `event of ${bytes} bytes exceeds the cap of ${max}`);
     }
+    // A lone surrogate is in no UTF-8 text (its bytes would read as U+FFFD): refused as
+    // bytes that are not UTF-8 are, never read as a character Go could not have read.
+    if (!isWellFormed(input)) throw new EventDecodeError("not_utf8", "event text holds a lone surrogate, which is not UTF-8");
     return input;
   }
   try {

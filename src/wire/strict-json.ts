@@ -522,7 +522,8 @@ function readArray(element: JsonGuide, depth: number): unknown[] {
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
 
 // String.prototype.isWellFormed (ES2024, in Node 20): native, and most texts are well formed.
-const isWellFormed = (s: string): boolean => (s as unknown as { isWellFormed(): boolean }).isWellFormed();
+/** Whether `s` has no lone surrogate: whether it is the text of some UTF-8 bytes. */
+export const isWellFormed = (s: string): boolean => (s as unknown as { isWellFormed(): boolean }).isWellFormed();
 
 /** `s` with each lone surrogate replaced by U+FFFD, as Go reads and writes it. */
 export function wellFormedText(s: string): string {

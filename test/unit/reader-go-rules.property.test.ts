@@ -9,6 +9,8 @@ import { describe, expect, it } from "vitest";
 import { decodeEvent, encodeEvent, safeDecodeEvent } from "../../src/codec/codec.js";
 import { contentBlockSchema, stepMessageSchema } from "../../src/events/content.js";
 import { defaultRegistry } from "../../src/events/catalogue.js";
+import { decodePermissionRequest } from "../../src/events/request.js";
+import { RequestDecodeError } from "../../src/errors.js";
 import { RawJson } from "../../src/wire/raw-json.js";
 import { parsedJson } from "../../src/wire/strict-json.js";
 import { guideFor } from "../../src/wire/wire.js";
@@ -314,6 +316,17 @@ describe("a string input with a lone surrogate", () => {
         if (!r.success) expect("reason" in r.error && r.error.reason).toBe("not_utf8");
       }),
       { numRuns: 300 },
+    );
+  });
+
+  it("in a bare permission request is refused as not UTF-8", () => {
+    const request = JSON.stringify((JSON.parse(written.find((w) => w.type === "PermissionRequested")!.json) as { request: unknown }).request);
+    fc.assert(
+      fc.property(fc.nat({ max: request.length }), fc.integer({ min: 0xd800, max: 0xdfff }), (at, unit) => {
+        const text = request.slice(0, at) + String.fromCharCode(unit) + request.slice(at);
+        expect(() => decodePermissionRequest(text)).toThrow(RequestDecodeError);
+      }),
+      { numRuns: 100 },
     );
   });
 });
