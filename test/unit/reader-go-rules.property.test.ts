@@ -6,9 +6,13 @@
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { z } from "zod";
 import { decodeEvent, encodeEvent, safeDecodeEvent } from "../../src/codec/codec.js";
 import { contentBlockSchema, stepMessageSchema } from "../../src/events/content.js";
 import { defaultRegistry } from "../../src/events/catalogue.js";
+import { timestampSchema } from "../../src/events/header.js";
+import { defineEventType } from "../../src/events/registry.js";
+import { rawJsonSchema } from "../../src/wire/raw-json-schema.js";
 import { decodePermissionRequest } from "../../src/events/request.js";
 import { RequestDecodeError } from "../../src/errors.js";
 import { RawJson } from "../../src/wire/raw-json.js";
@@ -327,6 +331,48 @@ describe("a string input with a lone surrogate", () => {
         expect(() => decodePermissionRequest(text)).toThrow(RequestDecodeError);
       }),
       { numRuns: 100 },
+    );
+  });
+});
+
+// The envelope's guide merges every registered type's: with a custom registry one key can
+// be a time (quoted) in one type, text or raw JSON in another. Each event is read by its
+// own type's rules: Go decodes into that type's struct.
+describe("one key, a different rule in each type of a registry", () => {
+  const timeInA = defineEventType({ type: "AdvTimeA", family: "adv", class: "enduring", scope: "session", body: { when: timestampSchema.optional(), data: rawJsonSchema().optional() } });
+  const textInB = defineEventType({
+    type: "AdvTextB",
+    family: "adv",
+    class: "enduring",
+    scope: "session",
+    body: { when: z.string().optional(), data: z.object({ at: timestampSchema.optional() }).optional() },
+  });
+  const registry = defaultRegistry.with(timeInA).with(textInB);
+  const header = `"created_at":"2026-11-29T10:15:30Z","event_id":"6f1c2a3b-4d5e-4f60-8a7b-000000000e01","session_id":"6f1c2a3b-4d5e-4f60-8a7b-000000000101"`;
+  const read = (type: string, body: string) => {
+    const r = safeDecodeEvent(`{${header},${body},"type":"${type}","v":1}`, { registry });
+    return r.success ? { ok: meaning(r.data) } : { error: "reason" in r.error ? r.error.reason : r.error.field };
+  };
+  // Escapes of any characters of a time's text.
+  const escapedTime = fc.array(fc.boolean(), { minLength: 20, maxLength: 20 }).filter((e) => e.some(Boolean)).map((e) => spelled("2026-11-29T10:15:30Z", e, false));
+
+  it("an escaped time is text where the type's field is text, and refused where it is a time", () => {
+    fc.assert(
+      fc.property(escapedTime, (t) => {
+        expect(read("AdvTextB", `"when":${t}`)).toMatchObject({ ok: { when: "2026-11-29T10:15:30Z" } });
+        expect(read("AdvTimeA", `"when":${t}`)).toEqual({ error: "escaped_time" });
+      }),
+      { numRuns: 50 },
+    );
+  });
+
+  it("a time inside a field raw in another type is read as a time: escaped, it is refused", () => {
+    fc.assert(
+      fc.property(escapedTime, (t) => {
+        expect(read("AdvTextB", `"data":{"at":${t}}`)).toEqual({ error: "escaped_time" });
+        expect(read("AdvTimeA", `"data":{"at":${t}}`)).toMatchObject({ ok: {} });
+      }),
+      { numRuns: 50 },
     );
   });
 });
