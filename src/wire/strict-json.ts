@@ -48,20 +48,25 @@ export interface JsonGuide {
   /** `shape`: the keys the schema names exactly (`keyTable`), read without slicing the text. */
   readonly keys?: KeyTable;
   /**
-   * A member only some of its object's possible kinds have (mergeGuides): a refusal by
-   * their rules is kept as a RefusedValue, for the object's kind to decide once known.
+   * A member not read by one rule in all its object's possible kinds (mergeGuides: some
+   * lack it, or read it otherwise): a refusal by the merged rules is kept as a
+   * RefusedValue, for the object's kind to decide once known.
    */
   readonly deferRefusal?: boolean;
 }
 
 /**
- * A member value the guide refused (an inexact number, an escaped time) where the object's
- * kind was not yet known: its text was then checked as Go checks a value it ignores. If
- * the object's kind has the field, the refusal stands (`fromWire` throws it); if not, Go
- * ignores the key, and so does jetloop.
+ * A member value the merged guide refused (an inexact number, an escaped time) where the
+ * object's kind was not yet known: its text was then checked as Go checks a value it
+ * ignores, and kept. If the object's kind has the field, `fromWire` reads the text again
+ * by that field's own rules; if not, Go ignores the key, and so does jetloop.
  */
 export class RefusedValue {
-  constructor(readonly error: StrictJsonError) {}
+  constructor(
+    readonly error: StrictJsonError,
+    /** The value's text as written (checked: valid JSON, no case-equal keys, not too deep). */
+    readonly text: string,
+  ) {}
 }
 
 /** A key a shape names, as the reader keeps it: the one string for every read of it. */
@@ -483,7 +488,7 @@ function readDeferring(guide: JsonGuide, depth: number): unknown {
   } catch (e) {
     if (!(e instanceof StrictJsonError)) throw e;
     pos = scanJson(src, start, { depthBase: depth, exactNumbers: false, compact: false }).end;
-    return new RefusedValue(e);
+    return new RefusedValue(e, src.slice(start, pos));
   }
 }
 

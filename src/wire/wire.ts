@@ -535,9 +535,9 @@ function decodeObject(value: Record<string, unknown>, node: ObjectNode, path: st
       if (node.strict) throw new WireKeyError(at, "unknown");
       continue;
     }
-    const v = value[key];
-    // Refused by the rules of a kind the object might have been: it is this kind's field.
-    if (v instanceof RefusedValue) throw v.error;
+    let v = value[key];
+    // Refused by the merged rules of the kinds the object might have been: read again by this kind's.
+    if (v instanceof RefusedValue) v = parseStrictJson(v.text, guideOf(field.node));
     if (v === null || (field.nullable && v instanceof RawJson && v.text === "null")) {
       if (field.nullable) continue;
       throw new WireKeyError(path ? `${path}.${key}` : key, "null");
@@ -693,9 +693,10 @@ function guideOf(node: WireNode): JsonGuide {
 /**
  * One guide for values of any of several shapes (a union's options, every event type's
  * envelope): a key raw in any of them is read raw, quoted in any is read quoted; decode
- * reads a raw value again where its own field is not raw. A key only some of them name is
- * read by their rules, and a refusal by those rules waits for the object's kind
- * (`deferRefusal`): the others ignore the key, as Go does.
+ * reads a raw value again where its own field is not raw. A key only some of them name, or
+ * that they read by different rules, is read by the merged rules, and a refusal by those
+ * waits for the object's kind (`deferRefusal`): that kind's own rules decide, and a kind
+ * without the field ignores the key, as Go does.
  */
 export function mergeGuides(guides: readonly JsonGuide[]): JsonGuide {
   // Shapes that share a field share its guide (a union's options, one blocks schema).
@@ -721,8 +722,8 @@ export function mergeGuides(guides: readonly JsonGuide[]): JsonGuide {
           const found = withMembers.map((g) => g.member!(key)).filter((g): g is JsonGuide => g !== undefined);
           if (found.length === 0) return undefined;
           const merged = mergeGuides(found);
-          // Deferred where some shape lacks the key, or where one of them defers it already.
-          const defer = found.length < withMembers.length || found.some((f) => f.deferRefusal === true);
+          // Deferred where some shape lacks the key or reads it otherwise, or one defers it already.
+          const defer = found.length < withMembers.length || found.some((f) => f !== found[0] || f.deferRefusal === true);
           const g = defer && merged.deferRefusal !== true ? { ...merged, deferRefusal: true } : merged;
           if (members.size < 4096) members.set(key, g);
           return g;
