@@ -115,12 +115,16 @@ function members(text: string): Member[] {
   return out;
 }
 
-/** `key` written with each code unit picked escaped as \uXXXX (hex in either case). */
+/**
+ * `key` written with each code unit picked escaped as \uXXXX (hex in either case); a
+ * surrogate pair is escaped whole or not at all (half written is in no UTF-8 text).
+ */
 function spelled(key: string, escapes: readonly boolean[], upperHex: boolean): string {
   let out = '"';
   for (let j = 0; j < key.length; j++) {
     const u = key.charCodeAt(j);
-    if (escapes[j % escapes.length]) {
+    const low = u >= 0xdc00 && u <= 0xdfff && j > 0 && key.charCodeAt(j - 1) >= 0xd800 && key.charCodeAt(j - 1) <= 0xdbff;
+    if (escapes[(low ? j - 1 : j) % escapes.length]) {
       const hex = u.toString(16).padStart(4, "0");
       out += `\\u${upperHex ? hex.toUpperCase() : hex}`;
     } else out += JSON.stringify(key[j]!).slice(1, -1);
