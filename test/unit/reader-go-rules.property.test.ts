@@ -380,3 +380,15 @@ describe("one key, a different rule in each type of a registry", () => {
     );
   });
 });
+
+describe("a key another type names, nested past the stack where this type has no such field", () => {
+  it("is ignored as Go ignores it, as the same value under a key no type names is", () => {
+    const turn = written.find((w) => w.type === "TurnStarted")!.json;
+    let block = '{"Text":"x","type":"text"}';
+    for (let i = 0; i < 1500; i++) block = `{"content":[${block}],"tool_use_id":"c","type":"tool_result"}`;
+    const value = `[{"role":"assistant","blocks":[${block}]}]`;
+    const insert = (k: string) => turn.replace('"type":"TurnStarted"', `${JSON.stringify(k)}:${value},"type":"TurnStarted"`);
+    expect(verdict(insert("zz_no_type_names_this"))).toEqual(verdict(turn));
+    expect(verdict(insert("messages"))).toEqual(verdict(turn));
+  });
+});
