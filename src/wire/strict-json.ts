@@ -479,16 +479,19 @@ function readObject(guide: JsonGuide, depth: number): Record<string, unknown> {
 
 /**
  * A member value read by its guide, or, where the guide refuses it, checked as an ignored
- * value is and kept as its refusal. Each value is read again at most once, on refusal.
+ * value is and kept as its refusal. Each value is read again at most once, on refusal. A
+ * stack that runs out (blocks nest through tool results) is such a refusal: the scan is
+ * iterative, and it runs here, with the stack unwound.
  */
 function readDeferring(guide: JsonGuide, depth: number): unknown {
   const start = pos;
   try {
     return readValue(guide, depth);
   } catch (e) {
-    if (!(e instanceof StrictJsonError)) throw e;
+    const refusal = e instanceof RangeError ? new StrictJsonError("too_deep", "nesting too deep to read") : e;
+    if (!(refusal instanceof StrictJsonError)) throw e;
     pos = scanJson(src, start, { depthBase: depth, exactNumbers: false, compact: false }).end;
-    return new RefusedValue(e, src.slice(start, pos));
+    return new RefusedValue(refusal, src.slice(start, pos));
   }
 }
 
