@@ -392,3 +392,25 @@ describe("a key another type names, nested past the stack where this type has no
     expect(verdict(insert("messages"))).toEqual(verdict(turn));
   });
 });
+
+describe("a map in one type, an object in another", () => {
+  const mapInA = defineEventType({ type: "AdvMapA", family: "adv", class: "enduring", scope: "session", body: { meta: z.record(z.string(), z.string()).optional() } });
+  const objectInB = defineEventType({ type: "AdvObjectB", family: "adv", class: "enduring", scope: "session", body: { meta: z.object({ at: timestampSchema.optional() }).optional() } });
+  const registry = defaultRegistry.with(mapInA).with(objectInB);
+  const header = `"created_at":"2026-11-29T10:15:30Z","event_id":"6f1c2a3b-4d5e-4f60-8a7b-000000000e01","session_id":"6f1c2a3b-4d5e-4f60-8a7b-000000000101"`;
+  const read = (type: string, body: string) => {
+    const r = safeDecodeEvent(`{${header},${body},"type":"${type}","v":1}`, { registry });
+    return r.success ? { ok: meaning(r.data) } : { error: "reason" in r.error ? r.error.reason : r.error.field };
+  };
+
+  it("a map's value is read by the map's rules: an escaped time there is text", () => {
+    fc.assert(
+      fc.property(fc.array(fc.boolean(), { minLength: 20, maxLength: 20 }).filter((e) => e.some(Boolean)), (e) => {
+        const t = spelled("2026-11-29T10:15:30Z", e, false);
+        expect(read("AdvMapA", `"meta":{"at":${t}}`)).toMatchObject({ ok: { meta: { at: "2026-11-29T10:15:30Z" } } });
+        expect(read("AdvObjectB", `"meta":{"at":${t}}`)).toEqual({ error: "escaped_time" });
+      }),
+      { numRuns: 30 },
+    );
+  });
+});
