@@ -559,6 +559,8 @@ function decodeObject(value: Record<string, unknown>, node: ObjectNode, path: st
 
 /** Reads a wire value; undefined for a zero that Go's writer would omit (`omitempty`). */
 function decode(value: unknown, node: WireNode, path: string, field?: Field): unknown {
+  // Refused by merged rules (a record's value where another kind has an object): read by this node's.
+  if (value instanceof RefusedValue) value = parseStrictJson(value.text, guideOf(node));
   // Read raw where another event type has a raw field of this name: read it again as this
   // one's field (a time in it quoted, its numbers exact).
   if (value instanceof RawJson && !(node.kind === "value" && node.codec?.readsAs === "raw")) value = parseStrictJson(value.text, guideOf(node));
