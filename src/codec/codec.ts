@@ -15,7 +15,7 @@ import { defaultRegistry, type JetloopEvent } from "../events/catalogue.js";
 import type { EventRegistry, EventTypeDefinition } from "../events/registry.js";
 import { definitionFor, type SafeResult, validateWith } from "../events/validate.js";
 import { encodePooled } from "../wire/pooled-utf8.js";
-import { type JsonGuide, MAX_DEPTH, parseStrictJson, scanJson, StrictJsonError } from "../wire/strict-json.js";
+import { isWellFormed, type JsonGuide, MAX_DEPTH, parseStrictJson, scanJson, StrictJsonError } from "../wire/strict-json.js";
 import { fromWire, guideFor, mergeGuides, sortedKeys, takeDeepestRaw, toWireJson, UnwritableJsonError, WireKeyError } from "../wire/wire.js";
 
 /** The wire schema version this codec writes; it reads 0 and 1 (and an absent `v`) as 1. */
@@ -83,6 +83,7 @@ export function encodeValidated<E = JetloopEvent>(event: E, options?: CodecOptio
   try {
     valid = validateWith<E>(def, event as Record<string, unknown>, { strict: true });
   } catch (e) {
+    if (e instanceof RangeError) throw stackTooDeep(def.type, e);
     // What the runtime's MarshalEvent reports as an EventEncodeError: the typed request
     // codec rejected the request.
     if (e instanceof EventValidationError && def.type === "PermissionRequested" && e.field.startsWith("request")) {
@@ -96,6 +97,7 @@ export function encodeValidated<E = JetloopEvent>(event: E, options?: CodecOptio
     json = toWireJson(wireSchemaOf(def), valid, ENVELOPE);
   } catch (e) {
     if (e instanceof UnwritableJsonError) throw new EventEncodeError(def.type, "unwritable", e.message, { cause: e });
+    if (e instanceof RangeError) throw stackTooDeep(def.type, e);
     throw e;
   }
   checkReadable(def.type, json, takeDeepestRaw());
@@ -117,6 +119,15 @@ export function marshalEvent<E = JetloopEvent>(event: E, options?: CodecOptions<
   const def = definitionFor(event, registryOf(options));
   if (def.class !== "enduring") throw new EventNotPersistableError(def.type);
   return encodeEvent(event, options);
+}
+
+/**
+ * Content blocks nest through tool results, and the schema walks them recursively: a stack
+ * that runs out (from about 600 nested tool results) is a nesting too deep, as the reader
+ * reports it, never a RangeError out of publish.
+ */
+function stackTooDeep(type: string, cause: RangeError): EventEncodeError {
+  return new EventEncodeError(type, "too_deep", "nests too deep to write", { cause });
 }
 
 /**
@@ -160,6 +171,9 @@ function decodeText(input: Uint8Array | string, max: number): string {
       const bytes = utf8Encoder.encode(input).length;
       if (bytes > max) throw new EventDecodeError("too_large", `event of ${bytes} bytes exceeds the cap of ${max}`);
     }
+    // A lone surrogate is in no UTF-8 text (its bytes would read as U+FFFD): refused as
+    // bytes that are not UTF-8 are, never read as a character Go could not have read.
+    if (!isWellFormed(input)) throw new EventDecodeError("not_utf8", "event text holds a lone surrogate, which is not UTF-8");
     return input;
   }
   try {
@@ -205,13 +219,25 @@ export function decodeEvent<E = JetloopEvent>(input: Uint8Array | string, option
   try {
     camel = fromWire(wireSchemaOf(def), envelope) as Record<string, unknown>;
   } catch (e) {
+    if (e instanceof RangeError) throw STACK_TOO_DEEP();
+    // A refusal the reader kept until the type was known, or a raw value read again as its field.
+    if (e instanceof StrictJsonError) throw new EventDecodeError(e.reason, e.message, e.offset);
     if (!(e instanceof WireKeyError)) throw e;
     if (e.problem === "unknown") throw new EventValidationError(def.type, e.path, "is invalid", "not a known field");
     throw new EventDecodeError(WIRE_KEY_REASONS[e.problem], e.message);
   }
   delete camel.v;
-  return validateWith<E>(def, camel);
+  try {
+    return validateWith<E>(def, camel);
+  } catch (e) {
+    if (e instanceof RangeError) throw STACK_TOO_DEEP();
+    throw e;
+  }
 }
+
+// The reader's own answer when the stack runs out (strict-json.ts): tool results nest
+// blocks recursively, and mapping and validating them recurse further than reading.
+const STACK_TOO_DEEP = () => new EventDecodeError("too_deep", "nesting too deep to read");
 
 /**
  * The journal decoder (the runtime's UnmarshalEvent): one enduring event from untrusted

@@ -7,7 +7,7 @@
  */
 import { z } from "zod";
 import { RequestDecodeError } from "../errors.js";
-import { parseStrictJson, StrictJsonError } from "../wire/strict-json.js";
+import { isWellFormed, parseStrictJson, StrictJsonError } from "../wire/strict-json.js";
 import { fromWire, toWireJson, wireField, WireKeyError } from "../wire/wire.js";
 import { isSet, isTrimmedText } from "./text.js";
 
@@ -157,6 +157,8 @@ export function decodePermissionRequest(input: string | Uint8Array): PermissionR
   } catch (e) {
     throw new RequestDecodeError("", "is not valid UTF-8", { cause: e });
   }
+  // A lone surrogate is in no UTF-8 text: the string stands for no bytes Go could read.
+  if (!isWellFormed(text)) throw new RequestDecodeError("", "is not valid UTF-8 (a lone surrogate)");
   let json: unknown;
   try {
     json = parseStrictJson(text);

@@ -47,6 +47,26 @@ export interface JsonGuide {
   readonly keep?: (compact: string, depth: number) => unknown;
   /** `shape`: the keys the schema names exactly (`keyTable`), read without slicing the text. */
   readonly keys?: KeyTable;
+  /**
+   * A member not read by one rule in all its object's possible kinds (mergeGuides: some
+   * lack it, or read it otherwise): a refusal by the merged rules is kept as a
+   * RefusedValue, for the object's kind to decide once known.
+   */
+  readonly deferRefusal?: boolean;
+}
+
+/**
+ * A member value the merged guide refused (an inexact number, an escaped time) where the
+ * object's kind was not yet known: its text was then checked as Go checks a value it
+ * ignores, and kept. If the object's kind has the field, `fromWire` reads the text again
+ * by that field's own rules; if not, Go ignores the key, and so does jetloop.
+ */
+export class RefusedValue {
+  constructor(
+    readonly error: StrictJsonError,
+    /** The value's text as written (checked: valid JSON, no case-equal keys, not too deep). */
+    readonly text: string,
+  ) {}
 }
 
 /** A key a shape names, as the reader keeps it: the one string for every read of it. */
@@ -444,7 +464,7 @@ function readObject(guide: JsonGuide, depth: number): Record<string, unknown> {
     if (child === undefined) {
       pos = scanJson(src, pos, { depthBase: depth, exactNumbers: false, compact: false }).end;
       value = IGNORED;
-    } else value = readValue(child, depth);
+    } else value = child.deferRefusal ? readDeferring(child, depth) : readValue(child, depth);
     if (key === "__proto__") Object.defineProperty(out, key, { value, enumerable: true, writable: true, configurable: true });
     else out[key] = value;
     pos = skipSpace(src, pos);
@@ -454,6 +474,24 @@ function readObject(guide: JsonGuide, depth: number): Record<string, unknown> {
       pos++;
       return out;
     } else malformed(pos);
+  }
+}
+
+/**
+ * A member value read by its guide, or, where the guide refuses it, checked as an ignored
+ * value is and kept as its refusal. Each value is read again at most once, on refusal. A
+ * stack that runs out (blocks nest through tool results) is such a refusal: the scan is
+ * iterative, and it runs here, with the stack unwound.
+ */
+function readDeferring(guide: JsonGuide, depth: number): unknown {
+  const start = pos;
+  try {
+    return readValue(guide, depth);
+  } catch (e) {
+    const refusal = e instanceof RangeError ? new StrictJsonError("too_deep", "nesting too deep to read") : e;
+    if (!(refusal instanceof StrictJsonError)) throw e;
+    pos = scanJson(src, start, { depthBase: depth, exactNumbers: false, compact: false }).end;
+    return new RefusedValue(refusal, src.slice(start, pos));
   }
 }
 
@@ -492,7 +530,8 @@ function readArray(element: JsonGuide, depth: number): unknown[] {
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
 
 // String.prototype.isWellFormed (ES2024, in Node 20): native, and most texts are well formed.
-const isWellFormed = (s: string): boolean => (s as unknown as { isWellFormed(): boolean }).isWellFormed();
+/** Whether `s` has no lone surrogate: whether it is the text of some UTF-8 bytes. */
+export const isWellFormed = (s: string): boolean => (s as unknown as { isWellFormed(): boolean }).isWellFormed();
 
 /** `s` with each lone surrogate replaced by U+FFFD, as Go reads and writes it. */
 export function wellFormedText(s: string): string {

@@ -20,7 +20,7 @@
 import { z } from "zod";
 import { goFold, goLower } from "./go-fold.js";
 import { RAW_GUIDE, RawJson } from "./raw-json.js";
-import { GENERIC_GUIDE, type JsonGuide, keyTable, parseStrictJson, QUOTED_GUIDE, wellFormedText } from "./strict-json.js";
+import { GENERIC_GUIDE, type JsonGuide, keyTable, parseStrictJson, QUOTED_GUIDE, RefusedValue, wellFormedText } from "./strict-json.js";
 
 export interface ValueCodec {
   toWire(value: unknown): unknown;
@@ -535,7 +535,9 @@ function decodeObject(value: Record<string, unknown>, node: ObjectNode, path: st
       if (node.strict) throw new WireKeyError(at, "unknown");
       continue;
     }
-    const v = value[key];
+    let v = value[key];
+    // Refused by the merged rules of the kinds the object might have been: read again by this kind's.
+    if (v instanceof RefusedValue) v = parseStrictJson(v.text, guideOf(field.node));
     if (v === null || (field.nullable && v instanceof RawJson && v.text === "null")) {
       if (field.nullable) continue;
       throw new WireKeyError(path ? `${path}.${key}` : key, "null");
@@ -557,8 +559,11 @@ function decodeObject(value: Record<string, unknown>, node: ObjectNode, path: st
 
 /** Reads a wire value; undefined for a zero that Go's writer would omit (`omitempty`). */
 function decode(value: unknown, node: WireNode, path: string, field?: Field): unknown {
-  // Read raw where another event type has a raw field of this name: read it again as this one's.
-  if (value instanceof RawJson && !(node.kind === "value" && node.codec?.readsAs === "raw")) value = parseStrictJson(value.text);
+  // Refused by merged rules (a record's value where another kind has an object): read by this node's.
+  if (value instanceof RefusedValue) value = parseStrictJson(value.text, guideOf(node));
+  // Read raw where another event type has a raw field of this name: read it again as this
+  // one's field (a time in it quoted, its numbers exact).
+  if (value instanceof RawJson && !(node.kind === "value" && node.codec?.readsAs === "raw")) value = parseStrictJson(value.text, guideOf(node));
   switch (node.kind) {
     case "object": {
       if (!isPlainObject(value)) return value;
@@ -690,9 +695,14 @@ function guideOf(node: WireNode): JsonGuide {
 /**
  * One guide for values of any of several shapes (a union's options, every event type's
  * envelope): a key raw in any of them is read raw, quoted in any is read quoted; decode
- * reads a raw value again where its own field is not raw.
+ * reads a raw value again where its own field is not raw. A key only some of them name, or
+ * that they read by different rules, is read by the merged rules, and a refusal by those
+ * waits for the object's kind (`deferRefusal`): that kind's own rules decide, and a kind
+ * without the field ignores the key, as Go does.
  */
-export function mergeGuides(all: readonly JsonGuide[]): JsonGuide {
+export function mergeGuides(guides: readonly JsonGuide[]): JsonGuide {
+  // Shapes that share a field share its guide (a union's options, one blocks schema).
+  const all = [...new Set(guides)];
   if (all.length === 1) return all[0]!;
   if (all.some((g) => g.kind === "raw")) return RAW_GUIDE;
   if (all.some((g) => g.kind === "quoted")) return QUOTED_GUIDE;
@@ -713,7 +723,10 @@ export function mergeGuides(all: readonly JsonGuide[]): JsonGuide {
           if (known !== undefined) return known;
           const found = withMembers.map((g) => g.member!(key)).filter((g): g is JsonGuide => g !== undefined);
           if (found.length === 0) return undefined;
-          const g = mergeGuides(found);
+          const merged = mergeGuides(found);
+          // Deferred where some shape lacks the key or reads it otherwise, or one defers it already.
+          const defer = found.length < withMembers.length || found.some((f) => f !== found[0] || f.deferRefusal === true);
+          const g = defer && merged.deferRefusal !== true ? { ...merged, deferRefusal: true } : merged;
           if (members.size < 4096) members.set(key, g);
           return g;
         },

@@ -156,6 +156,16 @@ export const MUTATIONS: readonly Mutation[] = [
   { name: "missing-type", expect: decode("missing_type"), corrupt: ({ data }) => ({ data: withJson(data, (o) => delete o.type) }) },
   { name: "wrong-version", expect: { code: "EVENT_INVALID", field: "v" }, corrupt: ({ data, int }) => ({ data: withJson(data, (o) => (o.v = 2 + int(5))) }) },
   { name: "unknown-field", expect: "stripped", corrupt: ({ data, int }) => ({ data: withJson(data, (o) => (o[`extra_${int(100)}`] = int(10))) }) },
+  {
+    // A field of other types (turn events' turn_index, a StepDone's messages) that this
+    // type lacks, with a value their rules refuse: Go ignores the key here, so does jetloop.
+    name: "other-types-field",
+    expect: "stripped",
+    corrupt: ({ data, int }) => {
+      const value = int(2) ? ["1.0", "-0", "1e2", "9007199254740993"][int(4)]! : `[{"role":"assistant","blocks":[{"Text":1.0,"type":"text"}]}]`;
+      return { data: enc.encode(dec.decode(data).replace(/}$/, `,"${value.startsWith("[") ? "messages" : "turn_index"}":${value}}`)) };
+    },
+  },
   // The typed request's decoder is strict: no grant token, no raw tool arguments.
   {
     name: "smuggled-grant-token",

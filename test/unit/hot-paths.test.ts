@@ -249,6 +249,7 @@ describe("strict JSON: keys read from a shape's key table", () => {
       s = {
         kind: g.kind,
         keep: g.keep,
+        deferRefusal: g.deferRefusal,
         member: g.member && ((k) => { const m = g.member!(k); return m && withoutTables(m); }),
         element: g.element && (() => withoutTables(g.element!())),
       };
