@@ -12,6 +12,7 @@ import type { BusContext } from "./bus-context.js";
 import { inboxPrefixOf } from "./connection/inbox.js";
 import { openConnection } from "./connection/connect.js";
 import type { JournalSource } from "./subscribe/journal-range.js";
+import { OpenReads } from "./subscribe/open-reads.js";
 import { ReadConsumerPool } from "./subscribe/read-consumers.js";
 import { permissionRefusal } from "./subscribe/consumer-errors.js";
 import { type BusOptions, type BusSettings, type ConnectionSettings, parseBusOptions, parseConnectOptions } from "./connection/options.js";
@@ -228,6 +229,7 @@ class BusImpl<E = JetloopEvent> implements Jetloop<E> {
       stream: settings.stream,
       journalReads: settings.journalReads,
       inboxPrefix: inboxPrefixOf(nc),
+      reads: new OpenReads(),
       ...(settings.readConsumers ? { pool: new ReadConsumerPool(settings.readConsumers, settings.stream, jsm) } : {}),
     };
     const onPermissionViolation = (listener: ViolationListener) => {
@@ -397,6 +399,7 @@ class BusImpl<E = JetloopEvent> implements Jetloop<E> {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    this.context.journal.reads.close();
     await Promise.allSettled([this.context.subscriptions.closeAll(), ...[...this.#closers].map((close) => close())]);
     this.#writerClosed = true;
     this.#writer.close();

@@ -7,8 +7,9 @@
 import { type ConsumerMessages, DeliverPolicy, type JetStreamClient, type JsMsg, type OrderedConsumerOptions } from "@nats-io/jetstream";
 import { createInbox } from "@nats-io/nats-core";
 import type { Logger } from "pino";
-import { NotProvisionedError, PermissionDeniedError, ReadConsumersBusyError, SubscriptionError } from "../errors.js";
+import { ConnectionClosedError, NotProvisionedError, PermissionDeniedError, ReadConsumersBusyError, SubscriptionError } from "../errors.js";
 import { consumerError } from "./consumer-errors.js";
+import type { OpenReads } from "./open-reads.js";
 import type { ReadConsumerPool } from "./read-consumers.js";
 
 /** Waits between attempts when a journal read fails (a leader election, a restart). */
@@ -58,6 +59,8 @@ export interface JournalSource {
   readonly inboxPrefix: string | undefined;
   /** The bus option `readConsumers`: every read names its consumer from this pool (read-consumers.ts). */
   readonly pool?: ReadConsumerPool;
+  /** The reads in progress, stopped when the bus closes. */
+  readonly reads: OpenReads;
 }
 
 /** A consumer of either kind, as a read uses it. */
@@ -114,14 +117,20 @@ async function* readOrdered(source: JournalSource, range: JournalRange, what: st
   } catch (e) {
     throw consumerError(e, stream, what);
   }
+  source.reads.add(messages);
+  let last = 0;
   try {
     for await (const m of messages) {
-      if (m.seq > range.toSeq) break;
+      if (m.seq > range.toSeq) return;
       pending--;
       yield m;
-      if (pending <= 0 || m.seq >= range.toSeq || m.info.pending === 0) break;
+      last = m.seq;
+      source.reads.check(what, last);
+      if (pending <= 0 || m.seq >= range.toSeq || m.info.pending === 0) return;
     }
+    source.reads.check(what, last);
   } finally {
+    source.reads.done(messages);
     messages.stop();
     await messages.close().catch(() => undefined);
     // Released now rather than at its inactivity timeout: the server limits consumers per stream.
@@ -160,6 +169,7 @@ async function* readPooled(source: JournalSource, pool: ReadConsumerPool, range:
       } catch (e) {
         throw consumerError(e, stream, what);
       }
+      source.reads.add(messages);
       let lost: unknown;
       // A deleted consumer: stop now rather than at the missed heartbeats.
       void (async () => {
@@ -187,20 +197,24 @@ async function* readPooled(source: JournalSource, pool: ReadConsumerPool, range:
           last = m.seq;
           attempt = 0;
           yield m;
+          source.reads.check(what, last);
           if (pending <= 0 || m.seq >= range.toSeq || m.info.pending === 0) {
             done = true;
             break;
           }
         }
       } catch (e) {
+        if (e instanceof ConnectionClosedError) throw e;
         const typed = consumerError(e, stream, what);
         if (typed instanceof PermissionDeniedError || typed instanceof NotProvisionedError) throw typed;
         lost = e;
       } finally {
+        source.reads.done(messages);
         messages.stop();
         await messages.close().catch(() => undefined);
       }
       if (done) return;
+      source.reads.check(what, last);
       lost ??= new Error(`the read's consumer ${lease.name} stopped`);
       if (attempt >= RETRY_MS.length) throw new SubscriptionError(`${what} failed: ${(lost as Error).message ?? String(lost)}`, { cause: lost });
       await new Promise((resolve) => setTimeout(resolve, RETRY_MS[attempt]));
