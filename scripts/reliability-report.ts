@@ -260,8 +260,9 @@ fails in the handler (\`delivery.fail(error)\`), the others are acknowledged. Co
 separate Node processes (test/harness/reliability/parking-child.ts) on one durable with
 maxDeliver 3 and a 200 ms backoff; each records what it was handed, what it acknowledged
 and what it parked, with synchronous writes. First one process runs alone and kills itself
-(SIGKILL) from a core subscription on its parked subjects the moment its first parked entry
-reaches the server: after the entry is written, before the original is terminated. Then two
+(SIGKILL) once its first parked entry is stored and acknowledged, as the original's \`+TERM\`
+is about to leave (a hook on its connection's publish): after the entry is written, before
+the original is terminated. Then two
 processes share the durable until nothing is pending or waiting for an ack and every
 failing event is parked. Then the bug is "fixed": two new processes start and
 \`bus.parked.replay(durable, "all")\` (what \`jetloop parked replay --all\` runs) sends the
@@ -279,9 +280,11 @@ event is; replay sends each parked event back exactly once (one first hand-over,
 count 1, each), every one is acknowledged, only as a replay, and every further
 acknowledgement is of a redelivery; the parked store and the durable end empty; no
 published event is lost.`,
-    notes: `The kill lands between the two steps because the killed process watches its own parked
-subjects: the server hands a core subscriber the entry no later than the store's ack, and
-jetloop terminates the original only after that ack. jetloop, not the server, counts
+    notes: `The kill lands between the two steps because the killed process dies as the term is
+about to be sent, which jetloop does only after the store acknowledged the entry. (It used
+to watch its own parked subjects with a core subscription; on 2.15.1 under load the
+store's ack arrived first once, and the term and the report went out before the copy.)
+jetloop, not the server, counts
 \`maxDeliver\` (the consumer's \`max_deliver\` is unlimited): with a server-side limit the
 server would stop delivering an event whose parking failed, and it would be lost to the
 durable. While a delivery is held jetloop extends its ack wait at once and then every

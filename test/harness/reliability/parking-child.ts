@@ -6,8 +6,8 @@
 // Environment: JETLOOP_SERVERS (comma-separated), JETLOOP_NS, JETLOOP_DURABLE, JETLOOP_OUT
 // (file), JETLOOP_FAIL_EVERY (fail every event whose journal sequence is a multiple of
 // it; 0: the bug is fixed, fail nothing), JETLOOP_MAX_DELIVER, JETLOOP_BACKOFF_MS,
-// JETLOOP_KILL_ON_PARK=1 (SIGKILL itself the moment its first parked entry is written,
-// before the original is terminated).
+// JETLOOP_KILL_ON_PARK=1 (SIGKILL itself once its first parked entry is stored, as the
+// original's term is about to be sent).
 //
 // Records, one line each, written synchronously before the action they describe:
 //   H <seq> <eventId> <deliveryCount> <replayed>   handed to the handler
@@ -15,7 +15,6 @@
 //   P <seq> <reason> <code>                        parked (reported by the subscription)
 import { appendFileSync } from "node:fs";
 import { connect } from "../../../src/index.js";
-import { parkedFilter } from "../../../src/subjects/subjects.js";
 
 const env = (k: string): string => {
   const v = process.env[k];
@@ -28,11 +27,17 @@ const durable = env("JETLOOP_DURABLE");
 const failEvery = Number(process.env.JETLOOP_FAIL_EVERY ?? 0);
 const bus = await connect({ servers: env("JETLOOP_SERVERS").split(","), namespace: env("JETLOOP_NS"), natsOptions: { name: "parking-child" } });
 if (process.env.JETLOOP_KILL_ON_PARK === "1") {
-  // A core subscriber on the parked subjects sees the entry as the store receives it, in
-  // the same read as (or before) the store's ack: dying here, synchronously, leaves the
-  // original unterminated.
-  bus.nc.subscribe(parkedFilter(bus.namespace, durable, "held"), { callback: () => void process.kill(process.pid, "SIGKILL") });
-  await bus.nc.flush();
+  // Dies as the original's +TERM is about to leave, after the parked entry was stored and
+  // acknowledged: exactly between parking and terminating. (A core subscriber on the parked
+  // subjects raced: on 2.15.1 under load the store's ack could arrive a read before the
+  // copy, and the term and the report went out first.)
+  const protocol = (bus.nc as unknown as { protocol: { publish(subject: string, payload?: Uint8Array, options?: unknown): void } }).protocol;
+  const publish = protocol.publish.bind(protocol);
+  const term = new TextEncoder().encode("+TERM");
+  protocol.publish = (subject, payload, options) => {
+    if (subject.startsWith("$JS.ACK.") && payload !== undefined && term.every((b, i) => payload[i] === b)) process.kill(process.pid, "SIGKILL");
+    publish(subject, payload, options);
+  };
 }
 const sub = await bus.subscribeEvents(
   { enduring: "all" },

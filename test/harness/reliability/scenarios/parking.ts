@@ -94,7 +94,7 @@ export async function parkingScenario(ctx: ScenarioContext, o: ParkingOptions): 
     const failingIds = failingSeqs.map((s) => published[seqs.indexOf(s)]!);
     const fail = { JETLOOP_FAIL_EVERY: String(o.failEvery) };
 
-    // 1. One process, killed the moment it writes its first parked entry.
+    // 1. One process, killed once its first parked entry is stored, as its term is about to leave.
     const a = await run("a-killed", { ...fail, JETLOOP_KILL_ON_PARK: "1" });
     await Promise.race([a.exited, sleep(60_000).then(() => Promise.reject(new Error("the first process did not park anything")))]);
     const atKill = await bus.parked.list(durable);
