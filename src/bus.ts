@@ -382,11 +382,12 @@ class BusImpl<E = JetloopEvent> implements Jetloop<E> {
   async consumers(options: ConsumersOptions = {}): Promise<ConsumersReport & { groups: readonly GroupReport[]; durabilityWarnings: readonly DurabilityWarning[] }> {
     const { monitor } = parseConsumersOptions(options);
     const jsm = await this.jetstreamManager();
-    const report = await (async () => ({ ...(await consumersReport(jsm, this.stream, this.parked)), groups: await groupsReport(jsm, this.namespace, this.parked) }))().catch(
-      (e: unknown) => {
-        throw permissionRefusal(e);
-      },
-    );
+    let report: ConsumersReport & { groups: readonly GroupReport[] };
+    try {
+      report = { ...(await consumersReport(jsm, this.stream, this.parked)), groups: await groupsReport(jsm, this.namespace, this.parked) };
+    } catch (e) {
+      throw permissionRefusal(e);
+    }
     if (monitor.length === 0) return { ...report, durabilityWarnings: [] };
     // Replicas matter to the strict profile only; the default one warns of the sync setting alone.
     return { ...report, durabilityWarnings: (await durabilityWarnings(this.stream, monitor, 3, "default")).warnings };

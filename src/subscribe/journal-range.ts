@@ -77,6 +77,11 @@ function startAt(from: JournalRange["from"]): Partial<Pick<OrderedConsumerOption
     : { deliver_policy: DeliverPolicy.StartTime, opt_start_time: from.time.toISOString() };
 }
 
+/** Whether `m` ends the read: the count the read began with is met, the range's end reached, or nothing is left. */
+function lastOfRange(m: JsMsg, pending: number, range: JournalRange): boolean {
+  return pending <= 0 || m.seq >= range.toSeq || m.info.pending === 0;
+}
+
 export function readJournalRange(source: JournalSource, range: JournalRange, what: string): AsyncGenerator<JsMsg, void, undefined> {
   return source.pool ? readPooled(source, source.pool, range, what) : readOrdered(source, range, what);
 }
@@ -126,7 +131,7 @@ async function* readOrdered(source: JournalSource, range: JournalRange, what: st
       yield m;
       last = m.seq;
       source.reads.check(what, last);
-      if (pending <= 0 || m.seq >= range.toSeq || m.info.pending === 0) return;
+      if (lastOfRange(m, pending, range)) return;
     }
     source.reads.check(what, last);
   } finally {
@@ -198,7 +203,7 @@ async function* readPooled(source: JournalSource, pool: ReadConsumerPool, range:
           attempt = 0;
           yield m;
           source.reads.check(what, last);
-          if (pending <= 0 || m.seq >= range.toSeq || m.info.pending === 0) {
+          if (lastOfRange(m, pending, range)) {
             done = true;
             break;
           }
