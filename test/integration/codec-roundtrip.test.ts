@@ -58,6 +58,14 @@ function edgeEvents(sessionId: string): JetloopEvent[] {
   ];
 }
 
+/** Whether the frame of journal sequence `seq` arrived whole: its id line can come in a chunk before its data. */
+const frameWhole =
+  (seq: number) =>
+  (text: string): boolean => {
+    const at = text.indexOf(`id: ${seq}\n`);
+    return at >= 0 && text.indexOf("\n\n", at) >= 0;
+  };
+
 describe("what publish accepts is read back identically", () => {
   it("by replay, a live subscription, a durable and the gateway", async () => {
     const sessionId = newId();
@@ -107,7 +115,7 @@ describe("what publish accepts is read back identically", () => {
     expect(page.body).toBe(`{"events":[${entries}],"next_journal_seq":0,"done":true}\n`);
 
     const sse = await SseReader.open(`${gw.url}/v1/sessions/${sessionId}/events?last_event_id=${seqs[0]! - 1}`);
-    await sse.until((t) => t.includes(`id: ${wantSeqs.at(-1)}\n`), 30_000);
+    await sse.until(frameWhole(wantSeqs.at(-1)!), 30_000);
     sse.close();
     const enduring = frames(sse.text).filter((f) => f.startsWith("event: enduring\n"));
     expect(enduring).toEqual(want.map((w, i) => `event: enduring\nid: ${wantSeqs[i]}\ndata: {"v":1,"event":${w}}\n\n`));
@@ -132,7 +140,7 @@ describe("what publish accepts is read back identically", () => {
     const page = await request(`${gw.url}/v1/sessions/${sessionId}/journal`);
     expect(page.body).toBe(`{"events":[{"journal_seq":${seq},"event":${served}}],"next_journal_seq":0,"done":true}\n`);
     const sse = await SseReader.open(`${gw.url}/v1/sessions/${sessionId}/events?last_event_id=${seq - 1}`);
-    await sse.until((t) => t.includes(`id: ${seq}\n`));
+    await sse.until(frameWhole(seq));
     sse.close();
     expect(frames(sse.text).filter((f) => f.startsWith("event: enduring\n"))).toEqual([`event: enduring\nid: ${seq}\ndata: {"v":1,"event":${served}}\n\n`]);
   });
