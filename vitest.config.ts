@@ -24,6 +24,7 @@ const NEWEST_ONLY = [
   // reliability:soak` runs the leader-kill scenario on 2.10.
   "test/integration/cluster.test.ts",
   "test/integration/harness-cluster.test.ts",
+  "test/integration/read-placement.test.ts",
   "test/integration/reliability/leader-kill.test.ts",
 ];
 

@@ -225,6 +225,7 @@ class BusImpl<E = JetloopEvent> implements Jetloop<E> {
     const js = jetstream(nc);
     const journalPosition = new JournalPosition(jsm, settings.stream);
     const journal: JournalSource = {
+      placement: { leader: async () => (await journalPosition.state()).leader, log },
       js,
       stream: settings.stream,
       journalReads: settings.journalReads,

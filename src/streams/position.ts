@@ -5,6 +5,8 @@ export interface JournalState {
   readonly lastSeq: number;
   /** The stream's republish destination (the feed), if it has one. */
   readonly republishDest: string | undefined;
+  /** The stream leader's server name: "" while a replicated stream has none, undefined for one not replicated. */
+  readonly leader: string | undefined;
 }
 
 /**
@@ -28,7 +30,8 @@ export class JournalPosition {
     this.#next ??= Promise.resolve().then(async () => {
       this.#next = undefined;
       const info = await (await this.#jsm()).streams.info(this.#stream);
-      return { lastSeq: info.state.last_seq, republishDest: info.config.republish?.dest };
+      const replicated = (info.cluster?.replicas?.length ?? 0) > 0;
+      return { lastSeq: info.state.last_seq, republishDest: info.config.republish?.dest, leader: replicated ? (info.cluster?.leader ?? "") : undefined };
     });
     return this.#next;
   }

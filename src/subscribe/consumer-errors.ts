@@ -18,6 +18,7 @@ export function permissionRefusal(e: unknown): unknown {
 
 /** Maps a failure to set up or run a consumer to jetloop's typed errors. */
 export function consumerError(e: unknown, stream: string, what: string): Error {
+  if (e instanceof SubscriptionError) return e;
   const pv = permissionViolation(e);
   if (pv) return new PermissionDeniedError(pv.operation === "publish" ? "api" : "subscribe", pv.subject, { cause: e });
   if (e instanceof JetStreamApiError && e.code === JetStreamApiCodes.StreamNotFound) return new NotProvisionedError(stream);

@@ -4,13 +4,14 @@
  * deletes its consumer. Replay uses it, and so does a feed subscription for history and for
  * closing gaps.
  */
-import { type ConsumerMessages, DeliverPolicy, type JetStreamClient, type JsMsg, type OrderedConsumerOptions } from "@nats-io/jetstream";
+import { type ConsumerInfo, type ConsumerMessages, DeliverPolicy, type JetStreamClient, type JsMsg, type OrderedConsumerOptions } from "@nats-io/jetstream";
 import { createInbox } from "@nats-io/nats-core";
 import type { Logger } from "pino";
 import { ConnectionClosedError, NotProvisionedError, PermissionDeniedError, ReadConsumersBusyError, SubscriptionError } from "../errors.js";
 import { consumerError } from "./consumer-errors.js";
 import type { OpenReads } from "./open-reads.js";
 import type { ReadConsumerPool } from "./read-consumers.js";
+import { placeOnLeader, type PlacementDeps } from "./read-placement.js";
 
 /** Waits between attempts when a journal read fails (a leader election, a restart). */
 const RETRY_MS = [250, 500, 1000, 2000, 4000, 8000];
@@ -61,13 +62,8 @@ export interface JournalSource {
   readonly pool?: ReadConsumerPool;
   /** The reads in progress, stopped when the bus closes. */
   readonly reads: OpenReads;
-}
-
-/** A consumer of either kind, as a read uses it. */
-interface ReadConsumer {
-  info(cached: true): Promise<{ num_pending: number }>;
-  consume(): Promise<ConsumerMessages>;
-  delete(): Promise<boolean>;
+  /** The stream leader, where a read's consumer must live, and where a misplaced one is logged (read-placement.ts). */
+  readonly placement: PlacementDeps;
 }
 
 /** Where a read starts, as consumer options. */
@@ -87,59 +83,95 @@ export function readJournalRange(source: JournalSource, range: JournalRange, wha
 }
 
 async function* readOrdered(source: JournalSource, range: JournalRange, what: string): AsyncGenerator<JsMsg, void, undefined> {
-  const { js, stream } = source;
   const push = source.journalReads === "push";
+  let last = 0;
+  for (let attempt = 0; ; attempt++) {
+    const from = last > 0 ? { seq: last + 1 } : range.from;
+    const opened = await openOrdered(source, { ...range, from }, push, what);
+    if (opened === undefined) return;
+    const { consumer, messages } = opened;
+    let pending = opened.pending;
+    let moved = false;
+    source.reads.add(messages);
+    try {
+      for await (const m of messages) {
+        // NATS.js recreated the consumer (a missed heartbeat, a restart), at the server's
+        // choice of peer: its counts are not trusted; the rest is read again, placed anew.
+        if (m.info.consumer !== consumer.name) {
+          moved = true;
+          break;
+        }
+        if (m.seq > range.toSeq) return;
+        pending--;
+        attempt = 0;
+        yield m;
+        last = m.seq;
+        source.reads.check(what, last);
+        if (lastOfRange(m, pending, range)) return;
+      }
+      source.reads.check(what, last);
+    } finally {
+      source.reads.done(messages);
+      messages.stop();
+      await messages.close().catch(() => undefined);
+      // Released now rather than at its inactivity timeout: the server limits consumers per stream.
+      consumer.release();
+    }
+    if (!moved) return;
+    if (attempt >= RETRY_MS.length) throw new SubscriptionError(`${what} failed: its consumer was recreated ${attempt} times without progress`);
+    await new Promise((resolve) => setTimeout(resolve, RETRY_MS[attempt]));
+  }
+}
+
+/** An ordered read's consumer: its name (NATS.js renames it when it recreates it) and its release. */
+interface OrderedRead {
+  readonly name: string;
+  release(): void;
+}
+
+/**
+ * Creates an ordered read's consumer on the stream leader (read-placement.ts) and counts
+ * what matches from its start; undefined when nothing does.
+ */
+async function openOrdered(
+  source: JournalSource,
+  range: JournalRange,
+  push: boolean,
+  what: string,
+): Promise<{ consumer: OrderedRead; pending: number; messages: ConsumerMessages } | undefined> {
+  const { js, stream } = source;
   const opts: Partial<OrderedConsumerOptions> = {
     filter_subjects: range.subjects.length === 1 ? range.subjects[0]! : [...range.subjects],
     ...startAt(range.from),
   };
   if (range.headersOnly) opts.headers_only = true;
-  let consumer: ReadConsumer;
-  let pending: number;
-  let messages: ConsumerMessages;
-  // A push read has no DELETE grant to rely on: its consumer is left to expire.
-  const release = (): void => {
-    if (!push) void consumer.delete().catch(() => undefined);
-  };
   try {
     // NATS.js creates the ordered consumer here (named, so on the create subject that
     // carries the filter, which per-session permissions can allow), and its creation
     // reply counts what matches from the start: the end of the read as the journal stood
     // when it began, and an empty range ends at once instead of waiting.
-    if (push) {
-      const c = await js.consumers.getPushConsumer(stream, { ...opts, deliver_prefix: createInbox(source.inboxPrefix) });
-      consumer = { info: (cached) => c.info(cached), consume: () => c.consume(), delete: () => c.delete() };
-    } else {
-      const c = await js.consumers.get(stream, opts);
-      consumer = { info: (cached) => c.info(cached), consume: () => c.consume({ max_messages: range.batch, expires: PULL_EXPIRES_MS }), delete: () => c.delete() };
+    const created = await placeOnLeader(
+      async () => {
+        if (push) {
+          const c = await js.consumers.getPushConsumer(stream, { ...opts, deliver_prefix: createInbox(source.inboxPrefix) });
+          return { info: await c.info(true), consume: () => c.consume(), delete: () => c.delete() };
+        }
+        const c = await js.consumers.get(stream, opts);
+        return { info: await c.info(true), consume: () => c.consume({ max_messages: range.batch, expires: PULL_EXPIRES_MS }), delete: () => c.delete() };
+      },
+      // A push read has no DELETE grant to rely on: its consumer is left to expire.
+      async (c) => void (push || (await c.delete().catch(() => undefined))),
+      source.placement,
+      what,
+    );
+    const consumer: OrderedRead = { name: created.info.name, release: () => void (push || created.delete().catch(() => undefined)) };
+    if (created.info.num_pending === 0) {
+      consumer.release();
+      return undefined;
     }
-    pending = (await consumer.info(true)).num_pending;
-    if (pending === 0) {
-      release();
-      return;
-    }
-    messages = await consumer.consume();
+    return { consumer, pending: created.info.num_pending, messages: await created.consume() };
   } catch (e) {
     throw consumerError(e, stream, what);
-  }
-  source.reads.add(messages);
-  let last = 0;
-  try {
-    for await (const m of messages) {
-      if (m.seq > range.toSeq) return;
-      pending--;
-      yield m;
-      last = m.seq;
-      source.reads.check(what, last);
-      if (lastOfRange(m, pending, range)) return;
-    }
-    source.reads.check(what, last);
-  } finally {
-    source.reads.done(messages);
-    messages.stop();
-    await messages.close().catch(() => undefined);
-    // Released now rather than at its inactivity timeout: the server limits consumers per stream.
-    release();
   }
 }
 
@@ -162,9 +194,24 @@ async function* readPooled(source: JournalSource, pool: ReadConsumerPool, range:
     throw e instanceof ReadConsumersBusyError ? e : consumerError(e, stream, what);
   }
   const { lease } = leased;
-  let info = leased.info;
+  // Every creation under the leased name is placed on the stream leader; the lease's is the first.
+  let created: ConsumerInfo | undefined = leased.info;
+  const place = async (from: JournalRange["from"]): Promise<ConsumerInfo> => {
+    const take = async (): Promise<{ info: ConsumerInfo }> => {
+      const info = created ?? (await lease.create(config(from)));
+      created = undefined;
+      return { info };
+    };
+    try {
+      // One misplaced is replaced by the next create (a fresh create id: deleted, created again).
+      return (await placeOnLeader(take, async () => {}, source.placement, what)).info;
+    } catch (e) {
+      throw consumerError(e, stream, what);
+    }
+  };
   let last = 0;
   try {
+    let info = await place(range.from);
     for (let attempt = 0; ; attempt++) {
       let pending = info.num_pending;
       if (pending === 0) return;
@@ -223,11 +270,7 @@ async function* readPooled(source: JournalSource, pool: ReadConsumerPool, range:
       lost ??= new Error(`the read's consumer ${lease.name} stopped`);
       if (attempt >= RETRY_MS.length) throw new SubscriptionError(`${what} failed: ${(lost as Error).message ?? String(lost)}`, { cause: lost });
       await new Promise((resolve) => setTimeout(resolve, RETRY_MS[attempt]));
-      try {
-        info = await lease.create(config(last > 0 ? { seq: last + 1 } : range.from));
-      } catch (e) {
-        throw consumerError(e, stream, what);
-      }
+      info = await place(last > 0 ? { seq: last + 1 } : range.from);
     }
   } finally {
     await lease.release();
