@@ -29,8 +29,14 @@ if [[ -n $noise ]]; then
   echo "$noise" | head -20 >&2
   problems=1
 fi
-# tsx keeps its compile cache in TMPDIR (tsx-<uid>): the tool's, not the run's.
-left="$(ls -A "$tmp" | grep -v '^tsx-' || true)"
+# tsx keeps its compile cache in TMPDIR (tsx-<uid>): the tool's, not the run's. A test
+# worker ended without its exit hook (killed at teardown) leaves its servers to their
+# watchdogs (test/harness/server.ts), which remove their folders within about 2 s.
+for _ in 1 2 3 4 5 6; do
+  left="$(ls -A "$tmp" | grep -v '^tsx-' || true)"
+  [[ -z $left ]] && break
+  sleep 1
+done
 if [[ -n $left ]]; then
   echo "clean-run: left in the run's temporary folder $tmp:" >&2
   echo "$left" | head -20 >&2
