@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { get, type IncomingMessage } from "node:http";
 import { connect, createEvent, defaultRegistry, startGateway, type DurableDelivery, encodeEvent, eventSubject, type JetloopEvent, type Jetloop, newId, publishedContext, withDelivery } from "../../src/index.js";
 import { supports } from "../../src/connection/server-version.js";
+import { busContext } from "../../src/bus.js";
 import { natsServers, uniqueNamespace } from "../harness/context.js";
 
 const exporter = new InMemorySpanExporter();
@@ -131,6 +132,52 @@ describe("one approval sequence", () => {
   });
 });
 
+describe("a live viewer that reads the event from the journal", () => {
+  // What a viewer misses on the feed it reads from the journal (its history, a gap's repair);
+  // the journal's copy carries the publish's headers, so that delivery links to the publish too.
+  for (const feed of ["loop", "namespace"] as const) {
+    it(`links to the publish, from its history and from a gap's repair (${feed} mode)`, async () => {
+      exporter.reset();
+      const sessionId = newId();
+      const loopId = newId();
+      const turn = () => createEvent("TurnStarted", { sessionId, loopId, turnId: newId() });
+      const history = turn();
+      await bus.publish(history);
+      const viewer = await bus.session(sessionId).subscribeEvents({ enduring: { loops: [loopId] } }, { start: "all", feed });
+      const [lost, next] = [turn(), turn()];
+      busContext(bus).feeds.testHooks.drop = (m) => m.subject.includes(sessionId) && m.subject.includes(loopId) && !dropped && (dropped = true);
+      let dropped = false;
+      const got: string[] = [];
+      try {
+        const reading = (async () => {
+          for await (const d of viewer) {
+            got.push(d.event.eventId);
+            if (got.length === 3) break;
+          }
+        })();
+        await until(() => got.length === 1);
+        await bus.publish(lost);
+        await bus.publish(next);
+        await reading;
+      } finally {
+        busContext(bus).feeds.testHooks.drop = undefined;
+      }
+      expect(dropped).toBe(true);
+      expect(got).toEqual([history, lost, next].map((e) => e.eventId));
+      const spans = exporter.getFinishedSpans();
+      const publishOf = (e: JetloopEvent) => spans.find((x) => x.name === "publish TurnStarted" && x.attributes["messaging.message.id"] === e.eventId);
+      const receives = named(spans, "receive TurnStarted").filter((x) => x.attributes["jetloop.subscription.kind"] === "feed");
+      expect(receives).toHaveLength(3);
+      for (const [i, e] of [history, lost, next].entries()) {
+        const published = publishOf(e);
+        expect(published, `the publish span of event ${i}`).toBeDefined();
+        expect(receives[i]!.links.map((l) => l.context.spanId), `event ${i}`).toEqual([published!.spanContext().spanId]);
+      }
+      await viewer.close();
+    });
+  }
+});
+
 describe("trace headers jetloop cannot read exactly", () => {
   const bad: Record<string, [string, string][]> = {
     "upper-case ids": [["traceparent", `00-${"A".repeat(32)}-${"B".repeat(16)}-01`]],
@@ -239,13 +286,14 @@ describe("the gateway with an SDK", () => {
       const res = await new Promise<IncomingMessage>((resolve) => req.once("response", resolve));
       res.on("data", (b: Buffer) => (received += b.toString()));
       await bus.publish(createEvent("TurnDone", { sessionId, loopId, turnId: newId() }));
-      // TurnStarted from the journal (history keeps no headers: no comment), TurnDone from the feed.
+      // TurnStarted from the journal (the history: its copy keeps the publish's headers), TurnDone from the feed.
       await until(() => (received.match(/^event: enduring$/gm) ?? []).length === 2);
-      const sent = named(exporter.getFinishedSpans(), "publish TurnDone")[0]!.spanContext();
+      const sentOf = (type: string) => named(exporter.getFinishedSpans(), `publish ${type}`)[0]!.spanContext();
+      const [started, done] = [sentOf("TurnStarted"), sentOf("TurnDone")];
       // The comment is its own block, the heartbeat's shape; the frame after it is the runtime's.
-      expect(received.startsWith("event: enduring\n")).toBe(true);
-      expect(received).toMatch(new RegExp(`\n\n: traceparent 00-${sent.traceId}-${sent.spanId}-0[01]\n\nevent: enduring\nid: [0-9]+\ndata: [^\n]*"TurnDone"`));
-      expect(received.match(/^: traceparent /gm)).toHaveLength(1);
+      expect(received).toMatch(new RegExp(`^: traceparent 00-${started.traceId}-${started.spanId}-0[01]\n\nevent: enduring\nid: [0-9]+\ndata: [^\n]*"TurnStarted"`));
+      expect(received).toMatch(new RegExp(`\n\n: traceparent 00-${done.traceId}-${done.spanId}-0[01]\n\nevent: enduring\nid: [0-9]+\ndata: [^\n]*"TurnDone"`));
+      expect(received.match(/^: traceparent /gm)).toHaveLength(2);
       req.destroy();
       await until(() => named(exporter.getFinishedSpans(), "GET events").length === 1);
       expect(named(exporter.getFinishedSpans(), "GET events")[0]!.attributes).toMatchObject({ "http.route": "events", "http.response.status_code": 200 });

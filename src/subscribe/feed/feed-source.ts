@@ -253,7 +253,8 @@ export class FeedSource<E> implements Source, FeedViewer {
       const m = next.value;
       if (m.seq > this.#lastSeq || this.#gaps.untaken(m.seq)) {
         this.#lastSeq = Math.max(this.#lastSeq, m.seq);
-        await this.#deliver(m.seq, m.subject, m.data);
+        // The journal's copy carries the publish's trace headers as the feed's does.
+        await this.#deliver(m.seq, m.subject, m.data, undefined, m);
       }
       next = await r.messages.next();
     }
@@ -266,15 +267,18 @@ export class FeedSource<E> implements Source, FeedViewer {
     this.#gaps.settled(this.#lastSeq);
   }
 
-  async #deliver(seq: number, subject: string, data: Uint8Array, shared?: FeedMessage): Promise<void> {
-    const item = this.#admit(seq, subject, data, shared);
+  async #deliver(seq: number, subject: string, data: Uint8Array, shared?: FeedMessage, carrier: object | undefined = shared): Promise<void> {
+    const item = this.#admit(seq, subject, data, shared, carrier);
     if (item) await this.#ctx.queue.pushEnduring(item);
   }
 
-  /** Decodes and checks one event taken in order; undefined when it is not delivered (poison, internal). */
-  #admit(seq: number, subject: string, data: Uint8Array, shared: FeedMessage | undefined): Delivery<E> | undefined {
+  /**
+   * Decodes and checks one event taken in order; undefined when it is not delivered (poison,
+   * internal). `carrier`: where its trace context is (the feed message, or the journal's copy).
+   */
+  #admit(seq: number, subject: string, data: Uint8Array, shared: FeedMessage | undefined, carrier: object | undefined = shared): Delivery<E> | undefined {
     this.#gaps.took(seq);
-    return tracedDelivery(journalDelivery(this.#ctx, seq, subject, data, shared && decodeShared(this.#ctx.decode, shared)), "feed", shared);
+    return tracedDelivery(journalDelivery(this.#ctx, seq, subject, data, shared && decodeShared(this.#ctx.decode, shared)), "feed", carrier);
   }
 
   #retrying<T>(op: () => Promise<T>): Promise<T> {

@@ -9,6 +9,7 @@ import { feedRepublish } from "../../subjects/subjects.js";
 import { readJournalRange, retryJournalRead } from "../journal-range.js";
 import type { FeedDeps, FeedMessage, FeedStrategy, FeedViewer, GapCheck, RepairReason } from "./feed.js";
 import { FeedIndex } from "./feed-index.js";
+import { noteFeedMessage } from "../../telemetry/index.js";
 
 /** Messages held behind a repair before the rest is left to the journal. */
 const HOLD_LIMIT = 65_536;
@@ -219,7 +220,10 @@ export class NamespaceFeed implements FeedStrategy {
       if (generation !== this.#generation) return;
       if (m.seq <= this.#last!) continue;
       this.#last = m.seq;
-      this.#dispatch({ seq: m.seq, lastSeq: 0, subject: m.subject, data: m.data });
+      const message: FeedMessage = { seq: m.seq, lastSeq: 0, subject: m.subject, data: m.data };
+      // The journal's copy carries the publish's trace headers as the feed's does.
+      noteFeedMessage(message, m);
+      this.#dispatch(message);
     }
   }
 }
