@@ -3,7 +3,7 @@
  * writes, all or nothing, and how gates close): opens gates, serves answer commands, and
  * does the I/O around gate-rules.ts's decisions. The package exports the interface.
  */
-import type { Msg, Subscription } from "@nats-io/transport-node";
+import { headers, type Msg, type Subscription } from "@nats-io/transport-node";
 import type { BusContext } from "../bus-context.js";
 import { encodeValidated } from "../codec/codec.js";
 import { CommandError, ConnectionClosedError, GateClosedError, isJetloopError, OptionsError, ResolutionIncompleteError } from "../errors.js";
@@ -128,6 +128,18 @@ const DECISION_ATTEMPTS = 3;
 /** How soon a timeout whose write failed is tried again. */
 const TIMEOUT_RETRY_MS = 1000;
 
+/** How long a probe for a live actor waits for a reply (none at all is answered at once: no responders). */
+const PROBE_TIMEOUT_MS = 2000;
+/** How long successors starting at once wait, after the first reply, for each other's. */
+const SUCCESSOR_STALL_MS = 250;
+/** The reply header naming the actor that answered: its key (actorKey). */
+const ACTOR_HEADER = "Jetloop-Gate-Actor";
+
+/** An actor's key: when it subscribed (ms, fixed width), then its id; earlier keys sort first. */
+function actorKey(subscribedAtMs: number, actorId: string): string {
+  return `${String(subscribedAtMs).padStart(16, "0")}-${actorId}`;
+}
+
 class GateServerImpl implements GateServer {
   readonly #bus: BusContext<JetloopEvent>;
   readonly #sessionId: string;
@@ -141,6 +153,10 @@ class GateServerImpl implements GateServer {
   #unregister: (() => void) | undefined;
   #closing: Promise<void> | undefined;
   #orphansClosed: readonly string[] = [];
+  /** This actor's id, in its key on every reply (ACTOR_HEADER). */
+  readonly #actorId = newId();
+  readonly #actorHeaders = headers();
+  #starting = true;
 
   constructor(bus: BusContext<JetloopEvent>, sessionId: string, loopId: string) {
     this.#bus = bus;
@@ -148,15 +164,25 @@ class GateServerImpl implements GateServer {
     this.#loopId = loopId;
   }
 
-  /** Closes orphans if asked, then subscribes; `serveGates` awaits this before handing the server out. */
+  /**
+   * Refuses a loop another actor serves, closes orphans if asked, then subscribes;
+   * `serveGates` awaits this before handing the server out. Two actors on one loop would
+   * both get every answer, and the one that does not know the gate could reply
+   * GATE_UNKNOWN first while the other applied it.
+   */
   async serve(options: ServeGatesOptions): Promise<this> {
     // Registered first: on a closed bus this throws before anything is set up.
     this.#unregister = this.#bus.onClose(() => this.close());
     try {
-      if (options.closeOrphans) this.#orphansClosed = await this.#closeOrphans();
-      const subject = commandSubject(this.#bus.settings.namespace, this.#sessionId, this.#loopId, ANSWER_COMMAND);
-      this.#sub = this.#bus.nc.subscribe(subject, { callback: (err, msg) => (err ? undefined : this.#onCommand(msg)) });
+      await this.#requireNoOtherActor();
+      this.#actorHeaders.set(ACTOR_HEADER, actorKey(Date.now(), this.#actorId));
+      this.#sub = this.#bus.nc.subscribe(this.#subject, { callback: (err, msg) => (err ? undefined : this.#onCommand(msg)) });
       await this.#bus.nc.flush();
+      if (options.closeOrphans) {
+        await this.#standDownForAnEarlierSuccessor();
+        this.#orphansClosed = await this.#closeOrphans();
+      }
+      this.#starting = false;
     } catch (e) {
       await this.close();
       throw e;
@@ -276,7 +302,6 @@ class GateServerImpl implements GateServer {
    * the loop's command subject (it is alive: its gates are its own).
    */
   async #closeOrphans(): Promise<string[]> {
-    await this.#requireNoOtherActor();
     const ledger = new GateLedger();
     const filter = { sessions: [this.#sessionId], enduring: { loops: [this.#loopId] }, types: ["GateOpened", "GateResolved"] };
     for await (const d of replay(this.#bus, filter)) ledger.apply(d.event);
@@ -291,17 +316,45 @@ class GateServerImpl implements GateServer {
     return closed;
   }
 
+  get #subject(): string {
+    return commandSubject(this.#bus.settings.namespace, this.#sessionId, this.#loopId, ANSWER_COMMAND);
+  }
+
   async #requireNoOtherActor(): Promise<void> {
-    const subject = commandSubject(this.#bus.settings.namespace, this.#sessionId, this.#loopId, ANSWER_COMMAND);
     try {
       // Any reply (an empty command is refused as invalid) means an actor is alive.
-      await this.#bus.nc.request(subject, new Uint8Array(), { timeout: 2000 });
+      await this.#bus.nc.request(this.#subject, new Uint8Array(), { timeout: PROBE_TIMEOUT_MS });
     } catch (e) {
-      const failure = requestFailure(e, this.#sessionId, this.#loopId, 2000);
+      const failure = requestFailure(e, this.#sessionId, this.#loopId, PROBE_TIMEOUT_MS);
       if (failure.code === "COMMAND_NO_LISTENER") return;
       throw failure;
     }
-    throw new CommandError("COMMAND_FAILED", `an actor still serves session ${this.#sessionId} loop ${this.#loopId}: its gates are not orphans`);
+    throw new CommandError("COMMAND_FAILED", `an actor already serves session ${this.#sessionId} loop ${this.#loopId}: its gates are its own (one actor per loop)`);
+  }
+
+  /**
+   * Successors started at once can all find no live actor before they subscribe. Once
+   * subscribed, each asks who answers on the loop (every reply carries its actor's key: when
+   * it subscribed, then its id) and stands down if one subscribed before it: the first
+   * subscribed is seen by every later one's question, so one serves. Not seen: a reply later
+   * than SUCCESSOR_STALL_MS after the first, or hosts whose clocks differ by more than the
+   * successors' start times do.
+   */
+  async #standDownForAnEarlierSuccessor(): Promise<void> {
+    const mine = this.#actorHeaders.get(ACTOR_HEADER);
+    const actors: string[] = [];
+    try {
+      const replies = await this.#bus.nc.requestMany(this.#subject, new Uint8Array(), { strategy: "stall", stall: SUCCESSOR_STALL_MS, maxWait: PROBE_TIMEOUT_MS });
+      for await (const m of replies) {
+        const actor = m.headers?.get(ACTOR_HEADER);
+        if (actor) actors.push(actor);
+      }
+    } catch (e) {
+      throw requestFailure(e, this.#sessionId, this.#loopId, PROBE_TIMEOUT_MS);
+    }
+    if (actors.some((a) => a < mine)) {
+      throw new CommandError("COMMAND_FAILED", `another successor started serving session ${this.#sessionId} loop ${this.#loopId} at the same time; this one stood down (one actor per loop)`);
+    }
   }
 
   #checkOpen(option: "controls" | "choices", list: readonly string[] | undefined, kind: GateState["kind"], timeoutMs: number | undefined): void {
@@ -401,11 +454,16 @@ class GateServerImpl implements GateServer {
   }
 
   #onCommand(msg: Msg): void {
+    // Until serve() returns this server has no gate: it answers only probes (empty), so that
+    // a successor standing down never replies GATE_UNKNOWN to an answer the other applies.
+    if (this.#starting && msg.data.length > 0) return;
+    // Every reply names this actor: successors starting at once tell each other apart by it.
+    const named = { headers: this.#actorHeaders };
     void tracedServe("gate.answer", msg, () => this.#handle(msg)).then(
-      (reply) => msg.respond(encodeReply(reply)),
+      (reply) => msg.respond(encodeReply(reply), named),
       (e: unknown) => {
         this.#bus.log.warn({ code: (e as { code?: string }).code }, "answer command failed");
-        msg.respond(encodeReply(failureReply(e)));
+        msg.respond(encodeReply(failureReply(e)), named);
       },
     );
   }
