@@ -169,7 +169,12 @@ async function openOrdered(
       consumer.release();
       return undefined;
     }
-    return { consumer, pending: created.info.num_pending, messages: await created.consume() };
+    try {
+      return { consumer, pending: created.info.num_pending, messages: await created.consume() };
+    } catch (e) {
+      consumer.release();
+      throw e;
+    }
   } catch (e) {
     throw consumerError(e, stream, what);
   }

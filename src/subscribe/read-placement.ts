@@ -36,7 +36,8 @@ export interface Placed {
 /**
  * Creates a read's consumer until it lives on the stream leader. `discard` gets each one
  * placed elsewhere (deleted, or left to expire where the caller may not delete). Refuses
- * with SubscriptionError after PLACEMENT_ATTEMPTS; a refusal of `create` propagates as is.
+ * with SubscriptionError after PLACEMENT_ATTEMPTS; a refusal of `create` or of the leader's
+ * read propagates as is (the consumer made before the latter discarded).
  */
 export async function placeOnLeader<T extends Placed>(create: () => Promise<T>, discard: (c: T) => Promise<void>, deps: PlacementDeps, what: string): Promise<T> {
   let host: string | undefined;
@@ -46,7 +47,12 @@ export async function placeOnLeader<T extends Placed>(create: () => Promise<T>, 
     // Not clustered: the consumer's info has no cluster part, and the one store is the stream's.
     host = c.info.cluster?.leader;
     if (host === undefined) return c;
-    lead = await deps.leader();
+    try {
+      lead = await deps.leader();
+    } catch (e) {
+      await discard(c);
+      throw e;
+    }
     if (lead === undefined || host === lead) return c;
     deps.log.debug({ read: what, consumer: c.info.name, host, leader: lead, attempt }, REPLACED);
     await discard(c);

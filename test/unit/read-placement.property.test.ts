@@ -58,4 +58,12 @@ describe("placeOnLeader", () => {
     await expect(placeOnLeader(() => Promise.reject(refusal), (c) => Promise.resolve(void discarded.push(c)), { leader: () => Promise.resolve("n1"), log }, "a test read")).rejects.toBe(refusal);
     expect(discarded).toEqual([]);
   });
+
+  it("discards the consumer it made when the leader cannot be read, and passes that refusal on", async () => {
+    const refusal = new Error("stream info: permissions violation");
+    const discarded: string[] = [];
+    const made = { info: { name: "c1", cluster: { leader: "n2" } } };
+    await expect(placeOnLeader(() => Promise.resolve(made), (c) => Promise.resolve(void discarded.push(c.info.name)), { leader: () => Promise.reject(refusal), log }, "a test read")).rejects.toBe(refusal);
+    expect(discarded).toEqual(["c1"]);
+  });
 });
