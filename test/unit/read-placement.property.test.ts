@@ -5,7 +5,7 @@ import fc from "fast-check";
 import pino from "pino";
 import { describe, expect, it } from "vitest";
 import { SubscriptionError } from "../../src/errors.js";
-import { PLACEMENT_ATTEMPTS, placeOnLeader } from "../../src/subscribe/read-placement.js";
+import { PLACEMENT_ATTEMPTS, placeOnLeader, placementAttempts } from "../../src/subscribe/read-placement.js";
 
 const node = fc.constantFrom("n1", "n2", "n3");
 /** What one creation reports as its host (undefined: not clustered) and what the leader read says then. */
@@ -57,5 +57,62 @@ describe("placeOnLeader", () => {
     const discarded: unknown[] = [];
     await expect(placeOnLeader(() => Promise.reject(refusal), (c) => Promise.resolve(void discarded.push(c)), { leader: () => Promise.resolve("n1"), log }, "a test read")).rejects.toBe(refusal);
     expect(discarded).toEqual([]);
+  });
+});
+
+describe("placeOnLeader's bound and its leftovers", () => {
+  it("fails a read on a healthy cluster at most once in 1e9 reads, for every replica count jetloop provisions (1-5)", async () => {
+    // The server places each creation uniformly over the stream's online peers: a read that
+    // gives up after k misplacements fails with probability (1 - 1/peers)^k. The bound must
+    // take every run of misplacements shorter than that.
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 2, max: 5 }), async (peers) => {
+        const needed = Math.ceil(Math.log(1e-9) / Math.log(1 - 1 / peers));
+        let made = 0;
+        const kept = await placeOnLeader(
+          () => Promise.resolve({ info: { name: `c${++made}`, cluster: { leader: made < needed ? "replica" : "leader" } } }),
+          () => Promise.resolve(),
+          { leader: () => Promise.resolve({ name: "leader", peers }), log },
+          "a test read",
+        );
+        expect(kept.info.name).toBe(`c${needed}`);
+        expect(placementAttempts(peers)).toBeGreaterThanOrEqual(needed);
+      }),
+      { numRuns: 20 },
+    );
+  });
+
+  it("discards every consumer it created and does not return, also when reading the leader fails", async () => {
+    // Each step: where the creation lands, and whether the leader read then answers or fails.
+    const step = fc.record({ onLeader: fc.boolean(), leaderFails: fc.boolean() });
+    await fc.assert(
+      fc.asyncProperty(fc.array(step, { minLength: 1, maxLength: 8 }), async (steps) => {
+        let made = 0;
+        const discarded: string[] = [];
+        const leaderRead = new Error("stream info timed out");
+        const outcome = await placeOnLeader(
+          () => {
+            const s = steps[Math.min(made, steps.length - 1)]!;
+            made++;
+            return Promise.resolve({ info: { name: `c${made}`, cluster: { leader: s.onLeader ? "n1" : "n2" } } });
+          },
+          (c) => Promise.resolve(void discarded.push(c.info.name)),
+          {
+            leader: () => (steps[Math.min(made - 1, steps.length - 1)]!.leaderFails ? Promise.reject(leaderRead) : Promise.resolve({ name: "n1", peers: 3 })),
+            log,
+          },
+          "a test read",
+        ).then(
+          (c) => c,
+          (e: unknown) => e,
+        );
+        const created = Array.from({ length: made }, (_, i) => `c${i + 1}`);
+        const kept = outcome instanceof Error ? [] : [(outcome as { info: { name: string } }).info.name];
+        // Every creation is either handed to the read or discarded, exactly once.
+        expect([...discarded, ...kept].sort()).toEqual(created.sort());
+        if (outcome instanceof Error) expect(outcome === leaderRead || outcome instanceof SubscriptionError).toBe(true);
+      }),
+      { numRuns: 300 },
+    );
   });
 });
