@@ -1,13 +1,14 @@
 // placeOnLeader's rule over every sequence of placements: a consumer is kept only where its
 // counts are the stream's (no cluster, a stream of one replica, or the leader); every other
-// is discarded; PLACEMENT_ATTEMPTS misplacements end in a typed error.
+// is discarded; placementAttempts(peers) misplacements end in a typed error.
 import fc from "fast-check";
 import pino from "pino";
 import { describe, expect, it } from "vitest";
 import { SubscriptionError } from "../../src/errors.js";
-import { PLACEMENT_ATTEMPTS, placeOnLeader, placementAttempts } from "../../src/subscribe/read-placement.js";
+import { placeOnLeader, placementAttempts } from "../../src/subscribe/read-placement.js";
 
 const node = fc.constantFrom("n1", "n2", "n3");
+const PLACEMENT_ATTEMPTS = placementAttempts(3);
 /** What one creation reports as its host (undefined: not clustered) and what the leader read says then. */
 const creation = fc.record({ host: fc.option(node, { nil: undefined }), leader: fc.option(fc.oneof(node, fc.constant("")), { nil: undefined }) });
 /** A creation on a replica: a host and a leader read naming another (or none yet). */
@@ -31,7 +32,7 @@ describe("placeOnLeader", () => {
             return Promise.resolve({ id: made, info: { name: `c${made}`, ...(c.host === undefined ? {} : { cluster: { leader: c.host } }) } });
           },
           (c) => Promise.resolve(void discarded.push(c.id)),
-          { leader: () => Promise.resolve(creations[made - 1]!.leader), log },
+          { leader: () => Promise.resolve(((l) => (l === undefined ? undefined : { name: l, peers: 3 }))(creations[made - 1]!.leader)), log },
           "a test read",
         ).then(
           (c) => c,
@@ -55,7 +56,7 @@ describe("placeOnLeader", () => {
   it("passes a refusal of the creation on as it is, discarding nothing", async () => {
     const refusal = new Error("permissions violation");
     const discarded: unknown[] = [];
-    await expect(placeOnLeader(() => Promise.reject(refusal), (c) => Promise.resolve(void discarded.push(c)), { leader: () => Promise.resolve("n1"), log }, "a test read")).rejects.toBe(refusal);
+    await expect(placeOnLeader(() => Promise.reject(refusal), (c) => Promise.resolve(void discarded.push(c)), { leader: () => Promise.resolve({ name: "n1", peers: 3 }), log }, "a test read")).rejects.toBe(refusal);
     expect(discarded).toEqual([]);
   });
 });
