@@ -86,6 +86,8 @@ async function* readOrdered(source: JournalSource, range: JournalRange, what: st
   const push = source.journalReads === "push";
   let last = 0;
   for (let attempt = 0; ; attempt++) {
+    // A bus closed while this read waited to open again: said as such, with where it stopped.
+    if (attempt > 0) source.reads.check(what, last);
     const from = last > 0 ? { seq: last + 1 } : range.from;
     let opened: Awaited<ReturnType<typeof openOrdered>>;
     try {
@@ -323,6 +325,7 @@ async function* readPooled(source: JournalSource, pool: ReadConsumerPool, range:
       lost ??= new Error(`the read's consumer ${lease.name} stopped`);
       if (attempt >= RETRY_MS.length) throw new SubscriptionError(`${what} failed: ${(lost as Error).message ?? String(lost)}`, { cause: lost });
       await new Promise((resolve) => setTimeout(resolve, RETRY_MS[attempt]));
+      source.reads.check(what, last);
       info = await place(last > 0 ? { seq: last + 1 } : range.from);
     }
   } finally {
