@@ -57,3 +57,36 @@ describe("a read whose consumer's host, the stream leader, is killed mid-read", 
     }, 60_000);
   }
 });
+
+describe("a read whose consumer's host, the stream leader, is paused mid-read (SIGSTOP, 8 s)", () => {
+  for (const mode of ["pull", "pool"] as const) {
+    it(`ends whole, in order, without duplicates: the re-creation that fails while no leader answers is tried again (${mode})`, async () => {
+      const bus: Jetloop = await connect({ servers: cluster.urls, namespace: uniqueNamespace(), ...(mode === "pool" ? { readConsumers: { prefix: "adv", size: 2 } } : {}) });
+      let paused = "";
+      try {
+        await provisionOnCluster(() => bus.provision());
+        const jsm = await jetstreamManager(admin);
+        const sessionId = newId();
+        const published = await bus.publishAll(Array.from({ length: 300 }, () => createEvent("SessionStarted", { sessionId })));
+        const seqs: number[] = [];
+        for await (const d of bus.replay({ enduring: "all" }, { batch: 10 })) {
+          seqs.push(d.journalSeq);
+          if (seqs.length === 50) {
+            paused = (await jsm.streams.info(bus.stream)).cluster?.leader ?? "";
+            cluster.node(paused).pause();
+            const node = paused;
+            setTimeout(() => node && cluster.node(node).resume(), 8_000);
+          }
+        }
+        expect(seqs).toEqual(published.map((p) => p.journalSeq).sort((a, b) => a - b));
+      } finally {
+        if (paused) {
+          // Resumed by its timer (at most 8 s after the pause); then the cluster settles.
+          await expect.poll(() => cluster.metaLeader().then(() => true, () => false), { timeout: 20_000 }).toBe(true);
+          await cluster.waitReady();
+        }
+        await bus.close();
+      }
+    }, 60_000);
+  }
+});
