@@ -260,8 +260,19 @@ async function* readPooled(source: JournalSource, pool: ReadConsumerPool, range:
   };
   let last = 0;
   try {
-    let info = await place(range.from);
+    let info: ConsumerInfo | undefined = await place(range.from);
     for (let attempt = 0; ; attempt++) {
+      if (info === undefined) {
+        try {
+          info = await place(last > 0 ? { seq: last + 1 } : range.from);
+        } catch (e) {
+          // A creation mid-read that fails (no leader answering yet: a 503, a timeout) is a loss like any.
+          if (e instanceof PermissionDeniedError || e instanceof NotProvisionedError || attempt >= RETRY_MS.length) throw e;
+          await new Promise((resolve) => setTimeout(resolve, RETRY_MS[attempt]));
+          source.reads.check(what, last);
+          continue;
+        }
+      }
       let pending = info.num_pending;
       if (pending === 0) return;
       let messages: ConsumerMessages;
@@ -326,7 +337,8 @@ async function* readPooled(source: JournalSource, pool: ReadConsumerPool, range:
       if (attempt >= RETRY_MS.length) throw new SubscriptionError(`${what} failed: ${(lost as Error).message ?? String(lost)}`, { cause: lost });
       await new Promise((resolve) => setTimeout(resolve, RETRY_MS[attempt]));
       source.reads.check(what, last);
-      info = await place(last > 0 ? { seq: last + 1 } : range.from);
+      // Created again at the loop's top.
+      info = undefined;
     }
   } finally {
     await lease.release();
