@@ -25,6 +25,7 @@ const NEWEST_ONLY = [
   "test/integration/cluster.test.ts",
   "test/integration/harness-cluster.test.ts",
   "test/integration/read-placement.test.ts",
+  "test/integration/read-placement-adversary.test.ts",
   "test/integration/reliability/leader-kill.test.ts",
 ];
 

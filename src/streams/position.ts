@@ -5,8 +5,8 @@ export interface JournalState {
   readonly lastSeq: number;
   /** The stream's republish destination (the feed), if it has one. */
   readonly republishDest: string | undefined;
-  /** The stream leader's server name: "" while a replicated stream has none, undefined for one not replicated. */
-  readonly leader: string | undefined;
+  /** A replicated stream's leader ("" while it has none) and its peers; undefined for one not replicated. */
+  readonly leader: { readonly name: string; readonly peers: number } | undefined;
 }
 
 /**
@@ -30,8 +30,9 @@ export class JournalPosition {
     this.#next ??= Promise.resolve().then(async () => {
       this.#next = undefined;
       const info = await (await this.#jsm()).streams.info(this.#stream);
-      const replicated = (info.cluster?.replicas?.length ?? 0) > 0;
-      return { lastSeq: info.state.last_seq, republishDest: info.config.republish?.dest, leader: replicated ? (info.cluster?.leader ?? "") : undefined };
+      const replicas = info.cluster?.replicas?.length ?? 0;
+      const leader = replicas > 0 ? { name: info.cluster?.leader ?? "", peers: replicas + 1 } : undefined;
+      return { lastSeq: info.state.last_seq, republishDest: info.config.republish?.dest, leader };
     });
     return this.#next;
   }

@@ -86,15 +86,29 @@ async function* readOrdered(source: JournalSource, range: JournalRange, what: st
   const push = source.journalReads === "push";
   let last = 0;
   for (let attempt = 0; ; attempt++) {
+    // A bus closed while this read waited to open again: said as such, with where it stopped.
+    if (attempt > 0) source.reads.check(what, last);
     const from = last > 0 ? { seq: last + 1 } : range.from;
-    const opened = await openOrdered(source, { ...range, from }, push, what);
+    let opened: Awaited<ReturnType<typeof openOrdered>>;
+    try {
+      opened = await openOrdered(source, { ...range, from }, push, what);
+    } catch (e) {
+      // A first open's failure is the caller's (nothing yielded yet); a re-open mid-read (the
+      // leader it lived on gone, a new one still being elected) is retried like a loss.
+      if (attempt === 0 || e instanceof PermissionDeniedError || e instanceof NotProvisionedError || attempt >= RETRY_MS.length) throw e;
+      await new Promise((resolve) => setTimeout(resolve, RETRY_MS[attempt]));
+      continue;
+    }
     if (opened === undefined) return;
     const { consumer, messages } = opened;
     let pending = opened.pending;
     let moved = false;
     source.reads.add(messages);
+    const stalled = watchStall(messages, 2 * PULL_EXPIRES_MS);
     try {
+      stalled.waiting();
       for await (const m of messages) {
+        stalled.got();
         // NATS.js recreated the consumer (a missed heartbeat, a restart), at the server's
         // choice of peer: its counts are not trusted; the rest is read again, placed anew.
         if (m.info.consumer !== consumer.name) {
@@ -108,9 +122,12 @@ async function* readOrdered(source: JournalSource, range: JournalRange, what: st
         last = m.seq;
         source.reads.check(what, last);
         if (lastOfRange(m, pending, range)) return;
+        stalled.waiting();
       }
+      moved ||= stalled.is;
       source.reads.check(what, last);
     } finally {
+      stalled.got();
       source.reads.done(messages);
       messages.stop();
       await messages.close().catch(() => undefined);
@@ -121,6 +138,38 @@ async function* readOrdered(source: JournalSource, range: JournalRange, what: st
     if (attempt >= RETRY_MS.length) throw new SubscriptionError(`${what} failed: its consumer was recreated ${attempt} times without progress`);
     await new Promise((resolve) => setTimeout(resolve, RETRY_MS[attempt]));
   }
+}
+
+/**
+ * Stops a read whose consumer went quiet. Every read's consumer lives on the stream leader
+ * (read-placement.ts), so a leader killed takes every read in flight; the server keeps the
+ * consumer assigned to the dead peer, so NATS.js's consumer info times out again and again
+ * and it never recreates it, nor (when the connection moved to another node) reports missed
+ * heartbeats: the read waited for the node to come back. A read only asks for messages the
+ * journal holds already, so a wait longer than `ms` (not counting the reader's own time with
+ * a message) or missed heartbeats stop it, and the rest is read under a new consumer, placed
+ * on the new leader. A false alarm costs one consumer: the rest starts after the last yielded.
+ */
+function watchStall(messages: ConsumerMessages, ms: number): { readonly is: boolean; waiting(): void; got(): void } {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const stall = {
+    is: false,
+    waiting: () => {
+      clearTimeout(timer);
+      timer = setTimeout(stop, ms);
+    },
+    got: () => clearTimeout(timer),
+  };
+  function stop(): void {
+    stall.is = true;
+    messages.stop();
+  }
+  void (async () => {
+    for await (const s of messages.status()) if (s.type === "heartbeats_missed") stop();
+  })()
+    .catch(() => undefined)
+    .finally(stall.got);
+  return stall;
 }
 
 /** An ordered read's consumer: its name (NATS.js renames it when it recreates it) and its release. */
@@ -216,8 +265,19 @@ async function* readPooled(source: JournalSource, pool: ReadConsumerPool, range:
   };
   let last = 0;
   try {
-    let info = await place(range.from);
+    let info: ConsumerInfo | undefined = await place(range.from);
     for (let attempt = 0; ; attempt++) {
+      if (info === undefined) {
+        try {
+          info = await place(last > 0 ? { seq: last + 1 } : range.from);
+        } catch (e) {
+          // A creation mid-read that fails (no leader answering yet: a 503, a timeout) is a loss like any.
+          if (e instanceof PermissionDeniedError || e instanceof NotProvisionedError || attempt >= RETRY_MS.length) throw e;
+          await new Promise((resolve) => setTimeout(resolve, RETRY_MS[attempt]));
+          source.reads.check(what, last);
+          continue;
+        }
+      }
       let pending = info.num_pending;
       if (pending === 0) return;
       let messages: ConsumerMessages;
@@ -239,8 +299,11 @@ async function* readPooled(source: JournalSource, pool: ReadConsumerPool, range:
       })().catch(() => undefined);
       let done = false;
       let delivered = 0;
+      const stalled = watchStall(messages, 2 * POOL_PULL_EXPIRES_MS);
       try {
+        stalled.waiting();
         for await (const m of messages) {
+          stalled.got();
           // A skipped delivery: recreate after the last one yielded rather than yield a gap.
           if (m.info.deliverySequence !== ++delivered) {
             lost = new Error(`the read's consumer ${lease.name} skipped a delivery`);
@@ -259,13 +322,16 @@ async function* readPooled(source: JournalSource, pool: ReadConsumerPool, range:
             done = true;
             break;
           }
+          stalled.waiting();
         }
+        if (stalled.is) lost ??= new Error(`the read's consumer ${lease.name} went quiet (its host gone?)`);
       } catch (e) {
         if (e instanceof ConnectionClosedError) throw e;
         const typed = consumerError(e, stream, what);
         if (typed instanceof PermissionDeniedError || typed instanceof NotProvisionedError) throw typed;
         lost = e;
       } finally {
+        stalled.got();
         source.reads.done(messages);
         messages.stop();
         await messages.close().catch(() => undefined);
@@ -275,7 +341,9 @@ async function* readPooled(source: JournalSource, pool: ReadConsumerPool, range:
       lost ??= new Error(`the read's consumer ${lease.name} stopped`);
       if (attempt >= RETRY_MS.length) throw new SubscriptionError(`${what} failed: ${(lost as Error).message ?? String(lost)}`, { cause: lost });
       await new Promise((resolve) => setTimeout(resolve, RETRY_MS[attempt]));
-      info = await place(last > 0 ? { seq: last + 1 } : range.from);
+      source.reads.check(what, last);
+      // Created again at the loop's top.
+      info = undefined;
     }
   } finally {
     await lease.release();

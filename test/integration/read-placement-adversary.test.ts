@@ -1,0 +1,92 @@
+// Adversary review of journal reads placed on the stream leader (src/subscribe/read-placement.ts):
+// every read's consumer now lives on the stream leader, so a leader that dies takes every
+// read in flight with it. NATS.js cannot recreate a consumer whose host is gone (its
+// consumer info times out while the server still assigns the consumer to the dead peer), so
+// the read must notice the missed heartbeats itself and read the rest under a new consumer.
+import { jetstreamManager } from "@nats-io/jetstream";
+import { connect as natsConnect, type NatsConnection } from "@nats-io/transport-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { connect, createEvent, type Jetloop, newId } from "../../src/index.js";
+import { provisionOnCluster, startCluster, type NatsCluster } from "../harness/cluster.js";
+import { uniqueNamespace } from "../harness/context.js";
+import { consumerCount } from "../harness/stream-state.js";
+
+let cluster: NatsCluster;
+let admin: NatsConnection;
+
+beforeAll(async () => {
+  cluster = await startCluster();
+  await cluster.waitReady();
+  admin = await natsConnect({ servers: cluster.urls });
+}, 60_000);
+
+afterAll(async () => {
+  await admin?.close();
+  await cluster?.close();
+});
+
+describe("a read whose consumer's host, the stream leader, is killed mid-read", () => {
+  for (const mode of ["pull", "pool", "push"] as const) {
+    it(`ends whole, in order, without duplicates, and leaves no consumer it may delete (${mode})`, async () => {
+      const bus: Jetloop = await connect({ servers: cluster.urls, namespace: uniqueNamespace(), ...(mode === "pool" ? { readConsumers: { prefix: "adv", size: 2 } } : {}), ...(mode === "push" ? { journalReads: "push" as const } : {}) });
+      let killed = "";
+      try {
+        await provisionOnCluster(() => bus.provision());
+        const jsm = await jetstreamManager(admin);
+        const sessionId = newId();
+        const published = await bus.publishAll(Array.from({ length: 300 }, () => createEvent("SessionStarted", { sessionId })));
+        const seqs: number[] = [];
+        for await (const d of bus.replay({ enduring: "all" }, { batch: 10 })) {
+          seqs.push(d.journalSeq);
+          if (seqs.length === 50) {
+            killed = (await jsm.streams.info(bus.stream)).cluster?.leader ?? "";
+            await cluster.node(killed).kill();
+          }
+        }
+        expect(seqs).toEqual(published.map((p) => p.journalSeq).sort((a, b) => a - b));
+        await cluster.node(killed).restart();
+        killed = "";
+        await cluster.waitReady();
+        // The consumers of the read, the one on the dead node included, are deleted (a push
+        // read has no DELETE grant to rely on: its consumers are left to expire).
+        if (mode !== "push") await expect.poll(() => consumerCount(jsm, bus.stream), { timeout: 10_000 }).toBe(0);
+      } finally {
+        if (killed) await cluster.node(killed).restart();
+        await bus.close();
+      }
+    }, 60_000);
+  }
+});
+
+describe("a read whose consumer's host, the stream leader, is paused mid-read (SIGSTOP, 8 s)", () => {
+  for (const mode of ["pull", "pool"] as const) {
+    it(`ends whole, in order, without duplicates: the re-creation that fails while no leader answers is tried again (${mode})`, async () => {
+      const bus: Jetloop = await connect({ servers: cluster.urls, namespace: uniqueNamespace(), ...(mode === "pool" ? { readConsumers: { prefix: "adv", size: 2 } } : {}) });
+      let paused = "";
+      try {
+        await provisionOnCluster(() => bus.provision());
+        const jsm = await jetstreamManager(admin);
+        const sessionId = newId();
+        const published = await bus.publishAll(Array.from({ length: 300 }, () => createEvent("SessionStarted", { sessionId })));
+        const seqs: number[] = [];
+        for await (const d of bus.replay({ enduring: "all" }, { batch: 10 })) {
+          seqs.push(d.journalSeq);
+          if (seqs.length === 50) {
+            paused = (await jsm.streams.info(bus.stream)).cluster?.leader ?? "";
+            cluster.node(paused).pause();
+            const node = paused;
+            setTimeout(() => node && cluster.node(node).resume(), 8_000);
+          }
+        }
+        expect(seqs).toEqual(published.map((p) => p.journalSeq).sort((a, b) => a - b));
+      } finally {
+        if (paused) {
+          // Resumed by its timer (at most 8 s after the pause); then the cluster settles.
+          await expect.poll(() => cluster.metaLeader().then(() => true, () => false), { timeout: 20_000 }).toBe(true);
+          await cluster.waitReady();
+        }
+        await bus.close();
+      }
+    }, 60_000);
+  }
+});
