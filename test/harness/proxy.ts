@@ -1,7 +1,8 @@
 // A TCP proxy in front of a nats-server, for faults a client cannot cause itself: `pause()`
 // stops reading what the server sends (the server's outbound buffer for the client fills
 // until it cuts the client off as a slow consumer), `cut()` drops every connection (the
-// client reconnects through the proxy).
+// client reconnects through the proxy). `upstreamDelayMs` holds what each client sends for that
+// long before the server reads it (a slow link one way: a subscription reaches the server late).
 import { createServer, type Socket } from "node:net";
 
 export interface TcpProxy {
@@ -14,7 +15,7 @@ export interface TcpProxy {
   close(): Promise<void>;
 }
 
-export async function startProxy(targetPort: number, targetHost = "127.0.0.1"): Promise<TcpProxy> {
+export async function startProxy(targetPort: number, targetHost = "127.0.0.1", { upstreamDelayMs = 0 }: { upstreamDelayMs?: number } = {}): Promise<TcpProxy> {
   const pairs = new Set<[Socket, Socket]>();
   const server = createServer((client) => {
     const upstream = new (client.constructor as typeof Socket)();
@@ -28,7 +29,9 @@ export async function startProxy(targetPort: number, targetHost = "127.0.0.1"): 
     client.on("error", drop).on("close", drop);
     upstream.on("error", drop).on("close", drop);
     upstream.connect(targetPort, targetHost, () => {
-      client.pipe(upstream);
+      // One delay for every chunk: timers of one delay fire in the order set, so bytes stay in order.
+      if (upstreamDelayMs === 0) client.pipe(upstream);
+      else client.on("data", (chunk) => setTimeout(() => upstream.destroyed || upstream.write(chunk), upstreamDelayMs));
       upstream.pipe(client);
     });
   });

@@ -1,0 +1,95 @@
+// One actor a loop, over generated start schedules: successors (closeOrphans) started on a
+// fast link and on a slow one (a proxy holding what the client sends for SLOW_MS, below the
+// stand-down's 250 ms wait, so every reply is in time). Whatever the order and timing,
+// exactly one serves, the others stand down with COMMAND_FAILED, the dead actor's gate is
+// closed once, and nothing of the ones that stood down is left on the loop's subject.
+// The key that orders them must be taken once the subscription is on the server: a key taken
+// before lets a slow successor sort first while a fast one, subscribed earlier, never saw it.
+import fc from "fast-check";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CommandError, connect, createEvent, type GateServer, type Jetloop, newId } from "../../src/index.js";
+import { natsServers } from "../harness/context.js";
+import { uniqueNamespace } from "../harness/namespace.js";
+import { startProxy, type TcpProxy } from "../harness/proxy.js";
+
+const SLOW_MS = 150;
+
+let proxy: TcpProxy;
+let fast: Jetloop;
+let slow: Jetloop;
+let observer: Jetloop;
+beforeAll(async () => {
+  const namespace = uniqueNamespace();
+  const target = new URL(natsServers()[0]!);
+  proxy = await startProxy(Number(target.port), target.hostname, { upstreamDelayMs: SLOW_MS });
+  [fast, slow, observer] = await Promise.all([
+    connect({ servers: natsServers(), namespace }),
+    connect({ servers: [proxy.url], namespace }),
+    connect({ servers: natsServers(), namespace }),
+  ]);
+  await observer.provision();
+});
+afterAll(async () => {
+  await Promise.all([fast, slow, observer].map((b) => b?.close()));
+  await proxy?.close();
+});
+
+interface Start {
+  readonly slow: boolean;
+  readonly atMs: number;
+}
+
+const schedule = fc.array(fc.record({ slow: fc.boolean(), atMs: fc.integer({ min: 0, max: 3 * SLOW_MS }) }), { minLength: 2, maxLength: 4 });
+
+/** Runs one schedule on a loop of its own with one orphan; returns what is wrong, or undefined. */
+async function run(starts: readonly Start[]): Promise<string | undefined> {
+  const sessionId = newId();
+  const loopId = newId();
+  const orphan = newId();
+  await observer.publish(createEvent("GateOpened", { sessionId, loopId, turnId: newId(), stepId: newId(), gate: { id: orphan, kind: "harness.permission", resolver: "loop", subject: { toolExecutionId: newId() } } }));
+  const settled = await Promise.allSettled(
+    starts.map(async (s) => {
+      await new Promise((r) => setTimeout(r, s.atMs));
+      return (s.slow ? slow : fast).serveGates(sessionId, loopId, { closeOrphans: true });
+    }),
+  );
+  const serving = settled.filter((x): x is PromiseFulfilledResult<GateServer> => x.status === "fulfilled").map((x) => x.value);
+  const refused = settled.filter((x): x is PromiseRejectedResult => x.status === "rejected").map((x) => x.reason as unknown);
+  try {
+    if (serving.length !== 1) return `${serving.length} serve`;
+    const odd = refused.find((e) => !(e instanceof CommandError && e.code === "COMMAND_FAILED"));
+    if (odd !== undefined) return `refused with ${odd instanceof Error ? odd.message : JSON.stringify(odd)}`;
+    if (serving[0]!.orphansClosed.join() !== orphan) return `the one serving closed [${serving[0]!.orphansClosed.join()}]`;
+    let resolutions = 0;
+    for await (const d of observer.session(sessionId).replay({ enduring: "all", types: ["GateResolved"] })) if (d.event.type === "GateResolved") resolutions++;
+    if (resolutions !== 1) return `${resolutions} GateResolved for the orphan`;
+  } finally {
+    await Promise.all(serving.map((g) => g.close()));
+  }
+  // Nothing of the ones that stood down answers any more: a plain actor starts.
+  try {
+    await (await fast.serveGates(sessionId, loopId)).close();
+  } catch (e) {
+    return `an actor after them all is refused: ${(e as Error).message}`;
+  }
+  return undefined;
+}
+
+describe("one gate actor a loop, over generated start schedules on a fast and a slow link", () => {
+  it("exactly one successor serves, whatever the links and the start times", async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(schedule, { minLength: 4, maxLength: 4 }), async (batch) => {
+        // The schedules of a batch run at once, each on its own loop.
+        const problems = await Promise.all(batch.map(run));
+        const wrong = problems.map((p, i) => (p === undefined ? undefined : `${JSON.stringify(batch[i])}: ${p}`)).filter((p) => p !== undefined);
+        expect(wrong).toEqual([]);
+      }),
+      {
+        numRuns: 2,
+        // The slow successor starts first; the fast one after the slow one's key was taken
+        // but before its subscription reached the server.
+        examples: [[Array.from({ length: 4 }, () => [{ slow: true, atMs: 0 }, { slow: false, atMs: Math.round(SLOW_MS * 1.3) }])]],
+      },
+    );
+  }, 60_000);
+});
