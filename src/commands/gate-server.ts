@@ -267,9 +267,16 @@ class GateServerImpl implements GateServer {
   }
 
   async #close(): Promise<void> {
-    this.#sub?.unsubscribe();
+    const sub = this.#sub;
     this.#sub = undefined;
     this.#unregister?.();
+    if (sub !== undefined) {
+      sub.unsubscribe();
+      // Closed once the server has dropped the subscription: until then a successor's probe
+      // still reaches it, is not answered, and the successor is refused after its timeout.
+      // Bounded: a connection that is down answers no flush (and nothing reaches it either).
+      await bounded(this.#bus.nc.flush(), PROBE_TIMEOUT_MS);
+    }
     await Promise.allSettled([...this.#writing]);
     await Promise.allSettled(
       this.#gates.closeAll().map(async (gate) => {
@@ -506,6 +513,13 @@ class GateServerImpl implements GateServer {
     gate.settle({ resolution, journalSeq });
     return reply;
   }
+}
+
+/** Waits for `p` (its failure ignored) at most `ms`. */
+async function bounded(p: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([p.catch(() => undefined), new Promise((r) => (timer = setTimeout(r, ms)))]);
+  clearTimeout(timer);
 }
 
 /** The GateResolved fields that close a dead actor's gate: `abandoned`, no action (the Go runtime's CloseGate). */
