@@ -3,7 +3,7 @@
  * writes, all or nothing, and how gates close): opens gates, serves answer commands, and
  * does the I/O around gate-rules.ts's decisions. The package exports the interface.
  */
-import { headers, type Msg, type Subscription } from "@nats-io/transport-node";
+import { headers, type Msg, type MsgHdrs, type Subscription } from "@nats-io/transport-node";
 import type { BusContext } from "../bus-context.js";
 import { encodeValidated } from "../codec/codec.js";
 import { CommandError, ConnectionClosedError, GateClosedError, isJetloopError, OptionsError, ResolutionIncompleteError } from "../errors.js";
@@ -155,13 +155,16 @@ class GateServerImpl implements GateServer {
   #orphansClosed: readonly string[] = [];
   /** This actor's id, in its key on every reply (ACTOR_HEADER). */
   readonly #actorId = newId();
-  readonly #actorHeaders = headers();
+  /** The reply headers naming this actor (ACTOR_HEADER), once its key is taken. */
+  readonly #named: Promise<MsgHdrs>;
+  #name!: (h: MsgHdrs) => void;
   #starting = true;
 
   constructor(bus: BusContext<JetloopEvent>, sessionId: string, loopId: string) {
     this.#bus = bus;
     this.#sessionId = sessionId;
     this.#loopId = loopId;
+    this.#named = new Promise((resolve) => (this.#name = resolve));
   }
 
   /**
@@ -175,9 +178,14 @@ class GateServerImpl implements GateServer {
     this.#unregister = this.#bus.onClose(() => this.close());
     try {
       await this.#requireNoOtherActor();
-      this.#actorHeaders.set(ACTOR_HEADER, actorKey(Date.now(), this.#actorId));
       this.#sub = this.#bus.nc.subscribe(this.#subject, { callback: (err, msg) => (err ? undefined : this.#onCommand(msg)) });
       await this.#bus.nc.flush();
+      // The key is taken once the subscription is on the server, so whoever takes a later
+      // key asks after it and is answered by it. Taken before, a successor whose subscription
+      // was slow to arrive could sort first though one subscribed before it never saw it.
+      const named = headers();
+      named.set(ACTOR_HEADER, actorKey(Date.now(), this.#actorId));
+      this.#name(named);
       if (options.closeOrphans) {
         await this.#standDownForAnEarlierSuccessor();
         this.#orphansClosed = await this.#closeOrphans();
@@ -348,7 +356,7 @@ class GateServerImpl implements GateServer {
    * successors' start times do.
    */
   async #standDownForAnEarlierSuccessor(): Promise<void> {
-    const mine = this.#actorHeaders.get(ACTOR_HEADER);
+    const mine = (await this.#named).get(ACTOR_HEADER);
     const actors: string[] = [];
     try {
       const replies = await this.#bus.nc.requestMany(this.#subject, new Uint8Array(), { strategy: "stall", stall: SUCCESSOR_STALL_MS, maxWait: PROBE_TIMEOUT_MS });
@@ -464,15 +472,13 @@ class GateServerImpl implements GateServer {
     // Until serve() returns this server has no gate: it answers only probes (empty), so that
     // a successor standing down never replies GATE_UNKNOWN to an answer the other applies.
     if (this.#starting && msg.data.length > 0) return;
-    // Every reply names this actor: successors starting at once tell each other apart by it.
-    const named = { headers: this.#actorHeaders };
-    void tracedServe("gate.answer", msg, () => this.#handle(msg)).then(
-      (reply) => msg.respond(encodeReply(reply), named),
-      (e: unknown) => {
-        this.#bus.log.warn({ code: (e as { code?: string }).code }, "answer command failed");
-        msg.respond(encodeReply(failureReply(e)), named);
-      },
-    );
+    const replied = tracedServe("gate.answer", msg, () => this.#handle(msg)).then(encodeReply, (e: unknown) => {
+      this.#bus.log.warn({ code: (e as { code?: string }).code }, "answer command failed");
+      return encodeReply(failureReply(e));
+    });
+    // Every reply names this actor (successors starting at once tell each other apart by it):
+    // a probe that comes before the key is taken is answered once it is.
+    void Promise.all([replied, this.#named]).then(([data, named]) => msg.respond(data, { headers: named }));
   }
 
   async #handle(msg: Msg): Promise<Reply> {
