@@ -7,7 +7,7 @@
 // before lets a slow successor sort first while a fast one, subscribed earlier, never saw it.
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CommandError, connect, createEvent, type GateServer, type Jetloop, newId } from "../../src/index.js";
+import { CommandError, connect, ConnectionClosedError, createEvent, type GateServer, type Jetloop, newId } from "../../src/index.js";
 import { natsServers } from "../harness/context.js";
 import { uniqueNamespace } from "../harness/namespace.js";
 import { startProxy, type TcpProxy } from "../harness/proxy.js";
@@ -18,8 +18,9 @@ let proxy: TcpProxy;
 let fast: Jetloop;
 let slow: Jetloop;
 let observer: Jetloop;
+let namespace: string;
 beforeAll(async () => {
-  const namespace = uniqueNamespace();
+  namespace = uniqueNamespace();
   const target = new URL(natsServers()[0]!);
   proxy = await startProxy(Number(target.port), target.hostname, { upstreamDelayMs: SLOW_MS });
   [fast, slow, observer] = await Promise.all([
@@ -92,4 +93,26 @@ describe("one gate actor a loop, over generated start schedules on a fast and a 
       },
     );
   }, 60_000);
+});
+
+describe("a bus closed while its gate server starts", () => {
+  it("rejects serveGates with CONNECTION_CLOSED at every point of the start (the probe, the stand-down, the orphans), never hands out a closed server", async () => {
+    // 0 ms: during the first probe; up to 250 ms: the stand-down's wait; later: closing orphans or started.
+    for (const closeAfterMs of [0, 2, 20, 120, 240, 255, 262, 270, 285]) {
+      const sessionId = newId();
+      const loopId = newId();
+      await observer.publish(createEvent("GateOpened", { sessionId, loopId, turnId: newId(), stepId: newId(), gate: { id: newId(), kind: "harness.permission", resolver: "loop", subject: { toolExecutionId: newId() } } }));
+      const bus = await connect({ servers: natsServers(), namespace });
+      const starting = bus.serveGates(sessionId, loopId, { closeOrphans: true }).then(
+        (g) => g,
+        (e: unknown) => e,
+      );
+      await new Promise((r) => setTimeout(r, closeAfterMs));
+      await bus.close();
+      const got = await starting;
+      if (got instanceof Error) expect(got, `closed after ${closeAfterMs} ms: ${got.message}`).toBeInstanceOf(ConnectionClosedError);
+      // Handed out before the close: closed with the bus.
+      else await expect((got as GateServer).requestInput({ turnId: newId(), stepId: newId(), toolExecutionId: newId(), question: "q" })).rejects.toBeInstanceOf(ConnectionClosedError);
+    }
+  });
 });
