@@ -190,9 +190,13 @@ class GateServerImpl implements GateServer {
         await this.#standDownForAnEarlierSuccessor();
         this.#orphansClosed = await this.#closeOrphans();
       }
+      if (this.#closing) throw new ConnectionClosedError("the bus closed while its gate server was starting");
       this.#starting = false;
     } catch (e) {
+      // Closed under it (bus.close()): whatever step failed, the reason is the closed bus.
+      const closedUnder = this.#closing !== undefined;
       await this.close();
+      if (closedUnder && !isJetloopError(e, "CONNECTION_CLOSED")) throw new ConnectionClosedError("the bus closed while its gate server was starting", { cause: e });
       throw e;
     }
     return this;
