@@ -116,3 +116,83 @@ describe("a bus closed while its gate server starts", () => {
     }
   });
 });
+
+describe("an actor whose connection was down", () => {
+  // While it is down a successor finds no actor, closes its gates as abandoned and serves;
+  // NATS.js subscribes the first again when it reconnects. It must not answer then: an answer
+  // it applied while the successor replied GATE_UNKNOWN would be two GateResolved for one gate.
+  let link: TcpProxy;
+  let actor: Jetloop;
+  beforeAll(async () => {
+    const target = new URL(natsServers()[0]!);
+    link = await startProxy(Number(target.port), target.hostname);
+    actor = await connect({ servers: [link.url], namespace });
+  });
+  afterAll(async () => {
+    await actor?.close();
+    await link?.close();
+  });
+  const request = { toolName: "bash", summary: "list files" };
+
+  it("stops once reconnected if a successor serves: its pending gate fails closed, one GateResolved, the answer is the successor's", async () => {
+    const sessionId = newId();
+    const loopId = newId();
+    const toolExecutionId = newId();
+    const gates = await actor.serveGates(sessionId, loopId);
+    const decision = gates.requestPermission({ turnId: newId(), stepId: newId(), toolExecutionId, request }).then(
+      (d) => d,
+      (e: unknown) => e,
+    );
+    await until(async () => (await resolutions(sessionId, "GateOpened")).length === 1);
+    link.cut();
+    // The server drops the cut connection's subscription at once: the successor finds none.
+    const successor = await fast.serveGates(sessionId, loopId, { closeOrphans: true });
+    expect(successor.orphansClosed).toHaveLength(1);
+    const failed = await decision; // settles once the first has reconnected and found the successor
+    expect(failed).toBeInstanceOf(CommandError);
+    expect((failed as CommandError).code).toBe("COMMAND_FAILED");
+    await expect(observer.session(sessionId).answer(loopId, { kind: "permission", toolExecutionId, effect: "approve" })).rejects.toMatchObject({ code: "GATE_UNKNOWN" });
+    expect(await resolutions(sessionId, "GateResolved")).toEqual(["abandoned"]);
+    expect(await resolutions(sessionId, "PermissionDecided")).toEqual([]);
+    await successor.close();
+  }, 15_000);
+
+  it("serves again once reconnected if no other actor answers: an answer retried until then is applied once", async () => {
+    const sessionId = newId();
+    const loopId = newId();
+    const toolExecutionId = newId();
+    const gates = await actor.serveGates(sessionId, loopId);
+    const commandId = newId();
+    const decision = gates.requestPermission({ turnId: newId(), stepId: newId(), toolExecutionId, request });
+    decision.catch(() => undefined);
+    await until(async () => (await resolutions(sessionId, "GateOpened")).length === 1);
+    link.cut();
+    let outcome: unknown;
+    await until(async () => {
+      outcome = await observer
+        .session(sessionId)
+        .answer(loopId, { kind: "permission", toolExecutionId, effect: "approve", commandId }, { timeoutMs: 500 })
+        .catch((e: unknown) => (e instanceof CommandError && (e.code === "COMMAND_NO_LISTENER" || e.code === "COMMAND_FAILED") ? undefined : e));
+      return outcome !== undefined;
+    });
+    expect(outcome).toMatchObject({ status: "ok" });
+    expect((await decision).effect).toBe("approve");
+    expect(await resolutions(sessionId, "GateResolved")).toEqual(["answered"]);
+    await gates.close();
+  }, 15_000);
+});
+
+/** The reasons of the session's events of `type` in the journal (GateResolved: reason; others: the type). */
+async function resolutions(sessionId: string, type: "GateOpened" | "GateResolved" | "PermissionDecided"): Promise<string[]> {
+  const got: string[] = [];
+  for await (const d of observer.session(sessionId).replay({ enduring: "all", types: [type] })) got.push(d.event.type === "GateResolved" ? String(d.event.reason) : d.event.type);
+  return got;
+}
+
+async function until(check: () => Promise<boolean>, ms = 10_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error("timed out waiting");
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
