@@ -159,6 +159,9 @@ class GateServerImpl implements GateServer {
   readonly #named: Promise<MsgHdrs>;
   #name!: (h: MsgHdrs) => void;
   #starting = true;
+  /** From a disconnect until, reconnected, it finds no other actor: answers only probes. */
+  #suspended = false;
+  #status: { stop?: () => void } | undefined;
 
   constructor(bus: BusContext<JetloopEvent>, sessionId: string, loopId: string) {
     this.#bus = bus;
@@ -192,6 +195,7 @@ class GateServerImpl implements GateServer {
       }
       if (this.#closing) throw new ConnectionClosedError("the bus closed while its gate server was starting");
       this.#starting = false;
+      this.#watchConnection();
     } catch (e) {
       // Closed under it (bus.close()): whatever step failed, the reason is the closed bus.
       const closedUnder = this.#closing !== undefined;
@@ -279,11 +283,8 @@ class GateServerImpl implements GateServer {
   }
 
   async #close(): Promise<void> {
-    const sub = this.#sub;
-    this.#sub = undefined;
-    this.#unregister?.();
+    const sub = this.#stopWatching();
     if (sub !== undefined) {
-      sub.unsubscribe();
       // Closed once the server has dropped the subscription: until then a successor's probe
       // still reaches it, is not answered, and the successor is refused after its timeout.
       // Bounded: a connection that is down answers no flush (and nothing reaches it either).
@@ -361,6 +362,14 @@ class GateServerImpl implements GateServer {
    */
   async #standDownForAnEarlierSuccessor(): Promise<void> {
     const mine = (await this.#named).get(ACTOR_HEADER);
+    const actors = await this.#actorsAnswering();
+    if (actors.some((a) => a < mine)) {
+      throw new CommandError("COMMAND_FAILED", `another successor started serving session ${this.#sessionId} loop ${this.#loopId} at the same time; this one stood down (one actor per loop)`);
+    }
+  }
+
+  /** The keys of every actor answering on the loop's subject (this one's too), waiting SUCCESSOR_STALL_MS after the last. */
+  async #actorsAnswering(): Promise<string[]> {
     const actors: string[] = [];
     try {
       const replies = await this.#bus.nc.requestMany(this.#subject, new Uint8Array(), { strategy: "stall", stall: SUCCESSOR_STALL_MS, maxWait: PROBE_TIMEOUT_MS });
@@ -371,9 +380,59 @@ class GateServerImpl implements GateServer {
     } catch (e) {
       throw requestFailure(e, this.#sessionId, this.#loopId, PROBE_TIMEOUT_MS);
     }
-    if (actors.some((a) => a < mine)) {
-      throw new CommandError("COMMAND_FAILED", `another successor started serving session ${this.#sessionId} loop ${this.#loopId} at the same time; this one stood down (one actor per loop)`);
+    return actors;
+  }
+
+  /**
+   * While its connection is down a successor may find no actor and serve (closing this one's
+   * gates as abandoned); NATS.js subscribes this one again when it reconnects. So from a
+   * disconnect it answers only probes, and once reconnected asks who answers: alone, it
+   * serves again; else it was replaced and stops.
+   */
+  #watchConnection(): void {
+    const status = this.#bus.nc.status() as AsyncIterable<{ type: string }> & { stop?: () => void };
+    this.#status = status;
+    void (async () => {
+      for await (const s of status) {
+        if (s.type === "disconnect") this.#suspended = true;
+        else if (s.type === "reconnect" && this.#suspended) await this.#resumeOrStop();
+      }
+    })().catch(() => undefined);
+  }
+
+  async #resumeOrStop(): Promise<void> {
+    const mine = (await this.#named).get(ACTOR_HEADER);
+    let others: string[];
+    try {
+      others = (await this.#actorsAnswering()).filter((a) => a !== mine);
+    } catch {
+      return; // cannot tell (down again): stays suspended until the next reconnect
     }
+    if (others.length === 0) {
+      this.#suspended = false;
+      return;
+    }
+    // Replaced: stop answering and fail the loop's pending requests closed, writing nothing
+    // (a successor that closed orphans journaled them abandoned; this one no longer serves).
+    this.#bus.log.warn({ sessionId: this.#sessionId, loopId: this.#loopId }, "another gate actor serves the loop since this one's connection was down; this one stopped");
+    this.#closing ??= Promise.resolve();
+    this.#stopWatching();
+    const replaced = `another actor serves session ${this.#sessionId} loop ${this.#loopId} since this one's connection was down (one actor per loop)`;
+    for (const gate of this.#gates.closeAll()) {
+      clearTimeout(gate.timer);
+      gate.fail(new CommandError("COMMAND_FAILED", `${replaced}: gate ${gate.gateId} is no longer answered here`));
+    }
+  }
+
+  /** Unsubscribes and stops watching the connection. */
+  #stopWatching(): Subscription | undefined {
+    const sub = this.#sub;
+    this.#sub = undefined;
+    sub?.unsubscribe();
+    this.#status?.stop?.();
+    this.#status = undefined;
+    this.#unregister?.();
+    return sub;
   }
 
   #checkOpen(option: "controls" | "choices", list: readonly string[] | undefined, kind: GateState["kind"], timeoutMs: number | undefined): void {
@@ -475,7 +534,7 @@ class GateServerImpl implements GateServer {
   #onCommand(msg: Msg): void {
     // Until serve() returns this server has no gate: it answers only probes (empty), so that
     // a successor standing down never replies GATE_UNKNOWN to an answer the other applies.
-    if (this.#starting && msg.data.length > 0) return;
+    if ((this.#starting || this.#suspended) && msg.data.length > 0) return;
     const replied = tracedServe("gate.answer", msg, () => this.#handle(msg)).then(encodeReply, (e: unknown) => {
       this.#bus.log.warn({ code: (e as { code?: string }).code }, "answer command failed");
       return encodeReply(failureReply(e));
