@@ -12,12 +12,20 @@ export interface TcpProxy {
   resume(): void;
   /** Drop every current connection. */
   cut(): void;
+  /** Drop every current connection and refuse new ones until up(): the link is down. */
+  down(): void;
+  up(): void;
   close(): Promise<void>;
 }
 
 export async function startProxy(targetPort: number, targetHost = "127.0.0.1", { upstreamDelayMs = 0 }: { upstreamDelayMs?: number } = {}): Promise<TcpProxy> {
   const pairs = new Set<[Socket, Socket]>();
+  let isDown = false;
   const server = createServer((client) => {
+    if (isDown) {
+      client.destroy();
+      return;
+    }
     const upstream = new (client.constructor as typeof Socket)();
     const pair: [Socket, Socket] = [client, upstream];
     pairs.add(pair);
@@ -37,6 +45,13 @@ export async function startProxy(targetPort: number, targetHost = "127.0.0.1", {
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as { port: number };
+  const cut = () => {
+    for (const [client, upstream] of pairs) {
+      client.destroy();
+      upstream.destroy();
+    }
+    pairs.clear();
+  };
   return {
     url: `nats://127.0.0.1:${port}`,
     pause: () => {
@@ -51,12 +66,13 @@ export async function startProxy(targetPort: number, targetHost = "127.0.0.1", {
         upstream.resume();
       }
     },
-    cut: () => {
-      for (const [client, upstream] of pairs) {
-        client.destroy();
-        upstream.destroy();
-      }
-      pairs.clear();
+    cut,
+    down: () => {
+      isDown = true;
+      cut();
+    },
+    up: () => {
+      isDown = false;
     },
     close: () => {
       for (const [client, upstream] of pairs) {

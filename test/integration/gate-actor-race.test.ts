@@ -144,10 +144,20 @@ describe("an actor whose connection was down", () => {
       (e: unknown) => e,
     );
     await until(async () => (await resolutions(sessionId, "GateOpened")).length === 1);
-    link.cut();
-    // The server drops the cut connection's subscription at once: the successor finds none.
+    link.down();
+    // Once the server has dropped the first's connection, nobody answers: a successor starts.
+    await until(() =>
+      observer
+        .session(sessionId)
+        .answer(loopId, { kind: "permission", toolExecutionId: newId(), effect: "approve" }, { timeoutMs: 200 })
+        .then(
+          () => false,
+          (e: unknown) => e instanceof CommandError && e.code === "COMMAND_NO_LISTENER",
+        ),
+    );
     const successor = await fast.serveGates(sessionId, loopId, { closeOrphans: true });
     expect(successor.orphansClosed).toHaveLength(1);
+    link.up();
     const failed = await decision; // settles once the first has reconnected and found the successor
     expect(failed).toBeInstanceOf(CommandError);
     expect((failed as CommandError).code).toBe("COMMAND_FAILED");
