@@ -401,6 +401,7 @@ class GateServerImpl implements GateServer {
   }
 
   async #resumeOrStop(): Promise<void> {
+    if (this.#closing) return;
     const mine = (await this.#named).get(ACTOR_HEADER);
     let others: string[];
     try {
