@@ -3,7 +3,7 @@
  * writes, all or nothing, and how gates close): opens gates, serves answer commands, and
  * does the I/O around gate-rules.ts's decisions. The package exports the interface.
  */
-import { headers, type Msg, type Subscription } from "@nats-io/transport-node";
+import { headers, type Msg, type MsgHdrs, type Subscription } from "@nats-io/transport-node";
 import type { BusContext } from "../bus-context.js";
 import { encodeValidated } from "../codec/codec.js";
 import { CommandError, ConnectionClosedError, GateClosedError, isJetloopError, OptionsError, ResolutionIncompleteError } from "../errors.js";
@@ -155,13 +155,19 @@ class GateServerImpl implements GateServer {
   #orphansClosed: readonly string[] = [];
   /** This actor's id, in its key on every reply (ACTOR_HEADER). */
   readonly #actorId = newId();
-  readonly #actorHeaders = headers();
+  /** The reply headers naming this actor (ACTOR_HEADER), once its key is taken. */
+  readonly #named: Promise<MsgHdrs>;
+  #name!: (h: MsgHdrs) => void;
   #starting = true;
+  /** From a disconnect until, reconnected, it finds no other actor: answers only probes. */
+  #suspended = false;
+  #status: { stop?: () => void } | undefined;
 
   constructor(bus: BusContext<JetloopEvent>, sessionId: string, loopId: string) {
     this.#bus = bus;
     this.#sessionId = sessionId;
     this.#loopId = loopId;
+    this.#named = new Promise((resolve) => (this.#name = resolve));
   }
 
   /**
@@ -175,16 +181,26 @@ class GateServerImpl implements GateServer {
     this.#unregister = this.#bus.onClose(() => this.close());
     try {
       await this.#requireNoOtherActor();
-      this.#actorHeaders.set(ACTOR_HEADER, actorKey(Date.now(), this.#actorId));
       this.#sub = this.#bus.nc.subscribe(this.#subject, { callback: (err, msg) => (err ? undefined : this.#onCommand(msg)) });
       await this.#bus.nc.flush();
+      // The key is taken once the subscription is on the server, so whoever takes a later
+      // key asks after it and is answered by it. Taken before, a successor whose subscription
+      // was slow to arrive could sort first though one subscribed before it never saw it.
+      const named = headers();
+      named.set(ACTOR_HEADER, actorKey(Date.now(), this.#actorId));
+      this.#name(named);
       if (options.closeOrphans) {
         await this.#standDownForAnEarlierSuccessor();
         this.#orphansClosed = await this.#closeOrphans();
       }
+      if (this.#closing) throw new ConnectionClosedError("the bus closed while its gate server was starting");
       this.#starting = false;
+      this.#watchConnection();
     } catch (e) {
+      // Closed under it (bus.close()): whatever step failed, the reason is the closed bus.
+      const closedUnder = this.#closing !== undefined;
       await this.close();
+      if (closedUnder && !isJetloopError(e, "CONNECTION_CLOSED")) throw new ConnectionClosedError("the bus closed while its gate server was starting", { cause: e });
       throw e;
     }
     return this;
@@ -267,9 +283,13 @@ class GateServerImpl implements GateServer {
   }
 
   async #close(): Promise<void> {
-    this.#sub?.unsubscribe();
-    this.#sub = undefined;
-    this.#unregister?.();
+    const sub = this.#stopWatching();
+    if (sub !== undefined) {
+      // Closed once the server has dropped the subscription: until then a successor's probe
+      // still reaches it, is not answered, and the successor is refused after its timeout.
+      // Bounded: a connection that is down answers no flush (and nothing reaches it either).
+      await bounded(this.#bus.nc.flush(), PROBE_TIMEOUT_MS);
+    }
     await Promise.allSettled([...this.#writing]);
     await Promise.allSettled(
       this.#gates.closeAll().map(async (gate) => {
@@ -341,7 +361,15 @@ class GateServerImpl implements GateServer {
    * successors' start times do.
    */
   async #standDownForAnEarlierSuccessor(): Promise<void> {
-    const mine = this.#actorHeaders.get(ACTOR_HEADER);
+    const mine = (await this.#named).get(ACTOR_HEADER);
+    const actors = await this.#actorsAnswering();
+    if (actors.some((a) => a < mine)) {
+      throw new CommandError("COMMAND_FAILED", `another successor started serving session ${this.#sessionId} loop ${this.#loopId} at the same time; this one stood down (one actor per loop)`);
+    }
+  }
+
+  /** The keys of every actor answering on the loop's subject (this one's too), waiting SUCCESSOR_STALL_MS after the last. */
+  async #actorsAnswering(): Promise<string[]> {
     const actors: string[] = [];
     try {
       const replies = await this.#bus.nc.requestMany(this.#subject, new Uint8Array(), { strategy: "stall", stall: SUCCESSOR_STALL_MS, maxWait: PROBE_TIMEOUT_MS });
@@ -352,9 +380,60 @@ class GateServerImpl implements GateServer {
     } catch (e) {
       throw requestFailure(e, this.#sessionId, this.#loopId, PROBE_TIMEOUT_MS);
     }
-    if (actors.some((a) => a < mine)) {
-      throw new CommandError("COMMAND_FAILED", `another successor started serving session ${this.#sessionId} loop ${this.#loopId} at the same time; this one stood down (one actor per loop)`);
+    return actors;
+  }
+
+  /**
+   * While its connection is down a successor may find no actor and serve (closing this one's
+   * gates as abandoned); NATS.js subscribes this one again when it reconnects. So from a
+   * disconnect it answers only probes, and once reconnected asks who answers: alone, it
+   * serves again; else it was replaced and stops.
+   */
+  #watchConnection(): void {
+    const status = this.#bus.nc.status() as AsyncIterable<{ type: string }> & { stop?: () => void };
+    this.#status = status;
+    void (async () => {
+      for await (const s of status) {
+        if (s.type === "disconnect") this.#suspended = true;
+        else if (s.type === "reconnect" && this.#suspended) await this.#resumeOrStop();
+      }
+    })().catch(() => undefined);
+  }
+
+  async #resumeOrStop(): Promise<void> {
+    if (this.#closing) return;
+    const mine = (await this.#named).get(ACTOR_HEADER);
+    let others: string[];
+    try {
+      others = (await this.#actorsAnswering()).filter((a) => a !== mine);
+    } catch {
+      return; // cannot tell (down again): stays suspended until the next reconnect
     }
+    if (others.length === 0) {
+      this.#suspended = false;
+      return;
+    }
+    // Replaced: stop answering and fail the loop's pending requests closed, writing nothing
+    // (a successor that closed orphans journaled them abandoned; this one no longer serves).
+    this.#bus.log.warn({ sessionId: this.#sessionId, loopId: this.#loopId }, "another gate actor serves the loop since this one's connection was down; this one stopped");
+    this.#closing ??= Promise.resolve();
+    this.#stopWatching();
+    const replaced = `another actor serves session ${this.#sessionId} loop ${this.#loopId} since this one's connection was down (one actor per loop)`;
+    for (const gate of this.#gates.closeAll()) {
+      clearTimeout(gate.timer);
+      gate.fail(new CommandError("COMMAND_FAILED", `${replaced}: gate ${gate.gateId} is no longer answered here`));
+    }
+  }
+
+  /** Unsubscribes and stops watching the connection. */
+  #stopWatching(): Subscription | undefined {
+    const sub = this.#sub;
+    this.#sub = undefined;
+    sub?.unsubscribe();
+    this.#status?.stop?.();
+    this.#status = undefined;
+    this.#unregister?.();
+    return sub;
   }
 
   #checkOpen(option: "controls" | "choices", list: readonly string[] | undefined, kind: GateState["kind"], timeoutMs: number | undefined): void {
@@ -456,16 +535,14 @@ class GateServerImpl implements GateServer {
   #onCommand(msg: Msg): void {
     // Until serve() returns this server has no gate: it answers only probes (empty), so that
     // a successor standing down never replies GATE_UNKNOWN to an answer the other applies.
-    if (this.#starting && msg.data.length > 0) return;
-    // Every reply names this actor: successors starting at once tell each other apart by it.
-    const named = { headers: this.#actorHeaders };
-    void tracedServe("gate.answer", msg, () => this.#handle(msg)).then(
-      (reply) => msg.respond(encodeReply(reply), named),
-      (e: unknown) => {
-        this.#bus.log.warn({ code: (e as { code?: string }).code }, "answer command failed");
-        msg.respond(encodeReply(failureReply(e)), named);
-      },
-    );
+    if ((this.#starting || this.#suspended) && msg.data.length > 0) return;
+    const replied = tracedServe("gate.answer", msg, () => this.#handle(msg)).then(encodeReply, (e: unknown) => {
+      this.#bus.log.warn({ code: (e as { code?: string }).code }, "answer command failed");
+      return encodeReply(failureReply(e));
+    });
+    // Every reply names this actor (successors starting at once tell each other apart by it):
+    // a probe that comes before the key is taken is answered once it is.
+    void Promise.all([replied, this.#named]).then(([data, named]) => msg.respond(data, { headers: named }));
   }
 
   async #handle(msg: Msg): Promise<Reply> {
@@ -506,6 +583,13 @@ class GateServerImpl implements GateServer {
     gate.settle({ resolution, journalSeq });
     return reply;
   }
+}
+
+/** Waits for `p` (its failure ignored) at most `ms`. */
+async function bounded(p: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([p.catch(() => undefined), new Promise((r) => (timer = setTimeout(r, ms)))]);
+  clearTimeout(timer);
 }
 
 /** The GateResolved fields that close a dead actor's gate: `abandoned`, no action (the Go runtime's CloseGate). */

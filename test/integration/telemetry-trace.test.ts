@@ -229,6 +229,73 @@ describe("trace headers jetloop cannot read exactly", () => {
     await Promise.all([durable.close(), feed.close()]);
   });
 
+  // The journal's copy keeps every header a raw append sent: what a viewer reads from it
+  // (its history, a gap's repair) is held to the same rule as what the feed delivers.
+  for (const feed of ["loop", "namespace"] as const) {
+    it(`read from the journal (history, a gap's repair: ${feed} mode) never break a delivery and are never passed on; a valid one is linked`, async () => {
+      exporter.reset();
+      const sessionId = newId();
+      const loopId = newId();
+      const js = jetstream(bus.nc);
+      const valid = { traceId: "3".repeat(32), spanId: "4".repeat(16) };
+      const cases = [...Object.values(bad), [["traceparent", `00-${valid.traceId}-${valid.spanId}-01`]] as [string, string][]];
+      const append = async () => {
+        const ids: string[] = [];
+        for (const entries of cases) {
+          const e = createEvent("TurnStarted", { sessionId, loopId, turnId: newId() });
+          const h = headers();
+          for (const [k, v] of entries) h.append(k, v);
+          await js.publish(journalSubject(e), encodeEvent(e), { headers: h });
+          ids.push(e.eventId);
+        }
+        return ids;
+      };
+      const history = await append();
+      // Two viewers: in namespace mode they share one repair (and its messages).
+      const viewers = await Promise.all([0, 1].map(() => bus.session(sessionId).subscribeEvents({ enduring: { loops: [loopId] } }, { start: "all", feed })));
+      const seen = viewers.map(() => [] as { id: string; context: SpanContext | undefined }[]);
+      const reading = Promise.all(
+        viewers.map(async (viewer, v) => {
+          for await (const d of viewer) {
+            seen[v]!.push({ id: d.event.eventId, context: publishedContext(d) });
+            if (seen[v]!.length === cases.length * 2 + 1) break;
+          }
+        }),
+      );
+      await until(() => seen.every((g) => g.length === cases.length));
+      // The feed loses every one of the second round; the trailer's arrival repairs them from the journal.
+      const trailer = createEvent("TurnStarted", { sessionId, loopId, turnId: newId() });
+      let dropped = 0;
+      busContext(bus).feeds.testHooks.drop = (m) => m.subject.includes(sessionId) && !new TextDecoder().decode(m.data).includes(trailer.eventId) && ++dropped > 0;
+      let repaired: string[];
+      try {
+        repaired = await append();
+        await bus.publish(trailer);
+        await reading;
+      } finally {
+        busContext(bus).feeds.testHooks.drop = undefined;
+      }
+      expect(dropped).toBe(cases.length);
+      for (const got of seen) {
+        expect(got.map((g) => g.id)).toEqual([...history, ...repaired, trailer.eventId]);
+        for (const [i, g] of got.slice(0, -1).entries()) {
+          if (i % cases.length === cases.length - 1) expect(g.context, `delivery ${i}`).toMatchObject({ ...valid, traceFlags: 1, isRemote: true });
+          else expect(g.context, `delivery ${i}`).toBeUndefined();
+        }
+      }
+      const receives = named(exporter.getFinishedSpans(), "receive TurnStarted").filter((x) => x.attributes["jetloop.subscription.kind"] === "feed");
+      expect(receives).toHaveLength(seen.flat().length);
+      const foreign = new Set<string>(["a".repeat(32), "c".repeat(32), "A".repeat(32)]);
+      for (const x of receives) {
+        expect(x.links.every((l) => l.context.traceId !== "a".repeat(32) && l.context.traceId !== "c".repeat(32))).toBe(true);
+        expect(parentOf(x)).toBeUndefined();
+        expect(foreign.has(x.spanContext().traceId)).toBe(false);
+      }
+      expect(receives.filter((x) => x.links.some((l) => l.context.spanId === valid.spanId))).toHaveLength(2 * viewers.length);
+      await Promise.all(viewers.map((v) => v.close()));
+    });
+  }
+
   it("a valid one on a raw append is continued by a durable delivery", async () => {
     const sessionId = newId();
     const loopId = newId();
