@@ -63,7 +63,14 @@ published events and no event id occurs twice; the live subscriber sees each exa
 once; the leadership moved; the replicas are current afterwards.`,
     notes: `Runs only in the \`integration-newest\` project: a cluster start, a leader election and a
 catch-up take 15–30 s on the 2-core CI machine, twice that with 2.10. Run it against the
-oldest server with \`JETLOOP_NATS_SERVER=oldest npx tsx scripts/reliability-soak.ts --only leader-kill\`.`,
+oldest server with \`JETLOOP_NATS_SERVER=oldest npx tsx scripts/reliability-soak.ts --only leader-kill\`.
+
+Found by this scenario on docker-compose.yml (CI, 2026-12-01): the namespace-feed subscriber
+lost 186 of 300 events after the killed leader came back. Its repair read the journal through
+a consumer the server had placed on that node while it was still catching up, which counted
+only what it held, so the read ended early and the rest was taken as gone. Every journal read
+now keeps its consumer only on the stream leader (src/subscribe/read-placement.ts;
+test/integration/read-placement.test.ts measures the catch-up case).`,
   },
   "3-client-cutoff": {
     title: "3. Client cut off (server frozen with SIGSTOP), then resumed",
