@@ -167,12 +167,21 @@ export async function stopAllServers(): Promise<void> {
   await Promise.all([...live].map((s) => s.stop()));
 }
 
-// Kills the server (and removes its temp dir) if this Node process dies without
-// running exit handlers (SIGKILL, crash). Exits by itself when the server exits.
+// Kills the server (and removes its temp dir) if this Node process dies without running
+// exit handlers (SIGKILL, crash, a worker killed at teardown). A server that ended with its
+// folder left (stopped, never closed) keeps its watchdog until the folder is gone or this
+// process ends, and then the folder goes too; a server ended is not signalled again (its pid
+// may be another process's by then). Exits by itself once the server and its folder are gone.
 function startWatchdog(serverPid: number, dir: string | undefined): void {
-  const script =
-    'while kill -0 "$1" 2>/dev/null; do kill -0 "$2" 2>/dev/null || exit 0; sleep 1; done; ' +
-    'kill -9 "$2" 2>/dev/null; if [ -n "$3" ]; then sleep 1; rm -rf "$3"; fi';
+  const script = [
+    'while kill -0 "$1" 2>/dev/null; do',
+    '  if [ -z "$dead" ] && ! kill -0 "$2" 2>/dev/null; then dead=1; fi',
+    '  if [ -n "$dead" ] && { [ -z "$3" ] || [ ! -d "$3" ]; }; then exit 0; fi',
+    "  sleep 1",
+    "done",
+    '[ -z "$dead" ] && kill -9 "$2" 2>/dev/null',
+    'if [ -n "$3" ]; then sleep 1; rm -rf "$3"; fi',
+  ].join("\n");
   const w = spawn("/bin/sh", ["-c", script, "watchdog", String(process.pid), String(serverPid), dir ?? ""], {
     detached: true,
     stdio: "ignore",

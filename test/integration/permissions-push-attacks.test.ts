@@ -39,7 +39,7 @@ describe("example permissions against a follower speaking the JetStream API", ()
     await aliceRaw?.close();
     await opsRaw?.close();
     for (const b of buses) await b.close().catch(() => undefined);
-    await server?.stop();
+    await server?.close();
   });
 
   /** Alice's create request on the subject she is granted: her own session's filter, any name, any body. */
