@@ -158,9 +158,11 @@ class GateServerImpl implements GateServer {
   /** The reply headers naming this actor (ACTOR_HEADER), once its key is taken. */
   readonly #named: Promise<MsgHdrs>;
   #name!: (h: MsgHdrs) => void;
-  #starting = true;
-  /** From a disconnect until, reconnected, it finds no other actor: answers only probes. */
-  #suspended = false;
+  /**
+   * Answers only probes (empty commands): until started (it has no gate yet), and from a
+   * disconnect until, reconnected, it finds no other actor.
+   */
+  #probesOnly = true;
   #status: { stop?: () => void } | undefined;
 
   constructor(bus: BusContext<JetloopEvent>, sessionId: string, loopId: string) {
@@ -194,7 +196,7 @@ class GateServerImpl implements GateServer {
         this.#orphansClosed = await this.#closeOrphans();
       }
       if (this.#closing) throw new ConnectionClosedError("the bus closed while its gate server was starting");
-      this.#starting = false;
+      this.#probesOnly = false;
       this.#watchConnection();
     } catch (e) {
       // Closed under it (bus.close()): whatever step failed, the reason is the closed bus.
@@ -394,8 +396,8 @@ class GateServerImpl implements GateServer {
     this.#status = status;
     void (async () => {
       for await (const s of status) {
-        if (s.type === "disconnect") this.#suspended = true;
-        else if (s.type === "reconnect" && this.#suspended) await this.#resumeOrStop();
+        if (s.type === "disconnect") this.#probesOnly = true;
+        else if (s.type === "reconnect" && this.#probesOnly) await this.#resumeOrStop();
       }
     })().catch(() => undefined);
   }
@@ -410,7 +412,7 @@ class GateServerImpl implements GateServer {
       return; // cannot tell (down again): stays suspended until the next reconnect
     }
     if (others.length === 0) {
-      this.#suspended = false;
+      this.#probesOnly = false;
       return;
     }
     // Replaced: stop answering and fail the loop's pending requests closed, writing nothing
@@ -535,7 +537,7 @@ class GateServerImpl implements GateServer {
   #onCommand(msg: Msg): void {
     // Until serve() returns this server has no gate: it answers only probes (empty), so that
     // a successor standing down never replies GATE_UNKNOWN to an answer the other applies.
-    if ((this.#starting || this.#suspended) && msg.data.length > 0) return;
+    if (this.#probesOnly && msg.data.length > 0) return;
     const replied = tracedServe("gate.answer", msg, () => this.#handle(msg)).then(encodeReply, (e: unknown) => {
       this.#bus.log.warn({ code: (e as { code?: string }).code }, "answer command failed");
       return encodeReply(failureReply(e));

@@ -16,6 +16,15 @@ import { placeOnLeader, type PlacementDeps } from "./read-placement.js";
 /** Waits between attempts when a journal read fails (a leader election, a restart). */
 const RETRY_MS = [250, 500, 1000, 2000, 4000, 8000];
 
+function backoff(attempt: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, RETRY_MS[attempt]));
+}
+
+/** A failure no retry mends: the server's permissions refused it, or the stream is not there. */
+function isRefusal(e: unknown): boolean {
+  return e instanceof PermissionDeniedError || e instanceof NotProvisionedError;
+}
+
 /**
  * Pull expiry (heartbeats at half of it). NATS.js recreates an ordered consumer that a
  * server restart lost, but its first pull after that can ask for nothing (stale pending
@@ -95,8 +104,8 @@ async function* readOrdered(source: JournalSource, range: JournalRange, what: st
     } catch (e) {
       // A first open's failure is the caller's (nothing yielded yet); a re-open mid-read (the
       // leader it lived on gone, a new one still being elected) is retried like a loss.
-      if (attempt === 0 || e instanceof PermissionDeniedError || e instanceof NotProvisionedError || attempt >= RETRY_MS.length) throw e;
-      await new Promise((resolve) => setTimeout(resolve, RETRY_MS[attempt]));
+      if (attempt === 0 || isRefusal(e) || attempt >= RETRY_MS.length) throw e;
+      await backoff(attempt);
       continue;
     }
     if (opened === undefined) return;
@@ -136,7 +145,7 @@ async function* readOrdered(source: JournalSource, range: JournalRange, what: st
     }
     if (!moved) return;
     if (attempt >= RETRY_MS.length) throw new SubscriptionError(`${what} failed: its consumer was recreated ${attempt} times without progress`);
-    await new Promise((resolve) => setTimeout(resolve, RETRY_MS[attempt]));
+    await backoff(attempt);
   }
 }
 
@@ -272,8 +281,8 @@ async function* readPooled(source: JournalSource, pool: ReadConsumerPool, range:
           info = await place(last > 0 ? { seq: last + 1 } : range.from);
         } catch (e) {
           // A creation mid-read that fails (no leader answering yet: a 503, a timeout) is a loss like any.
-          if (e instanceof PermissionDeniedError || e instanceof NotProvisionedError || attempt >= RETRY_MS.length) throw e;
-          await new Promise((resolve) => setTimeout(resolve, RETRY_MS[attempt]));
+          if (isRefusal(e) || attempt >= RETRY_MS.length) throw e;
+          await backoff(attempt);
           source.reads.check(what, last);
           continue;
         }
@@ -328,7 +337,7 @@ async function* readPooled(source: JournalSource, pool: ReadConsumerPool, range:
       } catch (e) {
         if (e instanceof ConnectionClosedError) throw e;
         const typed = consumerError(e, stream, what);
-        if (typed instanceof PermissionDeniedError || typed instanceof NotProvisionedError) throw typed;
+        if (isRefusal(typed)) throw typed;
         lost = e;
       } finally {
         stalled.got();
@@ -340,7 +349,7 @@ async function* readPooled(source: JournalSource, pool: ReadConsumerPool, range:
       source.reads.check(what, last);
       lost ??= new Error(`the read's consumer ${lease.name} stopped`);
       if (attempt >= RETRY_MS.length) throw new SubscriptionError(`${what} failed: ${(lost as Error).message ?? String(lost)}`, { cause: lost });
-      await new Promise((resolve) => setTimeout(resolve, RETRY_MS[attempt]));
+      await backoff(attempt);
       source.reads.check(what, last);
       // Created again at the loop's top.
       info = undefined;
@@ -357,9 +366,9 @@ export async function retryJournalRead<T>(op: () => Promise<T>, stopped: () => b
       return await op();
     } catch (e) {
       // A busy read-consumer pool has waited its bound (waitMs) already.
-      if (e instanceof PermissionDeniedError || e instanceof NotProvisionedError || e instanceof ReadConsumersBusyError || attempt >= RETRY_MS.length || stopped()) throw e;
+      if (isRefusal(e) || e instanceof ReadConsumersBusyError || attempt >= RETRY_MS.length || stopped()) throw e;
       log.info({ attempt, reason: (e as Error).message }, "journal read failed; retrying");
-      await new Promise((resolve) => setTimeout(resolve, RETRY_MS[attempt]));
+      await backoff(attempt);
     }
   }
 }
