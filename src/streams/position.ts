@@ -1,12 +1,18 @@
 import type { JetStreamManager } from "@nats-io/jetstream";
 
+/** A replicated stream's leader: its server name ("" while it has none) and its peers (leader and replicas, online or not). */
+export interface Leadership {
+  readonly name: string;
+  readonly peers: number;
+}
+
 /** What a subscription needs to know about the events stream when it starts or resyncs. */
 export interface JournalState {
   readonly lastSeq: number;
   /** The stream's republish destination (the feed), if it has one. */
   readonly republishDest: string | undefined;
-  /** A replicated stream's leader ("" while it has none) and its peers; undefined for one not replicated. */
-  readonly leader: { readonly name: string; readonly peers: number } | undefined;
+  /** Where a journal read's consumer must live (subscribe/read-placement.ts); undefined for a stream not replicated. */
+  readonly leader: Leadership | undefined;
 }
 
 /**
@@ -31,7 +37,7 @@ export class JournalPosition {
       this.#next = undefined;
       const info = await (await this.#jsm()).streams.info(this.#stream);
       const replicas = info.cluster?.replicas?.length ?? 0;
-      const leader = replicas > 0 ? { name: info.cluster?.leader ?? "", peers: replicas + 1 } : undefined;
+      const leader: Leadership | undefined = replicas > 0 ? { name: info.cluster?.leader ?? "", peers: replicas + 1 } : undefined;
       return { lastSeq: info.state.last_seq, republishDest: info.config.republish?.dest, leader };
     });
     return this.#next;

@@ -12,6 +12,7 @@
 import type { ConsumerInfo } from "@nats-io/jetstream";
 import type { Logger } from "pino";
 import { SubscriptionError } from "../errors.js";
+import type { Leadership } from "../streams/position.js";
 
 /**
  * How often a read on a healthy cluster may give up: each creation lands on the leader with
@@ -25,11 +26,6 @@ export function placementAttempts(peers: number): number {
   return peers <= 1 ? 1 : Math.ceil(Math.log(PLACEMENT_FAILURE) / Math.log(1 - 1 / peers));
 }
 
-/** A replicated stream's leader: its server name ("" while it has none) and its peers (leader and replicas, online or not). */
-export interface Leadership {
-  readonly name: string;
-  readonly peers: number;
-}
 
 /** The stream's leadership; undefined for a stream not replicated. */
 export type StreamLeader = () => Promise<Leadership | undefined>;
