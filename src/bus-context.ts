@@ -13,23 +13,40 @@ import type { ParkedStore } from "./parking/parked-store.js";
 import type { PublishOptions, PublishResult } from "./publish/publisher.js";
 import type { ConsumerFigures } from "./streams/consumer-figures.js";
 import type { JournalPosition } from "./streams/position.js";
+import type { JournalShard } from "./streams/shards.js";
 import type { DecodeContext } from "./subscribe/delivery.js";
 import type { Feeds } from "./subscribe/feed/feeds.js";
 import type { JournalSource } from "./subscribe/journal-range.js";
 import type { OpenSubscriptions } from "./subscribe/open-subscriptions.js";
 
+/** One shard of the namespace's journal: its stream, where reads of it go, where it ends now. */
+export interface ShardJournal {
+  readonly shard: JournalShard;
+  readonly stream: string;
+  /** Where the shard's reads go (replay, history, gap repair, reconcile): subscribe/journal-range.ts. */
+  readonly journal: JournalSource;
+  /** Where subscriptions that start at "new" begin. */
+  readonly position: JournalPosition;
+}
+
+/** The namespace's journal shards: one (the namespace never split) or `count`. */
+export interface JournalShards {
+  readonly count: number;
+  readonly all: readonly ShardJournal[];
+  /** The shard session `sessionId` lives in. */
+  of(sessionId: string): ShardJournal;
+}
+
 export interface BusContext<E> {
   readonly nc: NatsConnection;
   /** One JetStream client for all the bus's reads: ten thousand viewers need not carry one each. */
   readonly js: JetStreamClient;
-  /** Where the bus's journal reads go (replay, history, gap repair, reconcile): subscribe/journal-range.ts. */
-  readonly journal: JournalSource;
+  /** The namespace's journal: one per shard (streams/shards.ts), where reads of it go. */
+  readonly shards: JournalShards;
   readonly settings: BusSettings;
   readonly registry: EventRegistry<E>;
   readonly log: Logger;
   readonly parked: ParkedStore;
-  /** Where subscriptions that start at "new" begin. */
-  readonly journalPosition: JournalPosition;
   /** The feeds the bus's feed subscriptions share (subscribe/feed/). */
   readonly feeds: Feeds;
   /** The bus's open subscriptions: closed with the bus, watched together. */

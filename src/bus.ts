@@ -8,7 +8,7 @@
 import { jetstream, jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { type NatsConnection, PermissionViolationError } from "@nats-io/transport-node";
 import { pino, type Logger } from "pino";
-import type { BusContext } from "./bus-context.js";
+import type { BusContext, ShardJournal } from "./bus-context.js";
 import { inboxPrefixOf } from "./connection/inbox.js";
 import { openConnection } from "./connection/connect.js";
 import type { JournalSource } from "./subscribe/journal-range.js";
@@ -17,7 +17,7 @@ import { ReadConsumerPool } from "./subscribe/read-consumers.js";
 import { permissionRefusal } from "./subscribe/consumer-errors.js";
 import { type BusOptions, type BusSettings, type ConnectionSettings, parseBusOptions, parseConnectOptions } from "./connection/options.js";
 import { requireMinimum, supports, type Feature } from "./connection/server-version.js";
-import { ConnectionClosedError, PermissionDeniedError } from "./errors.js";
+import { ConnectionClosedError, PermissionDeniedError, ShardLayoutError } from "./errors.js";
 import { defaultRegistry, type JetloopEvent } from "./events/catalogue.js";
 import type { EventRegistry } from "./events/registry.js";
 import { JournalWriter } from "./publish/journal-writer.js";
@@ -27,7 +27,9 @@ import { type PublishOptions, type PublishResult, Publisher } from "./publish/pu
 import { parsePublishAllOptions, type PublishAllOptions } from "./publish/options.js";
 import { type ReconcileOptions, type StoredEvent, storedEvents } from "./publish/reconcile.js";
 import { JournalPosition } from "./streams/position.js";
-import { provisionParkedStream, provisionPartitioned, provisionStream, type ProvisionReport } from "./streams/provision.js";
+import { allShards, provisionedShards, shardOfSession, shardStreamName } from "./streams/shards.js";
+import { type ProvisionOptions, provisionParkedStream, provisionPartitioned, provisionStream, type ProvisionReport } from "./streams/provision.js";
+import { spreadLeaders, streamLeaders } from "./streams/leaders.js";
 import { DEFAULT_DUPLICATE_WINDOW_NS, defaultMembersStreamName, defaultParkedStreamName, defaultPartitionedStreamName } from "./streams/declared.js";
 import { type ConsumerFigures, type ConsumersReport, consumersReport } from "./streams/consumer-figures.js";
 import type { RetentionWarning } from "./streams/retention.js";
@@ -50,7 +52,18 @@ import { logConnectionStatus, traceLogFields } from "./telemetry/index.js";
 export type ConnectOptions<E = JetloopEvent> = ConnectionSettings & BusOptions<E>;
 export type { PublishAllOptions, ProvisionRequest };
 
+/** One shard's stream, as provisioned: which shard, and on a cluster the server leading it. */
+export interface ShardProvisionReport extends ProvisionReport {
+  readonly shard: number;
+  /** The server leading the shard's stream ("" while it has none); only on a cluster. */
+  readonly leader?: string;
+}
+
 export interface BusProvisionReport extends ProvisionReport {
+  /** Each shard's stream, when the namespace is split in more than one (the report's own fields are shard 0's). */
+  readonly shards?: readonly ShardProvisionReport[];
+  /** Where the stream's leader is, on a cluster. */
+  readonly leader?: string;
   /** The parked store (`streams/parked.json`), provisioned with the events stream. */
   readonly parked: ProvisionReport;
   /** The partitioned stream and the membership store, when `partitions` was given. */
@@ -72,7 +85,10 @@ export interface Jetloop<E = JetloopEvent> {
   /** Durable deliveries kept after their last attempt, for replay or drop. */
   readonly parked: Parked;
   readonly namespace: string;
+  /** The events stream; for a namespace split in shards, the base of the shards' stream names. */
   readonly stream: string;
+  /** How many shards (streams) the namespace's journal is split over (the bus option `shards`). */
+  readonly shards: number;
   supports(feature: Feature): boolean;
   jetstreamManager(): Promise<JetStreamManager>;
   /**
@@ -163,6 +179,26 @@ function refusalsTyped(store: ParkedStore): Parked {
   };
 }
 
+/** A journal shard as the bus holds it: the context's part, and the writers of its stream. */
+interface BusShard extends ShardJournal {
+  readonly writer: JournalWriter;
+  readonly batches: AtomicBatchWriter;
+  duplicateWindowMs(): Promise<number>;
+}
+
+/** A stream's duplicate window in ms, read once (the default when it cannot be read; read again next time). */
+function lazyDuplicateWindow(jsm: () => Promise<JetStreamManager>, stream: string, log: Logger): () => Promise<number> {
+  let window: Promise<number> | undefined;
+  return () =>
+    (window ??= jsm()
+      .then(async (m) => (await m.streams.info(stream)).config.duplicate_window / 1e6)
+      .catch((e: unknown) => {
+        window = undefined;
+        log.debug({ err: e }, "reading the stream's duplicate window failed; using the default");
+        return DEFAULT_DUPLICATE_WINDOW_NS / 1e6;
+      }));
+}
+
 /** Listeners for permission violations the server reports asynchronously. */
 type ViolationListener = (e: PermissionViolationError) => void;
 
@@ -177,10 +213,12 @@ class BusImpl<E = JetloopEvent> implements Jetloop<E> {
   /** The bus core the layers below get (bus-context.ts); never handed to users (`busContext` is for jetloop's tests). */
   readonly context: BusContext<E>;
   readonly #ownsConnection: boolean;
-  readonly #writer: JournalWriter;
+  /** The journal's shards, each with its writers (one when the namespace is not split). */
+  readonly #shards: readonly BusShard[];
+  /** Every journal read in progress, over all shards: stopped when the bus closes. */
+  readonly #reads = new OpenReads();
   readonly #publisher: Publisher<E>;
   readonly #atomic: AtomicPublishDeps<E>;
-  readonly #batches: AtomicBatchWriter;
   readonly #violationListeners = new Set<ViolationListener>();
   /** What else closes with the bus (gate and control servers); its subscriptions close through `context.subscriptions`. */
   readonly #closers = new Set<() => Promise<void>>();
@@ -202,52 +240,58 @@ class BusImpl<E = JetloopEvent> implements Jetloop<E> {
     const jsm = () => this.jetstreamManager();
     const parked = new ParkedStore(nc, jsm, settings.namespace, defaultParkedStreamName(settings.namespace));
     this.parked = refusalsTyped(parked);
-    this.#writer = new JournalWriter(nc, jsm, settings, log);
-    this.#publisher = new Publisher(nc, this.#writer, { ...settings, serverVersion: this.serverVersion }, this.registry);
-    let duplicateWindow: Promise<number> | undefined;
-    this.#batches = new AtomicBatchWriter(nc, jsm, settings, log);
+    const js = jetstream(nc);
+    const reads = this.#reads;
+    const inboxPrefix = inboxPrefixOf(nc);
+    this.#shards = allShards(settings.shards).map((shard) => {
+      const stream = shardStreamName(settings.stream, shard);
+      const position = new JournalPosition(jsm, stream);
+      const journal: JournalSource = {
+        placement: { leader: async () => (await position.state()).leader, log },
+        js,
+        stream,
+        journalReads: settings.journalReads,
+        inboxPrefix,
+        reads,
+        ...(settings.readConsumers ? { pool: new ReadConsumerPool(settings.readConsumers, stream, jsm) } : {}),
+      };
+      const shardSettings = { ...settings, stream };
+      return {
+        shard,
+        stream,
+        journal,
+        position,
+        writer: new JournalWriter(nc, jsm, shardSettings, log),
+        batches: new AtomicBatchWriter(nc, jsm, shardSettings, log),
+        // Read once; a user not allowed the stream's info reads the default window back (a
+        // longer provisioned window then finds fewer: the batch is refused, never re-stored).
+        duplicateWindowMs: lazyDuplicateWindow(jsm, stream, log),
+      };
+    });
+    const shards = this.#shards;
+    const of = (sessionId: string) => shards[shardOfSession(sessionId, shards.length).index]!;
+    this.#publisher = new Publisher(nc, { shards, of }, { ...settings, serverVersion: this.serverVersion }, this.registry);
     this.#atomic = {
       publisher: this.#publisher,
-      batches: this.#batches,
+      batches: (shard) => shards[shard.index]!.batches,
       serverVersion: this.serverVersion,
       storedEvents: (events, since) => this.storedEvents(events, { since }),
-      // Read once; a user not allowed the stream's info reads the default window back (a
-      // longer provisioned window then finds fewer: the batch is refused, never re-stored).
-      duplicateWindowMs: () =>
-        (duplicateWindow ??= jsm()
-          .then(async (m) => (await m.streams.info(settings.stream)).config.duplicate_window / 1e6)
-          .catch((e: unknown) => {
-            duplicateWindow = undefined;
-            log.debug({ err: e }, "reading the stream's duplicate window failed; using the default");
-            return DEFAULT_DUPLICATE_WINDOW_NS / 1e6;
-          })),
-    };
-    const js = jetstream(nc);
-    const journalPosition = new JournalPosition(jsm, settings.stream);
-    const journal: JournalSource = {
-      placement: { leader: async () => (await journalPosition.state()).leader, log },
-      js,
-      stream: settings.stream,
-      journalReads: settings.journalReads,
-      inboxPrefix: inboxPrefixOf(nc),
-      reads: new OpenReads(),
-      ...(settings.readConsumers ? { pool: new ReadConsumerPool(settings.readConsumers, settings.stream, jsm) } : {}),
+      duplicateWindowMs: (shard) => shards[shard.index]!.duplicateWindowMs(),
     };
     const onPermissionViolation = (listener: ViolationListener) => {
       this.#violationListeners.add(listener);
       return () => this.#violationListeners.delete(listener);
     };
-    const decoding = decodeContexts(settings.namespace, this.registry, settings.maxEventBytes);
+    const decoding = decodeContexts(settings.namespace, this.registry, settings.maxEventBytes, settings.shards);
     this.context = {
       nc,
       js,
-      journal,
+      shards: { count: shards.length, all: shards, of },
       settings,
       registry: this.registry,
       log,
       parked,
-      journalPosition,
-      feeds: new Feeds({ nc, journal, namespace: settings.namespace, log, journalState: () => journalPosition.state() }),
+      feeds: new Feeds({ nc, shards: { count: shards.length, all: shards, of }, journal: shards[0]!.journal, namespace: settings.namespace, log, journalState: () => shards[0]!.position.state() }),
       subscriptions: new OpenSubscriptions(nc, log, onPermissionViolation),
       decoding: (includeInternal) => decoding[includeInternal ? 1 : 0],
       jetstreamManager: jsm,
@@ -265,8 +309,10 @@ class BusImpl<E = JetloopEvent> implements Jetloop<E> {
     onPermissionViolation((e) => {
       if (e.operation !== "publish") return;
       const denied = new PermissionDeniedError("publish", e.subject, { cause: e });
-      this.#writer.failSubject(e.subject, denied);
-      this.#batches.failSubject(e.subject, denied);
+      for (const shard of shards) {
+        shard.writer.failSubject(e.subject, denied);
+        shard.batches.failSubject(e.subject, denied);
+      }
       this.#publisher.previewDenied(e.subject, denied);
     });
     void this.#watchStatus();
@@ -278,6 +324,10 @@ class BusImpl<E = JetloopEvent> implements Jetloop<E> {
 
   get stream(): string {
     return this.settings.stream;
+  }
+
+  get shards(): number {
+    return this.settings.shards;
   }
 
   supports(feature: Feature): boolean {
@@ -316,7 +366,7 @@ class BusImpl<E = JetloopEvent> implements Jetloop<E> {
 
   storedEvents(events: Iterable<E>, options: ReconcileOptions): Promise<Map<string, StoredEvent>> {
     if (this.#closed) return Promise.reject(new ConnectionClosedError("the bus is closed"));
-    return storedEvents({ journal: this.context.journal, namespace: this.namespace, log: this.log }, events, options);
+    return storedEvents({ shards: this.context.shards, namespace: this.namespace, log: this.log }, events, options);
   }
 
   subscribeEvents(filter: EventFilter, options: SubscribeOptions & { durable: string }): Promise<DurableSubscription<E>>;
@@ -343,20 +393,14 @@ class BusImpl<E = JetloopEvent> implements Jetloop<E> {
       clustered: Boolean(this.nc.info?.cluster),
     });
     const jsm = await this.jetstreamManager();
-    const report = await provisionStream(jsm, {
-      namespace: this.namespace,
-      stream: this.stream,
-      maxEventBytes: this.settings.maxEventBytes,
-      replicas,
-      mode,
-      maxAge,
-      maxBytes,
-      duplicateWindow,
-      serverVersion: this.serverVersion,
-    });
+    const shards = await this.#provisionShards(jsm, { replicas, mode, maxAge, maxBytes, duplicateWindow });
+    const report = shards[0]!;
     const parked = await provisionParkedStream(jsm, { namespace: this.namespace, stream: this.parked.stream, replicas, mode, serverVersion: this.serverVersion });
     const missing = (r: ProvisionReport) => r.drift.some((d) => d.field === "name" && d.live === undefined);
-    const warnings = missing(report) ? [] : (await consumersReport(jsm, this.stream, missing(parked) ? undefined : this.parked)).warnings;
+    const warnings: RetentionWarning[] = [];
+    for (const [i, shard] of this.#shards.entries()) {
+      if (!missing(shards[i]!)) warnings.push(...(await consumersReport(jsm, shard.stream, missing(parked) ? undefined : this.parked)).warnings);
+    }
     const durability = { profile, ...(await durabilityWarnings(this.stream, monitor, replicas, profile)) };
     const partitioned =
       partitions === undefined
@@ -373,7 +417,33 @@ class BusImpl<E = JetloopEvent> implements Jetloop<E> {
             maxBytes,
             serverVersion: this.serverVersion,
           });
-    return { ...report, parked, ...(partitioned ? { partitioned } : {}), warnings, durability };
+    return { ...report, ...(shards.length > 1 ? { shards } : {}), parked, ...(partitioned ? { partitioned } : {}), warnings, durability };
+  }
+
+  /**
+   * The journal's streams, one per shard. Refused when the namespace is provisioned in
+   * another number of shards: that is a migration, never an update. On a cluster, the
+   * shards' leaders are spread over its servers and each report says where its leader is.
+   */
+  async #provisionShards(jsm: JetStreamManager, vars: Pick<ProvisionOptions, "replicas" | "mode" | "maxAge" | "maxBytes" | "duplicateWindow">): Promise<ShardProvisionReport[]> {
+    const count = this.settings.shards;
+    const live = await provisionedShards(jsm, this.stream);
+    if (live !== undefined && live !== count) {
+      throw new ShardLayoutError(
+        [live],
+        count,
+        `the journal of namespace ${this.namespace} is provisioned in ${live} shard${live === 1 ? "" : "s"}, not ${count}: changing the shard count of a live namespace is a migration (docs/scale.md), not a provision`,
+      );
+    }
+    const reports: ShardProvisionReport[] = [];
+    for (const shard of this.#shards) {
+      const r = await provisionStream(jsm, { namespace: this.namespace, stream: shard.stream, shard: shard.shard, maxEventBytes: this.settings.maxEventBytes, serverVersion: this.serverVersion, ...vars });
+      reports.push({ ...r, shard: shard.shard.index });
+    }
+    if (!this.nc.info?.cluster || reports.some((r) => r.action === "drifted" && r.drift.some((d) => d.field === "name"))) return reports;
+    const streams = this.#shards.map((s) => s.stream);
+    const leaders = vars.mode === "verify" || count === 1 ? await streamLeaders(jsm, streams) : await spreadLeaders(this.nc, jsm, streams, this.serverVersion, this.log);
+    return reports.map((r, i) => ({ ...r, leader: leaders[i]!.leader }));
   }
 
   /**
@@ -401,10 +471,10 @@ class BusImpl<E = JetloopEvent> implements Jetloop<E> {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    this.context.journal.reads.close();
+    this.#reads.close();
     await Promise.allSettled([this.context.subscriptions.closeAll(), ...[...this.#closers].map((close) => close())]);
     this.#writerClosed = true;
-    this.#writer.close();
+    for (const shard of this.#shards) shard.writer.close();
     if (this.#ownsConnection && !this.nc.isClosed()) await this.nc.close();
   }
 
@@ -430,11 +500,31 @@ export async function connect<E = JetloopEvent>(options: ConnectOptions<E> = {})
   const { connection, bus } = parseConnectOptions(options); // fail before dialing
   const nc = await openConnection(connection);
   try {
-    return new BusImpl<E>(nc, bus, true);
+    return new BusImpl<E>(nc, { ...bus, shards: await journalShards(nc, bus) }, true);
   } catch (e) {
     await nc.close();
     throw e;
   }
+}
+
+/**
+ * How many shards the bus's journal has: read from the server, and checked against the
+ * option when it is given (a bus assuming another count is refused before it writes). An
+ * account that may not read the streams gets the option, else 1.
+ */
+async function journalShards(nc: NatsConnection, options: BusOptions<unknown>): Promise<number | undefined> {
+  const settings = parseBusOptions(options);
+  let live: number | undefined;
+  try {
+    live = await provisionedShards(await jetstreamManager(nc, { checkAPI: false }), settings.stream);
+  } catch (e) {
+    if (e instanceof ShardLayoutError) throw e;
+    return options.shards;
+  }
+  if (live !== undefined && options.shards !== undefined && live !== options.shards) {
+    throw new ShardLayoutError([live], options.shards, `the journal ${settings.stream} is provisioned in ${live} shard${live === 1 ? "" : "s"}, not ${options.shards}`);
+  }
+  return options.shards ?? live;
 }
 
 /** A bus over a connection the caller owns; the bus's `close()` leaves the connection open. */

@@ -40,7 +40,8 @@ export type JetloopErrorCode =
   | "TELEMETRY_UNAVAILABLE"
   | "POLICY_TIMEOUT"
   | "BATCH_TOO_LARGE"
-  | "READ_CONSUMERS_BUSY";
+  | "READ_CONSUMERS_BUSY"
+  | "SHARD_LAYOUT";
 
 export class JetloopError extends Error {
   readonly code: JetloopErrorCode;
@@ -318,6 +319,22 @@ export class ProvisionDriftError extends JetloopError {
       "PROVISION_DRIFT",
       `stream ${stream} cannot take the declared configuration: ${drift.map((d) => `${d.field} is ${JSON.stringify(d.live)}, declared ${JSON.stringify(d.desired)}`).join("; ")}`,
     );
+  }
+}
+
+/**
+ * The namespace's journal is split in another number of shards than asked for (a
+ * provision or a bus with another count), or in several layouts at once (a migration left
+ * half done). Changing the count of a live namespace is a migration (docs/scale.md), never
+ * an update: sessions would move to other shards with their sequences.
+ */
+export class ShardLayoutError extends JetloopError {
+  constructor(
+    readonly provisioned: readonly number[],
+    readonly asked: number,
+    message: string,
+  ) {
+    super("SHARD_LAYOUT", message);
   }
 }
 

@@ -1,5 +1,5 @@
 import { connect } from "../bus.js";
-import { UsageError } from "../errors.js";
+import { ShardLayoutError, UsageError } from "../errors.js";
 import { parseArgs } from "node:util";
 import { parseDuration } from "../streams/declared.js";
 import type { ProvisionReport } from "../streams/provision.js";
@@ -11,7 +11,7 @@ const isMissing = (r: ProvisionReport) => r.action === "drifted" && r.drift.some
 
 export const provisionHelp = `jetloop provision [--verify] [--replicas N] [--max-event-bytes N] [--max-age D] [--max-bytes N]
                   [--duplicate-window D] [--durability default|strict] [--monitor URL]...
-                  [--partitions N]
+                  [--partitions N] [--shards S]
 
 Creates or updates the events stream from streams/events.json and the parked store
 from streams/parked.json, idempotently. Prints each field that differed. A live
@@ -35,6 +35,11 @@ durable has not acknowledged.
   --partitions N        partitioned durable groups: also the partitioned stream
                         (streams/partitioned.json, the journal split by session into N) and the
                         membership store (streams/members.json); N is fixed once it exists
+  --shards S            split the journal over S streams by session (default 1): shard k is
+                        {stream}_k_of_S on {ns}.journal-k-of-S.>; S is fixed once it exists
+                        (another count is refused: a migration, docs/scale.md). On a cluster
+                        the shards' leaders are spread over its servers; every shard's
+                        leader is printed, with --verify too
 
 ${connectionHelp}`;
 
@@ -42,7 +47,7 @@ export async function provisionCommand(argv: string[], out: (s: string) => void,
   const { values } = parse(() =>
     parseArgs({
       args: argv,
-      options: { ...connectionFlags, verify: { type: "boolean" }, replicas: { type: "string" }, "max-event-bytes": { type: "string" }, "max-age": { type: "string" }, "max-bytes": { type: "string" }, "duplicate-window": { type: "string" }, durability: { type: "string" }, monitor: { type: "string", multiple: true }, partitions: { type: "string" } },
+      options: { ...connectionFlags, verify: { type: "boolean" }, replicas: { type: "string" }, "max-event-bytes": { type: "string" }, "max-age": { type: "string" }, "max-bytes": { type: "string" }, "duplicate-window": { type: "string" }, durability: { type: "string" }, monitor: { type: "string", multiple: true }, partitions: { type: "string" }, shards: { type: "string" } },
       strict: true,
     }),
   );
@@ -52,6 +57,7 @@ export async function provisionCommand(argv: string[], out: (s: string) => void,
   }
   // Everything is checked before connecting.
   const maxEventBytes = positiveInt("max-event-bytes", values["max-event-bytes"]);
+  const shards = positiveInt("shards", values.shards);
   const request = {
     mode: values.verify ? "verify" : "apply",
     replicas: positiveInt("replicas", values.replicas),
@@ -76,23 +82,28 @@ export async function provisionCommand(argv: string[], out: (s: string) => void,
   } catch (e) {
     throw new UsageError((e as Error).message);
   }
-  const bus = await connect({ ...connectOptions(values), ...(maxEventBytes ? { maxEventBytes } : {}) });
+  // The bus reads the count the journal has; asked for another, it is refused (SHARD_LAYOUT).
+  const bus = await connect({ ...connectOptions(values), ...(maxEventBytes ? { maxEventBytes } : {}), shards: shards ?? 1 }).catch((e: unknown) => {
+    throw e instanceof ShardLayoutError ? new UsageError(`${e.message}: changing the shard count of a live namespace is a migration (docs/scale.md), not a provision`) : e;
+  });
   try {
-    out(`provisioning stream ${bus.stream} (namespace ${bus.namespace}) on nats-server ${bus.serverVersion}…`);
+    out(`provisioning ${bus.shards > 1 ? `${bus.shards} journal shards of ${bus.stream}` : `stream ${bus.stream}`} (namespace ${bus.namespace}) on nats-server ${bus.serverVersion}…`);
     const report = await bus.provision(request);
     const groups = report.partitioned ? [report.partitioned.partitioned, report.partitioned.members] : [];
-    for (const r of [report, report.parked, ...groups]) {
+    const journal = report.shards ?? [report];
+    for (const r of [...journal, report.parked, ...groups]) {
       if (isMissing(r)) {
         out(`stream ${r.stream}: missing (--verify changes nothing; provision without --verify creates it)`);
         continue;
       }
       for (const d of r.drift) out(`  ${d.field}: live ${JSON.stringify(d.live)} → declared ${JSON.stringify(d.desired)}`);
-      out(`stream ${r.stream}: ${r.action}`);
+      const leader = (r as { leader?: string }).leader;
+      out(`stream ${r.stream}: ${r.action}${leader === undefined ? "" : `, leader ${leader === "" ? "(none elected)" : leader}`}`);
     }
     for (const w of report.warnings) err(`warning: ${w.message}`);
     for (const w of report.durability.warnings) err(`warning: ${w.message}`);
     for (const x of report.durability.settings) out(`server ${x.serverName ?? x.monitorUrl}: ${x.syncAlways ? "syncs before every ack (sync_interval: always)" : `syncs every ${x.syncIntervalNs / 1e9}s`}`);
-    return [report, report.parked, ...groups].some((r) => r.action === "drifted") ? 2 : 0;
+    return [...journal, report.parked, ...groups].some((r) => r.action === "drifted") ? 2 : 0;
   } finally {
     await bus.close();
   }

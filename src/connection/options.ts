@@ -8,6 +8,7 @@ import { instanceOption, parseOptions, parseSplit } from "../options.js";
 import { checkNamespace } from "../subjects/subjects.js";
 import { feedModeSchema } from "../subscribe/options.js";
 import { defaultStreamName } from "../streams/declared.js";
+import { MAX_SHARDS } from "../streams/shards.js";
 
 export const busShape = z.strictObject({
   /** First subject token(s) of every jetloop subject. Default `jetloop`. */
@@ -22,11 +23,22 @@ export const busShape = z.strictObject({
         return false;
       }
     }, "must be 1-4 dot-separated tokens of [A-Za-z0-9-]"),
-  /** The events stream. Default `{namespace with . → _}_journal`. */
+  /**
+   * The events stream. Default `{namespace with . → _}_journal`. A namespace split over
+   * S > 1 shards names its streams `{stream}_{k}_of_{S}`.
+   */
   stream: z
     .string()
     .regex(/^[A-Za-z0-9_-]{1,255}$/, "must be a valid stream name")
     .optional(),
+  /**
+   * How many streams (shards) the namespace's journal is split over, as provisioned
+   * (`provision --shards S`; src/streams/shards.ts). Default: `connect` reads it from the
+   * server (1 when the account may not list streams); `fromConnection` takes 1. A bus
+   * assuming another count than the journal has addresses subjects no stream captures, so
+   * its appends and reads are refused, never stored in the wrong shard.
+   */
+  shards: z.number().int().min(1).max(MAX_SHARDS).optional(),
   /** Byte cap of one encoded event, and the stream's max_msg_size. Default 1 MiB. */
   maxEventBytes: z.number().int().min(1024).max(64 * 1024 * 1024).default(DEFAULT_MAX_EVENT_BYTES),
   /** How long to wait for one ack before resending with the same message id. Default 2000 ms. */
@@ -108,7 +120,7 @@ export type ConnectionSettings = z.input<typeof connectionShape>;
 
 export const connectShape = z.strictObject({ ...busShape.shape, ...connectionShape.shape });
 
-export type BusSettings = Omit<z.output<typeof busShape>, "registry" | "logger"> & { stream: string };
+export type BusSettings = Omit<z.output<typeof busShape>, "registry" | "logger"> & { stream: string; shards: number };
 
 export interface BusOptions<E> extends Omit<z.input<typeof busShape>, "registry"> {
   /** The event catalogue. Default: the built-in types. */
@@ -119,7 +131,7 @@ export interface BusOptions<E> extends Omit<z.input<typeof busShape>, "registry"
 export function parseBusOptions(options: unknown): BusSettings {
   const { registry: _r, logger: _l, ...s } = parseOptions(busShape, options);
   if (s.readConsumers && s.journalReads === "push") throw new OptionsError("readConsumers", 'reads under pool names are pulled: leave journalReads at "pull"');
-  return { ...s, stream: s.stream ?? defaultStreamName(s.namespace) };
+  return { ...s, stream: s.stream ?? defaultStreamName(s.namespace), shards: s.shards ?? 1 };
 }
 
 /**

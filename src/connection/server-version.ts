@@ -4,6 +4,8 @@ import { ServerUnsupportedError } from "../errors.js";
 export const FEATURES = {
   /** `Nats-Expected-Last-Subject-Sequence-Subject`: conditional append over a session's subjects. */
   fencing: "2.11.0",
+  /** A stream leader's step-down names its successor (`placement.preferred`, nats-server PR 6284). */
+  preferredStepdown: "2.11.0",
   /** Atomic batch publish (ADR-50): up to 1,000 messages committed together; the stream needs `allow_atomic`. */
   atomicBatch: "2.12.0",
   /** Fast-ingest batches: server-paced flow control for many appends; the stream needs `allow_batched`. */

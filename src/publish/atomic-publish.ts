@@ -9,6 +9,7 @@
 import { OptionsError, PublishError } from "../errors.js";
 import { requireFeature } from "../connection/server-version.js";
 import { ApiCodes } from "../subjects/nats-names.js";
+import { type JournalShard, UNSHARDED } from "../subjects/subjects.js";
 import { type AtomicBatchWriter, checkAtomicBatchSize } from "./atomic-batch.js";
 import type { PublishOptions } from "./options.js";
 import type { Publisher, PublishResult } from "./publisher.js";
@@ -19,12 +20,13 @@ const CLOCK_SKEW_MS = 5000;
 
 export interface AtomicPublishDeps<E> {
   readonly publisher: Publisher<E>;
-  readonly batches: AtomicBatchWriter;
+  /** The batch writer of a shard's stream: a batch is committed by one stream. */
+  batches(shard: JournalShard): AtomicBatchWriter;
   readonly serverVersion: string;
   /** Which of `events` the journal holds since `since` (reconcile.ts). */
   storedEvents(events: readonly E[], since: Date): Promise<Map<string, StoredEvent>>;
-  /** The stream's duplicate window in ms (read from the server once). */
-  duplicateWindowMs(): Promise<number>;
+  /** The duplicate window in ms of a shard's stream (read from the server once). */
+  duplicateWindowMs(shard: JournalShard): Promise<number>;
 }
 
 /**
@@ -49,10 +51,11 @@ export async function publishAtomic<E>(deps: AtomicPublishDeps<E>, events: reado
     const todo = appends.filter((_, i) => results[i] === undefined);
     const requests = todo.map((a) => a.request);
     checkBatch(requests, options.expectedLastSeq !== undefined);
-    const outcome = await deps.batches.commit(requests);
+    const shard = oneShard(todo.length > 0 ? todo : appends);
+    const outcome = await deps.batches(shard).commit(requests);
     let stored: PublishResult[];
     if (outcome.kind === "ids-held") {
-      stored = await findHeld(deps, events.filter((_, i) => results[i] === undefined), requests);
+      stored = await findHeld(deps, shard, events.filter((_, i) => results[i] === undefined), requests);
     } else {
       stored = requests.map((r, i) => ({ journalSeq: outcome.seqs[i]!, duplicate: outcome.kind === "stored-before", subject: r.subject, eventId: r.eventId }));
     }
@@ -82,8 +85,19 @@ function checkBatch(requests: readonly { eventId: string; sessionId: string }[],
   }
 }
 
-async function findHeld<E>(deps: AtomicPublishDeps<E>, events: readonly E[], requests: readonly { eventId: string; subject: string }[]): Promise<PublishResult[]> {
-  const since = new Date(Date.now() - (await deps.duplicateWindowMs()) - CLOCK_SKEW_MS);
+/**
+ * The shard every append of the batch is in: a batch is committed by one stream, so one
+ * whose sessions live in several shards is refused before anything is sent.
+ */
+function oneShard(appends: readonly { shard: JournalShard }[]): JournalShard {
+  const first = appends[0]?.shard ?? UNSHARDED;
+  const other = appends.find((a) => a.shard.index !== first.index);
+  if (other) throw new OptionsError("atomic", `an atomic batch is committed by one journal shard: its sessions live in shards ${first.index} and ${other.shard.index} of ${first.count}`);
+  return first;
+}
+
+async function findHeld<E>(deps: AtomicPublishDeps<E>, shard: JournalShard, events: readonly E[], requests: readonly { eventId: string; subject: string }[]): Promise<PublishResult[]> {
+  const since = new Date(Date.now() - (await deps.duplicateWindowMs(shard)) - CLOCK_SKEW_MS);
   const found = await deps.storedEvents(events, since);
   const missing = requests.filter((r) => !found.has(r.eventId));
   if (missing.length > 0) {

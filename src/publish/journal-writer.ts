@@ -28,7 +28,7 @@ import {
 import { encodePooled } from "../wire/pooled-utf8.js";
 import { newId } from "../events/ids.js";
 import { ApiCodes, BatchHeaders, PubHeaders } from "../subjects/nats-names.js";
-import { sessionJournalSubject } from "../subjects/subjects.js";
+import { type JournalShard, sessionJournalSubject, UNSHARDED } from "../subjects/subjects.js";
 import { appendSettled, TRACE_HEADER_ROOM, type TraceEntries } from "../telemetry/index.js";
 
 const { MsgIdHdr, ExpectedStreamHdr, ExpectedLastSubjectSequenceHdr, ExpectedLastSubjectSequenceSubjectHdr } = PubHeaders;
@@ -48,8 +48,8 @@ const BATCH_SEQ_DIGITS = 4;
  * session id is a 36-character UUID. An atomic batch's three headers are counted too, so an
  * event at the cap fits inside a batch as well.
  */
-export function journalHeaderRoom(stream: string, namespace: string): number {
-  const fenceSubjectLength = sessionJournalSubject(namespace, newId()).length;
+export function journalHeaderRoom(stream: string, namespace: string, shard: JournalShard = UNSHARDED): number {
+  const fenceSubjectLength = sessionJournalSubject(namespace, newId(), shard).length;
   const line = (key: string, valueLength: number) => key.length + 2 + valueLength + 2;
   return (
     "NATS/1.0\r\n".length +

@@ -8,7 +8,7 @@ import { encodeValidated } from "../codec/codec.js";
 import { ConnectionClosedError, OptionsError, PublishError } from "../errors.js";
 import type { EventRegistry } from "../events/registry.js";
 import { requireFeature } from "../connection/server-version.js";
-import { sessionJournalSubject, validEventSubject } from "../subjects/subjects.js";
+import { type JournalShard, sessionJournalSubject, validEventSubject } from "../subjects/subjects.js";
 import { recordPreview, startPublish } from "../telemetry/index.js";
 import { type AppendRequest, FixedHeaders, journalHeaderRoom, type JournalWriter, payloadTooLarge } from "./journal-writer.js";
 import { parsePublishOptions, type PublishOptions } from "./options.js";
@@ -38,18 +38,36 @@ interface Header {
 
 const LAST_SEQ_MEMORY = 10_000;
 
+/** A shard's writer, and where the namespace's sessions are written. */
+export interface ShardWriter {
+  readonly shard: JournalShard;
+  readonly stream: string;
+  readonly writer: JournalWriter;
+}
+
+export interface ShardedWriters {
+  readonly shards: readonly ShardWriter[];
+  /** The shard session `sessionId` lives in. */
+  of(sessionId: string): ShardWriter;
+}
+
 export class Publisher<E> {
   readonly #lastSeq = new LastSeqMemory(LAST_SEQ_MEMORY);
   readonly #previews: PreviewConfirmation;
 
+  /**
+   * `journal` is the namespace's journal: the shard a session lives in and that shard's
+   * writer. The header room is the widest shard's (the longest stream name and fence
+   * subject), so one cap holds for every session.
+   */
   constructor(
     private readonly nc: NatsConnection,
-    private readonly writer: JournalWriter,
-    private readonly settings: { namespace: string; stream: string; maxEventBytes: number; serverVersion: string },
+    private readonly journal: ShardedWriters,
+    private readonly settings: { namespace: string; maxEventBytes: number; serverVersion: string },
     private readonly registry: EventRegistry<E>,
   ) {
     this.#previews = new PreviewConfirmation(nc);
-    this.#headerRoom = journalHeaderRoom(settings.stream, settings.namespace);
+    this.#headerRoom = Math.max(...journal.shards.map((s) => journalHeaderRoom(s.stream, settings.namespace, s.shard)));
   }
 
   readonly #headerRoom: number;
@@ -114,16 +132,17 @@ export class Publisher<E> {
       return sent;
     }
     if (options.fireAndForget) throw new OptionsError("fireAndForget", "applies to previews only: an enduring event is acknowledged");
-    const subject = validEventSubject(this.settings.namespace, "journal", address);
+    const home = this.journal.of(header.sessionId);
+    const subject = validEventSubject(this.settings.namespace, "journal", address, home.shard);
     let fenceSubject: string | undefined;
     if (options.expectedLastSeq !== undefined) {
       requireFeature(this.settings.serverVersion, "fencing");
-      fenceSubject = sessionJournalSubject(this.settings.namespace, header.sessionId);
+      fenceSubject = sessionJournalSubject(this.settings.namespace, header.sessionId, home.shard);
     }
     const trace = startPublish(subject, definition.type, "enduring", header.eventId);
     let ack;
     try {
-      ack = await this.writer.append({
+      ack = await home.writer.append({
         subject,
         data: bytes,
         eventId: header.eventId,
@@ -146,20 +165,22 @@ export class Publisher<E> {
    * An enduring event encoded as a journal append, for a batch: the checks and subject of
    * `publish`, refused (typed) when the event is a preview. `end` closes its publish trace.
    */
-  journalAppend(event: E, expectedLastSeq: number | undefined): { request: AppendRequest; end: (outcome: PublishResult | Error) => void } {
+  journalAppend(event: E, expectedLastSeq: number | undefined): { request: AppendRequest; shard: JournalShard; end: (outcome: PublishResult | Error) => void } {
     const { event: valid, bytes, definition } = encodeValidated(event, { registry: this.registry, maxBytes: this.maxEventBytes });
     const header = valid as unknown as Header;
     if (definition.class === "ephemeral") throw new OptionsError("atomic", `applies to enduring events only: ${definition.type} is a preview, never stored`);
-    const subject = validEventSubject(this.settings.namespace, "journal", { sessionId: header.sessionId, loopId: header.loopId, family: definition.family, type: definition.type });
+    const { shard } = this.journal.of(header.sessionId);
+    const subject = validEventSubject(this.settings.namespace, "journal", { sessionId: header.sessionId, loopId: header.loopId, family: definition.family, type: definition.type }, shard);
     let fenceSubject: string | undefined;
     if (expectedLastSeq !== undefined) {
       requireFeature(this.settings.serverVersion, "fencing");
-      fenceSubject = sessionJournalSubject(this.settings.namespace, header.sessionId);
+      fenceSubject = sessionJournalSubject(this.settings.namespace, header.sessionId, shard);
     }
     const trace = startPublish(subject, definition.type, "enduring", header.eventId);
     const request: AppendRequest = { subject, data: bytes, eventId: header.eventId, sessionId: header.sessionId, expectedLastSeq, fenceSubject, trace: trace.entries };
     return {
       request,
+      shard,
       end: (outcome) => {
         if (!(outcome instanceof Error)) this.#remember(header, outcome.journalSeq);
         trace.end(outcome);

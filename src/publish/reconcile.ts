@@ -9,7 +9,8 @@
 import type { Logger } from "pino";
 import { PubHeaders } from "../subjects/nats-names.js";
 import { sessionJournalSubject } from "../subjects/subjects.js";
-import { type JournalSource, readJournalRange, retryJournalRead } from "../subscribe/journal-range.js";
+import type { JournalShards } from "../bus-context.js";
+import { readJournalRange, retryJournalRead } from "../subscribe/journal-range.js";
 import { parseReconcileOptions, type ReconcileOptions } from "./options.js";
 
 /** Sessions read at once: each holds one consumer on the server while it reads. */
@@ -25,7 +26,8 @@ export interface StoredEvent {
 }
 
 export interface ReconcileContext {
-  readonly journal: JournalSource;
+  /** Each session is read in its own shard. */
+  readonly shards: Pick<JournalShards, "of">;
   readonly namespace: string;
   readonly log: Logger;
 }
@@ -52,17 +54,20 @@ export async function storedEvents(ctx: ReconcileContext, events: Iterable<unkno
   const { since } = parseReconcileOptions(options);
   const bySession = idsBySession(events);
   // Checked before anything is read: a session id that is not a subject token is refused.
-  const subjects = [...bySession.keys()].map((s) => [s, sessionJournalSubject(ctx.namespace, s)] as const);
+  const subjects = [...bySession.keys()].map((s) => {
+    const home = ctx.shards.of(s);
+    return [s, sessionJournalSubject(ctx.namespace, s, home.shard), home] as const;
+  });
   const found = new Map<string, StoredEvent>();
   const log = ctx.log.child({ component: "reconcile" });
   let next = 0;
   const worker = async () => {
     while (next < subjects.length) {
-      const [session, subject] = subjects[next++]!;
+      const [session, subject, home] = subjects[next++]!;
       const wanted = bySession.get(session)!;
       await retryJournalRead(
         async () => {
-          for await (const m of readJournalRange(ctx.journal, { subjects: [subject], from: { time: since }, toSeq: Number.MAX_SAFE_INTEGER, batch: BATCH, headersOnly: true }, "reconciling appends")) {
+          for await (const m of readJournalRange(home.journal, { subjects: [subject], from: { time: since }, toSeq: Number.MAX_SAFE_INTEGER, batch: BATCH, headersOnly: true }, "reconciling appends")) {
             const id = m.headers?.get(PubHeaders.MsgIdHdr);
             if (id && wanted.has(id) && !found.has(id)) found.set(id, { journalSeq: m.seq, subject: m.subject });
           }

@@ -5,10 +5,11 @@
  */
 import { readFileSync } from "node:fs";
 import { OptionsError } from "../errors.js";
-import { checkNamespace, partitionTransform } from "../subjects/subjects.js";
+import { checkNamespace, type JournalShard, partitionTransform, streamSubjects, UNSHARDED } from "../subjects/subjects.js";
 import { checkPartitions } from "../partition/partition.js";
 import { journalHeaderRoom } from "../publish/journal-writer.js";
 import { type Feature, supports } from "../connection/server-version.js";
+import { SHARD_METADATA_KEY, SHARDS_METADATA_KEY } from "./shards.js";
 
 const STREAMS_DIR = new URL("../../streams/", import.meta.url);
 
@@ -79,6 +80,8 @@ export interface StreamVars {
    * it has them (server-version.ts). Default: neither (a stream any server takes).
    */
   serverVersion?: string;
+  /** Which shard of the namespace this stream is (src/streams/shards.ts). Default: the only one. */
+  shard?: JournalShard;
 }
 
 /** The stream's default duplicate window, in ns (streams/events.json's fallback). */
@@ -88,20 +91,22 @@ export const DEFAULT_DUPLICATE_WINDOW_NS = 120e9;
  * The stream's max_msg_size: an event at the codec's cap plus jetloop's headers (the
  * server counts headers against it), so an event the codec accepts is never refused.
  */
-export function journalMaxMsgSize(vars: Pick<StreamVars, "namespace" | "stream" | "maxEventBytes">): number {
-  return vars.maxEventBytes + journalHeaderRoom(vars.stream, vars.namespace);
+export function journalMaxMsgSize(vars: Pick<StreamVars, "namespace" | "stream" | "maxEventBytes" | "shard">): number {
+  return vars.maxEventBytes + journalHeaderRoom(vars.stream, vars.namespace, vars.shard);
 }
 
 /** The declared events stream configuration, in JetStream API form (durations in ns). */
 export function declaredStreamConfig(vars: StreamVars): Record<string, unknown> {
-  const { serverVersion, ...rest } = vars;
+  const { serverVersion, shard = UNSHARDED, ...rest } = vars;
   const has = (f: Feature) => serverVersion !== undefined && supports(serverVersion, f);
-  const config = render(load("events.json"), { ...rest, allowAtomic: String(has("atomicBatch")), allowBatched: String(has("fastBatch")), maxMsgSize: journalMaxMsgSize(vars), maxAge: vars.maxAge ?? 0, maxBytes: vars.maxBytes ?? -1, duplicateWindow: vars.duplicateWindow ?? DEFAULT_DUPLICATE_WINDOW_NS }) as Record<string, unknown>;
+  const config = render(load("events.json"), { ...rest, journalSubjects: streamSubjects(vars.namespace, shard)[0]!, allowAtomic: String(has("atomicBatch")), allowBatched: String(has("fastBatch")), maxMsgSize: journalMaxMsgSize(vars), maxAge: vars.maxAge ?? 0, maxBytes: vars.maxBytes ?? -1, duplicateWindow: vars.duplicateWindow ?? DEFAULT_DUPLICATE_WINDOW_NS }) as Record<string, unknown>;
   // A server before 2.12 / 2.14 does not know the fields: they are left out, not sent false.
   for (const field of ["allow_atomic", "allow_batched"]) {
     if (config[field] === "true") config[field] = true;
     else delete config[field];
   }
+  // A stream never split carries none, so a namespace provisioned before shards is unchanged.
+  if (shard.count > 1) config.metadata = { [SHARDS_METADATA_KEY]: String(shard.count), [SHARD_METADATA_KEY]: String(shard.index) };
   return config;
 }
 

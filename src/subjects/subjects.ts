@@ -9,6 +9,12 @@
  *              {ns}.cmd.{sessionId}._.{command}                 (session controls: input, interrupt)
  *   parked     {ns}.parked.{durable}.{held|replay}.{journalSeq}
  *
+ * A namespace whose journal is split over S > 1 streams (shards, src/streams/shards.ts)
+ * stores shard k's events on `{ns}.journal-{k}-of-{S}.…` instead of `{ns}.journal.…`: the
+ * count is in the token, so a publisher or reader that assumes another layout addresses
+ * subjects no stream captures and is refused (no responders, stream not found) instead of
+ * writing a session into the wrong shard. Feed, live and command subjects have no shard.
+ *
  * `_` stands for "no loop" (session-scoped events, session-resolved gates). Ids are
  * canonical UUIDs, so no token can smuggle `.`, `*`, `>` or whitespace; the journal and
  * live roots are disjoint, so the stream over `{ns}.journal.>` never captures a preview.
@@ -20,6 +26,43 @@ import { FAMILY, TYPE } from "../events/registry.js";
 
 /** `feed` is written by the server only: the events stream republishes each stored event there. */
 export type Channel = "journal" | "live" | "feed";
+
+/**
+ * One journal shard of a namespace: shard `index` of `count`. A count of 1 is the layout of
+ * a namespace that was never split (`{ns}.journal.…`); every journal subject function takes
+ * one and defaults to it.
+ */
+export interface JournalShard {
+  readonly index: number;
+  readonly count: number;
+}
+
+/** The one shard of a namespace that is not split. */
+export const UNSHARDED: JournalShard = Object.freeze({ index: 0, count: 1 });
+
+const SHARD_TOKEN = /^journal-(\d{1,4})-of-(\d{1,4})$/;
+
+/** The channel token of a shard's journal subjects: `journal`, or `journal-{k}-of-{S}`. */
+export function journalToken(shard: JournalShard = UNSHARDED): string {
+  return shard.count === 1 ? "journal" : `journal-${shard.index}-of-${shard.count}`;
+}
+
+/** The shard a journal channel token names, or undefined for a token that is none. */
+export function shardOfToken(token: string): JournalShard | undefined {
+  if (token === "journal") return UNSHARDED;
+  const m = SHARD_TOKEN.exec(token);
+  if (!m) return undefined;
+  const index = Number(m[1]);
+  const count = Number(m[2]);
+  // One spelling per shard: no leading zeros, index below a count above 1.
+  if (String(index) !== m[1] || String(count) !== m[2] || count < 2 || index >= count) return undefined;
+  return { index, count };
+}
+
+/** The subject root of a shard's journal: `{ns}.journal` or `{ns}.journal-{k}-of-{S}`. */
+export function journalRoot(ns: string, shard: JournalShard = UNSHARDED): string {
+  return `${checkNamespace(ns)}.${journalToken(shard)}`;
+}
 
 /** The token that stands for "no loop". */
 export const NO_LOOP = "_";
@@ -60,15 +103,15 @@ export interface SubjectAddress {
   readonly type: string;
 }
 
-/** The subject an event is published on. */
-export function eventSubject(ns: string, channel: Channel, a: SubjectAddress): string {
+/** The subject an event is published on; a journal subject in `shard` (the session's). */
+export function eventSubject(ns: string, channel: Channel, a: SubjectAddress, shard: JournalShard = UNSHARDED): string {
   checkNamespace(ns);
   channelToken(channel);
   id("session id", a.sessionId);
   if (a.loopId !== undefined) id("loop id", a.loopId);
   token("family", FAMILY, a.family);
   token("event type", TYPE, a.type);
-  return validEventSubject(ns, channel, a);
+  return validEventSubject(ns, channel, a, shard);
 }
 
 /**
@@ -76,12 +119,14 @@ export function eventSubject(ns: string, channel: Channel, a: SubjectAddress): s
  * part is known good already: the bus checked its namespace, the event's schema its ids,
  * the registry its family and type.
  */
-export function validEventSubject(ns: string, channel: Channel, a: SubjectAddress): string {
-  return `${ns}.${channel}.${a.sessionId}.${a.loopId ?? NO_LOOP}.${a.family}.${a.type}`;
+export function validEventSubject(ns: string, channel: Channel, a: SubjectAddress, shard: JournalShard = UNSHARDED): string {
+  return `${ns}.${channel === "journal" ? journalToken(shard) : channel}.${a.sessionId}.${a.loopId ?? NO_LOOP}.${a.family}.${a.type}`;
 }
 
 export interface ParsedSubject extends SubjectAddress {
   readonly channel: Channel;
+  /** The journal shard its channel token names; UNSHARDED for feed and live subjects. */
+  readonly shard: JournalShard;
 }
 
 /** Parses an event subject of namespace `ns`; throws SubjectError for anything else. */
@@ -90,10 +135,13 @@ export function parseEventSubject(ns: string, subject: string): ParsedSubject {
   if (!subject.startsWith(prefix)) throw new SubjectError(`subject ${JSON.stringify(subject)} is not in namespace ${ns}`);
   const parts = subject.slice(prefix.length).split(".");
   if (parts.length !== 5) throw new SubjectError(`subject ${JSON.stringify(subject)} is not an event subject`);
-  const [channel, sessionId, loop, family, type] = parts as [string, string, string, string, string];
-  if (channel !== "journal" && channel !== "live" && channel !== "feed") throw new SubjectError(`subject ${JSON.stringify(subject)} is not an event subject`);
+  const [channelText, sessionId, loop, family, type] = parts as [string, string, string, string, string];
+  const shard = channelText === "live" || channelText === "feed" ? UNSHARDED : shardOfToken(channelText);
+  if (!shard) throw new SubjectError(`subject ${JSON.stringify(subject)} is not an event subject`);
+  const channel: Channel = channelText === "live" || channelText === "feed" ? channelText : "journal";
   return {
     channel,
+    shard,
     sessionId: id("session id", sessionId),
     loopId: loop === NO_LOOP ? undefined : id("loop id", loop),
     family: token("family", FAMILY, family),
@@ -101,24 +149,28 @@ export function parseEventSubject(ns: string, subject: string): ParsedSubject {
   };
 }
 
-/** The subjects the events stream captures: the journal root only. */
-export function streamSubjects(ns: string): string[] {
-  return [`${checkNamespace(ns)}.journal.>`];
-}
-
-/** Where the events stream republishes what it stores (`streams/events.json` declares it). */
-export function feedRepublish(ns: string): { src: string; dest: string } {
-  return { src: `${checkNamespace(ns)}.journal.>`, dest: `${ns}.feed.>` };
+/** The subjects a shard's events stream captures: its journal root only. */
+export function streamSubjects(ns: string, shard: JournalShard = UNSHARDED): string[] {
+  return [`${journalRoot(ns, shard)}.>`];
 }
 
 /**
- * The feed subject (or filter) of a journal subject (or filter), and back: the two
- * spaces differ only in the channel token, so a filter maps token for token.
+ * Where a shard's events stream republishes what it stores (`streams/events.json` declares
+ * it): every shard into the one feed, so a live viewer of a session never names a shard.
  */
-export function switchChannel(ns: string, subject: string, from: "journal" | "feed", to: "journal" | "feed"): string {
-  const prefix = `${ns}.${from}.`;
-  if (!subject.startsWith(prefix)) throw new SubjectError(`subject ${JSON.stringify(subject)} is not a ${from} subject of namespace ${ns}`);
-  return `${ns}.${to}.${subject.slice(prefix.length)}`;
+export function feedRepublish(ns: string, shard: JournalShard = UNSHARDED): { src: string; dest: string } {
+  return { src: `${journalRoot(ns, shard)}.>`, dest: `${ns}.feed.>` };
+}
+
+/**
+ * The feed subject (or filter) of a journal subject (or filter) of `shard`, and back: the
+ * two spaces differ only in the channel token, so a filter maps token for token.
+ */
+export function switchChannel(ns: string, subject: string, from: "journal" | "feed", to: "journal" | "feed", shard: JournalShard = UNSHARDED): string {
+  const token = (c: "journal" | "feed") => (c === "journal" ? journalToken(shard) : c);
+  const prefix = `${ns}.${token(from)}.`;
+  if (!subject.startsWith(prefix)) throw new SubjectError(`subject ${JSON.stringify(subject)} is not a ${token(from)} subject of namespace ${ns}`);
+  return `${ns}.${token(to)}.${subject.slice(prefix.length)}`;
 }
 
 /** The advisory the server sends when the events stream elects a leader. */
@@ -126,9 +178,14 @@ export function streamLeaderElectedSubject(stream: string): string {
   return `$JS.EVENT.ADVISORY.STREAM.LEADER_ELECTED.${stream}`;
 }
 
-/** Every journal subject of one session: the scope of fencing (last subject sequence). */
-export function sessionJournalSubject(ns: string, sessionId: string): string {
-  return `${checkNamespace(ns)}.journal.${id("session id", sessionId)}.>`;
+/** The API request that makes a stream's leader step down (nats-server 2.11+ takes a preferred successor). */
+export function streamLeaderStepdownSubject(stream: string): string {
+  return `$JS.API.STREAM.LEADER.STEPDOWN.${stream}`;
+}
+
+/** Every journal subject of one session, in its shard: the scope of fencing (last subject sequence). */
+export function sessionJournalSubject(ns: string, sessionId: string, shard: JournalShard = UNSHARDED): string {
+  return `${journalRoot(ns, shard)}.${id("session id", sessionId)}.>`;
 }
 
 /** What a filter subject selects; an omitted part is a wildcard. */
@@ -140,15 +197,16 @@ export interface SubjectSelector {
   readonly type?: string | undefined;
 }
 
-/** One filter subject; wildcards where the selector leaves a part open. */
-export function filterSubject(ns: string, channel: Channel, s: SubjectSelector): string {
+/** One filter subject (a journal one in `shard`); wildcards where the selector leaves a part open. */
+export function filterSubject(ns: string, channel: Channel, s: SubjectSelector, shard: JournalShard = UNSHARDED): string {
   const session = s.sessionId === undefined ? "*" : id("session id", s.sessionId);
   const loop = s.loopId === undefined ? "*" : s.loopId === NO_LOOP ? NO_LOOP : id("loop id", s.loopId);
   const family = s.family === undefined ? "*" : token("family", FAMILY, s.family);
   const type = s.type === undefined ? "*" : token("event type", TYPE, s.type);
   if (s.type !== undefined && s.family === undefined) throw new SubjectError("a type filter needs its family");
-  if (family === "*" && type === "*") return `${checkNamespace(ns)}.${channelToken(channel)}.${session}.${loop}.>`;
-  return `${checkNamespace(ns)}.${channelToken(channel)}.${session}.${loop}.${family}.${type}`;
+  const root = channelToken(channel) === "journal" ? journalRoot(ns, shard) : `${checkNamespace(ns)}.${channel}`;
+  if (family === "*" && type === "*") return `${root}.${session}.${loop}.>`;
+  return `${root}.${session}.${loop}.${family}.${type}`;
 }
 
 /** The subject a loop actor serves `command` on. */
@@ -202,9 +260,9 @@ export function parseParkedSubject(ns: string, subject: string): { durable: stri
   return { durable: durable!, state, journalSeq };
 }
 
-/** The prefix every subject of one channel of a namespace starts with: `{ns}.{channel}.`. */
-export function channelPrefix(ns: string, channel: Channel): string {
-  return `${ns}.${channel}.`;
+/** The prefix every subject of one channel of a namespace (a journal one: of `shard`) starts with. */
+export function channelPrefix(ns: string, channel: Channel, shard: JournalShard = UNSHARDED): string {
+  return `${ns}.${channel === "journal" ? journalToken(shard) : channel}.`;
 }
 
 /**
@@ -213,8 +271,8 @@ export function channelPrefix(ns: string, channel: Channel): string {
  * token replaced by `partition` and the session's partition. The server maps it (a subject
  * transform on the stream's source, `partitionTransform`), so the journal stays as it is.
  */
-export function partitionTransform(ns: string, partitions: number): { src: string; dest: string } {
-  return { src: `${checkNamespace(ns)}.journal.*.>`, dest: `${ns}.partition.{{partition(${partitions},1)}}.{{wildcard(1)}}.>` };
+export function partitionTransform(ns: string, partitions: number, shard: JournalShard = UNSHARDED): { src: string; dest: string } {
+  return { src: `${journalRoot(ns, shard)}.*.>`, dest: `${ns}.partition.{{partition(${partitions},1)}}.{{wildcard(1)}}.>` };
 }
 
 /** One partition's subjects, or those of a journal filter within it. */

@@ -1,7 +1,8 @@
 import { safeDecodeEvent, type DecodeError } from "../codec/codec.js";
 import { DeliveryMismatchError } from "../errors.js";
 import type { EventRegistry } from "../events/registry.js";
-import { type Channel, validEventSubject } from "../subjects/subjects.js";
+import { type Channel, UNSHARDED, validEventSubject } from "../subjects/subjects.js";
+import { shardOfSession } from "../streams/shards.js";
 
 /** One event as a subscriber receives it. */
 export interface Delivery<E> {
@@ -49,6 +50,8 @@ export interface DecodeContext<E> {
   readonly registry: EventRegistry<E>;
   readonly maxEventBytes: number;
   readonly includeInternal: boolean;
+  /** The journal's shard count: an event is at home only on its session's shard's subjects. */
+  readonly shards: number;
 }
 
 /**
@@ -57,8 +60,8 @@ export interface DecodeContext<E> {
  * viewers need not carry ten thousand copies, and sharing one lets the feed decode a
  * message once for all of them.
  */
-export function decodeContexts<E>(namespace: string, registry: EventRegistry<E>, maxEventBytes: number): readonly [ordinary: DecodeContext<E>, internal: DecodeContext<E>] {
-  const base = { namespace, registry, maxEventBytes };
+export function decodeContexts<E>(namespace: string, registry: EventRegistry<E>, maxEventBytes: number, shards: number): readonly [ordinary: DecodeContext<E>, internal: DecodeContext<E>] {
+  const base = { namespace, registry, maxEventBytes, shards };
   return [{ ...base, includeInternal: false }, { ...base, includeInternal: true }];
 }
 
@@ -93,7 +96,8 @@ export function decodeMessage<E>(ctx: DecodeContext<E>, subject: string, data: U
   // enduring one sent on a preview subject (bypassing the journal), is as foreign as one
   // on another loop's subject. The channel is a token of the subject compared.
   const home: Channel = def.class === "enduring" ? "journal" : "live";
-  const expected = validEventSubject(ctx.namespace, home, { sessionId: e.sessionId, loopId: e.loopId, family: def.family, type: e.type });
+  const shard = home === "journal" && ctx.shards > 1 ? shardOfSession(e.sessionId, ctx.shards) : UNSHARDED;
+  const expected = validEventSubject(ctx.namespace, home, { sessionId: e.sessionId, loopId: e.loopId, family: def.family, type: e.type }, shard);
   if (expected !== subject) return { ok: false, error: new DeliveryMismatchError(subject, expected) };
   return { ok: true, event: r.data, internal: e.visibility === "internal" };
 }

@@ -8,7 +8,8 @@
 import { OptionsError } from "../errors.js";
 import { idProblem } from "../events/ids.js";
 import type { EventRegistry } from "../events/registry.js";
-import { type Channel, filterSubject, NO_LOOP, type SubjectSelector } from "../subjects/subjects.js";
+import { type Channel, filterSubject, type JournalShard, NO_LOOP, type SubjectSelector } from "../subjects/subjects.js";
+import { allShards, shardOfSession } from "../streams/shards.js";
 
 /** Which loops' events of one class to deliver. Session-scoped events always pass. */
 export type LoopScope = "all" | { readonly loops: Iterable<string> };
@@ -31,8 +32,18 @@ export interface EventFilter {
 /** Above this many filter subjects a consumer gets measurably slower (nats-server 4888, 7014). */
 export const MANY_FILTER_SUBJECTS = 16;
 
-export interface ResolvedFilter {
+/** The journal part of a filter in one shard: its subjects there, and theirs on the feed. */
+export interface ShardFilter {
+  readonly shard: JournalShard;
   readonly journalSubjects: readonly string[];
+  readonly feedSubjects: readonly string[];
+}
+
+export interface ResolvedFilter {
+  /** Every shard's journal subjects together (those of the one shard of a namespace not split). */
+  readonly journalSubjects: readonly string[];
+  /** The journal part split by shard: only shards the filter selects a session of, in shard order. */
+  readonly shards: readonly ShardFilter[];
   /** The same selection on the stream's republished feed (what feed subscriptions follow). */
   readonly feedSubjects: readonly string[];
   readonly previewSubjects: readonly string[];
@@ -74,6 +85,7 @@ function subjectsFor(
   scope: LoopScope | undefined,
   sessions: (string | undefined)[],
   selectors: { family?: string; type?: string }[],
+  shard?: JournalShard,
 ): string[] {
   if (scope === undefined) return [];
   const loops: (string | undefined)[] = scope === "all" ? [undefined] : [...ids(`${channel === "live" ? "ephemeral" : "enduring"}.loops`, scope.loops), NO_LOOP];
@@ -82,7 +94,7 @@ function subjectsFor(
     for (const loopId of loops) {
       for (const sel of selectors) {
         const s: SubjectSelector = { sessionId, loopId, ...sel };
-        out.push(filterSubject(ns, channel, s));
+        out.push(filterSubject(ns, channel, s, shard));
       }
     }
   }
@@ -99,8 +111,21 @@ function strayKey(o: object, known: ReadonlySet<string>): string | undefined {
   return undefined;
 }
 
-/** Turns a filter into subject filters; throws OptionsError for an invalid filter. */
-export function resolveFilter(ns: string, filter: EventFilter, registry: EventRegistry<unknown>): ResolvedFilter {
+/**
+ * The journal part per shard of a namespace split in `count`: a named session in its own
+ * shard, every session (`undefined`) in each.
+ */
+function shardFilters(ns: string, count: number, scope: LoopScope | undefined, sessions: (string | undefined)[], selectors: { family?: string; type?: string }[]): ShardFilter[] {
+  if (scope === undefined) return [];
+  return allShards(count).flatMap((shard) => {
+    const here = sessions.filter((s) => s === undefined || shardOfSession(s, count).index === shard.index);
+    if (here.length === 0) return [];
+    return [{ shard, journalSubjects: subjectsFor(ns, "journal", scope, here, selectors, shard), feedSubjects: subjectsFor(ns, "feed", scope, here, selectors) }];
+  });
+}
+
+/** Turns a filter into subject filters (journal ones for `shards` shards); throws OptionsError for an invalid filter. */
+export function resolveFilter(ns: string, filter: EventFilter, registry: EventRegistry<unknown>, shards = 1): ResolvedFilter {
   // A misspelt or stray key (`sessionId`, `loops`) would otherwise widen the filter silently.
   const stray = strayKey(filter, FILTER_KEYS);
   if (stray !== undefined) throw new OptionsError("filter", `${JSON.stringify(stray)} is not a filter field (${[...FILTER_KEYS].join(", ")})`);
@@ -117,8 +142,10 @@ export function resolveFilter(ns: string, filter: EventFilter, registry: EventRe
   const sessions = filter.sessions === undefined || filter.sessions === "all" ? [undefined] : ids("sessions", filter.sessions);
   if (sessions.length === 0) throw new OptionsError("sessions", "an empty session list selects nothing");
   const selectors = typeSelectors(filter, registry);
+  const byShard = shardFilters(ns, shards, filter.enduring, sessions, selectors);
   return {
-    journalSubjects: subjectsFor(ns, "journal", filter.enduring, sessions, selectors),
+    journalSubjects: byShard.flatMap((f) => f.journalSubjects),
+    shards: byShard,
     feedSubjects: subjectsFor(ns, "feed", filter.enduring, sessions, selectors),
     previewSubjects: subjectsFor(ns, "live", filter.ephemeral, sessions, selectors),
     includeInternal: filter.includeInternal === true,

@@ -9,6 +9,7 @@ import { OptionsError } from "../errors.js";
 import type { EventRegistry } from "../events/registry.js";
 import type { Delivery } from "./delivery.js";
 import { type EventFilter, resolveFilter } from "./filter.js";
+import { oneShard } from "./shard-scope.js";
 import { type JournalReader, readDeliveries } from "./journal-read.js";
 import { parseReplayOptions, type ReplayOptions } from "./options.js";
 
@@ -41,9 +42,10 @@ export function checkReplayFilter(registry: EventRegistry<unknown>, filter: Even
 /** Checks the filter and options now (OptionsError), then reads. */
 export function replay<E>(bus: BusContext<E>, filter: EventFilter, options: ReplayOptions = {}): AsyncGenerator<Delivery<E>, void, undefined> {
   const { fromSeq, toSeq, batch, onReport } = parseReplayOptions(options);
-  const resolved = resolveFilter(bus.settings.namespace, checkReplayFilter(bus.registry, filter), bus.registry);
+  const resolved = resolveFilter(bus.settings.namespace, checkReplayFilter(bus.registry, filter), bus.registry, bus.shards.count);
+  const home = oneShard(bus.shards, resolved, "replay");
   const reader: JournalReader<E> = {
-    journal: bus.journal,
+    journal: home.journal,
     decode: bus.decoding(resolved.includeInternal),
     log: bus.log.child({ component: "replay" }),
     report: (r) => onReport?.(r),

@@ -2,7 +2,8 @@
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "pino";
-import type { BusContext } from "../bus-context.js";
+import type { BusContext, ShardJournal } from "../bus-context.js";
+import type { JournalShard } from "../subjects/subjects.js";
 import type { JournalState } from "../streams/position.js";
 import type { DecodeContext, Delivery, DeliveryFailure } from "./delivery.js";
 import type { DeliveryQueue } from "./delivery-queue.js";
@@ -14,9 +15,12 @@ import type { SubscribeSettings, SubscriptionReport } from "./options.js";
 export interface SourceContext<E> {
   readonly nc: NatsConnection;
   readonly js: JetStreamClient;
+  /** The journal shard the source reads (the namespace's one when it is not split). */
+  readonly shard: JournalShard;
   /** Where journal reads go (journal-range.ts). */
   readonly journal: JournalSource;
   jsm(): Promise<JetStreamManager>;
+  /** The shard's stream. */
   readonly stream: string;
   /** The journal's last sequence and republish destination now (shared by subscriptions that start together). */
   journalState(): Promise<JournalState>;
@@ -40,6 +44,7 @@ export type OwnSourceContext<E> = Pick<SourceContext<E>, "decode" | "queue" | "s
  */
 export class BusSourceContext<E> implements SourceContext<E> {
   readonly #bus: BusContext<E>;
+  readonly #home: ShardJournal;
   readonly decode: DecodeContext<E>;
   readonly queue: DeliveryQueue<Delivery<E>>;
   readonly settings: SubscribeSettings;
@@ -47,8 +52,9 @@ export class BusSourceContext<E> implements SourceContext<E> {
   readonly report: (report: SubscriptionReport) => void;
   readonly fail: (error: Error) => void;
 
-  constructor(bus: BusContext<E>, own: OwnSourceContext<E>) {
+  constructor(bus: BusContext<E>, own: OwnSourceContext<E>, home: ShardJournal) {
     this.#bus = bus;
+    this.#home = home;
     this.decode = own.decode;
     this.queue = own.queue;
     this.settings = own.settings;
@@ -65,8 +71,12 @@ export class BusSourceContext<E> implements SourceContext<E> {
     return this.#bus.js;
   }
 
+  get shard(): JournalShard {
+    return this.#home.shard;
+  }
+
   get journal(): JournalSource {
-    return this.#bus.journal;
+    return this.#home.journal;
   }
 
   jsm(): Promise<JetStreamManager> {
@@ -74,7 +84,7 @@ export class BusSourceContext<E> implements SourceContext<E> {
   }
 
   get stream(): string {
-    return this.#bus.settings.stream;
+    return this.#home.stream;
   }
 
   get feeds(): Feeds {
@@ -82,7 +92,7 @@ export class BusSourceContext<E> implements SourceContext<E> {
   }
 
   journalState(): Promise<JournalState> {
-    return this.#bus.journalPosition.state();
+    return this.#home.position.state();
   }
 }
 

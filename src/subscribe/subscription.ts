@@ -14,6 +14,7 @@ import { FeedSource } from "./feed/feed-source.js";
 import { GroupSource, type GroupStatus } from "./group/group-source.js";
 import type { GroupReport } from "./group/groups-report.js";
 import { type EventFilter, MANY_FILTER_SUBJECTS, resolveFilter } from "./filter.js";
+import { oneShard } from "./shard-scope.js";
 import type { OpenSubscription } from "./open-subscriptions.js";
 import { type SubscribeOptions, parseSubscribeOptions, type SubscriptionReport } from "./options.js";
 import { PreviewSource } from "./preview-source.js";
@@ -92,10 +93,14 @@ class SubscriptionImpl<E, D extends Delivery<E> = Delivery<E>> implements Subscr
   #poison = 0;
   #parked = 0;
   readonly #ctx: SourceContext<E>;
+  /** The journal shard the subscription reads. */
+  readonly #home: number;
 
   constructor(bus: BusContext<E>, filter: EventFilter, options: SubscribeOptions) {
     const settings = parseSubscribeOptions(options);
-    const resolved = resolveFilter(bus.settings.namespace, filter, bus.registry);
+    const resolved = resolveFilter(bus.settings.namespace, filter, bus.registry, bus.shards.count);
+    const home = oneShard(bus.shards, resolved, "a subscription");
+    this.#home = home.shard.index;
     this.#bus = bus;
     this.#filter = filter;
     this.#onReport = options.onReport;
@@ -107,7 +112,7 @@ class SubscriptionImpl<E, D extends Delivery<E> = Delivery<E>> implements Subscr
       log: settings.durable ? bus.subscriptions.log.child({ durable: settings.durable }) : bus.subscriptions.log,
       report: (r) => this.#report(r),
       fail: (e) => this.fail(e),
-    });
+    }, home);
     if (resolved.journalSubjects.length > MANY_FILTER_SUBJECTS) {
       this.#ctx.log.warn({ filterSubjects: resolved.journalSubjects.length }, "many filter subjects make a consumer slow; consider fewer loops per subscription");
     }
@@ -190,7 +195,10 @@ class SubscriptionImpl<E, D extends Delivery<E> = Delivery<E>> implements Subscr
   }
 
   async updateFilter(filter: EventFilter): Promise<void> {
-    const resolved = resolveFilter(this.#bus.settings.namespace, filter, this.#bus.registry);
+    const resolved = resolveFilter(this.#bus.settings.namespace, filter, this.#bus.registry, this.#bus.shards.count);
+    if (resolved.shards.some((f) => f.shard.index !== this.#home)) {
+      throw new OptionsError("sessions", "a subscription reads one journal shard: the new filter selects sessions of another shard than its own");
+    }
     if ((resolved.journalSubjects.length > 0) !== (this.#journal !== undefined) || (resolved.previewSubjects.length > 0) !== (this.#preview !== undefined)) {
       throw new OptionsError("filter", "a filter update cannot add or remove the enduring or the ephemeral part");
     }

@@ -66,7 +66,7 @@ describe("readConsumers attacked: stale, busy and taken-over names", () => {
       }),
     ).toEqual(seqs);
     // The same read's consumer left behind (its release's delete failed), every event delivered.
-    const owner = busContext(bus).journal.pool!.owner;
+    const owner = busContext(bus).shards.all[0]!.journal.pool!.owner;
     const stale: Partial<ConsumerConfig> = {
       name: "same_0",
       ...(seen!.filter_subject ? { filter_subject: seen!.filter_subject } : { filter_subjects: seen!.filter_subjects }),
@@ -110,8 +110,8 @@ describe("readConsumers attacked: stale, busy and taken-over names", () => {
   it("a read whose name another process took over (its own consumer lost) never deletes the other's consumer", async () => {
     const a = await pooled("taken", 1);
     const b = await pooled("taken", 1, 10_000);
-    const poolA = busContext(a).journal.pool!;
-    const poolB = busContext(b).journal.pool!;
+    const poolA = busContext(a).shards.all[0]!.journal.pool!;
+    const poolB = busContext(b).shards.all[0]!.journal.pool!;
     const config = { filter_subject: `${namespace}.journal.${SESSION}.>`, deliver_policy: DeliverPolicy.All };
     const { lease: leaseA } = await poolA.lease(config);
     // A's consumer is lost (expired, deleted by an operator); B creates the name for a read of its own.

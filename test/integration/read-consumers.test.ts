@@ -135,7 +135,7 @@ describe("readConsumers: reads under the bus's own pool names", () => {
     await jsm.consumers.delete(stream, "stale_0");
     expect(await reading).toEqual(seqs);
     // A consumer of its own left behind (a delete that failed): replaced at once.
-    const owner = busContext(bus).journal.pool!.owner;
+    const owner = busContext(bus).shards.all[0]!.journal.pool!.owner;
     await jsm.consumers.add(stream, { ...filter, name: "stale_0", metadata: { [OWNER_KEY]: owner } });
     const t = Date.now();
     expect(await replayed(bus)).toEqual(seqs);

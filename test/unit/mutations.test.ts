@@ -11,7 +11,7 @@ import { badMessages, CHANNELS, MUTATIONS, SECRET_ARGUMENT, SECRET_GRANT } from 
 // Room for an event nested past the reader's depth limit (10,000) under the cap.
 const CAP = 65_536;
 const NS = "tmut";
-const ctx = { namespace: NS, registry: defaultRegistry, maxEventBytes: CAP, includeInternal: false };
+const ctx = { namespace: NS, registry: defaultRegistry, maxEventBytes: CAP, includeInternal: false, shards: 1 };
 const coords = { sessionId: newId(), loopId: newId(), turnId: newId(), stepId: newId() };
 // Several seeds and repeats: every random variant of a row must give the row's error.
 const messages = [1, 2, 3].flatMap((seed) => badMessages(NS, coords, 4, seed, CAP));

@@ -236,7 +236,7 @@ export class FeedSource<E> implements Source, FeedViewer {
 
   async #open(from: JournalRange["from"], to: number): Promise<Reading> {
     const ns = this.#ctx.decode.namespace;
-    const subjects = this.#feeds.map((f) => switchChannel(ns, f, "feed", "journal"));
+    const subjects = this.#feeds.map((f) => switchChannel(ns, f, "feed", "journal", this.#ctx.shard));
     const range = { subjects, from, toSeq: to, batch: this.#ctx.settings.batch };
     const messages = readJournalRange(this.#ctx.journal, range, "reading the journal for a feed subscription");
     const first = await this.#ctx.feeds.limitCatchUp(() => messages.next());

@@ -6,8 +6,9 @@
  */
 import { noteFeedMessage } from "../../telemetry/index.js";
 import { type Msg, PermissionViolationError } from "@nats-io/transport-node";
-import { PermissionDeniedError, SubscriptionError } from "../../errors.js";
-import { streamLeaderElectedSubject, switchChannel } from "../../subjects/subjects.js";
+import type { JournalShards } from "../../bus-context.js";
+import { OptionsError, PermissionDeniedError, SubscriptionError } from "../../errors.js";
+import { type JournalShard, parseEventSubject, streamLeaderElectedSubject, switchChannel, UNSHARDED } from "../../subjects/subjects.js";
 import type { FeedMode } from "../options.js";
 import { RepublishReader } from "../republish-headers.js";
 import type { FeedDeps, FeedMessage, FeedStrategy, FeedViewer, ResyncReason } from "./feed.js";
@@ -23,12 +24,17 @@ export interface FeedTestHooks {
   drop?: ((message: FeedMessage) => boolean) | undefined;
 }
 
-/** What the bus gives its feeds: the strategies' dependencies but those the feeds make. */
-export type FeedsConfig = Omit<FeedDeps, "parse" | "fail">;
+/**
+ * What the bus gives its feeds: the strategies' dependencies but those the feeds make, and
+ * the journal's shards (every shard republishes into the one feed).
+ */
+export type FeedsConfig = Omit<FeedDeps, "parse" | "fail"> & { readonly shards: JournalShards };
 
 export class Feeds {
   readonly #deps: FeedDeps;
-  readonly #republish: RepublishReader;
+  readonly #shards: JournalShards;
+  /** Per shard: the reader of its stream's republish headers. */
+  readonly #republish: readonly RepublishReader[];
   #loop: LoopFeed | undefined;
   #namespace: NamespaceFeed | undefined;
   #watching = false;
@@ -37,9 +43,11 @@ export class Feeds {
   readonly testHooks: FeedTestHooks = {};
 
   constructor(config: FeedsConfig) {
-    this.#republish = new RepublishReader(config.journal.stream);
+    const { shards, ...deps } = config;
+    this.#shards = shards;
+    this.#republish = shards.all.map((s) => new RepublishReader(s.stream));
     this.#deps = {
-      ...config,
+      ...deps,
       log: config.log.child({ component: "feed" }),
       parse: (msg) => this.#parse(msg),
       fail: (viewers, err, subject) => fail(viewers, err, subject),
@@ -49,7 +57,11 @@ export class Feeds {
   /** The strategy of `mode`, made on first use; the shared watches start with the first. */
   of(mode: FeedMode): FeedStrategy {
     this.#watch();
-    if (mode === "namespace") return (this.#namespace ??= new NamespaceFeed(this.#deps));
+    if (mode === "namespace") {
+      // Its gap check follows one stream's sequence.
+      if (this.#shards.count > 1) throw new OptionsError("feed", `"namespace" follows one journal stream; this namespace's journal has ${this.#shards.count} shards: use "loop"`);
+      return (this.#namespace ??= new NamespaceFeed(this.#deps));
+    }
     return (this.#loop ??= new LoopFeed(this.#deps));
   }
 
@@ -75,13 +87,24 @@ export class Feeds {
   }
 
   #parse(msg: Msg): FeedMessage | undefined {
-    const at = this.#republish.position(msg);
-    if (at === undefined) {
+    // A session's events are republished by its own shard's stream, and only by it.
+    const shard = this.#shards.count === 1 ? UNSHARDED : this.#shardOf(msg.subject);
+    const at = shard && this.#republish[shard.index]!.position(msg);
+    if (!shard || at === undefined) {
       this.#deps.log.warn({ subject: msg.subject }, "ignored a feed message without the stream's republish headers");
       return undefined;
     }
-    const message = { seq: at.seq, lastSeq: at.lastSeq, subject: switchChannel(this.#deps.namespace, msg.subject, "feed", "journal"), data: msg.data };
+    const message = { seq: at.seq, lastSeq: at.lastSeq, subject: switchChannel(this.#deps.namespace, msg.subject, "feed", "journal", shard), data: msg.data };
     return this.testHooks.drop?.(message) ? undefined : noteFeedMessage(message, msg);
+  }
+
+  /** The shard of a feed subject's session, or undefined for a subject that is no event subject. */
+  #shardOf(subject: string): JournalShard | undefined {
+    try {
+      return this.#shards.of(parseEventSubject(this.#deps.namespace, subject).sessionId).shard;
+    } catch {
+      return undefined;
+    }
   }
 
   #resyncAll(reason: ResyncReason): void {
@@ -95,7 +118,6 @@ export class Feeds {
     if (this.#watching) return;
     this.#watching = true;
     const { nc, log } = this.#deps;
-    const { stream } = this.#deps.journal;
     void (async () => {
       try {
         for await (const s of nc.status()) if (s.type === "reconnect") this.#resyncAll("reconnect");
@@ -103,13 +125,15 @@ export class Feeds {
         // the status feed ends with the connection
       }
     })();
-    nc.subscribe(streamLeaderElectedSubject(stream), {
-      callback: (err) => {
-        // A user without the advisory grant still gets reconnect resyncs and per-subject gap checks.
-        if (err) log.warn({ reason: err.message }, "no leader-election advisories for the feed");
-        else this.#resyncAll("leader_elected");
-      },
-    });
+    for (const { stream } of this.#shards.all) {
+      nc.subscribe(streamLeaderElectedSubject(stream), {
+        callback: (err) => {
+          // A user without the advisory grant still gets reconnect resyncs and per-subject gap checks.
+          if (err) log.warn({ reason: err.message }, "no leader-election advisories for the feed");
+          else this.#resyncAll("leader_elected");
+        },
+      });
+    }
   }
 }
 

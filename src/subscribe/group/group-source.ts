@@ -246,6 +246,7 @@ export class GroupSource<E> implements Source {
     const ctx: SourceContext<E> = {
       nc: base.nc,
       js: base.js,
+      shard: base.shard,
       journal: base.journal,
       jsm: () => base.jsm(),
       stream: this.#stream,

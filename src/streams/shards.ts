@@ -1,0 +1,75 @@
+/**
+ * A namespace's journal over S streams (shards). A session lives in exactly one shard, the
+ * one the partition hash names (`sessionPartition`, the same the partitioned groups and
+ * nats-server's `partition(S, …)` compute), so its order and its journal sequence (its
+ * shard's stream sequence) are what they were with one stream. The publisher chooses the
+ * shard (it knows the session) and addresses the shard's own subjects; no server mapping
+ * is involved, so provisioning is JetStream API only and works on every supported server.
+ *
+ * S = 1 is the layout of a namespace never split: stream `{base}`, subjects `{ns}.journal.>`.
+ * S > 1: shard k is stream `{base}_{k}_of_{S}` on `{ns}.journal-{k}-of-{S}.>`, its metadata
+ * saying which shard of how many it is.
+ */
+import { JetStreamApiCodes, JetStreamApiError, type JetStreamManager } from "@nats-io/jetstream";
+import { OptionsError, ShardLayoutError } from "../errors.js";
+import { sessionPartition } from "../partition/partition.js";
+import { type JournalShard, UNSHARDED } from "../subjects/subjects.js";
+
+export type { JournalShard };
+
+/** The most shards a namespace may have: each is a stream (a Raft group on a cluster). */
+export const MAX_SHARDS = 64;
+
+/** Stream metadata of a shard of S > 1: how many shards, and which this is. */
+export const SHARDS_METADATA_KEY = "jetloop_shards";
+export const SHARD_METADATA_KEY = "jetloop_shard";
+
+/** A shard count: an integer 1..MAX_SHARDS, else an OptionsError naming `option`. */
+export function checkShards(n: unknown, option = "shards"): number {
+  if (typeof n !== "number" || !Number.isInteger(n) || n < 1 || n > MAX_SHARDS) {
+    throw new OptionsError(option, `must be an integer from 1 to ${MAX_SHARDS}`);
+  }
+  return n;
+}
+
+/** Every shard of a namespace split in `count`. */
+export function allShards(count: number): JournalShard[] {
+  checkShards(count);
+  return count === 1 ? [UNSHARDED] : Array.from({ length: count }, (_, index) => ({ index, count }));
+}
+
+/** The shard session `sessionId` lives in, of `count`. */
+export function shardOfSession(sessionId: string, count: number): JournalShard {
+  return count === 1 ? UNSHARDED : { index: sessionPartition(sessionId, count), count };
+}
+
+/** The stream of `shard`, for the base stream name `base` (the bus option `stream`). */
+export function shardStreamName(base: string, shard: JournalShard): string {
+  return shard.count === 1 ? base : `${base}_${shard.index}_of_${shard.count}`;
+}
+
+/**
+ * How many shards the namespace of base stream `base` was provisioned with, read from the
+ * server: 1 when `{base}` exists, S when `{base}_0_of_S` does, undefined when neither does
+ * (not provisioned) or the account may not list streams. Several layouts at once (a
+ * migration left half done) are refused: which one a session lives in is then unknown.
+ */
+export async function provisionedShards(jsm: JetStreamManager, base: string): Promise<number | undefined> {
+  const found = new Set<number>();
+  try {
+    await jsm.streams.info(base);
+    found.add(1);
+  } catch (e) {
+    if (!(e instanceof JetStreamApiError && e.code === JetStreamApiCodes.StreamNotFound)) throw e;
+  }
+  const first = new RegExp(`^${base.replace(/[-]/g, "\\$&")}_0_of_(\\d{1,4})$`);
+  for await (const name of jsm.streams.names()) {
+    const m = first.exec(name);
+    if (m && String(Number(m[1])) === m[1] && Number(m[1]) >= 2 && Number(m[1]) <= MAX_SHARDS) found.add(Number(m[1]));
+  }
+  if (found.size > 1) {
+    const layouts = [...found].sort((a, b) => a - b);
+    throw new ShardLayoutError(layouts, 0, `the journal ${base} is provisioned in several layouts at once (${layouts.join(", ")} shards): finish or undo the migration first`);
+  }
+  return found.size === 1 ? [...found][0] : undefined;
+}
