@@ -42,6 +42,8 @@ export interface BusContext<E> {
    */
   onClose(close: () => Promise<void>): () => void;
   publish(event: E, options?: PublishOptions): Promise<PublishResult>;
+  /** The largest encoded event `publish` takes on this connection (`maxEventBytes` less the journal's header room). */
+  eventCap(): number;
   /** One durable's figures, or undefined when there is no such durable. */
   consumer(durable: string): Promise<ConsumerFigures | undefined>;
 }

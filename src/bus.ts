@@ -305,6 +305,7 @@ class BusImpl<E = JetloopEvent> implements Jetloop<E> {
       },
       publish: (event, options) =>
         this.#writerClosed ? Promise.reject(new ConnectionClosedError("the bus is closed")) : this.#publisher.publish(event, options),
+      eventCap: () => this.#publisher.maxEventBytes,
       consumer: (durable) => this.consumer(durable),
     };
     onPermissionViolation((e) => {
