@@ -123,8 +123,8 @@ class SubscriptionImpl<E, D extends Delivery<E> = Delivery<E>> implements Subscr
       queue: this.#queue,
       settings,
       log: settings.durable ? bus.subscriptions.log.child({ durable: settings.durable }) : bus.subscriptions.log,
-      // A report of a shard's part names the shard its sequences are positions in.
-      report: shard === undefined ? (r) => this.#report(r) : (r) => this.#report({ ...r, shard }),
+      // On a namespace split in shards, a report of a shard's part names the shard its sequences are positions in.
+      report: shard === undefined || bus.shards.count === 1 ? (r) => this.#report(r) : (r) => this.#report({ ...r, shard }),
       fail: (e) => this.fail(e),
     });
     const first = bus.shards.all[resolved.shards[0]?.shard.index ?? 0]!;
