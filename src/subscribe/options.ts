@@ -27,7 +27,7 @@ export type ShardPositions = readonly number[];
 export type SubscribeStart = StartPosition | { readonly after: ShardPositions };
 
 /** A shard position vector's shape (its length is checked against the namespace's shard count where it is used). */
-const positions = z.array(z.number().int().min(0).max(Number.MAX_SAFE_INTEGER)).min(1);
+const positions = z.array(z.number().int().min(0).max(Number.MAX_SAFE_INTEGER)).min(1).readonly();
 
 const start = z.union(
   [z.literal("new"), z.literal("all"), z.strictObject({ seq: z.number().int().min(1) }), z.strictObject({ time: z.date() }), z.strictObject({ after: positions })],

@@ -116,8 +116,11 @@ class SubscriptionImpl<E, D extends Delivery<E> = Delivery<E>> implements Subscr
     this.#bus = bus;
     this.#filter = filter;
     this.#onReport = options.onReport;
-    this.#positions = Array.from({ length: bus.shards.count }, () => 0);
-    this.#queue = new DeliveryQueue(settings.enduringBuffer, settings.ephemeralBuffer);
+    const positions = (this.#positions = Array.from({ length: bus.shards.count }, () => 0));
+    // A journal delivery's position is noted as the reader takes it.
+    this.#queue = new DeliveryQueue<Delivery<E>>(settings.enduringBuffer, settings.ephemeralBuffer, (d) => {
+      if (d.journalSeq > positions[d.shard]!) positions[d.shard] = d.journalSeq;
+    });
     const own = (shard?: number): OwnSourceContext<E> => ({
       decode: bus.decoding(resolved.includeInternal),
       queue: this.#queue,
@@ -173,19 +176,13 @@ class SubscriptionImpl<E, D extends Delivery<E> = Delivery<E>> implements Subscr
   [Symbol.asyncIterator](): AsyncIterator<D> {
     return {
       // Drained after a failure, the reader's loop rejects with it; after close() it just ends (the queue's end and clear).
-      next: () => this.#queue.next().then(this.#handed) as Promise<IteratorResult<D>>,
+      next: () => this.#queue.next() as Promise<IteratorResult<D>>,
       return: async () => {
         await this.close();
         return { done: true, value: undefined };
       },
     };
   }
-
-  /** Notes a journal delivery's position as the reader takes it. */
-  readonly #handed = (r: IteratorResult<Delivery<E>>): IteratorResult<Delivery<E>> => {
-    if (!r.done && r.value.journalSeq > this.#positions[r.value.shard]!) this.#positions[r.value.shard] = r.value.journalSeq;
-    return r;
-  };
 
   positions(): ShardPositions {
     return [...this.#positions];
