@@ -7,7 +7,8 @@ import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { connect, createEvent, newId, type Delivery, type Jetloop, type JetloopEvent, type PublishResult, type Subscription } from "../../src/index.js";
+import { busContext } from "../../src/bus.js";
+import { connect, createEvent, newId, type SubscriptionReport, type Delivery, type Jetloop, type JetloopEvent, type PublishResult, type Subscription } from "../../src/index.js";
 import { OptionsError } from "../../src/errors.js";
 import { sessionPartition } from "../../src/partition/partition.js";
 import { connectTest, natsServers, uniqueNamespace } from "../harness/context.js";
@@ -130,6 +131,38 @@ describe("namespace-wide readers over 3 journal shards", () => {
       );
     }, 60_000);
   }
+
+  it("a namespace feed over shards repairs each shard's lost messages from that shard's journal, in its order", async () => {
+    const bus = await freshBus();
+    await fc.assert(
+      fc.asyncProperty(scenario, fc.array(fc.boolean(), { minLength: 1, maxLength: 30 }), async ({ counts, order, sessions: n }, drops) => {
+        const sessions = sessionsOverShards(n);
+        const reports: SubscriptionReport[] = [];
+        const sub = await bus.subscribeEvents({ enduring: "all", sessions }, { feed: "namespace", onReport: (r) => reports.push(r) });
+        let seen = 0;
+        let dropped = 0;
+        let losing = true;
+        busContext(bus).feeds.testHooks.drop = () => losing && drops[seen++ % drops.length]! && ++dropped > 0;
+        try {
+          const events = interleave(sessions, counts, order);
+          const results = await bus.publishAll(events);
+          losing = false;
+          // A miss shows at the shard's next message: one more event in every shard.
+          const closing = [...new Map(sessions.map((s) => [sessionPartition(s, S), s])).values()].map((s) => decided(s, newId()));
+          const closed = await bus.publishAll(closing);
+          const all = [...events, ...closing];
+          checkMerged(await take(sub, all.length), perSession(all, [...results, ...closed]));
+          const repairs = reports.filter((r) => r.kind === "gap_closed");
+          if (dropped > 0) expect(repairs.length).toBeGreaterThan(0);
+          for (const r of repairs) expect(r.shard).toBeGreaterThanOrEqual(0);
+        } finally {
+          busContext(bus).feeds.testHooks.drop = undefined;
+          await sub.close();
+        }
+      }),
+      { numRuns: 6 },
+    );
+  }, 60_000);
 
   it("a feed subscription from all reads every shard's history, then the feed, and names its positions", async () => {
     const bus = await freshBus();
