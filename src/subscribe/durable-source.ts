@@ -150,6 +150,13 @@ export class DurableSource<E> implements Source {
       this.#messages?.stop();
       throw consumerError(e, this.#ctx.stream, `consuming durable ${this.#name}`);
     }
+    // Both consumers are consumed before either is pumped: a start that fails delivers nothing.
+    const replays = this.#replaying
+      ? await this.#consumeReplays().catch((e: unknown) => {
+          this.#messages?.stop();
+          throw e;
+        })
+      : undefined;
     this.#pumps.push(
       this.#run(this.#messages, (m) => this.#fromJournal(m)),
       this.#watchStatus(this.#messages, async (fromSeq) => {
@@ -165,7 +172,7 @@ export class DurableSource<E> implements Source {
         await this.#ensureConsumer(fromSeq);
       }),
     );
-    if (this.#replaying) await this.#consumeReplays();
+    if (replays) this.#pumpReplays(replays);
   }
 
   /**
@@ -176,18 +183,20 @@ export class DurableSource<E> implements Source {
     if (this.#replaying || this.#stopped) return;
     this.#replaying = true;
     await this.#ensureReplayConsumer();
-    await this.#consumeReplays();
+    this.#pumpReplays(await this.#consumeReplays());
   }
 
-  async #consumeReplays(): Promise<void> {
+  async #consumeReplays(): Promise<ConsumerMessages> {
     try {
       const replays = await this.#ctx.js.consumers.get(this.#parked.stream, this.#name);
-      this.#replays = await replays.consume({ max_messages: this.#ctx.settings.batch, ...this.#expires() });
+      return (this.#replays = await replays.consume({ max_messages: this.#ctx.settings.batch, ...this.#expires() }));
     } catch (e) {
-      this.#messages?.stop();
       throw consumerError(e, this.#ctx.stream, `consuming durable ${this.#name}`);
     }
-    this.#pumps.push(this.#run(this.#replays, (m) => this.#fromParked(m)), this.#watchStatus(this.#replays, () => this.#ensureReplayConsumer()));
+  }
+
+  #pumpReplays(replays: ConsumerMessages): void {
+    this.#pumps.push(this.#run(replays, (m) => this.#fromParked(m)), this.#watchStatus(replays, () => this.#ensureReplayConsumer()));
   }
 
   #expires(): { expires?: number } {

@@ -257,30 +257,50 @@ describe("namespace-wide readers over 3 journal shards", () => {
     await expect(bus.subscribeEvents({ enduring: "all" }, { durable: "g1", group: {} })).rejects.toThrow(/partitioned group/);
   });
 
-  it("updateFilter moves per shard: a shard newly selected starts at its end, one no longer selected stops", async () => {
+  it("a new durable over shards starts after a position vector, in each shard after its entry", async () => {
     const bus = await freshBus();
-    const [a, b] = (() => {
-      for (;;) {
-        const x = newId();
-        const y = newId();
-        if (sessionPartition(x, S) !== sessionPartition(y, S)) return [x, y];
-      }
-    })();
-    const sub = await bus.subscribeEvents({ enduring: "all", sessions: [a] });
-    const ra = await bus.publish(decided(a, newId()));
-    await bus.publish(decided(b, newId())); // before b's shard is selected: not delivered
-    expect((await take(sub, 1)).map((d) => d.journalSeq)).toEqual([ra.journalSeq]);
-    await sub.updateFilter({ enduring: "all", sessions: [a, b] });
-    const rb = await bus.publish(decided(b, newId()));
-    const ra2 = await bus.publish(decided(a, newId()));
-    const got = await take(sub, 2);
-    expect(new Set(got.map((d) => `${d.shard}:${d.journalSeq}`))).toEqual(
-      new Set([`${sessionPartition(b, S)}:${rb.journalSeq}`, `${sessionPartition(a, S)}:${ra2.journalSeq}`]),
-    );
-    await sub.updateFilter({ enduring: "all", sessions: [b] });
-    await bus.publish(decided(a, newId()));
-    const rb2 = await bus.publish(decided(b, newId()));
-    expect((await take(sub, 1)).map((d) => d.journalSeq)).toEqual([rb2.journalSeq]);
+    const sessions = sessionsOverShards(6);
+    const events = interleave(sessions, [2, 3], [4, 1, 2]);
+    const results = await bus.publishAll(events);
+    const positions = Array.from({ length: S }, (_, k) => results.find((r, i) => sessionPartition(events[i]!.sessionId, S) === k)?.journalSeq ?? 0);
+    const sub = await bus.subscribeEvents({ enduring: "all", sessions }, { durable: `a${newId().slice(0, 8)}`, start: { after: positions } });
+    const expected = perSession(events, results);
+    for (const [s, seqs] of expected) expected.set(s, seqs.filter((q) => q > positions[sessionPartition(s, S)]!));
+    for (const [s, seqs] of [...expected]) if (seqs.length === 0) expected.delete(s);
+    const n = [...expected.values()].reduce((x, l) => x + l.length, 0);
+    checkMerged(await take(sub, n, (d) => d.ack()), expected);
     await sub.close();
   });
+
+  for (const durable of [false, true]) {
+    it(`updateFilter moves per shard (${durable ? "durable" : "feed"}): a shard newly selected starts at its end, one no longer selected stops`, async () => {
+      const bus = await freshBus();
+      const [a, b] = (() => {
+        for (;;) {
+          const x = newId();
+          const y = newId();
+          if (sessionPartition(x, S) !== sessionPartition(y, S)) return [x, y];
+        }
+      })();
+      const sub = await bus.subscribeEvents({ enduring: "all", sessions: [a] }, durable ? { durable: `u${newId().slice(0, 8)}`, start: "new" } : {});
+      const take1 = (n: number) => take(sub, n, async (d) => {
+        if ("ack" in d) await (d as { ack(): Promise<void> }).ack();
+      });
+      const ra = await bus.publish(decided(a, newId()));
+      await bus.publish(decided(b, newId())); // before b's shard is selected: not delivered
+      expect((await take1(1)).map((d) => d.journalSeq)).toEqual([ra.journalSeq]);
+      await sub.updateFilter({ enduring: "all", sessions: [a, b] });
+      const rb = await bus.publish(decided(b, newId()));
+      const ra2 = await bus.publish(decided(a, newId()));
+      const got = await take1(2);
+      expect(new Set(got.map((d) => `${d.shard}:${d.journalSeq}`))).toEqual(
+        new Set([`${sessionPartition(b, S)}:${rb.journalSeq}`, `${sessionPartition(a, S)}:${ra2.journalSeq}`]),
+      );
+      await sub.updateFilter({ enduring: "all", sessions: [b] });
+      await bus.publish(decided(a, newId()));
+      const rb2 = await bus.publish(decided(b, newId()));
+      expect((await take1(1)).map((d) => d.journalSeq)).toEqual([rb2.journalSeq]);
+      await sub.close();
+    });
+  }
 });
