@@ -292,7 +292,7 @@ class BusImpl<E = JetloopEvent> implements Jetloop<E> {
       registry: this.registry,
       log,
       parked,
-      feeds: new Feeds({ nc, shards: { count: shards.length, all: shards, of }, journal: shards[0]!.journal, namespace: settings.namespace, log, journalState: () => shards[0]!.position.state() }),
+      feeds: new Feeds({ nc, shards: { count: shards.length, all: shards, of }, namespace: settings.namespace, log }),
       subscriptions: new OpenSubscriptions(nc, log, onPermissionViolation),
       decoding: (includeInternal) => decoding[includeInternal ? 1 : 0],
       jetstreamManager: jsm,

@@ -192,7 +192,7 @@ export { diffStreamConfig, type FieldDrift, type ProvisionReport } from "./strea
 export type { SessionHandle } from "./session.js";
 export type { Delivery, DurableDelivery, DeliveryFailure } from "./subscribe/delivery.js";
 export type { EventFilter, LoopScope } from "./subscribe/filter.js";
-export type { DurableSubscribeOptions, FeedMode, FeedSubscribeOptions, StartPosition, SubscribeOptions, SubscriptionReport } from "./subscribe/options.js";
+export type { DurableSubscribeOptions, FeedMode, FeedSubscribeOptions, ShardPositions, StartPosition, SubscribeOptions, SubscribeStart, SubscriptionReport } from "./subscribe/options.js";
 export type { ReplayOptions } from "./subscribe/replay.js";
 export { type Subscription, type DurableSubscription, type SubscriptionStats } from "./subscribe/subscription.js";
 export {

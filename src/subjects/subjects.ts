@@ -59,6 +59,14 @@ export function shardOfToken(token: string): JournalShard | undefined {
   return { index, count };
 }
 
+/** The journal shard an event subject of namespace `ns` names; undefined for a subject that is none. */
+export function journalShardOf(ns: string, subject: string): JournalShard | undefined {
+  const prefix = `${ns}.`;
+  if (!subject.startsWith(prefix)) return undefined;
+  const end = subject.indexOf(".", prefix.length);
+  return end < 0 ? undefined : shardOfToken(subject.slice(prefix.length, end));
+}
+
 /** The subject root of a shard's journal: `{ns}.journal` or `{ns}.journal-{k}-of-{S}`. */
 export function journalRoot(ns: string, shard: JournalShard = UNSHARDED): string {
   return `${checkNamespace(ns)}.${journalToken(shard)}`;

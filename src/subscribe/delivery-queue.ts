@@ -25,10 +25,13 @@ export class DeliveryQueue<D> {
   #error: Error | undefined;
   #reader: ((r: IteratorResult<D> | PromiseLike<IteratorResult<D>>) => void) | undefined;
   #space: (() => void)[] | undefined;
+  /** Told of each item as the reader takes it (a subscription's positions). */
+  readonly #onTaken: ((item: D) => void) | undefined;
 
-  constructor(enduringLimit: number, ephemeralLimit: number) {
+  constructor(enduringLimit: number, ephemeralLimit: number, onTaken?: (item: D) => void) {
     this.#enduringLimit = enduringLimit;
     this.#ephemeralLimit = ephemeralLimit;
+    this.#onTaken = onTaken;
   }
 
   get dropped(): number {
@@ -89,6 +92,7 @@ export class DeliveryQueue<D> {
       const slot = fromEnduring ? this.#enduring!.shift()! : this.#ephemeral!.shift()!;
       if (fromEnduring) this.#space?.shift()?.();
       this.#taken++;
+      this.#onTaken?.(slot.item);
       return Promise.resolve({ done: false, value: slot.item });
     }
     if (this.#ended) return this.#error ? Promise.reject(this.#error) : Promise.resolve({ done: true, value: undefined });
@@ -125,6 +129,7 @@ export class DeliveryQueue<D> {
     const r = this.#reader;
     this.#reader = undefined;
     this.#taken++;
+    this.#onTaken?.(item);
     r({ done: false, value: item });
     return true;
   }

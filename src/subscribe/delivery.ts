@@ -7,8 +7,14 @@ import { shardOfSession } from "../streams/shards.js";
 /** One event as a subscriber receives it. */
 export interface Delivery<E> {
   readonly event: E;
-  /** The stream sequence of an enduring event; 0 for an ephemeral one. */
+  /** The stream sequence of an enduring event (in its shard's stream); 0 for an ephemeral one. */
   readonly journalSeq: number;
+  /**
+   * The journal shard of the event's session (0 on a namespace not split): `journalSeq` and
+   * `lastJournalSeq` are positions in that shard's stream, and only per shard are deliveries
+   * in order (a session lives in one shard; across shards no order is promised).
+   */
+  readonly shard: number;
   readonly subject: string;
   /** An enduring event's bytes as the journal stores them (on replay and feed-subscription deliveries). */
   readonly data?: Uint8Array | undefined;

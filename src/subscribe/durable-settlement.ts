@@ -16,6 +16,8 @@ import type { SubscriptionReport } from "./options.js";
 export interface Original {
   readonly msg: JsMsg;
   readonly journalSeq: number;
+  /** The journal shard `journalSeq` is a position in. */
+  readonly shard: number;
   /** The journal subject it was appended on. */
   readonly subject: string;
   readonly data: Uint8Array;
@@ -134,6 +136,7 @@ export function durableDelivery<E>(
   return {
     event,
     journalSeq: o.journalSeq,
+    shard: o.shard,
     subject: o.subject,
     deliveryCount: o.deliveryCount,
     replayed: o.storeSeq !== undefined,

@@ -26,7 +26,7 @@ import type { ParkedStore } from "../parking/parked-store.js";
 import { parsePartitionDurable } from "../partition/partition-durable.js";
 import { declaredConsumerTemplates, defaultPartitionedStreamName } from "../streams/declared.js";
 import { checkDurableOptions, durableDrift, liveDurable, MAX_DELIVER_KEY, recordedLimit } from "../streams/durable-drift.js";
-import { parkedFilter } from "../subjects/subjects.js";
+import { journalShardOf, parkedFilter } from "../subjects/subjects.js";
 import { OptionsError } from "../errors.js";
 import { consumerError } from "./consumer-errors.js";
 import { decodeMessage, hiddenFrom } from "./delivery.js";
@@ -83,6 +83,8 @@ export class DurableSource<E> implements Source {
   readonly #unsettled = new Set<number>();
   #lastSeq = 0;
   #stopped = false;
+  /** It runs the durable's replay consumer (one source of a durable over several shards does). */
+  #replaying: boolean;
   readonly #origin: JournalOrigin;
   /** Pull requests' lifetime in ms (NATS.js's default, 30 s, when undefined). */
   readonly #pullExpiresMs: number | undefined;
@@ -112,6 +114,8 @@ export class DurableSource<E> implements Source {
       readonly liveSince?: () => number;
       /** Before a vanished consumer is recreated: rejects (and the subscription fails with that) when its stream is not the one it was made on. */
       readonly recreatable?: () => Promise<void>;
+      /** Whether it runs the durable's replay consumer from the start (default true; else `startReplays`). */
+      readonly replays?: boolean;
     } = {},
   ) {
     this.#ctx = ctx;
@@ -119,6 +123,7 @@ export class DurableSource<E> implements Source {
     this.#liveSince = seams.liveSince;
     this.#recreatable = seams.recreatable;
     this.#fenced = seams.fenced ?? false;
+    this.#replaying = seams.replays ?? true;
     this.#origin = seams.origin ?? ownOrigin;
     this.#pullExpiresMs = seams.pullExpiresMs;
     this.#name = name;
@@ -133,25 +138,27 @@ export class DurableSource<E> implements Source {
     checkDurableOptions(this.#ctx.settings);
     if (this.#group === undefined) await this.#refusePartitionName();
     await this.#ensureConsumer(undefined);
-    await this.#ensureReplayConsumer();
+    if (this.#replaying) await this.#ensureReplayConsumer();
   }
 
   async start(): Promise<void> {
     await this.prepare();
-    const batch = this.#ctx.settings.batch;
     try {
       const consumer = await this.#ctx.js.consumers.get(this.#ctx.stream, this.#name);
-      const expires = this.#pullExpiresMs === undefined ? {} : { expires: this.#pullExpiresMs };
-      this.#messages = await consumer.consume({ max_messages: batch, ...expires });
-      const replays = await this.#ctx.js.consumers.get(this.#parked.stream, this.#name);
-      this.#replays = await replays.consume({ max_messages: batch, ...expires });
+      this.#messages = await consumer.consume({ max_messages: this.#ctx.settings.batch, ...this.#expires() });
     } catch (e) {
       this.#messages?.stop();
       throw consumerError(e, this.#ctx.stream, `consuming durable ${this.#name}`);
     }
-    this.#pumps = [
+    // Both consumers are consumed before either is pumped: a start that fails delivers nothing.
+    const replays = this.#replaying
+      ? await this.#consumeReplays().catch((e: unknown) => {
+          this.#messages?.stop();
+          throw e;
+        })
+      : undefined;
+    this.#pumps.push(
       this.#run(this.#messages, (m) => this.#fromJournal(m)),
-      this.#run(this.#replays, (m) => this.#fromParked(m)),
       this.#watchStatus(this.#messages, async (fromSeq) => {
         if (this.#recreatable) {
           try {
@@ -164,8 +171,36 @@ export class DurableSource<E> implements Source {
         }
         await this.#ensureConsumer(fromSeq);
       }),
-      this.#watchStatus(this.#replays, () => this.#ensureReplayConsumer()),
-    ];
+    );
+    if (replays) this.#pumpReplays(replays);
+  }
+
+  /**
+   * Takes over the durable's replay consumer (what `parked replay` sends back), for a
+   * source made without it: a durable over several shards runs it on one shard's source.
+   */
+  async startReplays(): Promise<void> {
+    if (this.#replaying || this.#stopped) return;
+    this.#replaying = true;
+    await this.#ensureReplayConsumer();
+    this.#pumpReplays(await this.#consumeReplays());
+  }
+
+  async #consumeReplays(): Promise<ConsumerMessages> {
+    try {
+      const replays = await this.#ctx.js.consumers.get(this.#parked.stream, this.#name);
+      return (this.#replays = await replays.consume({ max_messages: this.#ctx.settings.batch, ...this.#expires() }));
+    } catch (e) {
+      throw consumerError(e, this.#ctx.stream, `consuming durable ${this.#name}`);
+    }
+  }
+
+  #pumpReplays(replays: ConsumerMessages): void {
+    this.#pumps.push(this.#run(replays, (m) => this.#fromParked(m)), this.#watchStatus(replays, () => this.#ensureReplayConsumer()));
+  }
+
+  #expires(): { expires?: number } {
+    return this.#pullExpiresMs === undefined ? {} : { expires: this.#pullExpiresMs };
   }
 
   async update(subjects: readonly string[]): Promise<void> {
@@ -356,12 +391,14 @@ export class DurableSource<E> implements Source {
   #fromJournal(m: JsMsg): Original | undefined {
     this.#lastSeq = Math.max(this.#lastSeq, m.seq);
     const at = this.#origin(m);
-    return at && { msg: m, journalSeq: at.journalSeq, subject: at.subject, data: m.data, deliveryCount: m.info.deliveryCount };
+    return at && { msg: m, journalSeq: at.journalSeq, shard: this.#ctx.shard.index, subject: at.subject, data: m.data, deliveryCount: m.info.deliveryCount };
   }
 
   #fromParked(m: JsMsg): Original | undefined {
     const e = readParked("replay", m.seq, m.headers, m.data);
-    return e && { msg: m, journalSeq: e.journalSeq, subject: e.subject, data: m.data, deliveryCount: m.info.deliveryCount, storeSeq: m.seq };
+    // An entry names its journal position by its subject, whose token names the shard.
+    const shard = e && (journalShardOf(this.#ctx.decode.namespace, e.subject) ?? this.#ctx.shard).index;
+    return e && { msg: m, journalSeq: e.journalSeq, shard: shard!, subject: e.subject, data: m.data, deliveryCount: m.info.deliveryCount, storeSeq: m.seq };
   }
 
   async #run(messages: ConsumerMessages, original: (m: JsMsg) => Original | undefined): Promise<void> {

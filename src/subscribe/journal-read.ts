@@ -9,8 +9,8 @@ import { type Decoded, type Delivery, decodeMessage, hiddenFrom } from "./delive
 import { type JournalRange, readJournalRange } from "./journal-range.js";
 import { reportPoison, type SourceContext } from "./source.js";
 
-/** What a journal read needs: the client and stream, how to decode, where poison goes. */
-export type JournalReader<E> = Pick<SourceContext<E>, "journal" | "decode" | "log" | "report">;
+/** What a journal read needs: the shard and where its reads go, how to decode, where poison goes. */
+export type JournalReader<E> = Pick<SourceContext<E>, "shard" | "journal" | "decode" | "log" | "report">;
 
 /**
  * One journal message as a delivery; undefined when it is skipped (malformed and reported,
@@ -28,7 +28,7 @@ export function journalDelivery<E>(
     reportPoison(reader, journalSeq, subject, decoded.error);
     return undefined;
   }
-  return hiddenFrom(reader.decode, decoded) ? undefined : { event: decoded.event, journalSeq, subject, data };
+  return hiddenFrom(reader.decode, decoded) ? undefined : { event: decoded.event, journalSeq, shard: reader.shard.index, subject, data };
 }
 
 /** The deliveries of a journal range, in order; ends with the range. `what` names the read in errors. */

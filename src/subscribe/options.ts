@@ -13,12 +13,25 @@ import type { DeliveryFailure } from "./delivery.js";
 export const feedModeSchema = z.enum(["loop", "namespace"]);
 export type FeedMode = z.output<typeof feedModeSchema>;
 
-/** Where the journal part of a subscription starts. */
+/** Where the journal part of a subscription starts in one shard (`seq` is a position in that shard's stream). */
 export type StartPosition = "new" | "all" | { readonly seq: number } | { readonly time: Date };
 
+/**
+ * A namespace-wide reader's position: per journal shard, the last journal sequence it was
+ * handed (0: none), indexed by shard, one entry per shard of the namespace. A subscription's
+ * `positions()` is one; `{ after: positions }` resumes after it.
+ */
+export type ShardPositions = readonly number[];
+
+/** Where the journal part of a subscription starts: in one shard, or after a vector of shard positions. */
+export type SubscribeStart = StartPosition | { readonly after: ShardPositions };
+
+/** A shard position vector's shape (its length is checked against the namespace's shard count where it is used). */
+const positions = z.array(z.number().int().min(0).max(Number.MAX_SAFE_INTEGER)).min(1).readonly();
+
 const start = z.union(
-  [z.literal("new"), z.literal("all"), z.strictObject({ seq: z.number().int().min(1) }), z.strictObject({ time: z.date() })],
-  'must be "new", "all", { seq } (a journal sequence, 1 or more) or { time } (a Date)',
+  [z.literal("new"), z.literal("all"), z.strictObject({ seq: z.number().int().min(1) }), z.strictObject({ time: z.date() }), z.strictObject({ after: positions })],
+  'must be "new", "all", { seq } (a journal sequence, 1 or more), { time } (a Date) or { after } (a subscription\'s positions(): per shard, the last journal sequence handed)',
 );
 
 /** Status of the subscription: poison messages, drops, consumer recreation. */
@@ -150,10 +163,12 @@ function checkGroup(settings: SubscribeSettings): SubscribeSettings {
 
 /** The range of a replay and how it reads. */
 export const replayShape = z.strictObject({
-  /** First journal sequence. Default 1. */
-  fromSeq: z.number().int().min(1).default(1),
-  /** Last journal sequence, inclusive, not below `fromSeq`. Default: the journal's last sequence when the replay begins. */
-  toSeq: z.number().int().min(1).default(Number.MAX_SAFE_INTEGER),
+  /** First journal sequence. Default 1. A position in one shard: refused for a filter over several shards (use `after`). */
+  fromSeq: z.number().int().min(1).optional(),
+  /** Last journal sequence, inclusive, not below `fromSeq`. Default: the journal's last sequence when the replay begins. One shard only, as `fromSeq`. */
+  toSeq: z.number().int().min(1).optional(),
+  /** Start after these shard positions (a subscription's `positions()`, or a replay's last deliveries per shard); instead of `fromSeq`. */
+  after: positions.optional(),
   /** Messages pulled at once. Default 512. */
   batch: z.number().int().min(1).max(10_000).default(512),
   /** Malformed messages in the range are reported here (`poison`) and skipped. */
@@ -165,12 +180,19 @@ export type ReplaySettings = z.output<typeof replayShape>;
 
 export function parseReplayOptions(options: ReplayOptions | undefined): ReplaySettings {
   const s = parseOptions(replayShape, options);
-  if (s.fromSeq > s.toSeq) throw new OptionsError("toSeq", `${s.toSeq} is below fromSeq ${s.fromSeq}: the range is empty`);
+  if (s.after !== undefined && s.fromSeq !== undefined) throw new OptionsError("fromSeq", "give either fromSeq (one shard's position) or after (every shard's), not both");
+  if (s.fromSeq !== undefined && s.toSeq !== undefined && s.fromSeq > s.toSeq) throw new OptionsError("toSeq", `${s.toSeq} is below fromSeq ${s.fromSeq}: the range is empty`);
   return s;
 }
 
-/** What a subscription tells its caller besides deliveries. */
-export type SubscriptionReport =
+/**
+ * What a subscription tells its caller besides deliveries. A report of the journal part
+ * says which shard it concerns (`shard`: its sequences are positions in that shard's stream);
+ * a replay's and the previews' reports have none.
+ */
+export type SubscriptionReport = ReportBody & { readonly shard?: number | undefined };
+
+type ReportBody =
   | { readonly kind: "poison"; readonly journalSeq: number; readonly subject: string; readonly error: DeliveryFailure }
   | { readonly kind: "dropped"; readonly total: number }
   | { readonly kind: "consumer_recreated"; readonly fromSeq: number; readonly reason: string }

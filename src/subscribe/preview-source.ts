@@ -3,6 +3,7 @@ import type { Msg, Subscription } from "@nats-io/transport-node";
 import { PermissionViolationError } from "@nats-io/transport-node";
 import { PermissionDeniedError, SubscriptionError } from "../errors.js";
 import { HEADER_LAST_JOURNAL_SEQ } from "../publish/publisher.js";
+import { shardOfSession } from "../streams/shards.js";
 import { decodeMessage, hiddenFrom } from "./delivery.js";
 import { reportPoison, type Source, type SourceContext } from "./source.js";
 import { tracedDelivery } from "../telemetry/index.js";
@@ -75,6 +76,8 @@ export class PreviewSource<E> implements Source {
     const kept = this.#ctx.queue.pushEphemeral(tracedDelivery({
       event: d.event,
       journalSeq: 0,
+      // Its session's shard: the one `lastJournalSeq` is a position in.
+      shard: shardOfSession((d.event as { sessionId: string }).sessionId, this.#ctx.decode.shards).index,
       subject: msg.subject,
       lastJournalSeq: Number.isSafeInteger(last) && last > 0 ? last : undefined,
     }, "preview", msg));

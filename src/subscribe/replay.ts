@@ -8,8 +8,11 @@ import type { BusContext } from "../bus-context.js";
 import { OptionsError } from "../errors.js";
 import type { EventRegistry } from "../events/registry.js";
 import type { Delivery } from "./delivery.js";
-import { type EventFilter, resolveFilter } from "./filter.js";
-import { oneShard } from "./shard-scope.js";
+import type { ShardJournal } from "./journal-shards.js";
+import { consumerError } from "./consumer-errors.js";
+import { type EventFilter, resolveFilter, type ShardFilter } from "./filter.js";
+import type { JournalRange } from "./journal-range.js";
+import { checkPositions } from "./shard-scope.js";
 import { type JournalReader, readDeliveries } from "./journal-read.js";
 import { parseReplayOptions, type ReplayOptions } from "./options.js";
 
@@ -39,16 +42,61 @@ export function checkReplayFilter(registry: EventRegistry<unknown>, filter: Even
   return { ...filter, types, families };
 }
 
-/** Checks the filter and options now (OptionsError), then reads. */
+/**
+ * Checks the filter and options now (OptionsError), then reads. A filter over sessions of
+ * one shard reads that shard (`fromSeq`/`toSeq` are its positions); one over several reads
+ * them shard by shard, in shard order, each in its own order to its end as it stood when the
+ * replay began (no order across shards), from `after` (a position per shard) or the start.
+ */
 export function replay<E>(bus: BusContext<E>, filter: EventFilter, options: ReplayOptions = {}): AsyncGenerator<Delivery<E>, void, undefined> {
-  const { fromSeq, toSeq, batch, onReport } = parseReplayOptions(options);
+  const { fromSeq, toSeq, after, batch, onReport } = parseReplayOptions(options);
   const resolved = resolveFilter(bus.settings.namespace, checkReplayFilter(bus.registry, filter), bus.registry, bus.shards.count);
-  const home = oneShard(bus.shards, resolved, "replay");
-  const reader: JournalReader<E> = {
+  if (after !== undefined) checkPositions("after", after, bus.shards.count);
+  const reader = (home: ShardJournal): JournalReader<E> => ({
+    shard: home.shard,
     journal: home.journal,
     decode: bus.decoding(resolved.includeInternal),
     log: bus.log.child({ component: "replay" }),
     report: (r) => onReport?.(r),
-  };
-  return readDeliveries(reader, { subjects: resolved.journalSubjects, from: { seq: fromSeq }, toSeq, batch }, "starting a replay");
+  });
+  const range = (f: ShardFilter, end: number | undefined) => ({
+    subjects: f.journalSubjects,
+    from: { seq: after === undefined ? (fromSeq ?? 1) : after[f.shard.index]! + 1 },
+    toSeq: end ?? toSeq ?? Number.MAX_SAFE_INTEGER,
+    batch,
+  });
+  if (resolved.shards.length === 1) {
+    const f = resolved.shards[0]!;
+    return readDeliveries(reader(bus.shards.all[f.shard.index]!), range(f, undefined), "starting a replay");
+  }
+  for (const [option, given] of [["fromSeq", fromSeq], ["toSeq", toSeq]] as const) {
+    if (given !== undefined) {
+      throw new OptionsError(option, `is a position in one journal shard, and the filter selects sessions of ${resolved.shards.length} of the namespace's ${bus.shards.count} shards: give after (one position per shard), or name sessions of one shard`);
+    }
+  }
+  return acrossShards(bus, resolved.shards, reader, range);
+}
+
+/** The shards' replays one after the other, each ending where its journal ended when the replay began. */
+async function* acrossShards<E>(
+  bus: BusContext<E>,
+  shards: readonly ShardFilter[],
+  reader: (home: ShardJournal) => JournalReader<E>,
+  range: (f: ShardFilter, end: number) => JournalRange & { readonly from: { readonly seq: number } },
+): AsyncGenerator<Delivery<E>, void, undefined> {
+  const homes = shards.map((f) => bus.shards.all[f.shard.index]!);
+  const ends = await Promise.all(
+    homes.map((h) =>
+      h.position.state().then(
+        (s) => s.lastSeq,
+        (e: unknown) => {
+          throw consumerError(e, h.stream, "starting a replay");
+        },
+      ),
+    ),
+  );
+  for (const [i, f] of shards.entries()) {
+    const r = range(f, ends[i]!);
+    if (r.from.seq <= r.toSeq) yield* readDeliveries(reader(homes[i]!), r, "starting a replay");
+  }
 }

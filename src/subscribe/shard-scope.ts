@@ -1,16 +1,33 @@
 /**
- * Which journal shard a reader reads. A reader of sessions that all live in one shard (a
- * session handle, a viewer, a per-session durable) reads that shard only, exactly as on a
- * namespace never split.
+ * Where a reader starts in each journal shard it reads (README.md, "Readers over shards").
+ * A reader of sessions that all live in one shard (a session handle, a viewer, a
+ * per-session durable) reads that shard only, exactly as on a namespace never split; a
+ * namespace-wide reader reads every shard it selects sessions of, each from its own
+ * position. A journal sequence names a position in one shard's stream, so a start given as
+ * one sequence is refused for a reader of several shards: it takes the vector of positions.
  */
-import type { JournalShards, ShardJournal } from "./journal-shards.js";
 import { OptionsError } from "../errors.js";
 import type { ResolvedFilter } from "./filter.js";
+import type { ShardPositions, StartPosition, SubscribeStart } from "./options.js";
 
-/** The one shard `resolved` selects sessions of (the first when it has no journal part); refused when it selects several. */
-export function oneShard(shards: JournalShards, resolved: ResolvedFilter, what: string): ShardJournal {
-  if (resolved.shards.length > 1) {
-    throw new OptionsError("sessions", `${what} reads one journal shard: the filter selects sessions of ${resolved.shards.length} of the namespace's ${shards.count} shards`);
+/** Checks a position vector against the namespace's shard count (one entry per shard). */
+export function checkPositions(option: string, positions: ShardPositions, count: number): ShardPositions {
+  if (positions.length !== count) {
+    throw new OptionsError(option, `a position vector has one entry per journal shard: ${positions.length} given, the namespace has ${count}`);
   }
-  return shards.all[resolved.shards[0]?.shard.index ?? 0]!;
+  return positions;
+}
+
+/** Checks a reader's start against what its filter selects; `what` names the reader. */
+export function checkStart(start: SubscribeStart, resolved: ResolvedFilter, count: number, what: string): void {
+  if (typeof start !== "object") return;
+  if ("after" in start) checkPositions("start", start.after, count);
+  else if ("seq" in start && resolved.shards.length > 1) {
+    throw new OptionsError("start", `{ seq } is a position in one journal shard, and ${what}'s filter selects sessions of ${resolved.shards.length} of the namespace's ${count} shards: start { after: positions } (one entry per shard), "all", "new" or { time }`);
+  }
+}
+
+/** The start in shard `shard` of a start checked by `checkStart`: after its position, or the same start. */
+export function startIn(start: SubscribeStart, shard: number): StartPosition {
+  return typeof start === "object" && "after" in start ? { seq: start.after[shard]! + 1 } : start;
 }

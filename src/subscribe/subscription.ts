@@ -13,12 +13,13 @@ import { DurableSource } from "./durable-source.js";
 import { FeedSource } from "./feed/feed-source.js";
 import { GroupSource, type GroupStatus } from "./group/group-source.js";
 import type { GroupReport } from "./group/groups-report.js";
-import { type EventFilter, MANY_FILTER_SUBJECTS, resolveFilter } from "./filter.js";
-import { oneShard } from "./shard-scope.js";
+import { type EventFilter, MANY_FILTER_SUBJECTS, resolveFilter, type ShardFilter } from "./filter.js";
+import { checkStart, startIn } from "./shard-scope.js";
 import type { OpenSubscription } from "./open-subscriptions.js";
-import { type SubscribeOptions, parseSubscribeOptions, type SubscriptionReport } from "./options.js";
+import { type ShardPositions, type StartPosition, type SubscribeOptions, parseSubscribeOptions, type SubscriptionReport } from "./options.js";
 import { PreviewSource } from "./preview-source.js";
-import { BusSourceContext, type Source, type SourceContext } from "./source.js";
+import { ShardedSource } from "./sharded-source.js";
+import { BusSourceContext, type OwnSourceContext, type Source, type SourceContext } from "./source.js";
 import { recordReport } from "../telemetry/index.js";
 
 export interface SubscriptionStats {
@@ -62,6 +63,14 @@ export interface Subscription<E = JetloopEvent, D extends Delivery<E> = Delivery
    * reading of the members, and the group's sums; undefined when not in a group.
    */
   groupLag(): Promise<GroupReport | undefined>;
+  /**
+   * Where the reader stands: per journal shard (indexed by shard, one entry each), the last
+   * journal sequence it was handed (0: none yet). A feed subscription opened with
+   * `{ start: { after: positions } }` resumes there, losing and repeating nothing of its
+   * filter; a replay takes it as `after`. (A durable resumes from its ack floor on the
+   * server instead.)
+   */
+  positions(): ShardPositions;
   /** The filter in force. */
   readonly filter: EventFilter;
   /**
@@ -86,40 +95,58 @@ class SubscriptionImpl<E, D extends Delivery<E> = Delivery<E>> implements Subscr
   readonly #onReport: ((r: SubscriptionReport) => void) | undefined;
   #filter: EventFilter;
   #journal: Source | undefined;
-  #feed: FeedSource<E> | undefined;
+  /** The journal part over its shards (all but a group's). */
+  #sharded: ShardedSource | undefined;
   #preview: PreviewSource<E> | undefined;
   #error: Error | undefined;
   #closed = false;
   #poison = 0;
   #parked = 0;
   readonly #ctx: SourceContext<E>;
-  /** The journal shard the subscription reads. */
-  readonly #home: number;
+  /** Per shard, the last journal sequence handed to the reader. */
+  readonly #positions: number[];
 
   constructor(bus: BusContext<E>, filter: EventFilter, options: SubscribeOptions) {
     const settings = parseSubscribeOptions(options);
     const resolved = resolveFilter(bus.settings.namespace, filter, bus.registry, bus.shards.count);
-    const home = oneShard(bus.shards, resolved, "a subscription");
-    this.#home = home.shard.index;
+    checkStart(settings.start, resolved, bus.shards.count, "a subscription");
+    if (settings.group && resolved.shards.length > 1) {
+      throw new OptionsError("group", `a partitioned group reads one journal stream, and the filter selects sessions of ${resolved.shards.length} of the namespace's ${bus.shards.count} shards`);
+    }
     this.#bus = bus;
     this.#filter = filter;
     this.#onReport = options.onReport;
-    this.#queue = new DeliveryQueue(settings.enduringBuffer, settings.ephemeralBuffer);
-    this.#ctx = new BusSourceContext(bus, {
+    const positions = (this.#positions = Array.from({ length: bus.shards.count }, () => 0));
+    // A journal delivery's position is noted as the reader takes it.
+    this.#queue = new DeliveryQueue<Delivery<E>>(settings.enduringBuffer, settings.ephemeralBuffer, (d) => {
+      if (d.journalSeq > positions[d.shard]!) positions[d.shard] = d.journalSeq;
+    });
+    const own = (shard?: number): OwnSourceContext<E> => ({
       decode: bus.decoding(resolved.includeInternal),
       queue: this.#queue,
       settings,
       log: settings.durable ? bus.subscriptions.log.child({ durable: settings.durable }) : bus.subscriptions.log,
-      report: (r) => this.#report(r),
+      // On a namespace split in shards, a report of a shard's part names the shard its sequences are positions in.
+      report: shard === undefined || bus.shards.count === 1 ? (r) => this.#report(r) : (r) => this.#report({ ...r, shard }),
       fail: (e) => this.fail(e),
-    }, home);
+    });
+    const first = bus.shards.all[resolved.shards[0]?.shard.index ?? 0]!;
+    this.#ctx = new BusSourceContext(bus, own(), first);
     if (resolved.journalSubjects.length > MANY_FILTER_SUBJECTS) {
       this.#ctx.log.warn({ filterSubjects: resolved.journalSubjects.length }, "many filter subjects make a consumer slow; consider fewer loops per subscription");
     }
     if (resolved.journalSubjects.length > 0) {
-      if (settings.durable && settings.group) this.#journal = new GroupSource(this.#ctx, settings.durable, resolved.journalSubjects, settings.start, bus.parked, settings.group);
-      else if (settings.durable) this.#journal = new DurableSource(this.#ctx, settings.durable, resolved.journalSubjects, settings.start, bus.parked);
-      else this.#journal = this.#feed = new FeedSource(this.#ctx, resolved.feedSubjects, settings.start, settings.feed ?? bus.settings.feed);
+      if (settings.durable && settings.group) {
+        this.#journal = new GroupSource(new BusSourceContext(bus, own(first.shard.index), first), settings.durable, resolved.journalSubjects, startIn(settings.start, first.shard.index), bus.parked, settings.group);
+      } else {
+        const part = (f: ShardFilter, start: StartPosition, replays: boolean) => {
+          const ctx = new BusSourceContext(bus, own(f.shard.index), bus.shards.all[f.shard.index]!);
+          return settings.durable
+            ? new DurableSource(ctx, settings.durable, f.journalSubjects, start, bus.parked, { replays })
+            : new FeedSource(ctx, f.feedSubjects, start, settings.feed ?? bus.settings.feed);
+        };
+        this.#journal = this.#sharded = new ShardedSource(part, resolved.shards, (k) => startIn(settings.start, k));
+      }
     }
     if (resolved.previewSubjects.length > 0) this.#preview = new PreviewSource(this.#ctx, resolved.previewSubjects);
   }
@@ -143,7 +170,7 @@ class SubscriptionImpl<E, D extends Delivery<E> = Delivery<E>> implements Subscr
   }
 
   owns(subject: string): boolean {
-    return this.#preview?.owns(subject) === true || this.#feed?.owns(subject) === true;
+    return this.#preview?.owns(subject) === true || this.#sharded?.owns(subject) === true;
   }
 
   [Symbol.asyncIterator](): AsyncIterator<D> {
@@ -155,6 +182,10 @@ class SubscriptionImpl<E, D extends Delivery<E> = Delivery<E>> implements Subscr
         return { done: true, value: undefined };
       },
     };
+  }
+
+  positions(): ShardPositions {
+    return [...this.#positions];
   }
 
   err(): Error | undefined {
@@ -196,14 +227,16 @@ class SubscriptionImpl<E, D extends Delivery<E> = Delivery<E>> implements Subscr
 
   async updateFilter(filter: EventFilter): Promise<void> {
     const resolved = resolveFilter(this.#bus.settings.namespace, filter, this.#bus.registry, this.#bus.shards.count);
-    if (resolved.shards.some((f) => f.shard.index !== this.#home)) {
-      throw new OptionsError("sessions", "a subscription reads one journal shard: the new filter selects sessions of another shard than its own");
+    if (this.#journal instanceof GroupSource && resolved.shards.some((f) => f.shard.index !== this.#ctx.shard.index)) {
+      throw new OptionsError("sessions", "a partitioned group reads one journal shard: the new filter selects sessions of another shard than its own");
     }
     if ((resolved.journalSubjects.length > 0) !== (this.#journal !== undefined) || (resolved.previewSubjects.length > 0) !== (this.#preview !== undefined)) {
       throw new OptionsError("filter", "a filter update cannot add or remove the enduring or the ephemeral part");
     }
     await this.#preview?.update(resolved.previewSubjects);
-    await this.#journal?.update(this.#feed ? resolved.feedSubjects : resolved.journalSubjects);
+    const durable = this.#ctx.settings.durable !== undefined;
+    if (this.#sharded) await this.#sharded.updateShards(resolved.shards, (f) => (durable ? f.journalSubjects : f.feedSubjects));
+    else await this.#journal?.update(resolved.journalSubjects);
     this.#filter = filter;
   }
 

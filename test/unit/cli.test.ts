@@ -196,7 +196,7 @@ describe("output for people and programs", () => {
 
   it("--json writes each Go-written event as Go's own bytes, beside its journal sequence", () => {
     for (const [i, w] of readJsonl<GoWritten>("go-written-events.jsonl").entries()) {
-      const line = formatJson({ event: unmarshalEvent(w.json), journalSeq: i + 1, subject: "s" });
+      const line = formatJson({ event: unmarshalEvent(w.json), journalSeq: i + 1, shard: 0, subject: "s" });
       expect(line).toBe(`{"journal_seq":${i + 1},"subject":"s","event":${w.json}}`);
     }
   });

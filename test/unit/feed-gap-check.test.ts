@@ -15,7 +15,7 @@ function journal(subjectOf: number[]): FeedMessage[] {
   const last = new Map<number, number>();
   return subjectOf.map((s, i) => {
     const seq = i + 1;
-    const m = { seq, lastSeq: last.get(s) ?? 0, subject: `t.journal.s.l.f.T${s}`, data };
+    const m = { shard: 0, seq, lastSeq: last.get(s) ?? 0, subject: `t.journal.s.l.f.T${s}`, data };
     last.set(s, seq);
     return m;
   });

@@ -74,4 +74,12 @@ describe("FeedIndex", () => {
     expect(() => ix.add(`${ns}.journal.${s1}.${l1}.>`, loop1)).toThrow(/not a feed subject/);
     expect(() => ix.add(`${ns}.feed.${s1}`, loop1)).toThrow(/not a feed filter subject/);
   });
+  it("matches every shard's journal subjects alike (every shard republishes into the one feed)", () => {
+    const ix = index([[loop1, { enduring: { loops: [l1] }, sessions: [s1] }], [loop2, { enduring: "all" }]]);
+    for (const root of ["journal", "journal-0-of-3", "journal-2-of-3", "journal-11-of-16"]) {
+      expect(matching(ix, `${ns}.${root}.${s1}.${l1}.tool.ToolCallCompleted`)).toEqual(["loop1", "loop2"]);
+      expect(matching(ix, `${ns}.${root}.${s2}.${l1}.tool.ToolCallCompleted`)).toEqual(["loop2"]);
+    }
+    expect(matching(ix, `${ns}.feed.${s1}.${l1}.tool.ToolCallCompleted`)).toEqual([]);
+  });
 });

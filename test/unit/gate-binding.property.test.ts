@@ -40,7 +40,7 @@ describe("the gate binding rule, as the ledger, the projection and the status fo
           const { violations = [] } = tools.apply({ event: e, journalSeq: seq });
           // The status fold reads one session's journal.
           const inSession = s.kind === "open" || s.session === 0;
-          if (inSession) status.apply({ event: e, journalSeq: seq, subject: "", data: encodeEvent(e) });
+          if (inSession) status.apply({ event: e, journalSeq: seq, shard: 0, subject: "", data: encodeEvent(e) });
           const g = model.get(s.gate);
           let counts: boolean;
           if (s.kind === "open") {

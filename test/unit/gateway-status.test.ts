@@ -17,7 +17,7 @@ type Seq = readonly { readonly seq: number; readonly e: JetloopEvent }[];
 
 const fold = (events: Seq) => {
   const f = new StatusFold();
-  for (const { seq, e } of events) f.apply({ event: e, journalSeq: seq, subject: "", data: encodeEvent(e) });
+  for (const { seq, e } of events) f.apply({ event: e, journalSeq: seq, shard: 0, subject: "", data: encodeEvent(e) });
   return f;
 };
 const numbered = (events: readonly JetloopEvent[]): Seq => events.map((e, i) => ({ seq: i + 1, e }));

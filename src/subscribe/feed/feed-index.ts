@@ -20,7 +20,8 @@ type Patterns<V> = Pattern<V> | Pattern<V>[];
 
 export class FeedIndex<V extends object> {
   readonly #prefix: string;
-  readonly #journalPrefix: string;
+  /** `{ns}.journal`: a journal subject's root, its shard's token (`journal` or `journal-{k}-of-{S}`) begins so. */
+  readonly #journalRoot: string;
   /**
    * Session token → loop token → the patterns with that scope (either token may be `*`).
    * Most viewers of a process each have a loop of their own: one pattern object and one
@@ -31,7 +32,7 @@ export class FeedIndex<V extends object> {
 
   constructor(namespace: string) {
     this.#prefix = channelPrefix(namespace, "feed");
-    this.#journalPrefix = channelPrefix(namespace, "journal");
+    this.#journalRoot = channelPrefix(namespace, "journal").slice(0, -1);
   }
 
   /** Viewer-pattern pairs held. */
@@ -82,8 +83,10 @@ export class FeedIndex<V extends object> {
   /** Calls `fn` for each viewer of a pattern that matches the journal subject. */
   forMatching(journalSubject: string, fn: (viewer: V) => void): void {
     // Tokens found by position: this runs once per feed message, for all viewers.
-    const p0 = this.#journalPrefix.length;
-    if (!journalSubject.startsWith(this.#journalPrefix)) return;
+    // Any shard's journal subject: the token after the namespace is its shard's (every shard republishes into the one feed).
+    if (!journalSubject.startsWith(this.#journalRoot)) return;
+    const p0 = journalSubject.indexOf(".", this.#journalRoot.length) + 1;
+    if (p0 === 0) return;
     const p1 = journalSubject.indexOf(".", p0);
     const p2 = journalSubject.indexOf(".", p1 + 1);
     const p3 = journalSubject.indexOf(".", p2 + 1);

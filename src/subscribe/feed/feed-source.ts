@@ -108,13 +108,19 @@ export class FeedSource<E> implements Source, FeedViewer {
     await this.#pump;
   }
 
+  /** The last journal sequence taken (delivered, skipped or reported), in its shard. */
+  get lastSeq(): number {
+    return this.#lastSeq;
+  }
+
   /** True when a permission error on `subject` concerns this source's feed subscriptions. */
   owns(subject: string): boolean {
     return this.#feed.owns(subject, this.#feeds);
   }
 
   onFeed(message: FeedMessage): void {
-    if (this.#overflowed || this.#stopped) return;
+    // Another shard's session on the same feed subject: its sequences are another stream's.
+    if (this.#overflowed || this.#stopped || message.shard !== this.#ctx.shard.index) return;
     if (this.#ready && this.#pump === undefined && this.#resync === undefined && !this.#inbox?.length && this.#takeNow(message)) return;
     const inbox = (this.#inbox ??= []);
     if (inbox.length >= INBOX_LIMIT) {
@@ -130,8 +136,8 @@ export class FeedSource<E> implements Source, FeedViewer {
     this.#requestResync(reason);
   }
 
-  repaired(fromSeq: number, toSeq: number, reason: RepairReason): void {
-    if (!this.#stopped) this.#ctx.report({ kind: "gap_closed", fromSeq, toSeq, reason });
+  repaired(shard: number, fromSeq: number, toSeq: number, reason: RepairReason): void {
+    if (!this.#stopped && shard === this.#ctx.shard.index) this.#ctx.report({ kind: "gap_closed", fromSeq, toSeq, reason });
   }
 
   fail(error: Error): void {

@@ -2,14 +2,19 @@
  * The feed as a strategy (README.md in this folder): what a feed subscription's source
  * (feed-source.ts) asks of the way the bus follows the feed, and what it is told.
  */
-import type { JournalSource } from "../journal-range.js";
 import type { Msg, NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "pino";
-import type { JournalState } from "../../streams/position.js";
+import type { ShardJournal } from "../journal-shards.js";
 import type { Decoded } from "../delivery.js";
 
 /** One republished event, parsed once for all viewers of its subject. */
 export interface FeedMessage {
+  /**
+   * The journal shard whose stream republished it (its session's; 0 on a namespace not
+   * split): `seq` and `lastSeq` are positions in that shard's stream. Every shard
+   * republishes into the one feed, so a viewer takes only its own shard's messages.
+   */
+  readonly shard: number;
   /** `Nats-Sequence`: the journal sequence. */
   readonly seq: number;
   /** `Nats-Last-Sequence`: the previous journal sequence of the same journal subject, 0 for none. */
@@ -32,8 +37,8 @@ export interface FeedViewer {
   onFeed(message: FeedMessage): void;
   /** Something may have been missed: read the journal from the last sequence taken to its end. */
   resync(reason: ResyncReason): void;
-  /** The strategy read `fromSeq`..`toSeq` from the journal and dispatched it in order. */
-  repaired(fromSeq: number, toSeq: number, reason: RepairReason): void;
+  /** The strategy read `fromSeq`..`toSeq` of shard `shard`'s journal and dispatched it in order. */
+  repaired(shard: number, fromSeq: number, toSeq: number, reason: RepairReason): void;
   fail(error: Error): void;
 }
 
@@ -74,11 +79,10 @@ export interface FeedStrategy {
 /** What the bus's feeds (feeds.ts) give each strategy. */
 export interface FeedDeps {
   readonly nc: NatsConnection;
-  /** Where gap repairs and catch-ups read the journal (its stream included). */
-  readonly journal: JournalSource;
+  /** The journal's shards (one on a namespace not split): where gap repairs read, and where each ends now. */
+  readonly shards: readonly ShardJournal[];
   readonly namespace: string;
   readonly log: Logger;
-  readonly journalState: () => Promise<JournalState>;
   /** Parses a feed message; undefined for one that is not the stream's (logged) or that a test drops. */
   readonly parse: (msg: Msg) => FeedMessage | undefined;
   /** Fails `viewers` with the typed form of a subscription error on `subject`. */

@@ -7,7 +7,7 @@
 import { noteFeedMessage } from "../../telemetry/index.js";
 import { type Msg, PermissionViolationError } from "@nats-io/transport-node";
 import type { JournalShards } from "../journal-shards.js";
-import { OptionsError, PermissionDeniedError, SubscriptionError } from "../../errors.js";
+import { PermissionDeniedError, SubscriptionError } from "../../errors.js";
 import { type JournalShard, parseEventSubject, streamLeaderElectedSubject, switchChannel, UNSHARDED } from "../../subjects/subjects.js";
 import type { FeedMode } from "../options.js";
 import { RepublishReader } from "../republish-headers.js";
@@ -28,7 +28,7 @@ export interface FeedTestHooks {
  * What the bus gives its feeds: the strategies' dependencies but those the feeds make, and
  * the journal's shards (every shard republishes into the one feed).
  */
-export type FeedsConfig = Omit<FeedDeps, "parse" | "fail"> & { readonly shards: JournalShards };
+export type FeedsConfig = Omit<FeedDeps, "parse" | "fail" | "shards"> & { readonly shards: JournalShards };
 
 export class Feeds {
   readonly #deps: FeedDeps;
@@ -48,6 +48,7 @@ export class Feeds {
     this.#republish = shards.all.map((s) => new RepublishReader(s.stream));
     this.#deps = {
       ...deps,
+      shards: shards.all,
       log: config.log.child({ component: "feed" }),
       parse: (msg) => this.#parse(msg),
       fail: (viewers, err, subject) => fail(viewers, err, subject),
@@ -57,11 +58,7 @@ export class Feeds {
   /** The strategy of `mode`, made on first use; the shared watches start with the first. */
   of(mode: FeedMode): FeedStrategy {
     this.#watch();
-    if (mode === "namespace") {
-      // Its gap check follows one stream's sequence.
-      if (this.#shards.count > 1) throw new OptionsError("feed", `"namespace" follows one journal stream; this namespace's journal has ${this.#shards.count} shards: use "loop"`);
-      return (this.#namespace ??= new NamespaceFeed(this.#deps));
-    }
+    if (mode === "namespace") return (this.#namespace ??= new NamespaceFeed(this.#deps));
     return (this.#loop ??= new LoopFeed(this.#deps));
   }
 
@@ -94,7 +91,7 @@ export class Feeds {
       this.#deps.log.warn({ subject: msg.subject }, "ignored a feed message without the stream's republish headers");
       return undefined;
     }
-    const message = { seq: at.seq, lastSeq: at.lastSeq, subject: switchChannel(this.#deps.namespace, msg.subject, "feed", "journal", shard), data: msg.data };
+    const message = { shard: shard.index, seq: at.seq, lastSeq: at.lastSeq, subject: switchChannel(this.#deps.namespace, msg.subject, "feed", "journal", shard), data: msg.data };
     return this.testHooks.drop?.(message) ? undefined : noteFeedMessage(message, msg);
   }
 

@@ -1,0 +1,108 @@
+/**
+ * The journal part of a subscription over journal shards (README.md, "Readers over
+ * shards"): one source per shard it selects sessions of, each over its own shard's
+ * context, behind one `Source`. They share the subscription's delivery queue, so per shard
+ * (per session) the order is kept and across shards none is promised. A namespace not
+ * split has one part, and behaves as the part alone.
+ */
+import type { ShardFilter } from "./filter.js";
+import type { StartPosition } from "./options.js";
+import type { Source } from "./source.js";
+
+/** One shard's source, as the composite drives it. */
+export interface ShardPart extends Source {
+  /** A durable's replay consumer, taken over by another shard's part (durable-source.ts). */
+  startReplays?(): Promise<void>;
+  /** The last journal sequence the part took (a feed's), so a shard selected again resumes after it. */
+  readonly lastSeq?: number;
+  owns?(subject: string): boolean;
+}
+
+/** Makes shard `filter.shard`'s part; `replays`: it runs the durable's replay consumer. */
+export type MakePart = (filter: ShardFilter, start: StartPosition, replays: boolean) => ShardPart;
+
+export class ShardedSource implements Source {
+  readonly #make: MakePart;
+  /** The parts by shard index, in shard order. */
+  readonly #parts = new Map<number, ShardPart>();
+  /** Per shard no longer selected: where its part stood, for a later selection of it. */
+  readonly #left = new Map<number, number>();
+  /** The shard whose part runs the durable's replay consumer. */
+  #replays: number | undefined;
+
+  constructor(make: MakePart, filters: readonly ShardFilter[], start: (shard: number) => StartPosition) {
+    this.#make = make;
+    for (const f of filters) this.#add(f, start(f.shard.index));
+  }
+
+  get shards(): readonly number[] {
+    return [...this.#parts.keys()];
+  }
+
+  async start(): Promise<void> {
+    await Promise.all([...this.#parts.values()].map((p) => p.start()));
+  }
+
+  /** The parts' own subjects are per shard: `updateShards` takes them. */
+  update(): Promise<void> {
+    return Promise.reject(new Error("a sharded source is updated per shard (updateShards)"));
+  }
+
+  /**
+   * Moves to a new selection: a shard still selected switches its filter in place (its
+   * position kept); a shard newly selected starts at its journal's end now (after where this
+   * subscription's part stood, when it read that shard before; an existing durable consumer
+   * resumes from its ack floor); a shard no longer selected stops. `subjects`: a filter's
+   * subjects for its part (the feed's or the journal's).
+   */
+  async updateShards(filters: readonly ShardFilter[], subjects: (f: ShardFilter) => readonly string[]): Promise<void> {
+    const next = new Set(filters.map((f) => f.shard.index));
+    const added: ShardPart[] = [];
+    for (const f of filters) {
+      const k = f.shard.index;
+      if (this.#parts.has(k)) continue;
+      const left = this.#left.get(k);
+      added.push(this.#add(f, left === undefined ? "new" : { seq: left + 1 }));
+    }
+    try {
+      await Promise.all(added.map((p) => p.start()));
+    } catch (e) {
+      for (const f of filters) if (added.includes(this.#parts.get(f.shard.index)!)) this.#parts.delete(f.shard.index);
+      await Promise.allSettled(added.map((p) => p.stop()));
+      throw e;
+    }
+    for (const f of filters) {
+      const part = this.#parts.get(f.shard.index)!;
+      if (!added.includes(part)) await part.update(subjects(f));
+    }
+    const gone = [...this.#parts.entries()].filter(([k]) => !next.has(k));
+    for (const [k, part] of gone) {
+      this.#parts.delete(k);
+      if (part.lastSeq !== undefined) this.#left.set(k, part.lastSeq);
+    }
+    await Promise.all(gone.map(([, part]) => part.stop()));
+    if (this.#replays !== undefined && !this.#parts.has(this.#replays)) {
+      // The replay consumer moves to the first shard still read.
+      const [k, part] = [...this.#parts.entries()].sort(([a], [b]) => a - b)[0]!;
+      this.#replays = k;
+      await part.startReplays?.();
+    }
+  }
+
+  async stop(): Promise<void> {
+    await Promise.allSettled([...this.#parts.values()].map((p) => p.stop()));
+  }
+
+  owns(subject: string): boolean {
+    for (const p of this.#parts.values()) if (p.owns?.(subject) === true) return true;
+    return false;
+  }
+
+  #add(f: ShardFilter, start: StartPosition): ShardPart {
+    const replays = this.#replays === undefined;
+    const part = this.#make(f, start, replays);
+    if (replays && part.startReplays !== undefined) this.#replays = f.shard.index;
+    this.#parts.set(f.shard.index, part);
+    return part;
+  }
+}
