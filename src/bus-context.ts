@@ -62,6 +62,6 @@ export interface BusContext<E> {
    */
   onClose(close: () => Promise<void>): () => void;
   publish(event: E, options?: PublishOptions): Promise<PublishResult>;
-  /** One durable's figures, or undefined when there is no such durable. */
-  consumer(durable: string): Promise<ConsumerFigures | undefined>;
+  /** One durable's figures (on shard `shard`, an index, when the namespace is split), or undefined when there is no such durable. */
+  consumer(durable: string, shard?: number): Promise<ConsumerFigures | undefined>;
 }

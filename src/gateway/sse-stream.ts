@@ -60,6 +60,16 @@ export interface SseCounters {
   slowDisconnects: number;
 }
 
+/**
+ * The feed mode of one session's stream. The namespace feed follows one journal stream,
+ * so on a namespace split in shards it is refused (subscribe/feed/feeds.ts) until the
+ * namespace-wide readers merge shards; there the gateway follows each session's own
+ * feed ("loop"), which reads only that session's shard and gives the same deliveries.
+ */
+function feedMode(bus: Jetloop, mode: FeedMode): FeedMode {
+  return mode === "namespace" && bus.shards > 1 ? "loop" : mode;
+}
+
 /** What a handler's streams share: the open subscriptions (closed together on shutdown), streams per client address, counters, frames. */
 export interface SharedStreams {
   readonly open: Set<Subscription<JetloopEvent>>;
@@ -105,7 +115,7 @@ async function pump(
   const start: StartPosition = r.lastEventId === undefined ? "new" : { seq: r.lastEventId + 1 };
   let sub: Subscription<JetloopEvent>;
   try {
-    sub = await bus.session(r.sessionId).subscribeEvents({ enduring: scope, ephemeral: scope }, { start, feed: settings.feed });
+    sub = await bus.session(r.sessionId).subscribeEvents({ enduring: scope, ephemeral: scope }, { start, feed: feedMode(bus, settings.feed) });
   } catch (e) {
     sendError(res, failure(e));
     return;

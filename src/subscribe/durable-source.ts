@@ -21,12 +21,12 @@ import {
   type JsMsg,
 } from "@nats-io/jetstream";
 import { nanos } from "@nats-io/transport-node";
-import { readParked } from "../parking/parked-entry.js";
+import { readParkedAt } from "../parking/parked-entry.js";
 import type { ParkedStore } from "../parking/parked-store.js";
 import { parsePartitionDurable } from "../partition/partition-durable.js";
 import { declaredConsumerTemplates, defaultPartitionedStreamName } from "../streams/declared.js";
 import { checkDurableOptions, durableDrift, liveDurable, MAX_DELIVER_KEY, recordedLimit } from "../streams/durable-drift.js";
-import { parkedFilter } from "../subjects/subjects.js";
+import { parkedFilter, replayConsumerName } from "../subjects/subjects.js";
 import { OptionsError } from "../errors.js";
 import { consumerError } from "./consumer-errors.js";
 import { decodeMessage, hiddenFrom } from "./delivery.js";
@@ -143,7 +143,7 @@ export class DurableSource<E> implements Source {
       const consumer = await this.#ctx.js.consumers.get(this.#ctx.stream, this.#name);
       const expires = this.#pullExpiresMs === undefined ? {} : { expires: this.#pullExpiresMs };
       this.#messages = await consumer.consume({ max_messages: batch, ...expires });
-      const replays = await this.#ctx.js.consumers.get(this.#parked.stream, this.#name);
+      const replays = await this.#ctx.js.consumers.get(this.#parked.stream, this.#replayScope.name);
       this.#replays = await replays.consume({ max_messages: batch, ...expires });
     } catch (e) {
       this.#messages?.stop();
@@ -321,13 +321,26 @@ export class DurableSource<E> implements Source {
     if (live.maxDeliver !== undefined) this.#maxDeliver = live.maxDeliver;
   }
 
-  /** The durable's consumer on the parked store: what `parked replay` sends back to it. */
+  /**
+   * The durable's consumer on the parked store, named `#replayName`: what `parked replay`
+   * sends back to it. A plain durable of a namespace split in shards is a consumer of its
+   * shard's stream, and another shard may have a durable of the same name: each takes its
+   * own shard's entries only, under its own name. A group's partition reads every shard.
+   */
+  get #replayScope(): { name: string; filter: string } {
+    const ns = this.#ctx.decode.namespace;
+    const shard = this.#ctx.shard;
+    if (this.#group !== undefined || shard.count === 1) return { name: this.#name, filter: parkedFilter(ns, this.#name, "replay") };
+    return { name: replayConsumerName(this.#name, shard), filter: parkedFilter(ns, this.#name, "replay", shard) };
+  }
+
   async #ensureReplayConsumer(): Promise<void> {
     const jsm = await this.#ctx.jsm();
     const stream = this.#parked.stream;
+    const { name, filter } = this.#replayScope;
     const what = `the replay consumer of durable ${this.#name}`;
     try {
-      const info = await jsm.consumers.info(stream, this.#name);
+      const info = await jsm.consumers.info(stream, name);
       this.#replayAckWaitMs = (info.config.ack_wait ?? 30e9) / 1e6;
       return; // made by another process of this durable, or an earlier run
     } catch (e) {
@@ -337,10 +350,10 @@ export class DurableSource<E> implements Source {
     this.#replayAckWaitMs = this.#ackWaitMs;
     try {
       await jsm.consumers.add(stream, {
-        durable_name: this.#name,
+        durable_name: name,
         ack_policy: AckPolicy.Explicit,
         deliver_policy: DeliverPolicy.All,
-        filter_subject: parkedFilter(this.#ctx.decode.namespace, this.#name, "replay"),
+        filter_subject: filter,
         ack_wait: nanos(this.#ackWaitMs),
         max_deliver: -1,
         max_ack_pending: journal.max_ack_pending,
@@ -360,8 +373,8 @@ export class DurableSource<E> implements Source {
   }
 
   #fromParked(m: JsMsg): Original | undefined {
-    const e = readParked("replay", m.seq, m.headers, m.data);
-    return e && { msg: m, journalSeq: e.journalSeq, subject: e.subject, data: m.data, deliveryCount: m.info.deliveryCount, storeSeq: m.seq };
+    const e = readParkedAt(this.#ctx.decode.namespace, m.subject, m.seq, m.headers, m.data);
+    return e?.state === "replay" ? { msg: m, journalSeq: e.journalSeq, subject: e.subject, data: m.data, deliveryCount: m.info.deliveryCount, storeSeq: m.seq } : undefined;
   }
 
   async #run(messages: ConsumerMessages, original: (m: JsMsg) => Original | undefined): Promise<void> {

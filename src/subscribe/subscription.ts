@@ -99,7 +99,9 @@ class SubscriptionImpl<E, D extends Delivery<E> = Delivery<E>> implements Subscr
   constructor(bus: BusContext<E>, filter: EventFilter, options: SubscribeOptions) {
     const settings = parseSubscribeOptions(options);
     const resolved = resolveFilter(bus.settings.namespace, filter, bus.registry, bus.shards.count);
-    const home = oneShard(bus.shards, resolved, "a subscription");
+    // A partitioned group reads the partitioned stream, which sources every shard: one group source serves them all.
+    const grouped = settings.durable !== undefined && settings.group !== undefined;
+    const home = grouped ? bus.shards.all[resolved.shards[0]?.shard.index ?? 0]! : oneShard(bus.shards, resolved, "a subscription");
     this.#home = home.shard.index;
     this.#bus = bus;
     this.#filter = filter;
@@ -117,7 +119,7 @@ class SubscriptionImpl<E, D extends Delivery<E> = Delivery<E>> implements Subscr
       this.#ctx.log.warn({ filterSubjects: resolved.journalSubjects.length }, "many filter subjects make a consumer slow; consider fewer loops per subscription");
     }
     if (resolved.journalSubjects.length > 0) {
-      if (settings.durable && settings.group) this.#journal = new GroupSource(this.#ctx, settings.durable, resolved.journalSubjects, settings.start, bus.parked, settings.group);
+      if (settings.durable && settings.group) this.#journal = new GroupSource(this.#ctx, bus.shards.all.map((s) => s.stream), settings.durable, resolved.journalSubjects, settings.start, bus.parked, settings.group);
       else if (settings.durable) this.#journal = new DurableSource(this.#ctx, settings.durable, resolved.journalSubjects, settings.start, bus.parked);
       else this.#journal = this.#feed = new FeedSource(this.#ctx, resolved.feedSubjects, settings.start, settings.feed ?? bus.settings.feed);
     }
@@ -171,7 +173,7 @@ class SubscriptionImpl<E, D extends Delivery<E> = Delivery<E>> implements Subscr
 
   async lag(): Promise<ConsumerFigures | undefined> {
     const durable = this.#ctx.settings.durable;
-    return durable === undefined ? undefined : this.#bus.consumer(durable);
+    return durable === undefined ? undefined : this.#bus.consumer(durable, this.#home);
   }
 
   /**
@@ -196,7 +198,7 @@ class SubscriptionImpl<E, D extends Delivery<E> = Delivery<E>> implements Subscr
 
   async updateFilter(filter: EventFilter): Promise<void> {
     const resolved = resolveFilter(this.#bus.settings.namespace, filter, this.#bus.registry, this.#bus.shards.count);
-    if (resolved.shards.some((f) => f.shard.index !== this.#home)) {
+    if (!(this.#journal instanceof GroupSource) && resolved.shards.some((f) => f.shard.index !== this.#home)) {
       throw new OptionsError("sessions", "a subscription reads one journal shard: the new filter selects sessions of another shard than its own");
     }
     if ((resolved.journalSubjects.length > 0) !== (this.#journal !== undefined) || (resolved.previewSubjects.length > 0) !== (this.#preview !== undefined)) {

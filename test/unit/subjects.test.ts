@@ -152,7 +152,7 @@ describe("parseEventSubject", () => {
       for (const channel of ["journal", "live"] as const) {
         for (const a of addresses) {
           const subject = eventSubject(ns, channel, a);
-          expect(parseEventSubject(ns, subject)).toEqual({ channel, ...a });
+          expect(parseEventSubject(ns, subject)).toEqual({ channel, shard: { index: 0, count: 1 }, ...a });
           expect(eventSubject(ns, channel, parseEventSubject(ns, subject))).toBe(subject);
           // The hot paths' unchecked builder writes the same subject for good parts.
           expect(validEventSubject(ns, channel, a)).toBe(subject);
