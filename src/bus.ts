@@ -263,7 +263,7 @@ class BusImpl<E = JetloopEvent> implements Jetloop<E> {
     this.serverVersion = nc.info?.version ?? "0.0.0";
     requireMinimum(this.serverVersion);
     const jsm = () => this.jetstreamManager();
-    const parked = new ParkedStore(nc, jsm, settings.namespace, defaultParkedStreamName(settings.namespace));
+    const parked = new ParkedStore(nc, jsm, settings.namespace, defaultParkedStreamName(settings.namespace), settings.shards);
     this.parked = refusalsTyped(parked);
     const js = jetstream(nc);
     const reads = this.#reads;

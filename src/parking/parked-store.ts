@@ -11,7 +11,7 @@ import { NotProvisionedError, OptionsError, ParkingError } from "../errors.js";
 import { checkPartitions, sessionPartition } from "../partition/partition.js";
 import { parsePartitionDurable, partitionDurable } from "../partition/partition-durable.js";
 import { defaultPartitionedStreamName, PARTITIONS_METADATA_KEY } from "../streams/declared.js";
-import { durableNameSchema, type JournalShard, parkedFilter, parkedSubject, parseEventSubject, parseParkedSubject, shardOfJournalSubject } from "../subjects/subjects.js";
+import { durableNameSchema, type JournalShard, parkedFilter, parkedSubject, parseEventSubject, parseParkedSubject, shardOfJournalSubject, UNSHARDED } from "../subjects/subjects.js";
 import { entryHeaders, parkHeaders, readParkedAt, type ParkedEntry, type ParkInput } from "./parked-entry.js";
 
 /**
@@ -58,7 +58,11 @@ export class ParkedStore {
   readonly namespace: string;
   readonly stream: string;
 
-  constructor(nc: NatsConnection, jsm: () => Promise<JetStreamManager>, namespace: string, stream: string) {
+  /** The namespace's journal shard count: entries of a namespace split in S > 1 are kept under their shard. */
+  readonly #shards: number;
+
+  constructor(nc: NatsConnection, jsm: () => Promise<JetStreamManager>, namespace: string, stream: string, shards = 1) {
+    this.#shards = shards;
     this.#nc = nc;
     this.#jsm = jsm;
     this.namespace = namespace;
@@ -67,9 +71,10 @@ export class ParkedStore {
 
   /** Keeps a copy of a delivery; resolves once the store acknowledged it. */
   async park(p: ParkInput): Promise<void> {
-    // Its journal sequence is a sequence of the shard its subject is in: kept under that shard.
-    const shard = shardOfJournalSubject(this.namespace, p.subject);
-    if (!shard) throw new ParkingError(p.durable, p.journalSeq, `its subject ${JSON.stringify(p.subject)} is on no journal root of namespace ${this.namespace}, so its shard is unknown`);
+    // Its journal sequence is a sequence of the shard its subject is in: kept under that
+    // shard. A namespace never split keeps every entry as it did before shards.
+    const shard = this.#shards === 1 ? UNSHARDED : shardOfJournalSubject(this.namespace, p.subject);
+    if (!shard || shard.count !== this.#shards) throw new ParkingError(p.durable, p.journalSeq, `its subject ${JSON.stringify(p.subject)} is on no journal shard root of namespace ${this.namespace} (${this.#shards} shards), so its shard is unknown`);
     const subject = parkedSubject(this.namespace, p.durable, "held", p.journalSeq, shard);
     try {
       await jetstream(this.#nc).publish(subject, p.data, { headers: parkHeaders(p, new Date()), expect: { streamName: this.stream } });
