@@ -15,7 +15,7 @@ import { sessionPartition } from "../../src/partition/partition.js";
 import { connectTest, natsServers, natsUrl, uniqueNamespace } from "../harness/context.js";
 import { waitFor } from "../harness/async.js";
 import { jetloopIn } from "../harness/cli.js";
-import { request } from "./gateway/http.js";
+import { request, SseReader } from "./gateway/http.js";
 
 const S = 3;
 const N = 4;
@@ -223,6 +223,14 @@ describe("the gateway over 3 shards", () => {
         const page = await request(`${gw.url}/v1/sessions/${sid}/journal`);
         expect(page.status).toBe(200);
         expect((JSON.parse(page.body) as { events: { journal_seq: number }[] }).events.map((e) => e.journal_seq)).toEqual(seqs.get(sid));
+        // The SSE stream (the gateway's default feed mode) resumes in the session's shard: its own events, by their sequences.
+        const sse = await SseReader.open(`${gw.url}/v1/sessions/${sid}/events?last_event_id=${seqs.get(sid)![0]! - 1}`);
+        try {
+          const text = await sse.until((t) => t.includes(`id: ${seqs.get(sid)![1]}\n`));
+          expect(text).toContain(`id: ${seqs.get(sid)![0]}\n`);
+        } finally {
+          sse.close();
+        }
         // A resume point is the session's shard's sequence: past its end is refused, whatever other shards hold.
         const past = await request(`${gw.url}/v1/sessions/${sid}/events?last_event_id=${(await jsm.streams.info(shardStream(shardOf(sid)))).state.last_seq + 1}`);
         expect(past.status).toBe(400);
