@@ -248,9 +248,10 @@ describe("the gateway over 3 shards", () => {
 describe("the CLI over 3 shards", () => {
   it("provision --verify names every shard; tail follows one session's shard; parked and consumers show shards", async () => {
     const base = ["--server", natsUrl(), "--namespace", namespace];
-    const verify = await jetloopIn(["provision", "--verify", "--shards", String(S), ...base]);
+    const verify = await jetloopIn(["provision", "--verify", "--shards", String(S), "--partitions", String(N), ...base]);
     expect(verify.code).toBe(0);
     for (let k = 0; k < S; k++) expect(verify.stdout).toContain(`stream ${shardStream(k)}: unchanged`);
+    expect(verify.stdout).toContain(`${namespace}_partitioned: unchanged`);
     const refused = await jetloopIn(["provision", "--verify", "--shards", "2", ...base]);
     expect(refused.code).not.toBe(0);
     expect(refused.stderr).toContain(`provisioned in ${S} shards, not 2`);
@@ -265,6 +266,7 @@ describe("the CLI over 3 shards", () => {
     const consumers = await jetloopIn(["consumers", ...base]);
     expect(consumers.code).toBe(0);
     expect(consumers.stderr).toContain(`${S} shards`);
+    // The entries the tests above parked (of several shards).
     const parked = await jetloopIn(["parked", "list", "--json", ...base]);
     expect(parked.code).toBe(0);
     const lines = parked.stdout.trim().split("\n").filter((l) => l !== "").map((l) => JSON.parse(l) as Record<string, unknown>);
