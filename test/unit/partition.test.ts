@@ -5,6 +5,8 @@ import { fnv1a32, MAX_PARTITIONS, sessionPartition } from "../../src/partition/p
 import { ownedPartitions, partitionOwner } from "../../src/subscribe/group/assignment.js";
 import { parseStreamSource, partitionedOrigin } from "../../src/subscribe/group/origin.js";
 import type { JsMsg } from "@nats-io/jetstream";
+import { declaredPartitionedStreamConfig } from "../../src/streams/declared.js";
+import { allShards, shardStreamName } from "../../src/streams/shards.js";
 import { journalSubjectOfPartitioned, partitionFilter, partitionTransform } from "../../src/subjects/subjects.js";
 
 const utf8 = (s: string) => new TextEncoder().encode(s);
@@ -89,6 +91,26 @@ describe("partitioned subjects", () => {
   });
   it("anything else is not a partitioned copy", () => {
     for (const s of [`${ns}.journal.a.b`, `${ns}.partition.x.a`, `${ns}.partition.-1.a`, `${ns}.partition.3`, `other.partition.1.a`]) expect(journalSubjectOfPartitioned(ns, s)).toBeUndefined();
+  });
+});
+
+describe("the declared partitioned stream over shards", () => {
+  it("has one source per shard stream, each with its own root's transform; one never split has the one source it had", () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 64 }), fc.integer({ min: 1, max: 256 }), (S, n) => {
+        const journals = allShards(S).map((shard) => ({ shard, stream: shardStreamName("acme_journal", shard) }));
+        const config = declaredPartitionedStreamConfig({ namespace: "acme", stream: "acme_partitioned", replicas: 1, journals, partitions: n });
+        expect(config.sources).toEqual(
+          journals.map((j) => ({
+            name: j.stream,
+            subject_transforms: [{ src: S === 1 ? "acme.journal.*.>" : `acme.journal-${j.shard.index}-of-${S}.*.>`, dest: `acme.partition.{{partition(${n},1)}}.{{wildcard(1)}}.>` }],
+          })),
+        );
+        expect(config.metadata).toEqual({ jetloop_partitions: String(n) });
+        if (S === 1) expect(config.sources).toEqual([{ name: "acme_journal", subject_transforms: [{ src: "acme.journal.*.>", dest: `acme.partition.{{partition(${n},1)}}.{{wildcard(1)}}.>` }] }]);
+      }),
+      { numRuns: 50 },
+    );
   });
 });
 
