@@ -44,6 +44,6 @@ export interface BusContext<E> {
   publish(event: E, options?: PublishOptions): Promise<PublishResult>;
   /** The largest encoded event `publish` takes on this connection (`maxEventBytes` less the journal's header room). */
   eventCap(): number;
-  /** One durable's figures, or undefined when there is no such durable. */
-  consumer(durable: string): Promise<ConsumerFigures | undefined>;
+  /** One durable's figures (on shard `shard`, an index, when the namespace is split), or undefined when there is no such durable. */
+  consumer(durable: string, shard?: number): Promise<ConsumerFigures | undefined>;
 }

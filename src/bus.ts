@@ -28,7 +28,8 @@ import { type PublishOptions, type PublishResult, Publisher } from "./publish/pu
 import { parsePublishAllOptions, type PublishAllOptions } from "./publish/options.js";
 import { type ReconcileOptions, type StoredEvent, storedEvents } from "./publish/reconcile.js";
 import { JournalPosition } from "./streams/position.js";
-import { allShards, provisionedShards, shardOfSession, shardStreamName } from "./streams/shards.js";
+import { allShards, type JournalShard, provisionedShards, shardOfSession, shardStreamName } from "./streams/shards.js";
+import { sessionJournalSubject, streamSubjects } from "./subjects/subjects.js";
 import { type ProvisionOptions, provisionParkedStream, provisionPartitioned, provisionStream, type ProvisionReport } from "./streams/provision.js";
 import { spreadLeaders, streamLeaders } from "./streams/leaders.js";
 import { DEFAULT_DUPLICATE_WINDOW_NS, defaultMembersStreamName, defaultParkedStreamName, defaultPartitionedStreamName } from "./streams/declared.js";
@@ -75,6 +76,16 @@ export interface BusProvisionReport extends ProvisionReport {
   readonly durability: { readonly profile: Durability; readonly settings: readonly SyncSetting[]; readonly warnings: readonly DurabilityWarning[] };
 }
 
+/** Where a journal (a session's, or a shard's) is kept: `bus.journalOf`, `bus.journals`. */
+export interface JournalLocation {
+  /** The shard: `index` of `count` (0 of 1 for a namespace never split). */
+  readonly shard: JournalShard;
+  /** The shard's stream. */
+  readonly stream: string;
+  /** Its subjects in that stream: one session's (`journalOf`), or every session's of the shard (`journals`). */
+  readonly subject: string;
+}
+
 /** A bus (`connect()`, `fromConnection()`): one connection, one namespace, one events stream. */
 export interface Jetloop<E = JetloopEvent> {
   readonly nc: NatsConnection;
@@ -90,6 +101,14 @@ export interface Jetloop<E = JetloopEvent> {
   readonly stream: string;
   /** How many shards (streams) the namespace's journal is split over (the bus option `shards`). */
   readonly shards: number;
+  /**
+   * Where session `sessionId`'s journal is: its shard, that shard's stream, and the subjects
+   * of the session's events there (a `subjects_filter` for the stream's info). A session's
+   * journal sequences are that stream's.
+   */
+  journalOf(sessionId: string): JournalLocation;
+  /** Every shard's stream and the subjects it captures, in shard order (one for a namespace never split). */
+  journals(): readonly JournalLocation[];
   supports(feature: Feature): boolean;
   jetstreamManager(): Promise<JetStreamManager>;
   /**
@@ -144,11 +163,17 @@ export interface Jetloop<E = JetloopEvent> {
   /**
    * Every durable of the namespace with its lag, parked count and retention warnings, and
    * every partitioned group with its partitions (lag, owner) and sums; with `monitor`, also
-   * a warning for each server that acknowledges before syncing.
+   * a warning for each server that acknowledges before syncing. On a namespace split in
+   * shards: every shard's durables, each naming its `shard`, and `shards` (each stream's
+   * last sequence).
    */
   consumers(options?: { monitor?: string[] }): Promise<ConsumersReport & { groups: readonly GroupReport[]; durabilityWarnings: readonly DurabilityWarning[] }>;
-  /** One durable's figures, or undefined when there is no such durable. */
-  consumer(durable: string): Promise<ConsumerFigures | undefined>;
+  /**
+   * One durable's figures, or undefined when there is no such durable. On a namespace split
+   * in shards a durable is a consumer of one shard's stream, and two shards may each have
+   * one of that name: `shard` (an index) names which; without it, the first by shard.
+   */
+  consumer(durable: string, shard?: number): Promise<ConsumerFigures | undefined>;
   /**
    * Closes the bus's subscriptions (their iteration ends quietly, as after their own
    * `close()`), fails in-flight appends, and closes the connection if the bus opened it.
@@ -173,8 +198,8 @@ function refusalsTyped(store: ParkedStore): Parked {
     stream: store.stream,
     park: typed((p) => store.park(p)),
     list: typed((d) => store.list(d)),
-    show: typed((d, s) => store.show(d, s)),
-    counts: typed(() => store.counts()),
+    show: typed((d, s, k) => store.show(d, s, k)),
+    counts: typed((k) => store.counts(k)),
     drop: typed((d, s) => store.drop(d, s)),
     replay: typed((d, s) => store.replay(d, s)),
   };
@@ -239,7 +264,7 @@ class BusImpl<E = JetloopEvent> implements Jetloop<E> {
     this.serverVersion = nc.info?.version ?? "0.0.0";
     requireMinimum(this.serverVersion);
     const jsm = () => this.jetstreamManager();
-    const parked = new ParkedStore(nc, jsm, settings.namespace, defaultParkedStreamName(settings.namespace));
+    const parked = new ParkedStore(nc, jsm, settings.namespace, defaultParkedStreamName(settings.namespace), settings.shards);
     this.parked = refusalsTyped(parked);
     const js = jetstream(nc);
     const reads = this.#reads;
@@ -306,7 +331,7 @@ class BusImpl<E = JetloopEvent> implements Jetloop<E> {
       publish: (event, options) =>
         this.#writerClosed ? Promise.reject(new ConnectionClosedError("the bus is closed")) : this.#publisher.publish(event, options),
       eventCap: () => this.#publisher.maxEventBytes,
-      consumer: (durable) => this.consumer(durable),
+      consumer: (durable, shard) => this.consumer(durable, shard),
     };
     onPermissionViolation((e) => {
       if (e.operation !== "publish") return;
@@ -330,6 +355,15 @@ class BusImpl<E = JetloopEvent> implements Jetloop<E> {
 
   get shards(): number {
     return this.settings.shards;
+  }
+
+  journalOf(sessionId: string): JournalLocation {
+    const { shard, stream } = this.context.shards.of(sessionId);
+    return { shard, stream, subject: sessionJournalSubject(this.namespace, sessionId, shard) };
+  }
+
+  journals(): readonly JournalLocation[] {
+    return this.#shards.map(({ shard, stream }) => ({ shard, stream, subject: streamSubjects(this.namespace, shard)[0]! }));
   }
 
   supports(feature: Feature): boolean {
@@ -402,7 +436,7 @@ class BusImpl<E = JetloopEvent> implements Jetloop<E> {
     const missing = (r: ProvisionReport) => r.drift.some((d) => d.field === "name" && d.live === undefined);
     const warnings: RetentionWarning[] = [];
     for (const [i, shard] of this.#shards.entries()) {
-      if (!missing(shards[i]!)) warnings.push(...(await consumersReport(jsm, shard.stream, missing(parked) ? undefined : this.parked)).warnings);
+      if (!missing(shards[i]!)) warnings.push(...(await consumersReport(jsm, [shard], missing(parked) ? undefined : this.parked)).warnings);
     }
     const durability = { profile, ...(await durabilityWarnings(this.stream, monitor, replicas, profile)) };
     const partitioned =
@@ -410,7 +444,7 @@ class BusImpl<E = JetloopEvent> implements Jetloop<E> {
         ? undefined
         : await provisionPartitioned(jsm, {
             namespace: this.namespace,
-            journal: this.stream,
+            journals: this.#shards.map((s) => ({ stream: s.stream, shard: s.shard })),
             stream: defaultPartitionedStreamName(this.namespace),
             membersStream: defaultMembersStreamName(this.namespace),
             partitions,
@@ -458,7 +492,7 @@ class BusImpl<E = JetloopEvent> implements Jetloop<E> {
     const jsm = await this.jetstreamManager();
     let report: ConsumersReport & { groups: readonly GroupReport[] };
     try {
-      report = { ...(await consumersReport(jsm, this.stream, this.parked)), groups: await groupsReport(jsm, this.namespace, this.parked) };
+      report = { ...(await consumersReport(jsm, this.#shards, this.parked)), groups: await groupsReport(jsm, this.namespace, this.parked) };
     } catch (e) {
       throw permissionRefusal(e);
     }
@@ -467,8 +501,8 @@ class BusImpl<E = JetloopEvent> implements Jetloop<E> {
     return { ...report, durabilityWarnings: (await durabilityWarnings(this.stream, monitor, 3, "default")).warnings };
   }
 
-  async consumer(durable: string): Promise<ConsumerFigures | undefined> {
-    return (await this.consumers()).consumers.find((c) => c.durable === durable);
+  async consumer(durable: string, shard?: number): Promise<ConsumerFigures | undefined> {
+    return (await this.consumers()).consumers.find((c) => c.durable === durable && (shard === undefined || this.shards === 1 || c.shard === shard));
   }
 
   async close(): Promise<void> {

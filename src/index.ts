@@ -165,7 +165,7 @@ export {
 /** A json.RawMessage field's value (a tool's input, gate metadata): its JSON text, parsed on demand. */
 export { RawJson } from "./wire/raw-json.js";
 export { connect, fromConnection, type Jetloop, type BusProvisionReport, type ConnectOptions, type ProvisionRequest } from "./bus.js";
-export { type PublishAllOptions } from "./bus.js";
+export { type JournalLocation, type PublishAllOptions } from "./bus.js";
 export { type ReconcileOptions, type StoredEvent } from "./publish/reconcile.js";
 export { type Durability, type DurabilityWarning, type SyncSetting } from "./streams/durability.js";
 export type { ConnectionSettings } from "./connection/connect.js";

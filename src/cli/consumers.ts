@@ -15,7 +15,9 @@ delays between them; "-" with a fixed ack wait, shown as ack_wait). Warns on
 stderr when a retention limit of the events stream can remove events a durable has
 not acknowledged. Then each partitioned group: one line with its live members and
 sums over its partitions (behind: their pending plus ack pending), and one line per
-partition consumer ({group}_p{n}) with the member that owns it.
+partition consumer ({group}_p{n}) with the member that owns it. On a namespace
+whose journal is split in shards, every shard's durables, each with shard=K (its
+sequences and behind are that shard's; groups read every shard).
 
   --json          one JSON object per durable, per warning, per group and per group
                   partition (Go-style snake_case keys)
@@ -38,6 +40,7 @@ export function duration(ms: number): string {
 function line(c: ConsumerFigures, ...extra: string[]): string {
   return [
     c.durable.padEnd(24),
+    ...(c.shard === undefined ? [] : [`shard=${c.shard}`]),
     ...extra,
     `pending=${c.pending}`,
     `ack_pending=${c.ackPending}`,
@@ -85,7 +88,8 @@ export async function consumersCommand(argv: string[], out: (s: string) => void,
       err(`warning: ${w.message}`);
     }
     for (const g of report.groups) for (const l of values.json ? groupRecords(g).map(jsonRecord) : groupLines(g)) out(l);
-    err(`${report.consumers.length} durable(s) on ${report.stream}, journal at ${report.lastSeq}${report.groups.length > 0 ? `; ${report.groups.length} group(s) on ${report.groups[0]!.stream}` : ""}`);
+    const journal = report.shards ? `${report.shards.length} shards (${report.shards.map((k) => `${k.stream} at ${k.lastSeq}`).join(", ")})` : `${report.stream}, journal at ${report.lastSeq}`;
+    err(`${report.consumers.length} durable(s) on ${journal}${report.groups.length > 0 ? `; ${report.groups.length} group(s) on ${report.groups[0]!.stream}` : ""}`);
     return 0;
   } finally {
     await bus.close();

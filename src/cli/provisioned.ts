@@ -9,11 +9,13 @@ import { NotProvisionedError } from "../errors.js";
  * the requests that meet them.
  */
 export async function warnIfNotProvisioned(bus: Jetloop, who: string, err: (s: string) => void): Promise<void> {
+  // Shard 0's stream stands for the journal: provisioning makes every shard's.
+  const stream = bus.journals()[0]!.stream;
   try {
-    await (await bus.jetstreamManager()).streams.info(bus.stream);
+    await (await bus.jetstreamManager()).streams.info(stream);
   } catch (e) {
     if (e instanceof JetStreamApiError && e.code === JetStreamApiCodes.StreamNotFound) {
-      const np = new NotProvisionedError(bus.stream);
+      const np = new NotProvisionedError(stream);
       err(`${who}: ${np.code}: ${np.message} (serving meanwhile: what reads the journal fails until it exists)`);
     }
   }

@@ -12,7 +12,8 @@ marked "live". Runs until interrupted (Ctrl-C).
   --loop ID        only these loops (session-scoped events always pass)
   --type T         only these event types
   --family F       only these families (tool, gate, step, turn, loop, session)
-  --from-seq N     start at journal sequence N (default: new events only)
+  --from-seq N     start at journal sequence N (default: new events only; on a
+                   namespace split in shards, a sequence of the sessions' shard)
   --all            start at the beginning of the journal
   --no-live        journal events only, no previews
   --json           one line per event: {"journal_seq":N,"subject":…,"event":<the Go
@@ -44,8 +45,11 @@ export async function tailCommand(argv: string[], out: (s: string) => void, err:
   const scope = loops ? { loops } : ("all" as const);
   const bus = await connect(connectOptions(values));
   try {
+    // The stream the sequences are of: the sessions' shard's (a namespace split in shards
+    // numbers each shard apart); where the sessions span shards there is no one end to compare.
+    const streams = [...new Set(sessions ? sessions.map((sid) => bus.journalOf(sid).stream) : bus.journals().map((j) => j.stream))];
     // A stream that cannot be read here is left for the subscription to report.
-    const last = fromSeq === undefined ? undefined : await bus.jetstreamManager().then((jsm) => jsm.streams.info(bus.stream)).then((i) => i.state.last_seq, () => undefined);
+    const last = fromSeq === undefined || streams.length !== 1 ? undefined : await bus.jetstreamManager().then((jsm) => jsm.streams.info(streams[0]!)).then((i) => i.state.last_seq, () => undefined);
     if (fromSeq !== undefined && last !== undefined && fromSeq > last + 1) {
       err(`note: --from-seq ${fromSeq} is past the journal's end (last sequence ${last}); waiting until the journal reaches it`);
     }
@@ -61,7 +65,7 @@ export async function tailCommand(argv: string[], out: (s: string) => void, err:
     const stop = () => void sub.close();
     process.once("SIGINT", stop);
     process.once("SIGTERM", stop);
-    err(`following ${bus.stream} on nats-server ${bus.serverVersion}…`);
+    err(`following ${streams.join(", ")} on nats-server ${bus.serverVersion}…`);
     let n = 0;
     try {
       // A failure (permission denied, the connection closed) rejects the loop: main prints its code, exit 1.

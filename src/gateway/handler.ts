@@ -6,7 +6,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Jetloop } from "../bus.js";
 import { isCanonicalUuid } from "../events/ids.js";
-import { sessionJournalSubject } from "../subjects/subjects.js";
 import { authenticate, bearerToken, type Authenticate, type GatewayPrincipal } from "./auth.js";
 import { answerPreflight, checkRequest, isJsonContentType, isPreflight, setCorsHeaders } from "./boundary.js";
 import { type GatewayErrorName, sendError, sendJson } from "./envelope.js";
@@ -120,10 +119,11 @@ function visibleSession(ctx: Context, res: ServerResponse, raw: string): string 
   return sid;
 }
 
-/** Whether the session has journal messages, and the stream's last sequence. */
+/** Whether the session has journal messages, and its shard's stream's last sequence (a journal sequence is that stream's). */
 async function journalState(bus: Jetloop, sid: string): Promise<{ exists: boolean; lastSeq: number }> {
   const jsm = await bus.jetstreamManager();
-  const info = await jsm.streams.info(bus.stream, { subjects_filter: sessionJournalSubject(bus.namespace, sid) });
+  const journal = bus.journalOf(sid);
+  const info = await jsm.streams.info(journal.stream, { subjects_filter: journal.subject });
   return { exists: Object.keys(info.state.subjects ?? {}).length > 0, lastSeq: info.state.last_seq };
 }
 

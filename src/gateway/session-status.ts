@@ -9,7 +9,7 @@ import type { JetloopEvent } from "../events/catalogue.js";
 import { SubjectError } from "../errors.js";
 import { GateLedger } from "../projection/gate-ledger.js";
 import type { Delivery } from "../subscribe/delivery.js";
-import { parseEventSubject, streamSubjects } from "../subjects/subjects.js";
+import { parseEventSubject } from "../subjects/subjects.js";
 import { storedEventJson } from "./journal-page.js";
 
 export type SessionState = "running" | "waiting_on_gate" | "idle" | "failed" | "interrupted" | "stopped";
@@ -182,17 +182,21 @@ function subjectSession(ns: string, subject: string): string | undefined {
 }
 
 /**
- * The sessions that have journal messages, from the stream's per-subject counts. A
- * subject that is no event subject (anyone who may publish on the journal can store one)
- * names no session: it is not listed, and the sessions are.
+ * The sessions that have journal messages, from the per-subject counts of every shard's
+ * stream. A subject that is no event subject (anyone who may publish on the journal can
+ * store one), or one of a session that lives in another shard (the publisher chooses the
+ * shard: such a message was written past it), names no session: it is not listed, and the
+ * sessions are.
  */
 export async function journalSessions(bus: Jetloop): Promise<string[]> {
   const jsm = await bus.jetstreamManager();
-  const info = await jsm.streams.info(bus.stream, { subjects_filter: streamSubjects(bus.namespace)[0]! });
   const sessions = new Set<string>();
-  for (const subject of Object.keys(info.state.subjects ?? {})) {
-    const sid = subjectSession(bus.namespace, subject);
-    if (sid !== undefined) sessions.add(sid);
+  for (const journal of bus.journals()) {
+    const info = await jsm.streams.info(journal.stream, { subjects_filter: journal.subject });
+    for (const subject of Object.keys(info.state.subjects ?? {})) {
+      const sid = subjectSession(bus.namespace, subject);
+      if (sid !== undefined && bus.journalOf(sid).shard.index === journal.shard.index) sessions.add(sid);
+    }
   }
   return [...sessions];
 }

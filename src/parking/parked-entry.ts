@@ -6,7 +6,8 @@
  */
 import { headers, type MsgHdrs } from "@nats-io/transport-node";
 import { parsePartitionDurable } from "../partition/partition-durable.js";
-import type { ParkedState } from "../subjects/subjects.js";
+import { SubjectError } from "../errors.js";
+import { type JournalShard, type ParkedState, parseParkedSubject, shardOfJournalSubject } from "../subjects/subjects.js";
 
 /** Why a delivery was parked. */
 export type ParkReason = "max_deliver" | "terminated" | "poison";
@@ -36,6 +37,8 @@ export interface ParkInput {
 export interface ParkedEntry extends ParkInput {
   /** `held` until replayed; `replay` while on its way back to the durable's handlers. */
   readonly state: ParkedState;
+  /** The journal shard its journal sequence is of: its subject's (`index` 0 of 1 for a namespace never split). */
+  readonly shard: JournalShard;
   readonly parkedAt: Date;
   /** The entry's sequence in the parked store. */
   readonly storeSeq: number;
@@ -80,8 +83,30 @@ export function parkHeaders(p: ParkInput, at: Date): MsgHdrs {
   return h;
 }
 
-/** Reads an entry back; undefined for a message that is not one (written by someone else). */
-export function readParked(state: ParkedState, storeSeq: number, h: MsgHdrs | undefined, data: Uint8Array): ParkedEntry | undefined {
+/**
+ * Reads the entry kept on parked subject `subject` of namespace `ns`; undefined for a
+ * message that is not one (written by someone else), or whose headers name another
+ * durable, journal sequence or shard than the subject it is kept under: it would be read
+ * two ways (a shard's sequence taken for another shard's is another event).
+ */
+export function readParkedAt(ns: string, subject: string, storeSeq: number, h: MsgHdrs | undefined, data: Uint8Array): ParkedEntry | undefined {
+  let at: ReturnType<typeof parseParkedSubject>;
+  try {
+    at = parseParkedSubject(ns, subject);
+  } catch (e) {
+    if (e instanceof SubjectError) return undefined;
+    throw e;
+  }
+  const e = readParked(at.state, storeSeq, h, data);
+  if (!e || e.durable !== at.durable || e.journalSeq !== at.journalSeq) return undefined;
+  // An entry of a namespace never split was read without its subject's shard before shards: kept so.
+  const shard = shardOfJournalSubject(ns, e.subject) ?? (at.shard.count === 1 ? at.shard : undefined);
+  if (!shard || shard.index !== at.shard.index || shard.count !== at.shard.count) return undefined;
+  return { ...e, shard: at.shard };
+}
+
+/** Reads an entry's headers back (its shard unknown: `readParkedAt` checks them against its subject); undefined for a message that is not one. */
+export function readParked(state: ParkedState, storeSeq: number, h: MsgHdrs | undefined, data: Uint8Array): Omit<ParkedEntry, "shard"> | undefined {
   if (!h) return undefined;
   const journalSeq = Number(h.get(H.seq));
   const deliveryCount = Number(h.get(H.deliveries));
@@ -118,6 +143,6 @@ export function readParked(state: ParkedState, storeSeq: number, h: MsgHdrs | un
 }
 
 /** The headers of an entry, for moving it to another state unchanged. */
-export function entryHeaders(e: ParkedEntry): MsgHdrs {
+export function entryHeaders(e: Omit<ParkedEntry, "shard">): MsgHdrs {
   return parkHeaders(e, e.parkedAt);
 }

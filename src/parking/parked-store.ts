@@ -11,11 +11,16 @@ import { NotProvisionedError, OptionsError, ParkingError } from "../errors.js";
 import { checkPartitions, sessionPartition } from "../partition/partition.js";
 import { parsePartitionDurable, partitionDurable } from "../partition/partition-durable.js";
 import { defaultPartitionedStreamName, PARTITIONS_METADATA_KEY } from "../streams/declared.js";
-import { durableNameSchema, parkedFilter, parkedSubject, parseEventSubject, parseParkedSubject } from "../subjects/subjects.js";
-import { entryHeaders, parkHeaders, readParked, type ParkedEntry, type ParkInput } from "./parked-entry.js";
+import { durableNameSchema, type JournalShard, parkedFilter, parkedSubject, parseEventSubject, parseParkedSubject, shardOfJournalSubject, UNSHARDED } from "../subjects/subjects.js";
+import { entryHeaders, parkHeaders, readParkedAt, type ParkedEntry, type ParkInput } from "./parked-entry.js";
 
-/** Which held entries of a durable an operation applies to. */
-export type ParkedSelection = { readonly seq: number } | "all";
+/**
+ * Which entries of a durable an operation applies to: all, or one journal sequence. A
+ * journal sequence is its shard's, so where one owner has entries of that sequence in
+ * several shards (a group's partitions read every shard) `shard` (its index) says which;
+ * without it such a selection is refused, never applied to all of them.
+ */
+export type ParkedSelection = { readonly seq: number; readonly shard?: number | undefined } | "all";
 
 /**
  * Whose entries: a durable by name, or a partitioned group (`{ group }`): the entries its
@@ -53,7 +58,11 @@ export class ParkedStore {
   readonly namespace: string;
   readonly stream: string;
 
-  constructor(nc: NatsConnection, jsm: () => Promise<JetStreamManager>, namespace: string, stream: string) {
+  /** The namespace's journal shard count: entries of a namespace split in S > 1 are kept under their shard. */
+  readonly #shards: number;
+
+  constructor(nc: NatsConnection, jsm: () => Promise<JetStreamManager>, namespace: string, stream: string, shards = 1) {
+    this.#shards = shards;
     this.#nc = nc;
     this.#jsm = jsm;
     this.namespace = namespace;
@@ -62,7 +71,11 @@ export class ParkedStore {
 
   /** Keeps a copy of a delivery; resolves once the store acknowledged it. */
   async park(p: ParkInput): Promise<void> {
-    const subject = parkedSubject(this.namespace, p.durable, "held", p.journalSeq);
+    // Its journal sequence is a sequence of the shard its subject is in: kept under that
+    // shard. A namespace never split keeps every entry as it did before shards.
+    const shard = this.#shards === 1 ? UNSHARDED : shardOfJournalSubject(this.namespace, p.subject);
+    if (!shard || shard.count !== this.#shards) throw new ParkingError(p.durable, p.journalSeq, `its subject ${JSON.stringify(p.subject)} is on no journal shard root of namespace ${this.namespace} (${this.#shards} shards), so its shard is unknown`);
+    const subject = parkedSubject(this.namespace, p.durable, "held", p.journalSeq, shard);
     try {
       await jetstream(this.#nc).publish(subject, p.data, { headers: parkHeaders(p, new Date()), expect: { streamName: this.stream } });
     } catch (e) {
@@ -85,31 +98,29 @@ export class ParkedStore {
       // A plain durable may be named like a partition's: only the entry's own header says it is the group's.
       if (e && (group === undefined || e.group?.name === group)) entries.push(e);
     }
+    // Journal order is per shard: a group's entries by shard, then sequence.
     return group === undefined
-      ? entries.sort((a, b) => a.durable.localeCompare(b.durable) || a.journalSeq - b.journalSeq || a.storeSeq - b.storeSeq)
-      : entries.sort((a, b) => a.journalSeq - b.journalSeq || a.storeSeq - b.storeSeq);
+      ? entries.sort((a, b) => a.durable.localeCompare(b.durable) || a.shard.index - b.shard.index || a.journalSeq - b.journalSeq || a.storeSeq - b.storeSeq)
+      : entries.sort((a, b) => a.shard.index - b.shard.index || a.journalSeq - b.journalSeq || a.storeSeq - b.storeSeq);
   }
 
-  /** One durable's (or group's) entry for a journal sequence (held first), or undefined. */
-  async show(owner: ParkedOwner, journalSeq: number): Promise<ParkedEntry | undefined> {
-    const { durable, group } = ownerOf(owner);
-    if (group !== undefined) {
-      const of = (await this.list({ group })).filter((e) => e.journalSeq === journalSeq);
-      return of.find((e) => e.state === "held") ?? of[0];
-    }
-    const jsm = await this.#jsm();
-    return (
-      (await this.#read(jsm, parkedSubject(this.namespace, durable!, "held", journalSeq))) ??
-      (await this.#read(jsm, parkedSubject(this.namespace, durable!, "replay", journalSeq)))
-    );
+  /**
+   * One durable's (or group's) entry for a journal sequence (held first), or undefined;
+   * `shard` (an index) where the owner has entries of that sequence in several shards
+   * (refused without it: OptionsError).
+   */
+  async show(owner: ParkedOwner, journalSeq: number, shard?: number): Promise<ParkedEntry | undefined> {
+    const of = await this.#select(owner, { seq: journalSeq, shard }, false);
+    return of.find((e) => e.state === "held") ?? of[0];
   }
 
-  /** Parked entries per durable. */
-  async counts(): Promise<Map<string, number>> {
+  /** Parked entries per durable; with `shard`, only that shard's (a plain durable's entries are its shard's). */
+  async counts(shard?: JournalShard): Promise<Map<string, number>> {
     const counts = new Map<string, number>();
     for (const subject of await this.#subjects(await this.#jsm(), parkedFilter(this.namespace))) {
-      const { durable } = parseParkedSubject(this.namespace, subject);
-      counts.set(durable, (counts.get(durable) ?? 0) + 1);
+      const at = parseParkedSubject(this.namespace, subject);
+      if (shard !== undefined && (at.shard.index !== shard.index || at.shard.count !== shard.count)) continue;
+      counts.set(at.durable, (counts.get(at.durable) ?? 0) + 1);
     }
     return counts;
   }
@@ -136,7 +147,7 @@ export class ParkedStore {
     const entries = this.#routed(selected, partitions);
     const js = jetstream(this.#nc);
     for (const [i, e] of entries.entries()) {
-      await js.publish(parkedSubject(this.namespace, e.durable, "replay", e.journalSeq), e.data, { headers: entryHeaders(e), expect: { streamName: this.stream } });
+      await js.publish(parkedSubject(this.namespace, e.durable, "replay", e.journalSeq, e.shard), e.data, { headers: entryHeaders(e), expect: { streamName: this.stream } });
       await this.remove(selected[i]!.storeSeq);
     }
     return entries;
@@ -194,7 +205,15 @@ export class ParkedStore {
     // An owner is required here: list() without one is every durable's entries.
     ownerOf(owner);
     const all = (await this.list(owner)).filter((e) => !heldOnly || e.state === "held");
-    return selection === "all" ? all : all.filter((e) => e.journalSeq === selection.seq);
+    if (selection === "all") return all;
+    const { seq, shard } = selection;
+    if (shard !== undefined && (!Number.isSafeInteger(shard) || shard < 0)) throw new OptionsError("shard", `${String(shard)} is not a shard index`);
+    const of = all.filter((e) => e.journalSeq === seq && (shard === undefined || e.shard.index === shard));
+    const shards = new Set(of.map((e) => e.shard.index));
+    if (shards.size > 1) {
+      throw new OptionsError("shard", `journal sequence ${seq} has entries in shards ${[...shards].sort((a, b) => a - b).join(", ")}: a sequence is its shard's, so name the shard (nothing was changed)`);
+    }
+    return of;
   }
 
   async #subjects(jsm: JetStreamManager, filter: string): Promise<string[]> {
@@ -207,12 +226,10 @@ export class ParkedStore {
   }
 
   async #read(jsm: JetStreamManager, subject: string): Promise<ParkedEntry | undefined> {
-    const at = parseParkedSubject(this.namespace, subject);
     try {
       const m = await jsm.streams.getMessage(this.stream, { last_by_subj: subject });
-      const e = m ? readParked(at.state, m.seq, m.header, m.data) : undefined;
       // Its headers say whose it is and which event; they must agree with where it is kept.
-      return e && e.durable === at.durable && e.journalSeq === at.journalSeq ? e : undefined;
+      return m ? readParkedAt(this.namespace, subject, m.seq, m.header, m.data) : undefined;
     } catch (e) {
       if (e instanceof JetStreamApiError && e.code === JetStreamApiCodes.NoMessageFound) return undefined;
       throw this.#error(e);

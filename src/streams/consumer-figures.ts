@@ -8,6 +8,7 @@ import { NotProvisionedError } from "../errors.js";
 import type { Parked } from "../parking/parked-store.js";
 import { liveDurable, type LiveDurable } from "./durable-drift.js";
 import { retentionWarnings, type RetentionWarning } from "./retention.js";
+import type { JournalShard } from "./shards.js";
 
 export interface ConsumerFigures {
   readonly durable: string;
@@ -33,12 +34,28 @@ export interface ConsumerFigures {
   /** Redelivery delays in ms; empty: a fixed ack wait (`ackWaitMs`). */
   readonly backoffMs: readonly number[];
   readonly ackWaitMs: number;
+  /**
+   * The journal shard whose stream the durable is a consumer of, on a namespace split in
+   * S > 1 (its sequences and `behind` are that shard's); absent on one never split.
+   */
+  readonly shard?: number;
+}
+
+/** One journal shard's stream as the report read it. */
+export interface ShardFigures {
+  readonly shard: number;
+  readonly stream: string;
+  readonly lastSeq: number;
 }
 
 export interface ConsumersReport {
+  /** The journal's stream (shard 0's when split: every shard's in `shards`). */
   readonly stream: string;
-  /** The journal's last sequence when the figures were read. */
+  /** The journal's last sequence when the figures were read (shard 0's when split). */
   readonly lastSeq: number;
+  /** Each shard's stream and last sequence, on a namespace split in S > 1. */
+  readonly shards?: readonly ShardFigures[];
+  /** Every shard's durables, by name (then shard). */
   readonly consumers: readonly ConsumerFigures[];
   /** Retention limits that can remove events a durable has not acknowledged. */
   readonly warnings: readonly RetentionWarning[];
@@ -70,22 +87,33 @@ export function figuresOf(ci: ConsumerInfo, lastSeq: number, parked: number): Co
 }
 
 /**
- * Every durable of the events stream (ordered consumers are not durables), by name.
- * Without a parked store (not provisioned yet) every parked count is 0.
+ * Every durable of the journal's streams (ordered consumers are not durables), by name,
+ * then shard. `journals`: the shards' streams (one for a namespace never split: its
+ * figures carry no shard). A durable's parked count is its own shard's entries. Without a
+ * parked store (not provisioned yet) every parked count is 0.
  */
-export async function consumersReport(jsm: JetStreamManager, stream: string, parked: Parked | undefined): Promise<ConsumersReport> {
-  try {
-    const info = await jsm.streams.info(stream);
-    const infos: ConsumerInfo[] = [];
-    for await (const ci of jsm.consumers.list(stream)) if (ci.config.durable_name) infos.push(ci);
-    const counts = (await parked?.counts()) ?? new Map<string, number>();
-    const consumers = infos.map((ci) => figuresOf(ci, info.state.last_seq, counts.get(ci.config.durable_name!) ?? 0)).sort((a, b) => a.durable.localeCompare(b.durable));
-    const warnings = retentionWarnings(stream, info.config, consumers.map((c) => ({ durable: c.durable, unacknowledged: c.pending + c.ackPending })));
-    return { stream, lastSeq: info.state.last_seq, consumers, warnings };
-  } catch (e) {
-    if (e instanceof JetStreamApiError && e.code === JetStreamApiCodes.StreamNotFound) throw new NotProvisionedError(stream);
-    throw e;
+export async function consumersReport(jsm: JetStreamManager, journals: readonly { readonly stream: string; readonly shard: JournalShard }[], parked: Parked | undefined): Promise<ConsumersReport> {
+  const split = journals.length > 1;
+  const shards: ShardFigures[] = [];
+  const consumers: ConsumerFigures[] = [];
+  const warnings: RetentionWarning[] = [];
+  for (const { stream, shard } of journals) {
+    try {
+      const info = await jsm.streams.info(stream);
+      const infos: ConsumerInfo[] = [];
+      for await (const ci of jsm.consumers.list(stream)) if (ci.config.durable_name) infos.push(ci);
+      const counts = (await parked?.counts(split ? shard : undefined)) ?? new Map<string, number>();
+      const own = infos.map((ci) => ({ ...figuresOf(ci, info.state.last_seq, counts.get(ci.config.durable_name!) ?? 0), ...(split ? { shard: shard.index } : {}) }));
+      consumers.push(...own);
+      shards.push({ shard: shard.index, stream, lastSeq: info.state.last_seq });
+      warnings.push(...retentionWarnings(stream, info.config, own.map((c) => ({ durable: c.durable, unacknowledged: c.pending + c.ackPending }))));
+    } catch (e) {
+      if (e instanceof JetStreamApiError && e.code === JetStreamApiCodes.StreamNotFound) throw new NotProvisionedError(stream);
+      throw e;
+    }
   }
+  consumers.sort((a, b) => a.durable.localeCompare(b.durable) || (a.shard ?? 0) - (b.shard ?? 0));
+  return { stream: shards[0]!.stream, lastSeq: shards[0]!.lastSeq, ...(split ? { shards } : {}), consumers, warnings };
 }
 
 /** A partitioned group's figures: each partition's consumer, and their sums. */

@@ -35,7 +35,7 @@ export function parseDuration(text: string): number {
 
 const DURATION_FIELDS = new Set(["duplicate_window", "max_age", "ack_wait", "inactive_threshold"]);
 
-function render(value: unknown, vars: Record<string, string | number>, key = ""): unknown {
+function render(value: unknown, vars: Record<string, unknown>, key = ""): unknown {
   if (typeof value === "string") {
     const whole = /^\$\{(\w+)\}$/.exec(value);
     if (whole) return vars[whole[1]!];
@@ -133,12 +133,18 @@ export function defaultMembersStreamName(namespace: string): string {
 /** Where the partitioned stream keeps its partition count (read by every group member). */
 export const PARTITIONS_METADATA_KEY = "jetloop_partitions";
 
-/** The declared partitioned stream (`streams/partitioned.json`) over `journal`, in JetStream API form. */
+/**
+ * The declared partitioned stream (`streams/partitioned.json`) over the journal's shard
+ * streams `journals` (one for a namespace never split), in JetStream API form: one source
+ * per shard, each mapping that shard's root to the partitions.
+ */
 export function declaredPartitionedStreamConfig(
-  vars: Pick<StreamVars, "namespace" | "stream" | "replicas" | "maxAge" | "maxBytes"> & { journal: string; partitions: number },
+  vars: Pick<StreamVars, "namespace" | "stream" | "replicas" | "maxAge" | "maxBytes"> & { journals: readonly { readonly stream: string; readonly shard: JournalShard }[]; partitions: number },
 ): Record<string, unknown> {
-  const t = partitionTransform(vars.namespace, checkPartitions(vars.partitions));
-  return render(load("partitioned.json"), { ...vars, partitions: String(vars.partitions), transformSrc: t.src, transformDest: t.dest, maxAge: vars.maxAge ?? 0, maxBytes: vars.maxBytes ?? -1 }) as Record<string, unknown>;
+  const partitions = checkPartitions(vars.partitions);
+  const sources = vars.journals.map((j) => ({ name: j.stream, subject_transforms: [partitionTransform(vars.namespace, partitions, j.shard)] }));
+  const { journals: _journals, ...rest } = vars;
+  return render(load("partitioned.json"), { ...rest, partitions: String(partitions), sources, maxAge: vars.maxAge ?? 0, maxBytes: vars.maxBytes ?? -1 }) as Record<string, unknown>;
 }
 
 /** The declared group membership store (`streams/members.json`), in JetStream API form. */

@@ -13,6 +13,7 @@ import {
   declaredStreamConfig,
   type StreamVars,
 } from "./declared.js";
+import type { JournalShard } from "./shards.js";
 
 /** Fields a live stream cannot change. */
 const IMMUTABLE = new Set(["name", "storage", "retention"]);
@@ -92,13 +93,15 @@ export function provisionParkedStream(
 }
 
 /**
- * The partitioned stream (`streams/partitioned.json`) over the events stream `journal`,
- * with `partitions` partitions, and the group membership store (`streams/members.json`).
+ * The partitioned stream (`streams/partitioned.json`) over the journal's shard streams
+ * `journals`, with `partitions` partitions, and the group membership store
+ * (`streams/members.json`). Its sources are immutable here: they carry the count, and the
+ * journal's shards (another shard count is refused before this, bus.ts).
  */
 export async function provisionPartitioned(
   jsm: JetStreamManager,
   options: Pick<ProvisionOptions, "namespace" | "replicas" | "maxAge" | "maxBytes" | "mode" | "serverVersion"> & {
-    journal: string;
+    journals: readonly { readonly stream: string; readonly shard: JournalShard }[];
     stream: string;
     membersStream: string;
     partitions: number;

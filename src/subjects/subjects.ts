@@ -243,29 +243,63 @@ export function parkedStreamSubjects(ns: string): string[] {
   return [`${checkNamespace(ns)}.parked.>`];
 }
 
-/** The subject of one parked entry: one per durable, state and journal sequence. */
-export function parkedSubject(ns: string, durable: string, state: ParkedState, journalSeq: number): string {
+/**
+ * The subject of one parked entry: one per durable, state, shard and journal sequence. A
+ * journal sequence is a shard's stream sequence, so an entry of a namespace split in S > 1
+ * shards names its shard (`….{state}.journal-{k}-of-{S}.{seq}`); one never split keeps
+ * `….{state}.{seq}`, exactly as before shards.
+ */
+export function parkedSubject(ns: string, durable: string, state: ParkedState, journalSeq: number, shard: JournalShard = UNSHARDED): string {
   if (!Number.isSafeInteger(journalSeq) || journalSeq < 1) throw new SubjectError(`journal sequence ${journalSeq} is not a positive integer`);
-  return `${parkedFilter(ns, durable, state).slice(0, -1)}${journalSeq}`;
+  return `${parkedFilter(ns, durable, state).slice(0, -1)}${shard.count === 1 ? "" : `${journalToken(shard)}.`}${journalSeq}`;
 }
 
-/** Every parked entry of one durable (in one state, or both), or of every durable. */
-export function parkedFilter(ns: string, durable?: string, state?: ParkedState): string {
+/**
+ * Every parked entry of one durable (in one state, or both), or of every durable; with
+ * `shard`, only that shard's (the one shard of a namespace never split: `….{state}.*`).
+ */
+export function parkedFilter(ns: string, durable?: string, state?: ParkedState, shard?: JournalShard): string {
   const d = durable === undefined ? "*" : token("durable name", DURABLE, durable);
   if (state !== undefined && state !== "held" && state !== "replay") throw new SubjectError(`parked state ${JSON.stringify(state)} is not held or replay`);
-  return `${checkNamespace(ns)}.parked.${d}.${state ?? "*"}.>`;
+  const rest = shard === undefined ? ">" : shard.count === 1 ? "*" : `${journalToken(shard)}.*`;
+  return `${checkNamespace(ns)}.parked.${d}.${state ?? "*"}.${rest}`;
 }
 
-/** The durable and state of a parked subject of namespace `ns`. */
-export function parseParkedSubject(ns: string, subject: string): { durable: string; state: ParkedState; journalSeq: number } {
+/**
+ * The replay consumer (on the parked store) of a plain durable of shard `shard` of a
+ * namespace split in S > 1: `{durable}_journal-{k}-of-{S}`. Durables of one name on two
+ * shards are two consumers, each replaying its own shard's entries; a durable of a
+ * namespace never split, or a group's partition (which reads every shard), keeps its name.
+ */
+export function replayConsumerName(durable: string, shard: JournalShard): string {
+  return shard.count === 1 ? durable : `${token("durable name", DURABLE, durable)}_${journalToken(shard)}`;
+}
+
+/** The durable, state, shard and journal sequence of a parked subject of namespace `ns`. */
+export function parseParkedSubject(ns: string, subject: string): { durable: string; state: ParkedState; shard: JournalShard; journalSeq: number } {
   const prefix = `${checkNamespace(ns)}.parked.`;
   const parts = subject.startsWith(prefix) ? subject.slice(prefix.length).split(".") : [];
-  const [durable, state, seq] = parts;
+  const [durable, state] = parts;
+  const shard = parts.length === 3 ? UNSHARDED : parts.length === 4 ? shardOfToken(parts[2]!) : undefined;
+  const seq = parts[parts.length - 1];
   const journalSeq = Number(seq);
-  if (parts.length !== 3 || !DURABLE.test(durable!) || (state !== "held" && state !== "replay") || !Number.isSafeInteger(journalSeq) || journalSeq < 1) {
+  // One spelling per entry: a decimal without leading zeros, a shard token of S > 1.
+  if (!shard || (parts.length === 4 && shard.count === 1) || !DURABLE.test(durable!) || (state !== "held" && state !== "replay") || !Number.isSafeInteger(journalSeq) || journalSeq < 1 || String(journalSeq) !== seq) {
     throw new SubjectError(`subject ${JSON.stringify(subject)} is not a parked subject of namespace ${ns}`);
   }
-  return { durable: durable!, state, journalSeq };
+  return { durable: durable!, state, shard, journalSeq };
+}
+
+/**
+ * The shard a journal subject (or any subject on a journal root) of `ns` is in, read from
+ * its channel token alone (a poison message's other tokens may be unreadable); undefined
+ * for a subject on no journal root.
+ */
+export function shardOfJournalSubject(ns: string, subject: string): JournalShard | undefined {
+  const prefix = `${ns}.`;
+  if (!subject.startsWith(prefix)) return undefined;
+  const dot = subject.indexOf(".", prefix.length);
+  return dot < 0 ? undefined : shardOfToken(subject.slice(prefix.length, dot));
 }
 
 /** The prefix every subject of one channel of a namespace (a journal one: of `shard`) starts with. */
@@ -277,32 +311,44 @@ export function channelPrefix(ns: string, channel: Channel, shard: JournalShard 
  * The partitioned stream (partitioned durable groups, src/subscribe/group/) stores a copy
  * of the journal on `{ns}.partition.{p}.{session}.…`: the journal subject with the channel
  * token replaced by `partition` and the session's partition. The server maps it (a subject
- * transform on the stream's source, `partitionTransform`), so the journal stays as it is.
+ * transform on the stream's source of each shard, `partitionTransform`), so the journal
+ * stays as it is. The copy names no shard: the session's shard is computed from its id.
  */
 export function partitionTransform(ns: string, partitions: number, shard: JournalShard = UNSHARDED): { src: string; dest: string } {
   return { src: `${journalRoot(ns, shard)}.*.>`, dest: `${ns}.partition.{{partition(${partitions},1)}}.{{wildcard(1)}}.>` };
 }
 
-/** One partition's subjects, or those of a journal filter within it. */
+/** One partition's subjects, or those of a journal filter (of any shard) within it. */
 export function partitionFilter(ns: string, partition: number, journalFilter?: string): string {
-  const rest = journalFilter === undefined ? ">" : switchChannelRest(ns, journalFilter, "journal");
+  const rest = journalFilter === undefined ? ">" : journalRest(ns, journalFilter);
   return `${checkNamespace(ns)}.partition.${partition}.${rest}`;
 }
 
-/** The journal subject a partitioned copy was made from, or undefined for another subject. */
-export function journalSubjectOfPartitioned(ns: string, subject: string): { partition: number; subject: string } | undefined {
+/**
+ * The journal subject a partitioned copy was made from, or undefined for another subject.
+ * The copy names no shard: `shardOf` gives its session's (streams/shards.ts
+ * `shardOfSession`, the partition hash of the session's id) on a namespace split in shards,
+ * so there a copy whose session token is no id has no journal subject. Without it, the
+ * namespace was never split.
+ */
+export function journalSubjectOfPartitioned(ns: string, subject: string, shardOf?: (sessionId: string) => JournalShard): { partition: number; subject: string; shard: JournalShard } | undefined {
   const prefix = `${ns}.partition.`;
   if (!subject.startsWith(prefix)) return undefined;
   const dot = subject.indexOf(".", prefix.length);
   const partition = Number(subject.slice(prefix.length, dot));
   if (dot < 0 || !Number.isSafeInteger(partition) || partition < 0) return undefined;
-  return { partition, subject: `${ns}.journal.${subject.slice(dot + 1)}` };
+  const rest = subject.slice(dot + 1);
+  if (shardOf === undefined) return { partition, subject: `${ns}.journal.${rest}`, shard: UNSHARDED };
+  const session = rest.slice(0, Math.max(0, rest.indexOf(".")));
+  if (idProblem(session) !== undefined) return undefined;
+  const shard = shardOf(session);
+  return { partition, subject: `${journalRoot(ns, shard)}.${rest}`, shard };
 }
 
-function switchChannelRest(ns: string, subject: string, from: "journal"): string {
-  const prefix = `${ns}.${from}.`;
-  if (!subject.startsWith(prefix)) throw new SubjectError(`subject ${JSON.stringify(subject)} is not a ${from} subject of namespace ${ns}`);
-  return subject.slice(prefix.length);
+function journalRest(ns: string, subject: string): string {
+  const shard = shardOfJournalSubject(ns, subject);
+  if (!shard) throw new SubjectError(`subject ${JSON.stringify(subject)} is not a journal subject of namespace ${ns}`);
+  return subject.slice(`${ns}.${journalToken(shard)}.`.length);
 }
 
 /** The subjects of the group membership store: one lease per group member. */

@@ -21,12 +21,12 @@ import {
   type JsMsg,
 } from "@nats-io/jetstream";
 import { nanos } from "@nats-io/transport-node";
-import { readParked } from "../parking/parked-entry.js";
+import { readParkedAt } from "../parking/parked-entry.js";
 import type { ParkedStore } from "../parking/parked-store.js";
 import { parsePartitionDurable } from "../partition/partition-durable.js";
 import { declaredConsumerTemplates, defaultPartitionedStreamName } from "../streams/declared.js";
 import { checkDurableOptions, durableDrift, liveDurable, MAX_DELIVER_KEY, recordedLimit } from "../streams/durable-drift.js";
-import { journalShardOf, parkedFilter } from "../subjects/subjects.js";
+import { journalShardOf, parkedFilter, replayConsumerName } from "../subjects/subjects.js";
 import { OptionsError } from "../errors.js";
 import { consumerError } from "./consumer-errors.js";
 import { decodeMessage, hiddenFrom } from "./delivery.js";
@@ -83,8 +83,6 @@ export class DurableSource<E> implements Source {
   readonly #unsettled = new Set<number>();
   #lastSeq = 0;
   #stopped = false;
-  /** It runs the durable's replay consumer (one source of a durable over several shards does). */
-  #replaying: boolean;
   readonly #origin: JournalOrigin;
   /** Pull requests' lifetime in ms (NATS.js's default, 30 s, when undefined). */
   readonly #pullExpiresMs: number | undefined;
@@ -114,8 +112,6 @@ export class DurableSource<E> implements Source {
       readonly liveSince?: () => number;
       /** Before a vanished consumer is recreated: rejects (and the subscription fails with that) when its stream is not the one it was made on. */
       readonly recreatable?: () => Promise<void>;
-      /** Whether it runs the durable's replay consumer from the start (default true; else `startReplays`). */
-      readonly replays?: boolean;
     } = {},
   ) {
     this.#ctx = ctx;
@@ -123,7 +119,6 @@ export class DurableSource<E> implements Source {
     this.#liveSince = seams.liveSince;
     this.#recreatable = seams.recreatable;
     this.#fenced = seams.fenced ?? false;
-    this.#replaying = seams.replays ?? true;
     this.#origin = seams.origin ?? ownOrigin;
     this.#pullExpiresMs = seams.pullExpiresMs;
     this.#name = name;
@@ -138,7 +133,7 @@ export class DurableSource<E> implements Source {
     checkDurableOptions(this.#ctx.settings);
     if (this.#group === undefined) await this.#refusePartitionName();
     await this.#ensureConsumer(undefined);
-    if (this.#replaying) await this.#ensureReplayConsumer();
+    await this.#ensureReplayConsumer();
   }
 
   async start(): Promise<void> {
@@ -151,12 +146,10 @@ export class DurableSource<E> implements Source {
       throw consumerError(e, this.#ctx.stream, `consuming durable ${this.#name}`);
     }
     // Both consumers are consumed before either is pumped: a start that fails delivers nothing.
-    const replays = this.#replaying
-      ? await this.#consumeReplays().catch((e: unknown) => {
-          this.#messages?.stop();
-          throw e;
-        })
-      : undefined;
+    const replays = await this.#consumeReplays().catch((e: unknown) => {
+      this.#messages?.stop();
+      throw e;
+    });
     this.#pumps.push(
       this.#run(this.#messages, (m) => this.#fromJournal(m)),
       this.#watchStatus(this.#messages, async (fromSeq) => {
@@ -172,23 +165,12 @@ export class DurableSource<E> implements Source {
         await this.#ensureConsumer(fromSeq);
       }),
     );
-    if (replays) this.#pumpReplays(replays);
-  }
-
-  /**
-   * Takes over the durable's replay consumer (what `parked replay` sends back), for a
-   * source made without it: a durable over several shards runs it on one shard's source.
-   */
-  async startReplays(): Promise<void> {
-    if (this.#replaying || this.#stopped) return;
-    this.#replaying = true;
-    await this.#ensureReplayConsumer();
-    this.#pumpReplays(await this.#consumeReplays());
+    this.#pumpReplays(replays);
   }
 
   async #consumeReplays(): Promise<ConsumerMessages> {
     try {
-      const replays = await this.#ctx.js.consumers.get(this.#parked.stream, this.#name);
+      const replays = await this.#ctx.js.consumers.get(this.#parked.stream, this.#replayScope.name);
       return (this.#replays = await replays.consume({ max_messages: this.#ctx.settings.batch, ...this.#expires() }));
     } catch (e) {
       throw consumerError(e, this.#ctx.stream, `consuming durable ${this.#name}`);
@@ -356,13 +338,26 @@ export class DurableSource<E> implements Source {
     if (live.maxDeliver !== undefined) this.#maxDeliver = live.maxDeliver;
   }
 
-  /** The durable's consumer on the parked store: what `parked replay` sends back to it. */
+  /**
+   * The durable's consumer on the parked store, named `#replayName`: what `parked replay`
+   * sends back to it. A plain durable of a namespace split in shards is a consumer of its
+   * shard's stream, and another shard may have a durable of the same name: each takes its
+   * own shard's entries only, under its own name. A group's partition reads every shard.
+   */
+  get #replayScope(): { name: string; filter: string } {
+    const ns = this.#ctx.decode.namespace;
+    const shard = this.#ctx.shard;
+    if (this.#group !== undefined || shard.count === 1) return { name: this.#name, filter: parkedFilter(ns, this.#name, "replay") };
+    return { name: replayConsumerName(this.#name, shard), filter: parkedFilter(ns, this.#name, "replay", shard) };
+  }
+
   async #ensureReplayConsumer(): Promise<void> {
     const jsm = await this.#ctx.jsm();
     const stream = this.#parked.stream;
+    const { name, filter } = this.#replayScope;
     const what = `the replay consumer of durable ${this.#name}`;
     try {
-      const info = await jsm.consumers.info(stream, this.#name);
+      const info = await jsm.consumers.info(stream, name);
       this.#replayAckWaitMs = (info.config.ack_wait ?? 30e9) / 1e6;
       return; // made by another process of this durable, or an earlier run
     } catch (e) {
@@ -372,10 +367,10 @@ export class DurableSource<E> implements Source {
     this.#replayAckWaitMs = this.#ackWaitMs;
     try {
       await jsm.consumers.add(stream, {
-        durable_name: this.#name,
+        durable_name: name,
         ack_policy: AckPolicy.Explicit,
         deliver_policy: DeliverPolicy.All,
-        filter_subject: parkedFilter(this.#ctx.decode.namespace, this.#name, "replay"),
+        filter_subject: filter,
         ack_wait: nanos(this.#ackWaitMs),
         max_deliver: -1,
         max_ack_pending: journal.max_ack_pending,
@@ -395,10 +390,11 @@ export class DurableSource<E> implements Source {
   }
 
   #fromParked(m: JsMsg): Original | undefined {
-    const e = readParked("replay", m.seq, m.headers, m.data);
-    // An entry names its journal position by its subject, whose token names the shard.
-    const shard = e && (journalShardOf(this.#ctx.decode.namespace, e.subject) ?? this.#ctx.shard).index;
-    return e && { msg: m, journalSeq: e.journalSeq, shard: shard!, subject: e.subject, data: m.data, deliveryCount: m.info.deliveryCount, storeSeq: m.seq };
+    const e = readParkedAt(this.#ctx.decode.namespace, m.subject, m.seq, m.headers, m.data);
+    if (e?.state !== "replay") return undefined;
+    // An entry names its journal position by its subject, whose token names the shard (a group partition reads every shard's).
+    const shard = (journalShardOf(this.#ctx.decode.namespace, e.subject) ?? this.#ctx.shard).index;
+    return { msg: m, journalSeq: e.journalSeq, shard, subject: e.subject, data: m.data, deliveryCount: m.info.deliveryCount, storeSeq: m.seq };
   }
 
   async #run(messages: ConsumerMessages, original: (m: JsMsg) => Original | undefined): Promise<void> {

@@ -11,15 +11,17 @@ import type { Source } from "./source.js";
 
 /** One shard's source, as the composite drives it. */
 export interface ShardPart extends Source {
-  /** A durable's replay consumer, taken over by another shard's part (durable-source.ts). */
-  startReplays?(): Promise<void>;
   /** The last journal sequence the part took (a feed's), so a shard selected again resumes after it. */
   readonly lastSeq?: number;
   owns?(subject: string): boolean;
 }
 
-/** Makes shard `filter.shard`'s part; `replays`: it runs the durable's replay consumer. */
-export type MakePart = (filter: ShardFilter, start: StartPosition, replays: boolean) => ShardPart;
+/**
+ * Makes shard `filter.shard`'s part. A durable's part runs its shard's own replay consumer
+ * (durable-source.ts `#replayScope`): parked entries name their shard, so each goes back to
+ * the part of the shard it was read from.
+ */
+export type MakePart = (filter: ShardFilter, start: StartPosition) => ShardPart;
 
 export class ShardedSource implements Source {
   readonly #make: MakePart;
@@ -27,8 +29,6 @@ export class ShardedSource implements Source {
   readonly #parts = new Map<number, ShardPart>();
   /** Per shard no longer selected: where its part stood, for a later selection of it. */
   readonly #left = new Map<number, number>();
-  /** The shard whose part runs the durable's replay consumer. */
-  #replays: number | undefined;
 
   constructor(make: MakePart, filters: readonly ShardFilter[], start: (shard: number) => StartPosition) {
     this.#make = make;
@@ -81,12 +81,6 @@ export class ShardedSource implements Source {
       if (part.lastSeq !== undefined) this.#left.set(k, part.lastSeq);
     }
     await Promise.all(gone.map(([, part]) => part.stop()));
-    if (this.#replays !== undefined && !this.#parts.has(this.#replays)) {
-      // The replay consumer moves to the first shard still read.
-      const [k, part] = [...this.#parts.entries()].sort(([a], [b]) => a - b)[0]!;
-      this.#replays = k;
-      await part.startReplays?.();
-    }
   }
 
   async stop(): Promise<void> {
@@ -99,9 +93,7 @@ export class ShardedSource implements Source {
   }
 
   #add(f: ShardFilter, start: StartPosition): ShardPart {
-    const replays = this.#replays === undefined;
-    const part = this.#make(f, start, replays);
-    if (replays && part.startReplays !== undefined) this.#replays = f.shard.index;
+    const part = this.#make(f, start);
     this.#parts.set(f.shard.index, part);
     return part;
   }

@@ -110,8 +110,9 @@ class SubscriptionImpl<E, D extends Delivery<E> = Delivery<E>> implements Subscr
     const settings = parseSubscribeOptions(options);
     const resolved = resolveFilter(bus.settings.namespace, filter, bus.registry, bus.shards.count);
     checkStart(settings.start, resolved, bus.shards.count, "a subscription");
-    if (settings.group && resolved.shards.length > 1) {
-      throw new OptionsError("group", `a partitioned group reads one journal stream, and the filter selects sessions of ${resolved.shards.length} of the namespace's ${bus.shards.count} shards`);
+    // A partitioned group reads the partitioned stream, which sources every shard: its positions are none of the shards'.
+    if (settings.group && typeof settings.start === "object" && "after" in settings.start) {
+      throw new OptionsError("start", "a partitioned group reads the partitioned stream, which sources every shard: it starts at all, new or a sequence, not a position vector");
     }
     this.#bus = bus;
     this.#filter = filter;
@@ -137,12 +138,12 @@ class SubscriptionImpl<E, D extends Delivery<E> = Delivery<E>> implements Subscr
     }
     if (resolved.journalSubjects.length > 0) {
       if (settings.durable && settings.group) {
-        this.#journal = new GroupSource(new BusSourceContext(bus, own(first.shard.index), first), settings.durable, resolved.journalSubjects, startIn(settings.start, first.shard.index), bus.parked, settings.group);
+        this.#journal = new GroupSource(this.#ctx, bus.shards.all.map((s) => s.stream), settings.durable, resolved.journalSubjects, startIn(settings.start, first.shard.index), bus.parked, settings.group);
       } else {
-        const part = (f: ShardFilter, start: StartPosition, replays: boolean) => {
+        const part = (f: ShardFilter, start: StartPosition) => {
           const ctx = new BusSourceContext(bus, own(f.shard.index), bus.shards.all[f.shard.index]!);
           return settings.durable
-            ? new DurableSource(ctx, settings.durable, f.journalSubjects, start, bus.parked, { replays })
+            ? new DurableSource(ctx, settings.durable, f.journalSubjects, start, bus.parked)
             : new FeedSource(ctx, f.feedSubjects, start, settings.feed ?? bus.settings.feed);
         };
         this.#journal = this.#sharded = new ShardedSource(part, resolved.shards, (k) => startIn(settings.start, k));
@@ -202,7 +203,11 @@ class SubscriptionImpl<E, D extends Delivery<E> = Delivery<E>> implements Subscr
 
   async lag(): Promise<ConsumerFigures | undefined> {
     const durable = this.#ctx.settings.durable;
-    return durable === undefined ? undefined : this.#bus.consumer(durable);
+    if (durable === undefined) return undefined;
+    const shards = this.#sharded?.shards ?? [];
+    // One consumer's figures: a durable over several shards is one consumer in each (bus.consumers() lists them all).
+    if (shards.length > 1) throw new OptionsError("durable", `durable ${durable} reads ${shards.length} journal shards, a consumer in each: bus.consumers() gives each shard's figures`);
+    return this.#bus.consumer(durable, shards[0]);
   }
 
   /**
@@ -227,9 +232,6 @@ class SubscriptionImpl<E, D extends Delivery<E> = Delivery<E>> implements Subscr
 
   async updateFilter(filter: EventFilter): Promise<void> {
     const resolved = resolveFilter(this.#bus.settings.namespace, filter, this.#bus.registry, this.#bus.shards.count);
-    if (this.#journal instanceof GroupSource && resolved.shards.some((f) => f.shard.index !== this.#ctx.shard.index)) {
-      throw new OptionsError("sessions", "a partitioned group reads one journal shard: the new filter selects sessions of another shard than its own");
-    }
     if ((resolved.journalSubjects.length > 0) !== (this.#journal !== undefined) || (resolved.previewSubjects.length > 0) !== (this.#preview !== undefined)) {
       throw new OptionsError("filter", "a filter update cannot add or remove the enduring or the ephemeral part");
     }

@@ -12,18 +12,60 @@ import {
   retentionWarnings,
   SubjectError,
 } from "../../src/index.js";
-import { errorText, MAX_ERROR_CHARS, parkHeaders, readParked, type ParkInput } from "../../src/parking/parked-entry.js";
+import { errorText, MAX_ERROR_CHARS, parkHeaders, readParked, readParkedAt, type ParkInput } from "../../src/parking/parked-entry.js";
 import { errorSummary } from "../../src/subscribe/durable-settlement.js";
 import { parsePartitionDurable, partitionDurable } from "../../src/partition/partition-durable.js";
 import { MAX_PARTITIONS } from "../../src/partition/partition.js";
-import { parkedStreamSubjects, streamSubjects } from "../../src/subjects/subjects.js";
+import { parkedStreamSubjects, replayConsumerName, streamSubjects } from "../../src/subjects/subjects.js";
 
 const HOUR = 3600e9;
+
+describe("parked subjects of a namespace split in shards", () => {
+  it("name the shard their journal sequence is of, and parse back; one never split keeps its form", () => {
+    fc.assert(
+      fc.property(fc.stringMatching(/^[A-Za-z0-9_-]{1,64}$/), fc.constantFrom("held" as const, "replay" as const), fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER }), fc.integer({ min: 1, max: 64 }), fc.nat(), (durable, state, seq, S, i) => {
+        const shard = { index: i % S, count: S };
+        const subject = parkedSubject("acme", durable, state, seq, shard);
+        expect(subject).toBe(S === 1 ? `acme.parked.${durable}.${state}.${seq}` : `acme.parked.${durable}.${state}.journal-${shard.index}-of-${S}.${seq}`);
+        expect(parseParkedSubject("acme", subject)).toEqual({ durable, state, shard, journalSeq: seq });
+        // The shard's filter takes its own entries, not another shard's of the same sequence.
+        const filter = parkedFilter("acme", durable, state, shard);
+        expect(filter).toBe(S === 1 ? `acme.parked.${durable}.${state}.*` : `acme.parked.${durable}.${state}.journal-${shard.index}-of-${S}.*`);
+        expect(parkedFilter("acme", durable, state)).toBe(`acme.parked.${durable}.${state}.>`);
+        expect(replayConsumerName(durable, shard)).toBe(S === 1 ? durable : `${durable}_journal-${shard.index}-of-${S}`);
+      }),
+    );
+  });
+
+  it("an entry whose headers name another shard, durable or sequence than its subject is not an entry", () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 8 }), fc.nat(), fc.nat(), fc.integer({ min: 1, max: 1e6 }), (S, i, j, seq) => {
+        const kept = { index: i % S, count: S };
+        const named = { index: j % S, count: S };
+        const root = named.count === 1 ? "acme.journal" : `acme.journal-${named.index}-of-${S}`;
+        const p: ParkInput = { durable: "svc", journalSeq: seq, subject: `${root}.${crypto.randomUUID()}._.step.StepDone`, data: new Uint8Array([1]), deliveryCount: 1, reason: "terminated", errorCode: "TERMINATED", errorMessage: "x" };
+        const h = parkHeaders(p, new Date());
+        const e = readParkedAt("acme", parkedSubject("acme", "svc", "held", seq, kept), 7, h, p.data);
+        if (kept.index === named.index) expect(e).toMatchObject({ shard: kept, journalSeq: seq, storeSeq: 7, state: "held" });
+        else expect(e).toBeUndefined();
+        expect(readParkedAt("acme", parkedSubject("acme", "other", "held", seq, named), 7, h, p.data)).toBeUndefined();
+        expect(readParkedAt("acme", parkedSubject("acme", "svc", "held", seq + 1, named), 7, h, p.data)).toBeUndefined();
+        expect(readParkedAt("acme", "acme.parked.svc.held.x", 7, h, p.data)).toBeUndefined();
+      }),
+    );
+  });
+
+  it("an entry of a namespace never split reads as before, whatever its subject header", () => {
+    const p: ParkInput = { durable: "svc", journalSeq: 3, subject: "not.a.journal.subject", data: new Uint8Array([1]), deliveryCount: 1, reason: "poison", errorCode: "EVENT_DECODE", errorMessage: "x" };
+    expect(readParkedAt("acme", "acme.parked.svc.held.3", 1, parkHeaders(p, new Date()), p.data)?.shard).toEqual({ index: 0, count: 1 });
+    expect(readParkedAt("acme", "acme.parked.svc.held.journal-0-of-2.3", 1, parkHeaders(p, new Date()), p.data)).toBeUndefined();
+  });
+});
 
 describe("parked subjects", () => {
   it("build and parse {ns}.parked.{durable}.{held|replay}.{journalSeq}", () => {
     expect(parkedSubject("acme.prod", "billing-v2", "held", 42)).toBe("acme.prod.parked.billing-v2.held.42");
-    expect(parseParkedSubject("acme.prod", "acme.prod.parked.billing-v2.replay.42")).toEqual({ durable: "billing-v2", state: "replay", journalSeq: 42 });
+    expect(parseParkedSubject("acme.prod", "acme.prod.parked.billing-v2.replay.42")).toEqual({ durable: "billing-v2", state: "replay", shard: { index: 0, count: 1 }, journalSeq: 42 });
     expect(parkedFilter("acme", "svc", "replay")).toBe("acme.parked.svc.replay.>");
     expect(parkedFilter("acme", "svc")).toBe("acme.parked.svc.*.>");
     expect(parkedFilter("acme")).toBe("acme.parked.*.*.>");
@@ -43,6 +85,11 @@ describe("parked subjects", () => {
     () => parseParkedSubject("acme", "acme.parked.svc.other.1"),
     () => parseParkedSubject("acme", "other.parked.svc.held.1"),
     () => parseParkedSubject("acme", "acme.parked.svc.held.1.2"),
+    () => parseParkedSubject("acme", "acme.parked.svc.held.journal.2"),
+    () => parseParkedSubject("acme", "acme.parked.svc.held.journal-3-of-3.2"),
+    () => parseParkedSubject("acme", "acme.parked.svc.held.journal-0-of-1.2"),
+    () => parseParkedSubject("acme", "acme.parked.svc.held.journal-0-of-3.02"),
+    () => parseParkedSubject("acme", "acme.parked.svc.held.journal-0-of-3.2.3"),
   ])("refuses a bad token or shape (%#)", (f) => {
     expect(f).toThrow(SubjectError);
   });

@@ -3,7 +3,10 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { fnv1a32, MAX_PARTITIONS, sessionPartition } from "../../src/partition/partition.js";
 import { ownedPartitions, partitionOwner } from "../../src/subscribe/group/assignment.js";
-import { parseStreamSource } from "../../src/subscribe/group/origin.js";
+import { parseStreamSource, partitionedOrigin } from "../../src/subscribe/group/origin.js";
+import type { JsMsg } from "@nats-io/jetstream";
+import { declaredPartitionedStreamConfig } from "../../src/streams/declared.js";
+import { allShards, shardStreamName } from "../../src/streams/shards.js";
 import { journalSubjectOfPartitioned, partitionFilter, partitionTransform } from "../../src/subjects/subjects.js";
 
 const utf8 = (s: string) => new TextEncoder().encode(s);
@@ -66,13 +69,70 @@ describe("partitioned subjects", () => {
         const journal = `${ns}.journal.${session}._.x.Y`;
         const copy = partitionFilter(ns, p, journal);
         expect(copy).toBe(`${ns}.partition.${p}.${session}._.x.Y`);
-        expect(journalSubjectOfPartitioned(ns, copy)).toEqual({ partition: p, subject: journal });
+        expect(journalSubjectOfPartitioned(ns, copy)).toEqual({ partition: p, subject: journal, shard: { index: 0, count: 1 } });
       }),
     );
+    // Split in S shards: a copy goes back to its session's shard's journal subject, whichever shard's filter made it.
+    fc.assert(
+      fc.property(fc.uuid(), fc.integer({ min: 0, max: 255 }), fc.integer({ min: 2, max: 64 }), (session, p, S) => {
+        const shard = { index: sessionPartition(session, S), count: S };
+        const journal = `${ns}.journal-${shard.index}-of-${S}.${session}._.x.Y`;
+        const copy = partitionFilter(ns, p, journal);
+        expect(copy).toBe(`${ns}.partition.${p}.${session}._.x.Y`);
+        expect(journalSubjectOfPartitioned(ns, copy, (id) => ({ index: sessionPartition(id, S), count: S }))).toEqual({ partition: p, subject: journal, shard });
+        expect(partitionFilter(ns, p, `${ns}.journal-${(shard.index + 1) % S}-of-${S}.*.*.>`)).toBe(`${ns}.partition.${p}.*.*.>`);
+        expect(partitionTransform(ns, 16, shard).src).toBe(`${ns}.journal-${shard.index}-of-${S}.*.>`);
+      }),
+    );
+    // A split namespace's copy with no session id in its place has no shard, so no journal subject.
+    expect(journalSubjectOfPartitioned(ns, `${ns}.partition.1.*.x`, () => ({ index: 0, count: 3 }))).toBeUndefined();
+    expect(() => partitionFilter(ns, 1, `${ns}.feed.a.b`)).toThrow();
     expect(partitionTransform(ns, 16)).toEqual({ src: `${ns}.journal.*.>`, dest: `${ns}.partition.{{partition(16,1)}}.{{wildcard(1)}}.>` });
   });
   it("anything else is not a partitioned copy", () => {
     for (const s of [`${ns}.journal.a.b`, `${ns}.partition.x.a`, `${ns}.partition.-1.a`, `${ns}.partition.3`, `other.partition.1.a`]) expect(journalSubjectOfPartitioned(ns, s)).toBeUndefined();
+  });
+});
+
+describe("the declared partitioned stream over shards", () => {
+  it("has one source per shard stream, each with its own root's transform; one never split has the one source it had", () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 64 }), fc.integer({ min: 1, max: 256 }), (S, n) => {
+        const journals = allShards(S).map((shard) => ({ shard, stream: shardStreamName("acme_journal", shard) }));
+        const config = declaredPartitionedStreamConfig({ namespace: "acme", stream: "acme_partitioned", replicas: 1, journals, partitions: n });
+        expect(config.sources).toEqual(
+          journals.map((j) => ({
+            name: j.stream,
+            subject_transforms: [{ src: S === 1 ? "acme.journal.*.>" : `acme.journal-${j.shard.index}-of-${S}.*.>`, dest: `acme.partition.{{partition(${n},1)}}.{{wildcard(1)}}.>` }],
+          })),
+        );
+        expect(config.metadata).toEqual({ jetloop_partitions: String(n) });
+        if (S === 1) expect(config.sources).toEqual([{ name: "acme_journal", subject_transforms: [{ src: "acme.journal.*.>", dest: `acme.partition.{{partition(${n},1)}}.{{wildcard(1)}}.>` }] }]);
+      }),
+      { numRuns: 50 },
+    );
+  });
+});
+
+describe("a partitioned copy's origin over shards", () => {
+  const ns = "acme";
+  const copy = (subject: string, source: string) => ({ subject, headers: { get: (k: string) => (k === "Nats-Stream-Source" ? source : "") } }) as unknown as JsMsg;
+  it("is its session's shard's journal subject and sequence, only when the header names that shard's stream", () => {
+    fc.assert(
+      fc.property(fc.uuid(), fc.integer({ min: 1, max: 8 }), fc.integer({ min: 1, max: 1e9 }), fc.nat(), (session, S, seq, other) => {
+        const journals = Array.from({ length: S }, (_, k) => (S === 1 ? "acme_journal" : `acme_journal_${k}_of_${S}`));
+        const k = sessionPartition(session, S);
+        const p = sessionPartition(session, 4);
+        const subject = `${ns}.partition.${p}.${session}._.step.StepDone`;
+        const origin = partitionedOrigin(ns, journals, p);
+        const root = S === 1 ? `${ns}.journal` : `${ns}.journal-${k}-of-${S}`;
+        expect(origin(copy(subject, `${journals[k]} ${seq} > >`))).toEqual({ journalSeq: seq, subject: `${root}.${session}._.step.StepDone` });
+        // Another shard's stream: its sequence is another event's.
+        if (S > 1) expect(origin(copy(subject, `${journals[(k + 1 + (other % (S - 1))) % S]} ${seq} > >`))).toBeUndefined();
+        // Another partition than the consumer's.
+        expect(partitionedOrigin(ns, journals, p + 1)(copy(subject, `${journals[k]} ${seq} > >`))).toBeUndefined();
+      }),
+    );
   });
 });
 

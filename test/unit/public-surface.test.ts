@@ -79,7 +79,7 @@ describe("the public surface (src/index.ts)", () => {
   it("a bus's members are exactly these", () => {
     expect(interfaceMembers("bus.ts", "Jetloop")).toEqual(
       [
-        "close", "consumer", "consumers", "jetstreamManager", "log", "namespace", "nc", "parked", "provision", "publish", "publishAll",
+        "close", "consumer", "consumers", "jetstreamManager", "journalOf", "journals", "log", "namespace", "nc", "parked", "provision", "publish", "publishAll",
         "registry", "replay", "serveGates", "serverVersion", "session", "settings", "shards", "storedEvents", "stream", "subscribeEvents", "supports",
       ].sort(),
     );

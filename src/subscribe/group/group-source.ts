@@ -43,6 +43,8 @@ export class GroupSource<E> implements Source {
   readonly #parked: ParkedStore;
   #subjects: readonly string[];
   readonly #stream: string;
+  /** The journal's shard streams, by shard index: the partitioned stream sources each. */
+  readonly #journals: readonly string[];
   #partitions = 0;
   /** When the partitioned stream this member started on was created: another one is another split. */
   #created = "";
@@ -54,8 +56,14 @@ export class GroupSource<E> implements Source {
   #cycle: Promise<void> = Promise.resolve();
   #stopped = false;
 
-  constructor(ctx: SourceContext<E>, group: string, subjects: readonly string[], start: StartPosition, parked: ParkedStore, settings: GroupSettings) {
+  /**
+   * `journals`: every shard stream of the namespace (the group reads the partitioned copy
+   * of all of them, so one group serves sessions of every shard); `subjects`: the filter's
+   * journal subjects, of whichever shards it selects.
+   */
+  constructor(ctx: SourceContext<E>, journals: readonly string[], group: string, subjects: readonly string[], start: StartPosition, parked: ParkedStore, settings: GroupSettings) {
     this.#ctx = ctx;
+    this.#journals = journals;
     this.#group = group;
     this.#subjects = subjects;
     this.#start = start;
@@ -90,8 +98,9 @@ export class GroupSource<E> implements Source {
       const info = await jsm.streams.info(this.#stream);
       this.#partitions = checkPartitions(Number(info.config.metadata?.[PARTITIONS_METADATA_KEY]), "partitions");
       this.#created = info.created;
-      if (!info.config.sources?.some((s) => s.name === this.#ctx.stream)) {
-        throw new NotProvisionedError(this.#stream, `stream ${this.#stream} does not source the journal ${this.#ctx.stream}; run \`jetloop provision --partitions N\``);
+      const unsourced = this.#journals.filter((j) => !info.config.sources?.some((s) => s.name === j));
+      if (unsourced.length > 0) {
+        throw new NotProvisionedError(this.#stream, `stream ${this.#stream} does not source the journal ${unsourced.join(", ")}; run \`jetloop provision --partitions N\``);
       }
     } catch (e) {
       if (e instanceof JetStreamApiError && e.code === JetStreamApiCodes.StreamNotFound) {
@@ -126,16 +135,18 @@ export class GroupSource<E> implements Source {
    * other way round).
    */
   async #refusePlainNamesakes(jsm: JetStreamManager): Promise<void> {
-    try {
-      for await (const c of jsm.consumers.list(this.#ctx.stream)) {
-        const named = parsePartitionDurable(c.name, this.#partitions);
-        if (named?.group === this.#group) {
-          throw new OptionsError("durable", `group ${this.#group}'s partition ${named.partition} consumer would be named ${c.name}, a plain durable of ${this.#ctx.stream}: the two would share its parked entries and replays`);
+    for (const journal of this.#journals) {
+      try {
+        for await (const c of jsm.consumers.list(journal)) {
+          const named = parsePartitionDurable(c.name, this.#partitions);
+          if (named?.group === this.#group) {
+            throw new OptionsError("durable", `group ${this.#group}'s partition ${named.partition} consumer would be named ${c.name}, a plain durable of ${journal}: the two would share its parked entries and replays`);
+          }
         }
+      } catch (e) {
+        if (e instanceof OptionsError) throw e;
+        throw consumerError(e, journal, `checking group ${this.#group}'s names against the journal's durables`);
       }
-    } catch (e) {
-      if (e instanceof OptionsError) throw e;
-      throw consumerError(e, this.#ctx.stream, `checking group ${this.#group}'s names against the journal's durables`);
     }
   }
 
@@ -230,8 +241,9 @@ export class GroupSource<E> implements Source {
     if (release.length + take.length > 0) this.#ctx.log.debug({ group: this.#group, members: members.length, owned: [...want] }, "group partitions moved");
   }
 
+  /** The filter's journal subjects in one partition: those of several shards can be one (every session's), and overlapping filters are refused by the server. */
   #filters(partition: number): string[] {
-    return this.#subjects.map((s) => partitionFilter(this.#ctx.decode.namespace, partition, s));
+    return [...new Set(this.#subjects.map((s) => partitionFilter(this.#ctx.decode.namespace, partition, s)))];
   }
 
   #source(partition: number): DurableSource<E> {
@@ -260,7 +272,7 @@ export class GroupSource<E> implements Source {
       fail: (e) => base.fail(e),
     };
     return new DurableSource(ctx, partitionDurable(this.#group, partition), this.#filters(partition), this.#start, this.#parked, {
-      origin: partitionedOrigin(ctx.decode.namespace, this.#ctx.stream, partition),
+      origin: partitionedOrigin(ctx.decode.namespace, this.#journals, partition),
       pullExpiresMs: PULL_EXPIRES_MS,
       // A member's late settlement must not release the partition to the next event while
       // the delivery is in another member's hands (durable-settlement.ts, Lease).
