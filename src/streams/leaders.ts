@@ -14,20 +14,28 @@ import type { Logger } from "pino";
 import { streamLeaderStepdownSubject } from "../subjects/subjects.js";
 import { supports } from "../connection/server-version.js";
 
-/** A shard stream's leader and its peers that could lead it (online and current); leader "" while it has none. */
+/** A shard stream's leader and its peers that could lead it (online); leader "" while it has none. */
 export interface StreamLeader {
   readonly stream: string;
   readonly leader: string;
   readonly peers: readonly string[];
+  /** A leader elected and every replica online and current: the placement will not move by itself. */
+  readonly settled: boolean;
 }
 
 /**
- * Rounds of step-downs before provision settles for the placement it has. Each waits for an
- * election; before 2.11 the successor is random (a move lands on a free peer half the time
- * or better), so a few rounds per shard spread them but for a chance of about 2^-rounds.
+ * Rounds of step-downs before provision settles for the placement it has: each waits for an
+ * election. With a preferred successor (2.11+) a move is final, so a round per shard is
+ * enough (twice that for refusals). Before 2.11 the successor is random (a move lands on a
+ * free peer half the time or better; 2.10 took 1 to 8 moves for 3 shards in the
+ * scenario's runs), so more, bounded for a large S.
  */
-const SPREAD_ROUNDS = 12;
+function spreadRounds(shards: number, preferred: boolean): number {
+  return Math.min(64, Math.max(4, (preferred ? 2 : 8) * shards));
+}
 const ELECTION_WAIT_MS = 10_000;
+/** How long a round waits for the last election's replicas to be current again before it judges the placement. */
+const SETTLE_WAIT_MS = 5_000;
 
 /** What provision logs (debug) for each step-down it asks for to spread the leaders. */
 export const SPREAD_STEP = "a shard leader stepped down to spread the shards' leaders";
@@ -37,10 +45,23 @@ export async function streamLeaders(jsm: JetStreamManager, streams: readonly str
     streams.map(async (stream) => {
       const { cluster } = await jsm.streams.info(stream);
       const leader = cluster?.leader ?? "";
-      const able = (cluster?.replicas ?? []).filter((r) => !r.offline && r.current).map((r) => r.name);
-      return { stream, leader, peers: [...(leader ? [leader] : []), ...able] };
+      const replicas = cluster?.replicas ?? [];
+      const online = replicas.filter((r) => !r.offline).map((r) => r.name);
+      return { stream, leader, peers: [...(leader ? [leader] : []), ...online], settled: leader !== "" && replicas.every((r) => !r.offline && r.current) };
     }),
   );
+}
+
+/** The leaders once every stream is settled, or as they are after SETTLE_WAIT_MS. */
+async function settledLeaders(jsm: JetStreamManager, streams: readonly string[]): Promise<StreamLeader[]> {
+  const until = Date.now() + SETTLE_WAIT_MS;
+  for (;;) {
+    // Mid-election a stream's info can go unanswered: that is not settled yet.
+    if (Date.now() >= until) return streamLeaders(jsm, streams);
+    const leaders = await streamLeaders(jsm, streams).catch(() => undefined);
+    if (leaders?.every((l) => l.settled)) return leaders;
+    await new Promise((r) => setTimeout(r, 100));
+  }
 }
 
 /**
@@ -63,22 +84,24 @@ export function crowded(leaders: readonly StreamLeader[]): { stream: string; pre
 async function electedAnew(jsm: JetStreamManager, stream: string, before: string): Promise<void> {
   const until = Date.now() + ELECTION_WAIT_MS;
   while (Date.now() < until) {
-    const [now] = await streamLeaders(jsm, [stream]);
+    const [now] = (await streamLeaders(jsm, [stream]).catch(() => undefined)) ?? [];
     if (now && now.leader !== "" && now.leader !== before) return;
     await new Promise((r) => setTimeout(r, 100));
   }
 }
 
 /**
- * Steps crowded leaders down until none is (`crowded`) or SPREAD_ROUNDS pass, and returns
- * the placement it ended with. A placement it cannot improve (fewer servers than shards,
- * R1 shards, a peer offline) is reported, not refused; a step-down the server refuses is
- * logged and ends the spreading, the streams keep serving where they are.
+ * Steps crowded leaders down until none is (`crowded`) or its rounds pass, and returns
+ * the placement it ended with. Each round judges a settled placement (an election just
+ * held leaves replicas catching up; 2.10 has been seen to report a leader that was about
+ * to change). A placement it cannot improve (fewer servers than shards, R1 shards, a peer
+ * offline) is reported, not refused; a step-down the server refuses is logged and tried
+ * again in a later round; the streams keep serving wherever their leaders are.
  */
 export async function spreadLeaders(nc: NatsConnection, jsm: JetStreamManager, streams: readonly string[], serverVersion: string, log: Logger): Promise<StreamLeader[]> {
-  let leaders = await streamLeaders(jsm, streams);
   const preferred = supports(serverVersion, "preferredStepdown");
-  for (let round = 0; round < SPREAD_ROUNDS; round++) {
+  let leaders = await settledLeaders(jsm, streams);
+  for (let round = 0, rounds = spreadRounds(streams.length, preferred); round < rounds; round++) {
     const move = crowded(leaders);
     if (!move) break;
     const before = leaders.find((l) => l.stream === move.stream)!.leader;
@@ -90,10 +113,9 @@ export async function spreadLeaders(nc: NatsConnection, jsm: JetStreamManager, s
       await electedAnew(jsm, move.stream, before);
       log.debug({ stream: move.stream, from: before, preferred: preferred ? move.preferred : undefined }, SPREAD_STEP);
     } catch (e) {
-      log.warn({ err: e, stream: move.stream }, "a shard leader's step-down failed; leaders left as they are");
-      break;
+      log.warn({ err: e, stream: move.stream }, "a shard leader's step-down failed; trying again in the next round");
     }
-    leaders = await streamLeaders(jsm, streams);
+    leaders = await settledLeaders(jsm, streams);
   }
   return leaders;
 }

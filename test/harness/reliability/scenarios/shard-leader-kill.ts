@@ -86,7 +86,9 @@ export async function shardLeaderKillScenario(ctx: ScenarioContext, o: ShardLead
   const bus: Jetloop = await connect({ logger: log.logger, servers: cluster.urls, namespace: ns, shards: SHARDS, ackTimeoutMs: 1000, publishDeadlineMs: 30_000, natsOptions: { reconnectTimeWait: 200, name: "reliability-shards" } });
   try {
     let provisioned: BusProvisionReport | undefined;
+    const p0 = Date.now();
     await provisionOnCluster(async () => void (provisioned = await bus.provision({ replicas: 3 })));
+    const provisionMs = Date.now() - p0;
     const verified = await bus.provision({ mode: "verify" });
     await o.onProvisioned?.(cluster.urls, ns);
     const shardReports = verified.shards ?? [];
@@ -214,6 +216,7 @@ export async function shardLeaderKillScenario(ctx: ScenarioContext, o: ShardLead
       "shard leaders after provision": (provisioned?.shards ?? []).map((x) => x.leader ?? "").join(", "),
       "servers leading a shard": new Set(leaders).size,
       "step-downs provision asked for to spread them": log.count(SPREAD_STEP),
+      "provision, spreading included (ms)": provisionMs,
       "killed shard": victim,
       "kill after appends (all shards)": o.killAfter,
       "new leader seen by a poll (ms)": electedAt - killedAt,
