@@ -7,10 +7,11 @@
  *   - raw S = 1 / S = 3: stock `js.publish(subject, bytes, { msgID })` on PRODUCERS raw
  *     connections, pre-encoded, on the same subjects (one stream, or the session's shard).
  * Both namespaces live on the cluster at once; every run starts from purged streams. The
- * cluster is this benchmark's own (`ctx.server` is not used): three nats-server processes
- * and the Node process share the machine's cores.
+ * cluster is this benchmark's own: three nats-server processes and the Node process share
+ * the machine's cores. Beside them, jetloop S = 1 and S = 3 (R1) on the run's one server
+ * (`ctx.server`): what the sharded path costs the client, with no cluster in the way.
  */
-import { jetstream, jetstreamManager, type JetStreamClient } from "@nats-io/jetstream";
+import { jetstream, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
 import { connect as natsConnect, type NatsConnection } from "@nats-io/transport-node";
 import { connect, type Jetloop, type JetloopEvent } from "../src/index.js";
 import { provisionOnCluster, startCluster } from "../test/harness/cluster.js";
@@ -29,6 +30,7 @@ interface Side {
   readonly shards: number;
   readonly buses: Jetloop[];
   readonly streams: string[];
+  readonly jsm: JetStreamManager;
 }
 
 export async function runShards(ctx: BenchContext): Promise<Row[]> {
@@ -38,21 +40,22 @@ export async function runShards(ctx: BenchContext): Promise<Row[]> {
   const sides: Side[] = [];
   try {
     await cluster.waitReady();
-    for (const shards of [1, 3]) {
+    // The two namespaces on the cluster, and the same two on the run's one server (R1):
+    // whether the sharded path costs the client anything, with no cluster in the way.
+    for (const [servers, shards] of [[cluster.urls, 1], [cluster.urls, 3], [[ctx.server.url], 1], [[ctx.server.url], 3]] as const) {
       const ns = uniqueNamespace(`benchshards${shards}`);
-      const buses = await Promise.all(Array.from({ length: PRODUCERS }, (_, i) => connect({ servers: cluster.urls, namespace: ns, shards, name: `jetloop-shards-${shards}-${i}` })));
+      const buses = await Promise.all(Array.from({ length: PRODUCERS }, (_, i) => connect({ servers: [...servers], namespace: ns, shards, name: `jetloop-shards-${shards}-${i}` })));
       let leaders = "";
       await provisionOnCluster(async () => {
-        const r = await buses[0]!.provision({ replicas: 3 });
+        const r = await buses[0]!.provision({ replicas: servers.length === 1 ? 1 : 3 });
         leaders = (r.shards ?? [r]).map((s) => ("leader" in s ? s.leader : "")).join(", ");
       });
       const streams = shards === 1 ? [buses[0]!.stream] : Array.from({ length: shards }, (_, k) => `${buses[0]!.stream}_${k}_of_${shards}`);
-      ctx.log(`shards: S = ${shards} provisioned R3, leaders ${leaders}`);
-      sides.push({ ns, shards, buses, streams });
+      ctx.log(`shards: S = ${shards} provisioned ${servers.length === 1 ? "R1 on one server" : `R3, leaders ${leaders}`}`);
+      sides.push({ ns, shards, buses, streams, jsm: await buses[0]!.jetstreamManager() });
     }
     for (let i = 0; i < PRODUCERS; i++) raws.push(await natsConnect({ servers: cluster.urls, name: `raw-shards-${i}` }));
     const js: JetStreamClient[] = raws.map((nc) => jetstream(nc));
-    const jsm = await jetstreamManager(raws[0]!);
 
     // The events of one run, split over the producers (each producer its share of every session).
     const split = <T>(xs: T[]): T[][] => Array.from({ length: PRODUCERS }, (_, p) => xs.filter((_, i) => i % PRODUCERS === p));
@@ -68,9 +71,9 @@ export async function runShards(ctx: BenchContext): Promise<Row[]> {
       await Promise.all(parts.map((wire: WireEvent[], p) => windowed(wire.length, WINDOW, (i) => js[p]!.publish(wire[i]!.subject, wire[i]!.data, { msgID: wire[i]!.eventId }))));
       return (n / (nowMs() - t0)) * 1000;
     };
-    const [one, three] = sides as [Side, Side];
-    const contenders = { jetloop1: jetloopRun(one), jetloop3: jetloopRun(three), raw1: rawRun(one), raw3: rawRun(three) };
-    const purge = () => Promise.all([...one.streams, ...three.streams].map((s) => jsm.streams.purge(s)));
+    const [one, three, single1, single3] = sides as [Side, Side, Side, Side];
+    const contenders = { jetloop1: jetloopRun(one), jetloop3: jetloopRun(three), raw1: rawRun(one), raw3: rawRun(three), single1: jetloopRun(single1), single3: jetloopRun(single3) };
+    const purge = () => Promise.all(sides.flatMap((side) => side.streams.map((s) => side.jsm.streams.purge(s))));
     for (const run of Object.values(contenders)) {
       await purge();
       await run();
@@ -82,6 +85,7 @@ export async function runShards(ctx: BenchContext): Promise<Row[]> {
       compareRow(label("S = 3: three R3 streams, leaders spread", "js.publish, 3 streams"), samples.jetloop3, samples.raw3),
       compareRow(label("jetloop S = 3 / S = 1", "jetloop S = 1, same cluster", ">= 1.5"), samples.jetloop3, samples.jetloop1),
       compareRow(label("raw S = 3 / S = 1", "js.publish, 1 stream"), samples.raw3, samples.raw1),
+      compareRow({ ...label("one server (R1), jetloop S = 3 / S = 1", "jetloop S = 1, same server"), bench: `shards (one server, ${PRODUCERS} producers)` }, samples.single3, samples.single1),
     ];
   } finally {
     for (const side of sides) for (const b of side.buses) await b.close().catch(() => undefined);
