@@ -12,30 +12,10 @@ import type { EventRegistry } from "./events/registry.js";
 import type { ParkedStore } from "./parking/parked-store.js";
 import type { PublishOptions, PublishResult } from "./publish/publisher.js";
 import type { ConsumerFigures } from "./streams/consumer-figures.js";
-import type { JournalPosition } from "./streams/position.js";
-import type { JournalShard } from "./streams/shards.js";
+import type { JournalShards } from "./subscribe/journal-shards.js";
 import type { DecodeContext } from "./subscribe/delivery.js";
 import type { Feeds } from "./subscribe/feed/feeds.js";
-import type { JournalSource } from "./subscribe/journal-range.js";
 import type { OpenSubscriptions } from "./subscribe/open-subscriptions.js";
-
-/** One shard of the namespace's journal: its stream, where reads of it go, where it ends now. */
-export interface ShardJournal {
-  readonly shard: JournalShard;
-  readonly stream: string;
-  /** Where the shard's reads go (replay, history, gap repair, reconcile): subscribe/journal-range.ts. */
-  readonly journal: JournalSource;
-  /** Where subscriptions that start at "new" begin. */
-  readonly position: JournalPosition;
-}
-
-/** The namespace's journal shards: one (the namespace never split) or `count`. */
-export interface JournalShards {
-  readonly count: number;
-  readonly all: readonly ShardJournal[];
-  /** The shard session `sessionId` lives in. */
-  of(sessionId: string): ShardJournal;
-}
 
 export interface BusContext<E> {
   readonly nc: NatsConnection;
@@ -62,6 +42,8 @@ export interface BusContext<E> {
    */
   onClose(close: () => Promise<void>): () => void;
   publish(event: E, options?: PublishOptions): Promise<PublishResult>;
+  /** The largest encoded event `publish` takes on this connection (`maxEventBytes` less the journal's header room). */
+  eventCap(): number;
   /** One durable's figures, or undefined when there is no such durable. */
   consumer(durable: string): Promise<ConsumerFigures | undefined>;
 }

@@ -8,7 +8,8 @@
 import { jetstream, jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { type NatsConnection, PermissionViolationError } from "@nats-io/transport-node";
 import { pino, type Logger } from "pino";
-import type { BusContext, ShardJournal } from "./bus-context.js";
+import type { BusContext } from "./bus-context.js";
+import type { ShardJournal } from "./subscribe/journal-shards.js";
 import { inboxPrefixOf } from "./connection/inbox.js";
 import { openConnection } from "./connection/connect.js";
 import type { JournalSource } from "./subscribe/journal-range.js";
@@ -304,6 +305,7 @@ class BusImpl<E = JetloopEvent> implements Jetloop<E> {
       },
       publish: (event, options) =>
         this.#writerClosed ? Promise.reject(new ConnectionClosedError("the bus is closed")) : this.#publisher.publish(event, options),
+      eventCap: () => this.#publisher.maxEventBytes,
       consumer: (durable) => this.consumer(durable),
     };
     onPermissionViolation((e) => {
@@ -394,7 +396,8 @@ class BusImpl<E = JetloopEvent> implements Jetloop<E> {
     });
     const jsm = await this.jetstreamManager();
     const shards = await this.#provisionShards(jsm, { replicas, mode, maxAge, maxBytes, duplicateWindow });
-    const report = shards[0]!;
+    // The report's own fields are the journal's (shard 0's when it is split), as before shards.
+    const { shard: _shard, ...report } = shards[0]!;
     const parked = await provisionParkedStream(jsm, { namespace: this.namespace, stream: this.parked.stream, replicas, mode, serverVersion: this.serverVersion });
     const missing = (r: ProvisionReport) => r.drift.some((d) => d.field === "name" && d.live === undefined);
     const warnings: RetentionWarning[] = [];

@@ -12,7 +12,6 @@ import { derivedId, newId } from "../events/ids.js";
 import type { JetloopEvent, PermissionEffect } from "../events/catalogue.js";
 import type { PermissionRequestInput } from "../events/request.js";
 import { GateLedger, type LedgerGate } from "../projection/gate-ledger.js";
-import { journalHeaderRoom } from "../publish/journal-writer.js";
 import { commandSubject } from "../subjects/subjects.js";
 import { replay } from "../subscribe/replay.js";
 import { requestFailure } from "./answer.js";
@@ -528,10 +527,8 @@ class GateServerImpl implements GateServer {
 
   /** Throws what publishing `event` would throw for its content (invalid, too large), before anything is written. */
   #check(event: JetloopEvent): void {
-    // The journal writer's own rule (publisher.ts): maxEventBytes, lowered by the room its headers take on this stream.
-    const max = this.#bus.nc.info?.max_payload;
-    const cap = Math.min(this.#bus.settings.maxEventBytes, max === undefined ? Infinity : max - journalHeaderRoom(this.#bus.settings.stream, this.#bus.settings.namespace));
-    encodeValidated(event, { registry: this.#bus.registry, maxBytes: cap });
+    // The journal writer's own rule (publisher.ts): maxEventBytes, lowered by the room its headers take.
+    encodeValidated(event, { registry: this.#bus.registry, maxBytes: this.#bus.eventCap() });
   }
 
   #onCommand(msg: Msg): void {

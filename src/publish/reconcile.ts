@@ -9,7 +9,7 @@
 import type { Logger } from "pino";
 import { PubHeaders } from "../subjects/nats-names.js";
 import { sessionJournalSubject } from "../subjects/subjects.js";
-import type { JournalShards } from "../bus-context.js";
+import type { JournalShards } from "../subscribe/journal-shards.js";
 import { readJournalRange, retryJournalRead } from "../subscribe/journal-range.js";
 import { parseReconcileOptions, type ReconcileOptions } from "./options.js";
 

@@ -3,7 +3,7 @@
  * session handle, a viewer, a per-session durable) reads that shard only, exactly as on a
  * namespace never split.
  */
-import type { JournalShards, ShardJournal } from "../bus-context.js";
+import type { JournalShards, ShardJournal } from "./journal-shards.js";
 import { OptionsError } from "../errors.js";
 import type { ResolvedFilter } from "./filter.js";
 

@@ -2,7 +2,8 @@
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "pino";
-import type { BusContext, ShardJournal } from "../bus-context.js";
+import type { BusContext } from "../bus-context.js";
+import type { ShardJournal } from "./journal-shards.js";
 import type { JournalShard } from "../subjects/subjects.js";
 import type { JournalState } from "../streams/position.js";
 import type { DecodeContext, Delivery, DeliveryFailure } from "./delivery.js";

@@ -87,7 +87,7 @@ describe("journal subjects", () => {
       const e = events[i]!;
       const stored = await jsm.streams.getMessage(bus.stream, { seq: r.journalSeq });
       const parsed = parseEventSubject(ns, stored!.subject);
-      expect(parsed).toEqual({ channel: "journal", sessionId: e.sessionId, loopId: "loopId" in e ? e.loopId : undefined, family: parsed.family, type: e.type });
+      expect(parsed).toEqual({ channel: "journal", sessionId: e.sessionId, loopId: "loopId" in e ? e.loopId : undefined, family: parsed.family, type: e.type, shard: { index: 0, count: 1 } });
       expect(stored!.subject).toBe(`${ns}.journal.${e.sessionId}.${"loopId" in e && e.loopId ? e.loopId : "_"}.${parsed.family}.${e.type}`);
     }
 

@@ -39,6 +39,7 @@ describe("resolveFilter: loops", () => {
       journalSubjects: ["acme.journal.*.*.>"],
       feedSubjects: ["acme.feed.*.*.>"],
       previewSubjects: ["acme.live.*.*.>"],
+      shards: [{ shard: { index: 0, count: 1 }, journalSubjects: ["acme.journal.*.*.>"], feedSubjects: ["acme.feed.*.*.>"] }],
       includeInternal: false,
     });
   });

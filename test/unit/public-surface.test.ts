@@ -80,7 +80,7 @@ describe("the public surface (src/index.ts)", () => {
     expect(interfaceMembers("bus.ts", "Jetloop")).toEqual(
       [
         "close", "consumer", "consumers", "jetstreamManager", "log", "namespace", "nc", "parked", "provision", "publish", "publishAll",
-        "registry", "replay", "serveGates", "serverVersion", "session", "settings", "storedEvents", "stream", "subscribeEvents", "supports",
+        "registry", "replay", "serveGates", "serverVersion", "session", "settings", "shards", "storedEvents", "stream", "subscribeEvents", "supports",
       ].sort(),
     );
   });

@@ -13,7 +13,7 @@ import {
   type Channel,
   type SubjectAddress,
 } from "../../src/index.js";
-import { checkNamespace, durableNameSchema, feedRepublish, parkedFilter, sessionJournalSubject, streamLeaderElectedSubject, streamSubjects, switchChannel, validEventSubject } from "../../src/subjects/subjects.js";
+import { checkNamespace, journalToken, shardOfToken, UNSHARDED, eventSubject as buildSubject, durableNameSchema, feedRepublish, parkedFilter, sessionJournalSubject, streamLeaderElectedSubject, streamSubjects, switchChannel, validEventSubject } from "../../src/subjects/subjects.js";
 import { ApiCodes, RepublishHeaders } from "../../src/subjects/nats-names.js";
 import { JetStreamApiCodes, RepublishHeaders as NatsRepublishHeaders } from "@nats-io/jetstream";
 
@@ -152,7 +152,7 @@ describe("parseEventSubject", () => {
       for (const channel of ["journal", "live"] as const) {
         for (const a of addresses) {
           const subject = eventSubject(ns, channel, a);
-          expect(parseEventSubject(ns, subject)).toEqual({ channel, ...a });
+          expect(parseEventSubject(ns, subject)).toEqual({ channel, ...a, shard: UNSHARDED });
           expect(eventSubject(ns, channel, parseEventSubject(ns, subject))).toBe(subject);
           // The hot paths' unchecked builder writes the same subject for good parts.
           expect(validEventSubject(ns, channel, a)).toBe(subject);
@@ -311,5 +311,44 @@ describe("one rule per name", () => {
     expect(RepublishHeaders).toBe(NatsRepublishHeaders);
     for (const [k, v] of Object.entries(JetStreamApiCodes)) expect(ApiCodes[k as keyof typeof ApiCodes]).toBe(v);
     expect([ApiCodes.MessageTooLarge, ApiCodes.StreamMismatch]).toEqual([10054, 10060]);
+  });
+});
+
+describe("journal shard tokens", () => {
+  const shardArb = fc.integer({ min: 2, max: 64 }).chain((count) => fc.record({ index: fc.integer({ min: 0, max: count - 1 }), count: fc.constant(count) }));
+
+  it("each shard has one token, read back as that shard; the unsplit journal keeps `journal`", () => {
+    expect(journalToken()).toBe("journal");
+    expect(shardOfToken("journal")).toEqual(UNSHARDED);
+    fc.assert(
+      fc.property(shardArb, (shard) => {
+        const token = journalToken(shard);
+        expect(token).toBe(`journal-${shard.index}-of-${shard.count}`);
+        expect(shardOfToken(token)).toEqual(shard);
+      }),
+    );
+  });
+
+  it("any other spelling names no shard: leading zeros, an index past the count, a count of 1 or 0, signs, spaces", () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 9999 }), fc.integer({ min: 0, max: 9999 }), fc.constantFrom("0", "+", " ", "-", ""), (index, count, pad) => {
+        const spelled = `journal-${pad}${index}-of-${count}`;
+        const valid = pad === "" && count >= 2 && index < count;
+        expect(shardOfToken(spelled) !== undefined).toBe(valid);
+      }),
+    );
+    for (const t of ["journal-0-of-1", "journal-1-of-1", "journal-3-of-3", "journal-00-of-3", "journal-0-of-03", "Journal-0-of-2", "journal-0-of-2 ", "journal-a-of-2", "journal0of2"]) expect(shardOfToken(t)).toBeUndefined();
+  });
+
+  it("an event subject of any shard parses back to its address and shard; live and feed subjects have none", () => {
+    fc.assert(
+      fc.property(shardArb, fc.uuid({ version: 7 }), (shard, sessionId) => {
+        const a = { sessionId, loopId: undefined, family: "session", type: "SessionStarted" };
+        const subject = buildSubject("acme.x", "journal", a, shard);
+        expect(subject.startsWith(`acme.x.journal-${shard.index}-of-${shard.count}.${sessionId}.`)).toBe(true);
+        expect(parseEventSubject("acme.x", subject)).toEqual({ channel: "journal", ...a, shard });
+        expect(parseEventSubject("acme.x", buildSubject("acme.x", "feed", a, shard)).shard).toEqual(UNSHARDED);
+      }),
+    );
   });
 });

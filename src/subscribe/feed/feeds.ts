@@ -6,7 +6,7 @@
  */
 import { noteFeedMessage } from "../../telemetry/index.js";
 import { type Msg, PermissionViolationError } from "@nats-io/transport-node";
-import type { JournalShards } from "../../bus-context.js";
+import type { JournalShards } from "../journal-shards.js";
 import { OptionsError, PermissionDeniedError, SubscriptionError } from "../../errors.js";
 import { type JournalShard, parseEventSubject, streamLeaderElectedSubject, switchChannel, UNSHARDED } from "../../subjects/subjects.js";
 import type { FeedMode } from "../options.js";
