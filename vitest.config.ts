@@ -27,6 +27,7 @@ const NEWEST_ONLY = [
   "test/integration/read-placement.test.ts",
   "test/integration/read-placement-adversary.test.ts",
   "test/integration/reliability/leader-kill.test.ts",
+  "test/integration/reliability/shard-leader-kill.test.ts",
 ];
 
 /**

@@ -20,6 +20,7 @@ import { runInNewContext } from "node:vm";
 import { REPO_ROOT, startServer } from "../test/harness/server.js";
 import { runAppend } from "./append.js";
 import { runBatch } from "./batch.js";
+import { runShards } from "./shards.js";
 import { runCodec } from "./codec.js";
 import { runE2e } from "./e2e.js";
 import { runEphemeral } from "./ephemeral.js";
@@ -48,6 +49,7 @@ const BENCHES: Record<string, (ctx: BenchContext) => Promise<Row[]>> = {
   "fanout-scale": runScale,
   group: runGroup,
   batch: runBatch,
+  shards: runShards,
 };
 
 function arg(name: string): string | undefined {

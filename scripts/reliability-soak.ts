@@ -19,6 +19,7 @@ import { consumerCrashScenario } from "../test/harness/reliability/scenarios/con
 import { groupScenario } from "../test/harness/reliability/scenarios/group.js";
 import { durabilityScenario } from "../test/harness/reliability/scenarios/durability.js";
 import { leaderKillScenario } from "../test/harness/reliability/scenarios/leader-kill.js";
+import { shardLeaderKillScenario } from "../test/harness/reliability/scenarios/shard-leader-kill.js";
 import { parkingScenario } from "../test/harness/reliability/scenarios/parking.js";
 import { securityScenario } from "../test/harness/reliability/scenarios/security.js";
 import { serverRestartScenario } from "../test/harness/reliability/scenarios/server-restart.js";
@@ -62,6 +63,21 @@ const SOAKS: Record<string, Soak> = {
     check(b, r.outcomes.every((o) => o.status === "acked" || o.typed), "an append failed untyped");
     check(b, r.journal.lost === 0 && r.journal.duplicated === 0 && r.journal.messages === events, "the journal lost or duplicated an event");
     check(b, r.ordered.lost === 0 && r.ordered.duplicated === 0, "the live subscriber lost or duplicated an event");
+    check(b, r.replicasCurrent, "the replicas did not catch up");
+    return { record: r.record, broken: b };
+  },
+  "shard-leader-kill": async () => {
+    const eventsPerShard = n(2000);
+    const r = await shardLeaderKillScenario(ctx, { eventsPerShard, ratePerSec: 200, sessionsPerShard: 8, killAfter: Math.floor((3 * eventsPerShard) / 4), downMs: 3000 });
+    const b: string[] = [];
+    check(b, new Set((r.provisioned.shards ?? []).map((s) => s.leader)).size === 3, "the shard leaders were not spread over three servers");
+    check(b, r.newLeader !== "" && r.newLeader !== r.oldLeader, "the leadership did not move");
+    for (const s of r.shards) {
+      check(b, s.outcomes.every((o) => o.status === "acked" || o.typed), `shard ${s.shard}: an append failed untyped`);
+      check(b, s.journal.lost === 0 && s.journal.duplicated === 0 && s.journal.unexpected === 0 && s.journal.messages === eventsPerShard, `shard ${s.shard}: the journal lost or duplicated an event`);
+      check(b, s.live.lost === 0 && s.live.duplicated === 0 && s.replays.lost === 0 && s.replays.duplicated === 0, `shard ${s.shard}: a reader lost or duplicated an event`);
+      check(b, s.shard === r.victim || s.ackedDuringStall > 0, `shard ${s.shard}: stalled with the killed shard`);
+    }
     check(b, r.replicasCurrent, "the replicas did not catch up");
     return { record: r.record, broken: b };
   },

@@ -5,6 +5,7 @@
  * bytes, the size of most journal traffic.
  */
 import { defaultRegistry, encodeEvent, eventSubject, marshalEvent, newId, validateEvent, type Jetloop, type JetloopEvent } from "../../src/index.js";
+import { shardOfSession } from "../../src/streams/shards.js";
 
 export interface Coordinates {
   sessionId: string;
@@ -75,12 +76,13 @@ export interface WireEvent {
   readonly eventId: string;
 }
 
-export function toWire(ns: string, e: JetloopEvent): WireEvent {
+/** `shards`: the count the namespace's journal is split in (the subject of the session's shard). */
+export function toWire(ns: string, e: JetloopEvent, shards = 1): WireEvent {
   const def = defaultRegistry.get(e.type)!;
   const live = def.class === "ephemeral";
   const data = live ? encodeEvent(e) : marshalEvent(e);
   const loopId = "loopId" in e ? e.loopId : undefined;
-  const subject = eventSubject(ns, live ? "live" : "journal", { sessionId: e.sessionId, loopId, family: def.family, type: e.type });
+  const subject = eventSubject(ns, live ? "live" : "journal", { sessionId: e.sessionId, loopId, family: def.family, type: e.type }, live ? undefined : shardOfSession(e.sessionId, shards));
   return { subject, data, eventId: e.eventId };
 }
 

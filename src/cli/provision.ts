@@ -39,7 +39,8 @@ durable has not acknowledged.
                         {stream}_k_of_S on {ns}.journal-k-of-S.>; S is fixed once it exists
                         (another count is refused: a migration, docs/scale.md). On a cluster
                         the shards' leaders are spread over its servers; every shard's
-                        leader is printed, with --verify too
+                        leader is printed, with --verify too (which, without --shards,
+                        verifies the count the namespace has)
 
 ${connectionHelp}`;
 
@@ -83,7 +84,10 @@ export async function provisionCommand(argv: string[], out: (s: string) => void,
     throw new UsageError((e as Error).message);
   }
   // The bus reads the count the journal has; asked for another, it is refused (SHARD_LAYOUT).
-  const bus = await connect({ ...connectOptions(values), ...(maxEventBytes ? { maxEventBytes } : {}), shards: shards ?? 1 }).catch((e: unknown) => {
+  // Provisioning without --shards means one shard; verifying without it checks the layout
+  // the namespace has (read from the server), whatever its count.
+  const count = shards ?? (values.verify ? undefined : 1);
+  const bus = await connect({ ...connectOptions(values), ...(maxEventBytes ? { maxEventBytes } : {}), ...(count === undefined ? {} : { shards: count }) }).catch((e: unknown) => {
     throw e instanceof ShardLayoutError ? new UsageError(`${e.message}: changing the shard count of a live namespace is a migration (docs/scale.md), not a provision`) : e;
   });
   try {
