@@ -50,7 +50,7 @@ export function shardStreamName(base: string, shard: JournalShard): string {
 
 /**
  * How many shards the namespace of base stream `base` was provisioned with, read from the
- * server: 1 when `{base}` exists, S when `{base}_0_of_S` does, undefined when neither does
+ * server: 1 when `{base}` exists, S when some `{base}_k_of_S` does, undefined when none does
  * (not provisioned) or the account may not list streams. Several layouts at once (a
  * migration left half done) are refused: which one a session lives in is then unknown.
  */
@@ -62,10 +62,15 @@ export async function provisionedShards(jsm: JetStreamManager, base: string): Pr
   } catch (e) {
     if (!(e instanceof JetStreamApiError && e.code === JetStreamApiCodes.StreamNotFound)) throw e;
   }
-  const first = new RegExp(`^${base.replace(/[-]/g, "\\$&")}_0_of_(\\d{1,4})$`);
+  // Any shard names its layout, not only shard 0: a layout with some shards missing (half
+  // provisioned, or some deleted) is still that layout, never "not provisioned".
+  const shard = new RegExp(`^${base.replace(/[-]/g, "\\$&")}_(\\d{1,4})_of_(\\d{1,4})$`);
+  const canonical = (t: string) => String(Number(t)) === t;
   for await (const name of jsm.streams.names()) {
-    const m = first.exec(name);
-    if (m && String(Number(m[1])) === m[1] && Number(m[1]) >= 2 && Number(m[1]) <= MAX_SHARDS) found.add(Number(m[1]));
+    const m = shard.exec(name);
+    if (!m || !canonical(m[1]!) || !canonical(m[2]!)) continue;
+    const [k, n] = [Number(m[1]), Number(m[2])];
+    if (n >= 2 && n <= MAX_SHARDS && k < n) found.add(n);
   }
   if (found.size > 1) {
     const layouts = [...found].sort((a, b) => a - b);
