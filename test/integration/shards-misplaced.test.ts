@@ -1,15 +1,17 @@
 // An event stored in a shard that is not its session's (a raw publish onto another shard's
 // subjects), on a real nats-server with S = 3: every namespace-wide reader that reads that
 // shard reports it as poison of that shard; none delivers it as the session's, none skips it
-// silently.
+// silently. A position vector past a shard's end is refused.
 import { jetstream, jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
+import fc from "fast-check";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connect, createEvent, newId, type Jetloop, type JetloopEvent, type SubscriptionReport } from "../../src/index.js";
 import { sessionPartition } from "../../src/partition/partition.js";
 import { connectTest, natsServers, uniqueNamespace } from "../harness/context.js";
-import { waitFor } from "../harness/async.js";
+import { rejection, waitFor } from "../harness/async.js";
+import { OptionsError } from "../../src/errors.js";
 
 const S = 3;
 
@@ -82,4 +84,29 @@ describe("an event stored in another shard than its session's", () => {
       }
     }, 30_000);
   }
+});
+
+describe("a position vector past a shard's end", () => {
+  it("is refused by a subscription (feed or durable) and by a replay: it is no position this journal handed out", async () => {
+    // Which shard is past its end, by how much, and the reader, generated.
+    await fc.assert(
+      fc.asyncProperty(fc.nat({ max: S - 1 }), fc.integer({ min: 1, max: 1_000_000 }), fc.constantFrom("loop", "namespace", "durable", "replay"), async (k, ahead, reader) => {
+        await bus.publishAll([0, 1, 2].map((j) => decided(sessionIn(j))));
+        const ends = await Promise.all(Array.from({ length: S }, async (_, j) => (await jsm.streams.info(`${bus.stream}_${j}_of_${S}`)).state.last_seq));
+        const after = ends.map((e, j) => (j === k ? e + ahead : e));
+        const open = async () => {
+          if (reader === "replay") {
+            for await (const _ of bus.replay({ enduring: "all" }, { after })) void _;
+            return;
+          }
+          const sub = await bus.subscribeEvents({ enduring: "all" }, reader === "durable" ? { durable: `d${newId().slice(0, 8)}`, start: { after } } : { feed: reader, start: { after } });
+          await sub.close();
+        };
+        const e = await rejection(open());
+        expect(e).toBeInstanceOf(OptionsError);
+        expect((e as Error).message).toMatch(/past the end of journal shard/);
+      }),
+      { numRuns: 12 },
+    );
+  }, 60_000);
 });
