@@ -6,7 +6,7 @@ import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { connect } from "../../src/index.js";
+import { connect, fromConnection } from "../../src/index.js";
 import { ShardLayoutError } from "../../src/errors.js";
 import { connectTest, natsServers, uniqueNamespace } from "../harness/context.js";
 import { rejection } from "../harness/async.js";
@@ -53,7 +53,6 @@ describe("a shard layout with some shard streams missing", () => {
             // Another count is refused at connect...
             expect(await rejection(connect({ servers: natsServers(), namespace, shards: other }))).toBeInstanceOf(ShardLayoutError);
             // ...and a provision assuming it (a bus over the caller's connection takes the count it is given) creates nothing.
-            const { fromConnection } = await import("../../src/index.js");
             const wrong = fromConnection(nc, { namespace, shards: other });
             expect(await rejection(wrong.provision())).toBeInstanceOf(ShardLayoutError);
             await wrong.close();
@@ -65,6 +64,30 @@ describe("a shard layout with some shard streams missing", () => {
           }
         },
       ),
+      { numRuns: 6 },
+    );
+  }, 120_000);
+
+  it("a provision under another stream name on the same namespace is refused when the namespace has a layout of another count: nothing created", async () => {
+    // The namespace's layout (S) and the other bus's count (another, 1..5), generated.
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 1, max: 5 }), fc.integer({ min: 1, max: 5 }), async (S, other) => {
+        fc.pre(S !== other);
+        const namespace = uniqueNamespace();
+        const bus = await connect({ servers: natsServers(), namespace, shards: S });
+        const custom = `${bus.stream}_other`;
+        try {
+          await bus.provision();
+          const wrong = fromConnection(nc, { namespace, stream: custom, shards: other });
+          expect(await rejection(wrong.provision())).toBeInstanceOf(ShardLayoutError);
+          await wrong.close();
+          expect(await streamsOf(custom)).toEqual([]);
+        } finally {
+          for (const name of [...(await streamsOf(bus.stream)), ...(await streamsOf(custom))]) await jsm.streams.delete(name).catch(() => undefined);
+          await jsm.streams.delete(bus.parked.stream).catch(() => undefined);
+          await bus.close();
+        }
+      }),
       { numRuns: 6 },
     );
   }, 120_000);
