@@ -13,7 +13,7 @@
 import { JetStreamApiCodes, JetStreamApiError, type JetStreamManager } from "@nats-io/jetstream";
 import { OptionsError, ShardLayoutError } from "../errors.js";
 import { sessionPartition } from "../partition/partition.js";
-import { type JournalShard, UNSHARDED } from "../subjects/subjects.js";
+import { checkNamespace, type JournalShard, shardOfToken, UNSHARDED } from "../subjects/subjects.js";
 
 export type { JournalShard };
 
@@ -53,9 +53,12 @@ export function shardStreamName(base: string, shard: JournalShard): string {
  * server: 1 when `{base}` exists, S when some `{base}_k_of_S` does, undefined when none does
  * (not provisioned) or the account may not list streams. Several layouts at once (a
  * migration left half done) are refused: which one a session lives in is then unknown.
+ * With `namespace`, the namespace's journal streams under any name count too: shards of
+ * another count do not overlap this layout's subjects, so the server would let a stream
+ * of another name and count be made beside it.
  */
-export async function provisionedShards(jsm: JetStreamManager, base: string): Promise<number | undefined> {
-  const found = new Set<number>();
+export async function provisionedShards(jsm: JetStreamManager, base: string, namespace?: string): Promise<number | undefined> {
+  const found = namespace === undefined ? new Set<number>() : await journalLayouts(jsm, namespace);
   try {
     await jsm.streams.info(base);
     found.add(1);
@@ -77,4 +80,21 @@ export async function provisionedShards(jsm: JetStreamManager, base: string): Pr
     throw new ShardLayoutError(layouts, 0, `the journal ${base} is provisioned in several layouts at once (${layouts.join(", ")} shards): finish or undo the migration first`);
   }
   return found.size === 1 ? [...found][0] : undefined;
+}
+
+/**
+ * The shard counts of every stream capturing a journal root of `namespace` (`{ns}.journal.>`
+ * or `{ns}.journal-k-of-S.>`), whatever its name.
+ */
+async function journalLayouts(jsm: JetStreamManager, namespace: string): Promise<Set<number>> {
+  const prefix = `${checkNamespace(namespace)}.`;
+  const found = new Set<number>();
+  for await (const info of jsm.streams.list(`${prefix}>`)) {
+    for (const subject of info.config.subjects ?? []) {
+      if (!subject.startsWith(prefix) || !subject.endsWith(".>")) continue;
+      const shard = shardOfToken(subject.slice(prefix.length, -2));
+      if (shard) found.add(shard.count);
+    }
+  }
+  return found;
 }
