@@ -84,6 +84,32 @@ describe("an event stored in another shard than its session's", () => {
       }
     }, 30_000);
   }
+  it("a durable and a replay of every session report it as poison of the shard it is stored in (every pair of shards)", async () => {
+    for (let home = 0; home < S; home++) {
+      for (let k = 0; k < S; k++) {
+        if (k === home) continue;
+        const s = sessionIn(home);
+        const seq = await misplace(s, k);
+        const isIt = (r: SubscriptionReport) => r.kind === "poison" && r.shard === k && r.journalSeq === seq;
+        const replayed: SubscriptionReport[] = [];
+        const seen: string[] = [];
+        for await (const d of bus.replay({ enduring: "all" }, { onReport: (r) => replayed.push(r) })) {
+          expect(d.shard).toBe(sessionPartition(d.event.sessionId, S));
+          seen.push(`${d.shard}:${d.journalSeq}`);
+        }
+        expect(seen).not.toContain(`${k}:${seq}`);
+        // A journal sequence is its shard's: the replay's report names the shard as the subscriptions' do.
+        expect(replayed.some(isIt)).toBe(true);
+        const reports: SubscriptionReport[] = [];
+        const durable = await bus.subscribeEvents({ enduring: "all" }, { durable: `d${newId().slice(0, 8)}`, start: "all", onReport: (r) => reports.push(r) });
+        try {
+          await waitFor("the durable's poison report", () => reports.some(isIt), 5_000);
+        } finally {
+          await durable.close();
+        }
+      }
+    }
+  }, 60_000);
 });
 
 describe("a position vector past a shard's end", () => {
