@@ -57,7 +57,8 @@ export function replay<E>(bus: BusContext<E>, filter: EventFilter, options: Repl
     journal: home.journal,
     decode: bus.decoding(resolved.includeInternal),
     log: bus.log.child({ component: "replay" }),
-    report: (r) => onReport?.(r),
+    // On a namespace split in shards a report names the shard its sequence is a position in, as a subscription's does.
+    report: bus.shards.count === 1 ? (r) => onReport?.(r) : (r) => onReport?.({ ...r, shard: home.shard.index }),
   });
   const range = (f: ShardFilter, end: number | undefined) => ({
     subjects: f.journalSubjects,
