@@ -136,3 +136,19 @@ describe("a position vector past a shard's end", () => {
     );
   }, 60_000);
 });
+
+describe("a parked selection naming a shard the namespace does not have", () => {
+  it("is refused by show, replay and drop (OptionsError), not read as selecting nothing", async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: S, max: 1000 }), fc.integer({ min: 1, max: 1_000_000 }), fc.constantFrom("show", "replay", "drop"), async (shard, seq, op) => {
+        const durable = `d${newId().slice(0, 8)}`;
+        const run = () =>
+          op === "show" ? bus.parked.show(durable, seq, shard) : op === "replay" ? bus.parked.replay(durable, { seq, shard }) : bus.parked.drop(durable, { seq, shard });
+        const e = await rejection(run());
+        expect(e).toBeInstanceOf(OptionsError);
+        expect((e as Error).message).toMatch(/shard index/);
+      }),
+      { numRuns: 12 },
+    );
+  });
+});
