@@ -464,7 +464,7 @@ class BusImpl<E = JetloopEvent> implements Jetloop<E> {
    */
   async #provisionShards(jsm: JetStreamManager, vars: Pick<ProvisionOptions, "replicas" | "mode" | "maxAge" | "maxBytes" | "duplicateWindow">): Promise<ShardProvisionReport[]> {
     const count = this.settings.shards;
-    const live = await provisionedShards(jsm, this.stream);
+    const live = await provisionedShards(jsm, this.stream, this.namespace);
     if (live !== undefined && live !== count) {
       throw new ShardLayoutError(
         [live],

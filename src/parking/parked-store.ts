@@ -204,10 +204,13 @@ export class ParkedStore {
   async #select(owner: ParkedOwner, selection: ParkedSelection, heldOnly: boolean): Promise<ParkedEntry[]> {
     // An owner is required here: list() without one is every durable's entries.
     ownerOf(owner);
+    // A shard the namespace does not have is a mistake, not a selection of nothing.
+    if (selection !== "all" && selection.shard !== undefined && (!Number.isSafeInteger(selection.shard) || selection.shard < 0 || selection.shard >= this.#shards)) {
+      throw new OptionsError("shard", `${String(selection.shard)} is not a shard index of namespace ${this.namespace} (${this.#shards} shard${this.#shards === 1 ? "" : "s"}: 0 to ${this.#shards - 1})`);
+    }
     const all = (await this.list(owner)).filter((e) => !heldOnly || e.state === "held");
     if (selection === "all") return all;
     const { seq, shard } = selection;
-    if (shard !== undefined && (!Number.isSafeInteger(shard) || shard < 0)) throw new OptionsError("shard", `${String(shard)} is not a shard index`);
     const of = all.filter((e) => e.journalSeq === seq && (shard === undefined || e.shard.index === shard));
     const shards = new Set(of.map((e) => e.shard.index));
     if (shards.size > 1) {

@@ -13,7 +13,7 @@
 import { JetStreamApiCodes, JetStreamApiError, type JetStreamManager } from "@nats-io/jetstream";
 import { OptionsError, ShardLayoutError } from "../errors.js";
 import { sessionPartition } from "../partition/partition.js";
-import { type JournalShard, UNSHARDED } from "../subjects/subjects.js";
+import { checkNamespace, type JournalShard, shardOfToken, UNSHARDED } from "../subjects/subjects.js";
 
 export type { JournalShard };
 
@@ -50,26 +50,51 @@ export function shardStreamName(base: string, shard: JournalShard): string {
 
 /**
  * How many shards the namespace of base stream `base` was provisioned with, read from the
- * server: 1 when `{base}` exists, S when `{base}_0_of_S` does, undefined when neither does
+ * server: 1 when `{base}` exists, S when some `{base}_k_of_S` does, undefined when none does
  * (not provisioned) or the account may not list streams. Several layouts at once (a
  * migration left half done) are refused: which one a session lives in is then unknown.
+ * With `namespace`, the namespace's journal streams under any name count too: shards of
+ * another count do not overlap this layout's subjects, so the server would let a stream
+ * of another name and count be made beside it.
  */
-export async function provisionedShards(jsm: JetStreamManager, base: string): Promise<number | undefined> {
-  const found = new Set<number>();
+export async function provisionedShards(jsm: JetStreamManager, base: string, namespace?: string): Promise<number | undefined> {
+  const found = namespace === undefined ? new Set<number>() : await journalLayouts(jsm, namespace);
   try {
     await jsm.streams.info(base);
     found.add(1);
   } catch (e) {
     if (!(e instanceof JetStreamApiError && e.code === JetStreamApiCodes.StreamNotFound)) throw e;
   }
-  const first = new RegExp(`^${base.replace(/[-]/g, "\\$&")}_0_of_(\\d{1,4})$`);
+  // Any shard names its layout, not only shard 0: a layout with some shards missing (half
+  // provisioned, or some deleted) is still that layout, never "not provisioned".
+  const shard = new RegExp(`^${base.replace(/[-]/g, "\\$&")}_(\\d{1,4})_of_(\\d{1,4})$`);
+  const canonical = (t: string) => String(Number(t)) === t;
   for await (const name of jsm.streams.names()) {
-    const m = first.exec(name);
-    if (m && String(Number(m[1])) === m[1] && Number(m[1]) >= 2 && Number(m[1]) <= MAX_SHARDS) found.add(Number(m[1]));
+    const m = shard.exec(name);
+    if (!m || !canonical(m[1]!) || !canonical(m[2]!)) continue;
+    const [k, n] = [Number(m[1]), Number(m[2])];
+    if (n >= 2 && n <= MAX_SHARDS && k < n) found.add(n);
   }
   if (found.size > 1) {
     const layouts = [...found].sort((a, b) => a - b);
     throw new ShardLayoutError(layouts, 0, `the journal ${base} is provisioned in several layouts at once (${layouts.join(", ")} shards): finish or undo the migration first`);
   }
   return found.size === 1 ? [...found][0] : undefined;
+}
+
+/**
+ * The shard counts of every stream capturing a journal root of `namespace` (`{ns}.journal.>`
+ * or `{ns}.journal-k-of-S.>`), whatever its name.
+ */
+async function journalLayouts(jsm: JetStreamManager, namespace: string): Promise<Set<number>> {
+  const prefix = `${checkNamespace(namespace)}.`;
+  const found = new Set<number>();
+  for await (const info of jsm.streams.list(`${prefix}>`)) {
+    for (const subject of info.config.subjects ?? []) {
+      if (!subject.startsWith(prefix) || !subject.endsWith(".>")) continue;
+      const shard = shardOfToken(subject.slice(prefix.length, -2));
+      if (shard) found.add(shard.count);
+    }
+  }
+  return found;
 }

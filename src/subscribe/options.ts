@@ -188,7 +188,7 @@ export function parseReplayOptions(options: ReplayOptions | undefined): ReplaySe
 /**
  * What a subscription tells its caller besides deliveries. A report of the journal part
  * says which shard it concerns (`shard`: its sequences are positions in that shard's stream);
- * a replay's and the previews' reports have none.
+ * so does a replay's on a namespace split in shards; the previews' reports have none.
  */
 export type SubscriptionReport = ReportBody & { readonly shard?: number | undefined };
 

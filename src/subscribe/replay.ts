@@ -12,7 +12,7 @@ import type { ShardJournal } from "./journal-shards.js";
 import { consumerError } from "./consumer-errors.js";
 import { type EventFilter, resolveFilter, type ShardFilter } from "./filter.js";
 import type { JournalRange } from "./journal-range.js";
-import { checkPositions } from "./shard-scope.js";
+import { checkPositions, checkPositionsReached } from "./shard-scope.js";
 import { type JournalReader, readDeliveries } from "./journal-read.js";
 import { parseReplayOptions, type ReplayOptions } from "./options.js";
 
@@ -57,7 +57,8 @@ export function replay<E>(bus: BusContext<E>, filter: EventFilter, options: Repl
     journal: home.journal,
     decode: bus.decoding(resolved.includeInternal),
     log: bus.log.child({ component: "replay" }),
-    report: (r) => onReport?.(r),
+    // On a namespace split in shards a report names the shard its sequence is a position in, as a subscription's does.
+    report: bus.shards.count === 1 ? (r) => onReport?.(r) : (r) => onReport?.({ ...r, shard: home.shard.index }),
   });
   const range = (f: ShardFilter, end: number | undefined) => ({
     subjects: f.journalSubjects,
@@ -67,14 +68,22 @@ export function replay<E>(bus: BusContext<E>, filter: EventFilter, options: Repl
   });
   if (resolved.shards.length === 1) {
     const f = resolved.shards[0]!;
-    return readDeliveries(reader(bus.shards.all[f.shard.index]!), range(f, undefined), "starting a replay");
+    const read = () => readDeliveries(reader(bus.shards.all[f.shard.index]!), range(f, undefined), "starting a replay");
+    return after === undefined ? read() : checkedAfter(bus, after, read);
   }
   for (const [option, given] of [["fromSeq", fromSeq], ["toSeq", toSeq]] as const) {
     if (given !== undefined) {
       throw new OptionsError(option, `is a position in one journal shard, and the filter selects sessions of ${resolved.shards.length} of the namespace's ${bus.shards.count} shards: give after (one position per shard), or name sessions of one shard`);
     }
   }
-  return acrossShards(bus, resolved.shards, reader, range);
+  const read = () => acrossShards(bus, resolved.shards, reader, range);
+  return after === undefined ? read() : checkedAfter(bus, after, read);
+}
+
+/** A replay after a position vector: refused (OptionsError) when an entry is past its shard's end. */
+async function* checkedAfter<E>(bus: BusContext<E>, after: readonly number[], read: () => AsyncGenerator<Delivery<E>, void, undefined>): AsyncGenerator<Delivery<E>, void, undefined> {
+  await checkPositionsReached("after", after, bus.shards.all);
+  yield* read();
 }
 
 /** The shards' replays one after the other, each ending where its journal ended when the replay began. */

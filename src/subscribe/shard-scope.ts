@@ -7,7 +7,9 @@
  * one sequence is refused for a reader of several shards: it takes the vector of positions.
  */
 import { OptionsError } from "../errors.js";
+import { consumerError } from "./consumer-errors.js";
 import type { ResolvedFilter } from "./filter.js";
+import type { ShardJournal } from "./journal-shards.js";
 import type { ShardPositions, StartPosition, SubscribeStart } from "./options.js";
 
 /** Checks a position vector against the namespace's shard count (one entry per shard). */
@@ -30,4 +32,25 @@ export function checkStart(start: SubscribeStart, resolved: ResolvedFilter, coun
 /** The start in shard `shard` of a start checked by `checkStart`: after its position, or the same start. */
 export function startIn(start: SubscribeStart, shard: number): StartPosition {
   return typeof start === "object" && "after" in start ? { seq: start.after[shard]! + 1 } : start;
+}
+
+/**
+ * Refuses a position vector one entry of which is past its shard's end now: no reader of
+ * this journal was handed it (a vector of another namespace, layout or recreated stream),
+ * and starting after it would skip that shard's next events unseen.
+ */
+export async function checkPositionsReached(option: string, positions: ShardPositions, shards: readonly ShardJournal[]): Promise<void> {
+  const ends = await Promise.all(
+    shards.map((s) =>
+      s.position.state().then(
+        (state) => state.lastSeq,
+        (e: unknown) => {
+          throw consumerError(e, s.stream, "reading the journal's position");
+        },
+      ),
+    ),
+  );
+  for (const [k, end] of ends.entries()) {
+    if (positions[k]! > end) throw new OptionsError(option, `entry ${k} (${positions[k]}) is past the end of journal shard ${k} (last sequence ${end}): not a position this journal handed out`);
+  }
 }

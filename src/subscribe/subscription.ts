@@ -14,7 +14,7 @@ import { FeedSource } from "./feed/feed-source.js";
 import { GroupSource, type GroupStatus } from "./group/group-source.js";
 import type { GroupReport } from "./group/groups-report.js";
 import { type EventFilter, MANY_FILTER_SUBJECTS, resolveFilter, type ShardFilter } from "./filter.js";
-import { checkStart, startIn } from "./shard-scope.js";
+import { checkPositionsReached, checkStart, startIn } from "./shard-scope.js";
 import type { OpenSubscription } from "./open-subscriptions.js";
 import { type ShardPositions, type StartPosition, type SubscribeOptions, parseSubscribeOptions, type SubscriptionReport } from "./options.js";
 import { PreviewSource } from "./preview-source.js";
@@ -105,6 +105,8 @@ class SubscriptionImpl<E, D extends Delivery<E> = Delivery<E>> implements Subscr
   readonly #ctx: SourceContext<E>;
   /** Per shard, the last journal sequence handed to the reader. */
   readonly #positions: number[];
+  /** The position vector the reader starts after, checked against the shards' ends at start. */
+  readonly #after: ShardPositions | undefined;
 
   constructor(bus: BusContext<E>, filter: EventFilter, options: SubscribeOptions) {
     const settings = parseSubscribeOptions(options);
@@ -117,6 +119,7 @@ class SubscriptionImpl<E, D extends Delivery<E> = Delivery<E>> implements Subscr
     this.#bus = bus;
     this.#filter = filter;
     this.#onReport = options.onReport;
+    this.#after = typeof settings.start === "object" && "after" in settings.start ? settings.start.after : undefined;
     const positions = (this.#positions = Array.from({ length: bus.shards.count }, () => 0));
     // A journal delivery's position is noted as the reader takes it.
     this.#queue = new DeliveryQueue<Delivery<E>>(settings.enduringBuffer, settings.ephemeralBuffer, (d) => {
@@ -162,6 +165,7 @@ class SubscriptionImpl<E, D extends Delivery<E> = Delivery<E>> implements Subscr
         // The preview subscriptions are registered on the server before the journal is read.
         await this.#bus.nc.flush();
       }
+      if (this.#after) await checkPositionsReached("start", this.#after, this.#bus.shards.all);
       await this.#journal?.start();
     } catch (e) {
       await this.#shutdown();

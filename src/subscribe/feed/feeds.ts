@@ -84,9 +84,23 @@ export class Feeds {
   }
 
   #parse(msg: Msg): FeedMessage | undefined {
-    // A session's events are republished by its own shard's stream, and only by it.
-    const shard = this.#shards.count === 1 ? UNSHARDED : this.#shardOf(msg.subject);
-    const at = shard && this.#republish[shard.index]!.position(msg);
+    // A session's events are republished by its own shard's stream. One republished by
+    // another shard's stream (a raw publish onto that shard's subjects) is that shard's
+    // message, on that shard's journal subject: its viewers decode it and report it as
+    // poison (not at home), so it is neither the session's nor skipped unseen.
+    const home = this.#shards.count === 1 ? UNSHARDED : this.#shardOf(msg.subject);
+    let shard = home;
+    let at = home && this.#republish[home.index]!.position(msg);
+    if (home && at === undefined && this.#shards.count > 1) {
+      for (const other of this.#shards.all) {
+        if (other.shard.index === home.index) continue;
+        at = this.#republish[other.shard.index]!.position(msg);
+        if (at !== undefined) {
+          shard = other.shard;
+          break;
+        }
+      }
+    }
     if (!shard || at === undefined) {
       this.#deps.log.warn({ subject: msg.subject }, "ignored a feed message without the stream's republish headers");
       return undefined;
