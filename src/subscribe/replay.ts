@@ -9,10 +9,9 @@ import { OptionsError } from "../errors.js";
 import type { EventRegistry } from "../events/registry.js";
 import type { Delivery } from "./delivery.js";
 import type { ShardJournal } from "./journal-shards.js";
-import { consumerError } from "./consumer-errors.js";
 import { type EventFilter, resolveFilter, type ShardFilter } from "./filter.js";
 import type { JournalRange } from "./journal-range.js";
-import { checkPositions, checkPositionsReached } from "./shard-scope.js";
+import { checkPositions, checkPositionsReached, shardEnds } from "./shard-scope.js";
 import { type JournalReader, readDeliveries } from "./journal-read.js";
 import { parseReplayOptions, type ReplayOptions } from "./options.js";
 
@@ -94,16 +93,7 @@ async function* acrossShards<E>(
   range: (f: ShardFilter, end: number) => JournalRange & { readonly from: { readonly seq: number } },
 ): AsyncGenerator<Delivery<E>, void, undefined> {
   const homes = shards.map((f) => bus.shards.all[f.shard.index]!);
-  const ends = await Promise.all(
-    homes.map((h) =>
-      h.position.state().then(
-        (s) => s.lastSeq,
-        (e: unknown) => {
-          throw consumerError(e, h.stream, "starting a replay");
-        },
-      ),
-    ),
-  );
+  const ends = await shardEnds(homes, "starting a replay");
   for (const [i, f] of shards.entries()) {
     const r = range(f, ends[i]!);
     if (r.from.seq <= r.toSeq) yield* readDeliveries(reader(homes[i]!), r, "starting a replay");

@@ -40,17 +40,22 @@ export function startIn(start: SubscribeStart, shard: number): StartPosition {
  * and starting after it would skip that shard's next events unseen.
  */
 export async function checkPositionsReached(option: string, positions: ShardPositions, shards: readonly ShardJournal[]): Promise<void> {
-  const ends = await Promise.all(
+  const ends = await shardEnds(shards, "reading the journal's position");
+  for (const [k, end] of ends.entries()) {
+    if (positions[k]! > end) throw new OptionsError(option, `entry ${k} (${positions[k]}) is past the end of journal shard ${k} (last sequence ${end}): not a position this journal handed out`);
+  }
+}
+
+/** Each shard's last sequence now, read together; a refusal typed, naming `what`. */
+export function shardEnds(shards: readonly ShardJournal[], what: string): Promise<number[]> {
+  return Promise.all(
     shards.map((s) =>
       s.position.state().then(
         (state) => state.lastSeq,
         (e: unknown) => {
-          throw consumerError(e, s.stream, "reading the journal's position");
+          throw consumerError(e, s.stream, what);
         },
       ),
     ),
   );
-  for (const [k, end] of ends.entries()) {
-    if (positions[k]! > end) throw new OptionsError(option, `entry ${k} (${positions[k]}) is past the end of journal shard ${k} (last sequence ${end}): not a position this journal handed out`);
-  }
 }
