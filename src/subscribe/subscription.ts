@@ -105,8 +105,6 @@ class SubscriptionImpl<E, D extends Delivery<E> = Delivery<E>> implements Subscr
   readonly #ctx: SourceContext<E>;
   /** Per shard, the last journal sequence handed to the reader. */
   readonly #positions: number[];
-  /** The position vector the reader starts after, checked against the shards' ends at start. */
-  readonly #after: ShardPositions | undefined;
 
   constructor(bus: BusContext<E>, filter: EventFilter, options: SubscribeOptions) {
     const settings = parseSubscribeOptions(options);
@@ -119,7 +117,6 @@ class SubscriptionImpl<E, D extends Delivery<E> = Delivery<E>> implements Subscr
     this.#bus = bus;
     this.#filter = filter;
     this.#onReport = options.onReport;
-    this.#after = typeof settings.start === "object" && "after" in settings.start ? settings.start.after : undefined;
     const positions = (this.#positions = Array.from({ length: bus.shards.count }, () => 0));
     // A journal delivery's position is noted as the reader takes it.
     this.#queue = new DeliveryQueue<Delivery<E>>(settings.enduringBuffer, settings.ephemeralBuffer, (d) => {
@@ -165,7 +162,9 @@ class SubscriptionImpl<E, D extends Delivery<E> = Delivery<E>> implements Subscr
         // The preview subscriptions are registered on the server before the journal is read.
         await this.#bus.nc.flush();
       }
-      if (this.#after) await checkPositionsReached("start", this.#after, this.#bus.shards.all);
+      // A position vector is checked against the shards' ends now: one past an end was never handed out.
+      const { start } = this.#ctx.settings;
+      if (typeof start === "object" && "after" in start) await checkPositionsReached("start", start.after, this.#bus.shards.all);
       await this.#journal?.start();
     } catch (e) {
       await this.#shutdown();

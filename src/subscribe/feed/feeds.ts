@@ -10,7 +10,7 @@ import type { JournalShards } from "../journal-shards.js";
 import { PermissionDeniedError, SubscriptionError } from "../../errors.js";
 import { type JournalShard, parseEventSubject, streamLeaderElectedSubject, switchChannel, UNSHARDED } from "../../subjects/subjects.js";
 import type { FeedMode } from "../options.js";
-import { RepublishReader } from "../republish-headers.js";
+import { type FeedPosition, RepublishReader } from "../republish-headers.js";
 import type { FeedDeps, FeedMessage, FeedStrategy, FeedViewer, ResyncReason } from "./feed.js";
 import { LoopFeed } from "./loop-feed.js";
 import { NamespaceFeed } from "./namespace-feed.js";
@@ -84,29 +84,34 @@ export class Feeds {
   }
 
   #parse(msg: Msg): FeedMessage | undefined {
-    // A session's events are republished by its own shard's stream. One republished by
-    // another shard's stream (a raw publish onto that shard's subjects) is that shard's
-    // message, on that shard's journal subject: its viewers decode it and report it as
-    // poison (not at home), so it is neither the session's nor skipped unseen.
-    const home = this.#shards.count === 1 ? UNSHARDED : this.#shardOf(msg.subject);
-    let shard = home;
-    let at = home && this.#republish[home.index]!.position(msg);
-    if (home && at === undefined && this.#shards.count > 1) {
-      for (const other of this.#shards.all) {
-        if (other.shard.index === home.index) continue;
-        at = this.#republish[other.shard.index]!.position(msg);
-        if (at !== undefined) {
-          shard = other.shard;
-          break;
-        }
-      }
-    }
-    if (!shard || at === undefined) {
+    const found = this.#republished(msg);
+    if (found === undefined) {
       this.#deps.log.warn({ subject: msg.subject }, "ignored a feed message without the stream's republish headers");
       return undefined;
     }
+    const { shard, at } = found;
     const message = { shard: shard.index, seq: at.seq, lastSeq: at.lastSeq, subject: switchChannel(this.#deps.namespace, msg.subject, "feed", "journal", shard), data: msg.data };
     return this.testHooks.drop?.(message) ? undefined : noteFeedMessage(message, msg);
+  }
+
+  /**
+   * Which shard's stream republished `msg`, and at what position. Its session's shard is
+   * asked first (nearly always the one); a message another shard's stream republished (a
+   * raw publish onto that shard's subjects) is that shard's, on its journal subject, so its
+   * viewers report it as poison (not at home) rather than skip it unseen.
+   */
+  #republished(msg: Msg): { shard: JournalShard; at: FeedPosition } | undefined {
+    if (this.#shards.count === 1) {
+      const at = this.#republish[0]!.position(msg);
+      return at && { shard: UNSHARDED, at };
+    }
+    const home = this.#shardOf(msg.subject);
+    if (home === undefined) return undefined;
+    for (const { shard } of [this.#shards.all[home.index]!, ...this.#shards.all.filter((s) => s.shard.index !== home.index)]) {
+      const at = this.#republish[shard.index]!.position(msg);
+      if (at !== undefined) return { shard, at };
+    }
+    return undefined;
   }
 
   /** The shard of a feed subject's session, or undefined for a subject that is no event subject. */
