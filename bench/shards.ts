@@ -12,12 +12,14 @@
  * (`ctx.server`): what the sharded path costs the client, with no cluster in the way.
  *
  * `--server-cpu=C` (default: none, the servers unconstrained) gives each of the three
- * servers its own cgroup with a quota of C cores (bench/lib/cpu-budget.ts): each server a
- * machine of a fixed size, the producers on what is left, so the servers, not the
- * producers, are the bottleneck. The one-server (R1) rows are left out then (they say what
+ * servers its own cgroup of C cores (bench/lib/cpu-budget.ts), and this process (the
+ * producers) one of what is left (the machine's cores − 3C): each server a machine of a
+ * fixed size, the producers with more than they need, so the servers, not the producers,
+ * are the bottleneck, whatever else the machine runs. The one-server (R1) rows are left out then (they say what
  * the client costs, which the quota does not change). Either way every row's note gives
  * the cores each server and the producers used while measuring (medians over the reps).
  */
+import { availableParallelism } from "node:os";
 import { jetstream, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
 import { connect as natsConnect, type NatsConnection } from "@nats-io/transport-node";
 import { connect, type Jetloop, type JetloopEvent } from "../src/index.js";
@@ -48,49 +50,49 @@ const short = (server: string): string => server.slice(server.lastIndexOf("-") +
 
 /** What one measurement used: cores (CPU seconds per second) of each server and of the producers. */
 interface CpuUse {
-  readonly servers: Record<string, number>;
-  /** Share of the CFS periods in which a server's group hit its quota (the quota mode only). */
+  /** By node (n1, n2, n3), and `producers`: this process. */
+  readonly cores: Record<string, number>;
+  /** Share of the CFS periods in which a group hit its quota (NaN without `--server-cpu`). */
   readonly throttled: Record<string, number>;
-  readonly producers: number;
 }
 
-/** CPU seconds of the cluster's servers and of this process (the producers), and the quota's throttling. */
+/** CPU seconds of the cluster's servers and of this process (the producers), and the quotas' throttling. */
 function cpuMeter(cluster: NatsCluster, budget: CpuBudget | undefined) {
   const nodes = cluster.nodes.map((n) => ({ name: short(n.name), pid: n.pid }));
-  const snapshot = () => ({
-    servers: Object.fromEntries(nodes.map((n) => [n.name, n.pid === undefined ? Number.NaN : processCpuSeconds(n.pid)])),
-    throttling: Object.fromEntries(nodes.map((n) => [n.name, budget?.throttling(n.name)])),
-    producers: process.cpuUsage(),
-  });
+  const names = [...nodes.map((n) => n.name), "producers"];
+  const snapshot = () => {
+    const p = process.cpuUsage();
+    return {
+      seconds: { ...Object.fromEntries(nodes.map((n) => [n.name, n.pid === undefined ? Number.NaN : processCpuSeconds(n.pid)])), producers: (p.user + p.system) / 1e6 } as Record<string, number>,
+      throttling: Object.fromEntries(names.map((k) => [k, budget?.throttling(k)])),
+    };
+  };
   return {
     snapshot,
     since(before: ReturnType<typeof snapshot>, ms: number): CpuUse {
       const now = snapshot();
-      const s = ms / 1000;
-      const servers = Object.fromEntries(nodes.map((n) => [n.name, (now.servers[n.name]! - before.servers[n.name]!) / s]));
-      const throttled = Object.fromEntries(
-        nodes.map((n) => {
-          const a = before.throttling[n.name];
-          const b = now.throttling[n.name];
-          return [n.name, a && b && b.periods > a.periods ? (b.throttled - a.throttled) / (b.periods - a.periods) : Number.NaN];
-        }),
-      );
-      const p = process.cpuUsage(before.producers);
-      return { servers, throttled, producers: (p.user + p.system) / 1e6 / s };
+      const ratio = (k: string) => {
+        const a = before.throttling[k];
+        const b = now.throttling[k];
+        return a && b && b.periods > a.periods ? (b.throttled - a.throttled) / (b.periods - a.periods) : Number.NaN;
+      };
+      return {
+        cores: Object.fromEntries(names.map((k) => [k, (now.seconds[k]! - before.seconds[k]!) / (ms / 1000)])),
+        throttled: Object.fromEntries(names.map((k) => [k, ratio(k)])),
+      };
     },
   };
 }
 
-/** The medians of a contender's CPU use, one line: `n1* 0.40 (throttled 97%), n2 0.21, …; producers 0.55`. */
+/** The medians of a contender's CPU use, one line: `n1* 0.40 (throttled 97%), n2 0.21, …, producers 0.55`. */
 function cpuLine(uses: readonly CpuUse[], leaders: readonly string[]): string {
   if (uses.length === 0) return "no CPU figures";
-  const names = Object.keys(uses[0]!.servers);
-  const server = (n: string) => {
-    const cores = median(uses.map((u) => u.servers[n]!));
-    const thr = median(uses.map((u) => u.throttled[n]!));
-    return `${n}${leaders.includes(n) ? "*" : ""} ${cores.toFixed(2)}${Number.isNaN(thr) ? "" : ` (throttled ${(thr * 100).toFixed(0)}%)`}`;
+  const one = (k: string) => {
+    const cores = median(uses.map((u) => u.cores[k]!));
+    const thr = median(uses.map((u) => u.throttled[k]!));
+    return `${k}${leaders.includes(k) ? "*" : ""} ${cores.toFixed(2)}${Number.isNaN(thr) ? "" : ` (throttled ${(thr * 100).toFixed(0)}%)`}`;
   };
-  return `${names.map(server).join(", ")}; producers ${median(uses.map((u) => u.producers)).toFixed(2)}`;
+  return Object.keys(uses[0]!.cores).map(one).join(", ");
 }
 
 export async function runShards(ctx: BenchContext): Promise<Row[]> {
@@ -102,12 +104,14 @@ export async function runShards(ctx: BenchContext): Promise<Row[]> {
   const sides: Side[] = [];
   try {
     if (serverCpu !== undefined) {
-      budget = cpuBudget(serverCpu);
+      budget = cpuBudget();
       for (const node of cluster.nodes) {
         if (node.pid === undefined) throw new Error("--server-cpu needs the servers as processes (JETLOOP_NATS_BACKEND=processes), not containers");
-        budget.place(short(node.name), node.pid);
+        budget.place(short(node.name), node.pid, serverCpu);
       }
-      ctx.log(`shards: each server in its own CPU group of ${serverCpu} cores; the producers get the rest`);
+      const rest = availableParallelism() - cluster.nodes.length * serverCpu;
+      budget.place("producers", process.pid, rest);
+      ctx.log(`shards: each server in its own CPU group of ${serverCpu} cores, the producers in one of ${rest.toFixed(2)}`);
     }
     await cluster.waitReady();
     // The two namespaces on the cluster, and (unconstrained) the same two on the run's one

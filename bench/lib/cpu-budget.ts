@@ -1,9 +1,11 @@
 /**
  * Each server "its own machine" of a fixed size on one box: every process put in its own
- * cgroup (v1 cpu controller) with the same CFS quota, so a server can use at most that many
- * cores however idle the rest of the machine is. Whoever is not in a group (the benchmark's
- * producers) gets what is left. Only where cgroup v1's cpu controller is writable (root, a
- * v1 or hybrid mount); anywhere else `checkCpuBudget` refuses, saying why.
+ * cgroup (v1 cpu controller) with a CFS quota, so it can use at most that many cores however
+ * idle the rest of the machine is, and a high weight (cpu.shares), so it gets them however
+ * busy the machine is with other work (the first runs, with the quota alone, on a machine
+ * at load 10–14: every server got a tenth of its quota and none was ever throttled; the
+ * load, not the quota, set the rate). Only where cgroup v1's cpu controller is writable
+ * (root, a v1 or hybrid mount); anywhere else `checkCpuBudget` refuses, saying why.
  */
 import { execFileSync } from "node:child_process";
 import { accessSync, constants, existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
@@ -12,6 +14,12 @@ import { join } from "node:path";
 
 const CPU_ROOT = "/sys/fs/cgroup/cpu";
 const PERIOD_US = 100_000;
+/**
+ * A group's weight against the other work on the machine (each of its processes' threads
+ * 1024 at nice 0): a quarter of cgroup v1's maximum, so four groups outweigh about 250
+ * busy threads; the quotas, not the weight, bound what the groups take.
+ */
+const SHARES = 65_536;
 
 /** Why the quota mode cannot run here, or undefined when it can. */
 export function cpuBudgetUnavailable(): string | undefined {
@@ -27,11 +35,14 @@ export function cpuBudgetUnavailable(): string | undefined {
   return undefined;
 }
 
-/** `--server-cpu`: cores per server, checked eagerly; refuses where cgroups cannot take it. */
-export function checkCpuBudget(cores: number): void {
-  const most = availableParallelism();
-  if (!Number.isFinite(cores) || cores <= 0 || cores > most) {
-    throw new Error(`--server-cpu must be a number of cores above 0 and at most ${most} (this machine's), not ${cores}`);
+/**
+ * `--server-cpu`: cores per server, checked eagerly; refuses where cgroups cannot take it.
+ * Three servers must leave the producers something: 3 × cores below the machine's.
+ */
+export function checkCpuBudget(cores: number, servers = 3): void {
+  const machine = availableParallelism();
+  if (!Number.isFinite(cores) || cores <= 0 || cores * servers >= machine) {
+    throw new Error(`--server-cpu must be a number of cores above 0 and below ${(machine / servers).toFixed(2)} (${servers} servers on ${machine} cores, the producers beside them), not ${cores}`);
   }
   const why = cpuBudgetUnavailable();
   if (why !== undefined) throw new Error(`--server-cpu needs writable cgroup v1 cpu control: ${why}`);
@@ -44,16 +55,16 @@ export interface Throttling {
 }
 
 export interface CpuBudget {
-  readonly cores: number;
-  /** Moves the process (all its threads) into its own group of `cores`. */
-  place(name: string, pid: number): void;
+  /** Moves the process (all its threads, and the children it starts later) into its own group of `cores`. */
+  place(name: string, pid: number, cores: number): void;
   throttling(name: string): Throttling;
   /** Moves whatever is still in the groups back to ours, and removes the groups. */
   close(): void;
 }
 
-export function cpuBudget(cores: number): CpuBudget {
-  checkCpuBudget(cores);
+export function cpuBudget(): CpuBudget {
+  const why = cpuBudgetUnavailable();
+  if (why !== undefined) throw new Error(`CPU groups need writable cgroup v1 cpu control: ${why}`);
   // Named for this process, so two benchmarks at once never share a group; a run killed
   // before close() leaves them behind: `rmdir /sys/fs/cgroup/cpu/jetloop-bench-*`.
   const groups = new Map<string, string>();
@@ -64,14 +75,14 @@ export function cpuBudget(cores: number): CpuBudget {
     return dir;
   };
   return {
-    cores,
-    place(name, pid) {
+    place(name, pid, cores) {
       if (groups.has(name)) throw new Error(`${name} already has a CPU group`);
       const dir = join(CPU_ROOT, `jetloop-bench-${process.pid}-${name.replace(/[^A-Za-z0-9-]/g, "_")}`);
       mkdirSync(dir);
       groups.set(name, dir);
       writeFileSync(join(dir, "cpu.cfs_period_us"), String(PERIOD_US));
       writeFileSync(join(dir, "cpu.cfs_quota_us"), String(Math.round(cores * PERIOD_US)));
+      writeFileSync(join(dir, "cpu.shares"), String(SHARES));
       writeFileSync(join(dir, "cgroup.procs"), String(pid));
     },
     throttling(name) {
