@@ -7,6 +7,9 @@
  *   npm run bench -- --only=append,replay
  *   npm run bench -- --reps=7 --big=1000000
  *   npm run bench -- --quick           short runs, to check the harness
+ *   npm run bench -- --only=shards --server-cpu=0.4
+ *                                      each cluster server capped at 0.4 cores (cgroup v1,
+ *                                      root); default: unconstrained
  *
  * Environment: BENCH_REPS, BENCH_BIG (events in the large selective-replay stream),
  * JETLOOP_NATS_SERVER (newest | oldest, default newest), NATS_SERVER_BIN.
@@ -27,6 +30,7 @@ import { runEphemeral } from "./ephemeral.js";
 import { runFanout, runScale } from "./fanout.js";
 import { runGroup } from "./group.js";
 import { type BenchContext, type BenchOptions, makeSetup, type Row } from "./lib/context.js";
+import { checkCpuBudget } from "./lib/cpu-budget.js";
 import { checkTemplates } from "./lib/events.js";
 import { formatTable } from "./lib/report.js";
 import { runLatency } from "./latency.js";
@@ -66,6 +70,15 @@ function positiveInt(name: string, value: string | undefined, fallback: number):
   return n;
 }
 
+/** `--server-cpu=C`, refused here and now where it cannot be honoured (bad number, no writable cgroups). */
+function serverCpu(value: string | undefined): { serverCpu?: number } {
+  if (value === undefined) return {};
+  const cores = value.trim() === "" || value === "true" ? Number.NaN : Number(value);
+  if (Number.isNaN(cores)) throw new Error(`--server-cpu must be a number of cores, e.g. --server-cpu=0.4, not ${JSON.stringify(value)}`);
+  checkCpuBudget(cores);
+  return { serverCpu: cores };
+}
+
 function machine(serverVersion: string): Record<string, string | number> {
   const cpu = cpus();
   let commit = "unknown";
@@ -92,9 +105,12 @@ async function main(): Promise<void> {
     reps: positiveInt("reps", arg("reps") ?? process.env.BENCH_REPS, quick ? 2 : 5),
     bigStream: positiveInt("big", arg("big") ?? process.env.BENCH_BIG, quick ? 50_000 : 1_000_000),
     quick,
+    ...serverCpu(arg("server-cpu")),
   };
   const only = arg("only")?.split(",").map((s) => s.trim()).filter(Boolean) ?? Object.keys(BENCHES);
   for (const name of only) if (!(name in BENCHES)) throw new Error(`unknown benchmark ${name}; known: ${Object.keys(BENCHES).join(", ")}`);
+  // A run of the shards benchmark under quotas, not of everything with one changed.
+  if (options.serverCpu !== undefined && (arg("only") === undefined || !only.includes("shards"))) throw new Error("--server-cpu applies to the shards benchmark only: add --only=shards");
 
   checkTemplates();
   const server = await startServer({ flavor: process.env.JETLOOP_NATS_SERVER === "oldest" ? "oldest" : "newest" });

@@ -114,11 +114,11 @@ export interface Jetloop<E = JetloopEvent> {
   /**
    * Validates and publishes one event. Enduring: appended to the journal, resolves with
    * its journal sequence once acknowledged. Ephemeral: a preview, sent on its preview
-   * subject, journal sequence 0. Many calls may be in flight at once (up to `maxInFlight`; more wait).
+   * subject, journal sequence 0. Many calls may be in flight at once (up to `maxInFlight` per shard; more wait).
    */
   publish(event: E, options?: PublishOptions): Promise<PublishResult>;
   /**
-   * Publishes many events pipelined: all in flight at once (bounded by `maxInFlight`),
+   * Publishes many events pipelined: all in flight at once (bounded by `maxInFlight` per shard),
    * results in the order given. Rejects with the first failure, after all have settled.
    * With `resume`, events the journal already holds are not published again (at any delay).
    * With `atomic`, committed together in one atomic batch (nats-server 2.12+): all or none.

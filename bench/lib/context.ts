@@ -13,6 +13,11 @@ export interface BenchOptions {
   readonly bigStream: number;
   /** Shorter runs everywhere (a smoke test of the harness, not figures to quote). */
   readonly quick: boolean;
+  /**
+   * `--server-cpu`: cores each server of the shards benchmark's cluster may use (its own
+   * cgroup quota, bench/lib/cpu-budget.ts); undefined (the default) leaves them unconstrained.
+   */
+  readonly serverCpu?: number;
 }
 
 export interface BenchContext {

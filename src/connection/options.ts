@@ -45,7 +45,11 @@ export const busShape = z.strictObject({
   ackTimeoutMs: z.number().int().min(10).max(600_000).default(2000),
   /** How long an append may keep retrying before PublishTimeoutError. Default 30000 ms. */
   publishDeadlineMs: z.number().int().min(10).max(3_600_000).default(30_000),
-  /** Appends awaiting their ack at once; more wait for a slot. Default 1024. */
+  /**
+   * Appends awaiting their ack at once, per shard; more wait for a slot. Each shard of a
+   * split namespace has its own writer, so a bus may have up to S × maxInFlight appends in
+   * flight. Default 1024.
+   */
   maxInFlight: z.number().int().min(1).max(100_000).default(1024),
   /**
    * How feed subscriptions follow the feed (README, "Feed subscriptions: the feed").
