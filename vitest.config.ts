@@ -28,6 +28,8 @@ const NEWEST_ONLY = [
   "test/integration/read-placement-adversary.test.ts",
   "test/integration/reliability/leader-kill.test.ts",
   "test/integration/reliability/shard-leader-kill.test.ts",
+  // No nats-server at all: the benchmark's CPU groups (cgroups of this kernel).
+  "test/integration/bench-cpu-budget.test.ts",
 ];
 
 /**
