@@ -83,6 +83,7 @@ const SOAKS: Record<string, Soak> = {
       check(b, f.lost === 0 && f.duplicated === 0 && f.unexpected === 0 && f.outOfOrder === 0 && f.wrongShard === 0, `${what} (every shard) lost, duplicated or reordered an event`);
     }
     check(b, positions.loopFeed && positions.namespaceFeed && positions.resumed, "a namespace-wide reader's positions() did not end at every shard's last sequence");
+    check(b, r.readers.durableErr === undefined, `the durable (every shard) failed: ${r.readers.durableErr?.message ?? ""}`);
     check(b, gateway.statusRight === gateway.sessions, "the gateway's status missed a session's last event");
     check(b, r.replicasCurrent, "the replicas did not catch up");
     return { record: r.record, broken: b };

@@ -88,7 +88,7 @@ class LiveReader {
  * so only one outstanding keeps each session's order across a restart.
  */
 class DurableReader {
-  readonly got: { id: string; seq: number; shard: number; sessionId: string }[] = [];
+  readonly got: { id: string; seq: number; shard: number; sessionId: string; at: number }[] = [];
   /** Events whose ack rejected (they come again: that redelivery is not a duplicate of the bus's making). */
   readonly ackFailed = new Set<string>();
   /** How the reopen went: attempts, and the code and message of each that failed. */
@@ -120,7 +120,7 @@ class DurableReader {
   async #read(sub: DurableSubscription<JetloopEvent>): Promise<void> {
     try {
       for await (const d of sub) {
-        this.got.push(ofDelivery(d));
+        this.got.push({ ...ofDelivery(d), at: Date.now() });
         await d.ack().catch(() => void this.ackFailed.add(eventIdOf(d.event)));
         if (this.#stop) break;
       }
@@ -263,6 +263,9 @@ export class NamespaceReaders {
         "reopen attempts": this.durable.reopenAttempts,
         "reopen refusals": summarizeErrors(this.durable.reopenErrors),
         "reopened after (ms)": this.durable.reopenMs,
+        "got per shard": Array.from({ length: shards }, (_, k) => new Set(this.durable.got.filter((g) => g.shard === k).map((g) => g.id)).size).join(", "),
+        "ended with": this.durable.err()?.message ?? "no error",
+        "last delivery after the first (s)": this.durable.got.length > 0 ? ((this.durable.got.at(-1)!.at - this.durable.got[0]!.at) / 1000).toFixed(1) : "none",
       }),
       row(`gateway SSE, one session of each shard (open across the kill)`, gateway.sse, { "out of order": gateway.sse.outOfOrder }),
       row(`gateway journal pages of the same sessions (after the kill)`, gateway.pages, { "out of order": gateway.pages.outOfOrder, "status last_journal_seq right": `${gateway.statusRight} of ${gateway.sessions}` }),

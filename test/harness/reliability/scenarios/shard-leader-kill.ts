@@ -166,6 +166,10 @@ export async function shardLeaderKillScenario(ctx: ScenarioContext, o: ShardLead
     })();
 
     const shards: ShardOutcome[] = [];
+    // Every shard's stream as the namespace-wide readers must have it.
+    const stored: Stored[] = [];
+    const shardEnds: number[] = [];
+    const sessionOf = new Map(events.flatMap((evs) => evs.map((e) => [eventIdOf(e), e.sessionId] as const)));
     for (let k = 0; k < SHARDS; k++) {
       const mine = outcomes[k]!;
       const failed = events[k]!.filter((_, i) => mine[i]!.status === "failed");
@@ -174,6 +178,8 @@ export async function shardLeaderKillScenario(ctx: ScenarioContext, o: ShardLead
       const watched = new Set(events[k]!.filter((e) => e.sessionId === sessions[k]![0]).map(eventIdOf));
       await lives[k]!.waitForAll(watched, 30_000).catch(() => undefined);
       const audit = await auditStream(admin, shardReports[k]!.stream);
+      shardEnds.push(audit.lastSeq);
+      audit.ids.forEach((id, i) => stored.push({ id, shard: k, seq: audit.firstSeq + i, sessionId: sessionOf.get(id) ?? "" }));
       const replayed: string[] = [];
       let replayDisorder = 0;
       for (const s of sessions[k]!) {
@@ -199,15 +205,6 @@ export async function shardLeaderKillScenario(ctx: ScenarioContext, o: ShardLead
       });
     }
 
-    // Every shard's stream as the namespace-wide readers must have it.
-    const stored: Stored[] = [];
-    const shardEnds: number[] = [];
-    const sessionOf = new Map(events.flatMap((evs) => evs.map((e) => [eventIdOf(e), e.sessionId] as const)));
-    for (let k = 0; k < SHARDS; k++) {
-      const audit = await auditStream(admin, shardReports[k]!.stream);
-      shardEnds.push(audit.lastSeq);
-      audit.ids.forEach((id, i) => stored.push({ id, shard: k, seq: audit.firstSeq + i, sessionId: sessionOf.get(id) ?? "" }));
-    }
     await readers.settle(stored, 30_000);
     const readerFigures = await readers.figures(stored, shardEnds, SHARDS);
 
