@@ -96,15 +96,15 @@ streams hold: two live subscriptions of every session from the start (\`start: "
 one per feed mode (\`loop\`, \`namespace\`); a durable of every session that acknowledges
 each delivery before taking the next (ack wait 2 s, one delivery outstanding per shard:
 with more, a plain durable redelivers what a closed subscription had pulled but not
-handed behind newer events of the same session), closed just before the kill and opened
-again under its name right after it, while the shard elects (a refusal, typed, is
-retried); after the run, a live subscription started \`{ after }\` the positions the
+handed behind newer events of the same session), closed at the kill and opened again
+under its name right after, while the shard elects (a refusal, typed, is retried); after the run, a live subscription started \`{ after }\` the positions the
 loop-feed one had when the kill began. The HTTP gateway runs in the process on the same
-bus (its default feed mode, \`namespace\`): just before the kill an SSE stream of the first
+bus (its default feed mode, \`namespace\`): at the kill an SSE stream of the first
 session of each shard opens from its beginning (\`last_event_id=0\`) and stays open
 through the kill; afterwards the session's journal page (\`limit=1000\`) and status are
 read. That session's last event is a TurnStarted, published after the kill, so the status
-must show it. "Out of order" counts, per session, first deliveries whose journal sequence
+must show it at that event's sequence. The readers' steps at the kill run beside it,
+not delaying it. "Out of order" counts, per session, first deliveries whose journal sequence
 is not above the one before; "wrong shard", deliveries whose \`shard\` is not their
 session's.
 
@@ -118,7 +118,7 @@ resumed one every event past its positions) exactly once, in journal order per s
 each delivery naming its session's shard; the live ones' \`positions()\` end at every
 shard's last sequence; the durable ends without an error; the gateway's SSE streams and
 journal pages hold every event of their sessions once, in order, and each status's
-\`last_journal_seq\` is the session's last event.`,
+\`last_journal_seq\` is its TurnStarted's sequence.`,
     notes: `Runs in \`integration-newest\` (a cluster per file; see scenario 2). On 2.10 with
 \`JETLOOP_NATS_SERVER=oldest npx tsx scripts/reliability-soak.ts --only shard-leader-kill\`.
 A durable opened while a server is down reads its consumers on the shard streams and its

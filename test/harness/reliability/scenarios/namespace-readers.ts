@@ -171,6 +171,8 @@ class DurableReader {
 /** The gateway's view of one session: its SSE stream (open across the kill), then its journal page and status. */
 interface GatewaySession {
   readonly sessionId: string;
+  /** The session's one event that moves its status (the others are decisions). */
+  readonly statusEventId: string;
   readonly sse: SseReader;
 }
 
@@ -179,6 +181,8 @@ export interface GatewayFigures {
   readonly pages: ReaderFigures;
   /** Sessions whose status's `last_journal_seq` is their last event's sequence. */
   readonly statusRight: number;
+  /** The others: "shard k: got X, stored at Y". */
+  readonly statusWrong: string[];
   readonly sessions: number;
 }
 
@@ -205,16 +209,21 @@ export class NamespaceReaders {
     return new NamespaceReaders(bus, loopFeed, namespaceFeed, durable, gateway);
   }
 
-  /** Mid-run (before the kill): the loop-feed reader's positions, the durable closed, SSE streams opened from the start. */
-  async beforeKill(sessions: readonly string[]): Promise<void> {
+  /**
+   * Just before the kill: the loop-feed reader's positions taken, and an SSE stream of each
+   * watched session opened from its start (together: the load goes on meanwhile). Resolves
+   * with the durable's restart, which runs beside the kill: closed now, opened again once
+   * `killed` resolves (while the shard elects).
+   */
+  async atKill(watched: readonly { sessionId: string; statusEventId: string }[], killed: Promise<void>): Promise<{ restarted: Promise<void> }> {
     this.#mid = this.loopFeed.sub.positions();
-    await this.durable.close();
-    for (const sessionId of sessions) this.#gatewaySessions.push({ sessionId, sse: await SseReader.open(`${this.gateway.url}/v1/sessions/${sessionId}/events?last_event_id=0`) });
-  }
-
-  /** Right after the kill, while the shard elects: the durable opened again. */
-  afterKill(): Promise<void> {
-    return this.durable.reopen(30_000);
+    const restarted = this.durable
+      .close()
+      .then(() => killed)
+      .then(() => this.durable.reopen(30_000));
+    restarted.catch(() => undefined);
+    await Promise.all(watched.map(async (w) => this.#gatewaySessions.push({ ...w, sse: await SseReader.open(`${this.gateway.url}/v1/sessions/${w.sessionId}/events?last_event_id=0`) })));
+    return { restarted };
   }
 
   /** Once every append settled and the streams are audited: waits for every reader to have it all. */
@@ -262,8 +271,8 @@ export class NamespaceReaders {
     const rows: FigureRow[] = [
       row("namespace-wide live subscriber (loop feed, from the start)", loopFeed, { "out of order": loopFeed.outOfOrder, "wrong shard": loopFeed.wrongShard, "positions() = shard ends": String(positions.loopFeed), "gaps closed from the journal": gapSummary(this.loopFeed.repairs) }),
       row("namespace-wide live subscriber (namespace feed, from the start)", namespaceFeed, { "out of order": namespaceFeed.outOfOrder, "wrong shard": namespaceFeed.wrongShard, "positions() = shard ends": String(positions.namespaceFeed), "gaps closed from the journal": gapSummary(this.namespaceFeed.repairs) }),
-      row("namespace-wide live subscriber resumed after positions() taken before the kill", resumed, { "out of order": resumed.outOfOrder, "wrong shard": resumed.wrongShard, "positions() = shard ends": String(positions.resumed), "positions taken": this.#mid.join(", ") }),
-      row("namespace-wide durable (acks each; closed before the kill, reopened during the election)", durable, {
+      row("namespace-wide live subscriber resumed after positions() taken at the kill", resumed, { "out of order": resumed.outOfOrder, "wrong shard": resumed.wrongShard, "positions() = shard ends": String(positions.resumed), "positions taken": this.#mid.join(", ") }),
+      row("namespace-wide durable (acks each; closed at the kill, reopened during the election)", durable, {
         "out of order": durable.outOfOrder,
         "wrong shard": durable.wrongShard,
         "acks failed": this.durable.ackFailed.size,
@@ -276,7 +285,10 @@ export class NamespaceReaders {
         "last delivery after the first (s)": this.durable.got.length > 0 ? ((this.durable.got.at(-1)!.at - this.durable.got[0]!.at) / 1000).toFixed(1) : "none",
       }),
       row(`gateway SSE, one session of each shard (open across the kill)`, gateway.sse, { "out of order": gateway.sse.outOfOrder }),
-      row(`gateway journal pages of the same sessions (after the kill)`, gateway.pages, { "out of order": gateway.pages.outOfOrder, "status last_journal_seq right": `${gateway.statusRight} of ${gateway.sessions}` }),
+      row(`gateway journal pages of the same sessions (after the kill)`, gateway.pages, {
+        "out of order": gateway.pages.outOfOrder,
+        "status last_journal_seq right": `${gateway.statusRight} of ${gateway.sessions}${gateway.statusWrong.length > 0 ? ` (${gateway.statusWrong.join("; ")})` : ""}`,
+      }),
     ];
     return { loopFeed, namespaceFeed, resumed, durable, positions, gateway, durableErr: this.durable.err(), rows };
   }
@@ -288,6 +300,7 @@ export class NamespaceReaders {
     const framed: Stored[] = [];
     const paged: Stored[] = [];
     let statusRight = 0;
+    const statusWrong: string[] = [];
     const unknown = (sessionId: string, seq: number): Stored => ({ id: `unknown ${seq}`, seq, shard: sessionPartition(sessionId, shards), sessionId });
     for (const g of this.#gatewaySessions) {
       const mine = bySeq(g.sessionId);
@@ -297,9 +310,11 @@ export class NamespaceReaders {
       for (const e of events) paged.push(mine.get(e.journal_seq) ?? unknown(g.sessionId, e.journal_seq));
       const status = await request(`${this.gateway.url}/v1/sessions/${g.sessionId}/status`);
       const last = status.status === 200 ? (JSON.parse(status.body) as { last_journal_seq: number }).last_journal_seq : -1;
-      if (last === Math.max(...mine.keys())) statusRight++;
+      const want = stored.find((s) => s.id === g.statusEventId)?.seq ?? 0;
+      if (last === want) statusRight++;
+      else statusWrong.push(`shard ${sessionPartition(g.sessionId, shards)}: got ${last} (HTTP ${status.status}), stored at ${want}`);
     }
-    return { sse: figuresOf(expected, framed, shards), pages: figuresOf(expected, paged, shards), statusRight, sessions: this.#gatewaySessions.length };
+    return { sse: figuresOf(expected, framed, shards), pages: figuresOf(expected, paged, shards), statusRight, statusWrong, sessions: this.#gatewaySessions.length };
   }
 
   async close(): Promise<void> {

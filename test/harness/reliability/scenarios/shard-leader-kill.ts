@@ -131,14 +131,16 @@ export async function shardLeaderKillScenario(ctx: ScenarioContext, o: ShardLead
     let killedAt = 0;
     let electedAt = 0;
     let newLeader = "";
-    let reopened: Promise<void> = Promise.resolve();
+    let readersAtKill: Promise<void> = Promise.resolve();
+    let onKilled = () => {};
+    const killed = new Promise<void>((r) => (onKilled = r));
     const fault = faultAfter(o.killAfter, async () => {
-      await readers.beforeKill(sessions.map((ss) => ss[0]!));
       ctx.log?.(`  killing ${oldLeader}, leader of shard ${victim}, after ${o.killAfter} appends`);
+      ({ restarted: readersAtKill } = await readers.atKill(sessions.map((ss, k) => ({ sessionId: ss[0]!, statusEventId: eventIdOf(events[k]!.find((e) => e.type === "TurnStarted")!) })), killed));
       const node = cluster.node(oldLeader);
       await node.kill();
       killedAt = Date.now();
-      reopened = readers.afterKill();
+      onKilled();
       newLeader = await waitFor("a new leader of the shard", async () => {
         const l = await leaderOf(shardReports[victim]!.stream).catch(() => "");
         return l && l !== oldLeader ? l : false;
@@ -153,7 +155,7 @@ export async function shardLeaderKillScenario(ctx: ScenarioContext, o: ShardLead
     const producers = events.map((evs) => produce({ bus, events: evs, concurrency: 8, ratePerSec: o.ratePerSec, onSettled: () => fault.onSettled(++settled) }));
     const outcomes = await settledWithin("the producers", Promise.all(producers.map((p) => p.done)), 120_000);
     await fault.done();
-    await reopened;
+    await readersAtKill;
 
     // The victim's stall: the longest gap between two of its acks from just before the kill
     // (its own clock, not a poll of the server's view of the election).
