@@ -126,7 +126,15 @@ replay consumer on the parked store, a stream with a leader of its own: while on
 has no leader the open fails (\`SUBSCRIPTION_FAILED\`, after the JetStream request
 timeout) and a retry after the election succeeds ("reopen refusals"; the fact "parked
 store led by the killed server" says whether the parked store's leader was the one
-killed). Opened, it resumes from each shard's ack floor and loses nothing.`,
+killed). Opened, it resumes from each shard's ack floor and loses nothing.
+
+Found by this scenario (2026-12-02): the durable reopened during the election got 400, 5
+and 4 of the three shards' 400 events, with no error — the healthy shards starved. An open
+that failed on one shard (the refusals above) stopped the other shards' parts while they
+were still starting; they finished starting after their stop and consumed on with no
+reader, taking those shards' deliveries (one outstanding at a time) from the subscription
+opened next. A failed start of a sharded source now stops every part once each part's own
+start has settled (src/subscribe/sharded-source.ts; test/unit/sharded-source.test.ts).`,
   },
   "3-client-cutoff": {
     title: "3. Client cut off (server frozen with SIGSTOP), then resumed",
