@@ -97,8 +97,9 @@ one per feed mode (\`loop\`, \`namespace\`); a durable of every session that ack
 each delivery before taking the next (ack wait 2 s, one delivery outstanding per shard:
 with more, a plain durable redelivers what a closed subscription had pulled but not
 handed behind newer events of the same session), closed at the kill and opened again
-under its name right after, while the shard elects (a refusal, typed, is retried); after the run, a live subscription started \`{ after }\` the positions the
-loop-feed one had when the kill began. The HTTP gateway runs in the process on the same
+under its name right after, while the shard elects (a refusal, typed, is retried);
+after the run, a live subscription started \`{ after }\` the positions the loop-feed one
+had when the kill began. The HTTP gateway runs in the process on the same
 bus (its default feed mode, \`namespace\`): at the kill an SSE stream of the first
 session of each shard opens from its beginning (\`last_event_id=0\`) and stays open
 through the kill; afterwards the session's journal page (\`limit=1000\`) and status are
