@@ -4,6 +4,9 @@
 // the server placed them); one shard's leader is killed under load:
 // the other shards keep acknowledging while it elects, no shard loses or duplicates an
 // event, and one-session live subscriptions and replays in every shard get all of theirs.
+// Namespace-wide readers through the same kill (namespace-readers.ts): a live subscription
+// of every session in each feed mode, one resumed from positions taken at the kill, a
+// durable reopened during the election, and the gateway serving a session of every shard.
 import { describe, expect, it } from "vitest";
 import { connect } from "../../../src/index.js";
 import { jetloopIn } from "../../harness/cli.js";
