@@ -91,15 +91,51 @@ throughout; afterwards each of its sessions is replayed, and its stream is read 
 (not through jetloop) and compared with the event ids its producer handed in; an id of
 another shard in it counts as "unexpected".
 
+Namespace-wide readers, over every shard at once, are compared with what the three
+streams hold: two live subscriptions of every session from the start (\`start: "all"\`),
+one per feed mode (\`loop\`, \`namespace\`); a durable of every session that acknowledges
+each delivery before taking the next (ack wait 2 s, one delivery outstanding per shard:
+with more, a plain durable redelivers what a closed subscription had pulled but not
+handed behind newer events of the same session), closed at the kill and opened again
+under its name right after, while the shard elects (a refusal, typed, is retried);
+after the run, a live subscription started \`{ after }\` the positions the loop-feed one
+had when the kill began. The HTTP gateway runs in the process on the same
+bus (its default feed mode, \`namespace\`): at the kill an SSE stream of the first
+session of each shard opens from its beginning (\`last_event_id=0\`) and stays open
+through the kill; afterwards the session's journal page (\`limit=1000\`) and status are
+read. That session's last event is a TurnStarted, published after the kill, so the status
+must show it at that event's sequence. The readers' steps at the kill run beside it,
+not delaying it. "Out of order" counts, per session, first deliveries whose journal sequence
+is not above the one before; "wrong shard", deliveries whose \`shard\` is not their
+session's.
+
 Asserted, per shard: every append settles, none untyped; the stream holds exactly the
 shard's published events, each once, none of another shard; the live subscriber and the
 replays get every event of their sessions once, in journal order; the killed shard's
 stall (its longest gap between two acks) is over half a second, and each other shard
-acknowledges appends during it; the leadership moved; the replicas are current afterwards.`,
+acknowledges appends during it; the leadership moved; the replicas are current afterwards.
+Asserted of the namespace-wide readers: each gets every event of the namespace (the
+resumed one every event past its positions) exactly once, in journal order per session,
+each delivery naming its session's shard; the live ones' \`positions()\` end at every
+shard's last sequence; the durable ends without an error; the gateway's SSE streams and
+journal pages hold every event of their sessions once, in order, and each status's
+\`last_journal_seq\` is its TurnStarted's sequence.`,
     notes: `Runs in \`integration-newest\` (a cluster per file; see scenario 2). On 2.10 with
 \`JETLOOP_NATS_SERVER=oldest npx tsx scripts/reliability-soak.ts --only shard-leader-kill\`.
-Namespace-wide readers over all shards (a durable or live subscription of every session)
-are not in this scenario yet.`,
+A durable opened while a server is down reads its consumers on the shard streams and its
+replay consumer on the parked store, a stream with a leader of its own: while one of them
+has no leader the open fails (\`SUBSCRIPTION_FAILED\`, after the JetStream request
+timeout) and a retry after the election succeeds ("reopen refusals"; the fact "parked
+store led by the killed server" says whether the parked store's leader was the one
+killed). Opened, it resumes from each shard's ack floor and loses nothing.
+
+Found by this scenario (2026-12-02): the durable reopened during the election got 400, 5
+and 4 of the three shards' 400 events, with no error — the healthy shards starved. An open
+that failed on one shard (the refusals above) stopped the other shards' parts while they
+were still starting; they finished starting after their stop and consumed on with no
+reader, taking those shards' deliveries (one outstanding at a time) from the subscription
+opened next. A failed start of a sharded source now stops every part once each part's own
+start has settled (src/subscribe/sharded-source.ts; test/unit/sharded-source.test.ts).`,
   },
   "3-client-cutoff": {
     title: "3. Client cut off (server frozen with SIGSTOP), then resumed",

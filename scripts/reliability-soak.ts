@@ -78,6 +78,13 @@ const SOAKS: Record<string, Soak> = {
       check(b, s.live.lost === 0 && s.live.duplicated === 0 && s.replays.lost === 0 && s.replays.duplicated === 0, `shard ${s.shard}: a reader lost or duplicated an event`);
       check(b, s.shard === r.victim || s.ackedDuringStall > 0, `shard ${s.shard}: stalled with the killed shard`);
     }
+    const { loopFeed, namespaceFeed, resumed, durable, gateway, positions } = r.readers;
+    for (const [what, f] of Object.entries({ "the loop-feed reader": loopFeed, "the namespace-feed reader": namespaceFeed, "the resumed reader": resumed, "the durable": durable, "the gateway's SSE": gateway.sse, "the gateway's journal pages": gateway.pages })) {
+      check(b, f.lost === 0 && f.duplicated === 0 && f.unexpected === 0 && f.outOfOrder === 0 && f.wrongShard === 0, `${what} (every shard) lost, duplicated or reordered an event`);
+    }
+    check(b, positions.loopFeed && positions.namespaceFeed && positions.resumed, "a namespace-wide reader's positions() did not end at every shard's last sequence");
+    check(b, r.readers.durableErr === undefined, `the durable (every shard) failed: ${r.readers.durableErr?.message ?? ""}`);
+    check(b, gateway.statusRight === gateway.sessions, "the gateway's status missed a session's last event");
     check(b, r.replicasCurrent, "the replicas did not catch up");
     return { record: r.record, broken: b };
   },

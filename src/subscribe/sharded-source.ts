@@ -23,6 +23,15 @@ export interface ShardPart extends Source {
  */
 export type MakePart = (filter: ShardFilter, start: StartPosition) => ShardPart;
 
+/** Starts the parts together; if one fails, stops them all once every start has settled, and rejects with the first failure. */
+async function startAll(parts: readonly ShardPart[]): Promise<void> {
+  const results = await Promise.allSettled(parts.map((p) => p.start()));
+  const failed = results.find((r) => r.status === "rejected");
+  if (failed === undefined) return;
+  await Promise.allSettled(parts.map((p) => p.stop()));
+  throw failed.reason;
+}
+
 export class ShardedSource implements Source {
   readonly #make: MakePart;
   /** The parts by shard index, in shard order. */
@@ -39,8 +48,14 @@ export class ShardedSource implements Source {
     return [...this.#parts.keys()];
   }
 
-  async start(): Promise<void> {
-    await Promise.all([...this.#parts.values()].map((p) => p.start()));
+  /**
+   * Starts every part; one that fails fails the whole, and every part is stopped — each once
+   * its own start has settled: one stopped while still starting would finish afterwards and
+   * consume on with no reader (a durable's part taking its shard's deliveries from the next
+   * subscription of that durable).
+   */
+  start(): Promise<void> {
+    return startAll([...this.#parts.values()]);
   }
 
   /** The parts' own subjects are per shard: `updateShards` takes them. */
@@ -65,10 +80,9 @@ export class ShardedSource implements Source {
       added.push(this.#add(f, left === undefined ? "new" : { seq: left + 1 }));
     }
     try {
-      await Promise.all(added.map((p) => p.start()));
+      await startAll(added);
     } catch (e) {
       for (const f of filters) if (added.includes(this.#parts.get(f.shard.index)!)) this.#parts.delete(f.shard.index);
-      await Promise.allSettled(added.map((p) => p.stop()));
       throw e;
     }
     for (const f of filters) {

@@ -4,6 +4,9 @@
 // the server placed them); one shard's leader is killed under load:
 // the other shards keep acknowledging while it elects, no shard loses or duplicates an
 // event, and one-session live subscriptions and replays in every shard get all of theirs.
+// Namespace-wide readers through the same kill (namespace-readers.ts): a live subscription
+// of every session in each feed mode, one resumed from positions taken at the kill, a
+// durable reopened during the election, and the gateway serving a session of every shard.
 import { describe, expect, it } from "vitest";
 import { connect } from "../../../src/index.js";
 import { jetloopIn } from "../../harness/cli.js";
@@ -63,6 +66,22 @@ describe("reliability: one shard's leader killed mid-load (3 shards, R3 cluster)
       // The shards whose leader lived kept being acknowledged while the victim acknowledged nothing.
       if (s.shard !== r.victim) expect(s.ackedDuringStall).toBeGreaterThan(0);
     }
+    // Namespace-wide readers (every shard at once) through the kill: every event once, in
+    // order per session, each delivery naming its session's shard; the live ones end at
+    // every shard's last sequence, and one resumed from positions taken before the kill
+    // gets exactly the rest. The gateway served one session of every shard: its SSE stream,
+    // open across the kill, its journal page and its status, every event of the session.
+    const exact = { lost: 0, duplicated: 0, unexpected: 0, outOfOrder: 0, wrongShard: 0 };
+    expect(r.readers.loopFeed).toMatchObject({ published: 1200, ...exact });
+    expect(r.readers.namespaceFeed).toMatchObject({ published: 1200, ...exact });
+    expect(r.readers.resumed).toMatchObject(exact);
+    expect(r.readers.resumed.published).toBeGreaterThan(0);
+    expect(r.readers.positions).toEqual({ loopFeed: true, namespaceFeed: true, resumed: true });
+    expect(r.readers.durable).toMatchObject({ published: 1200, ...exact });
+    expect(r.readers.durableErr).toBeUndefined();
+    expect(r.readers.gateway.sse).toMatchObject({ published: 3 * 100, ...exact });
+    expect(r.readers.gateway.pages).toMatchObject({ published: 3 * 100, ...exact });
+    expect(r.readers.gateway.statusRight).toBe(SHARDS);
     expect(r.stallMs).toBeGreaterThan(500);
     expect(r.replicasCurrent).toBe(true);
   }, 150_000);

@@ -3,7 +3,7 @@
 // mid-load and brought back. Each shard has its own producer (a producer's appends wait on
 // each other, so one shared by all shards would stall them all behind the dead shard's).
 import { jetstreamManager } from "@nats-io/jetstream";
-import { connect, newId, type BusProvisionReport, type Jetloop, type JetloopEvent } from "../../../../src/index.js";
+import { connect, createEvent, newId, type BusProvisionReport, type Jetloop, type JetloopEvent } from "../../../../src/index.js";
 import { sessionPartition } from "../../../../src/partition/partition.js";
 import { provisionOnCluster, startCluster, type NatsCluster } from "../../cluster.js";
 import { settledWithin, sleep, waitFor } from "../../async.js";
@@ -11,6 +11,7 @@ import { row, tally, type FigureRow } from "../figures.js";
 import { SPREAD_STEP } from "../../../../src/streams/leaders.js";
 import { auditStream, captureLogger, collect, enduring, eventIdOf, faultAfter, newCoords, produce, summarize, type AppendOutcome, type Collected } from "../workload.js";
 import { adminConnection, outOfOrder, record, scenarioNamespace, type ScenarioContext } from "./common.js";
+import { NamespaceReaders, type Stored } from "./namespace-readers.js";
 import type { ScenarioRecord } from "../figures.js";
 
 export const SHARDS = 3;
@@ -61,6 +62,8 @@ export interface ShardLeaderKillResult {
   /** The longest time the victim shard acknowledged nothing, around the kill. */
   readonly stallMs: number;
   readonly shards: readonly ShardOutcome[];
+  /** The namespace-wide readers (every shard at once) and the gateway, through the kill. */
+  readonly readers: Awaited<ReturnType<NamespaceReaders["figures"]>>;
   readonly replicasCurrent: boolean;
 }
 
@@ -84,6 +87,7 @@ export async function shardLeaderKillScenario(ctx: ScenarioContext, o: ShardLead
   const admin = await adminConnection(cluster.urls);
   const log = captureLogger("debug");
   const bus: Jetloop = await connect({ logger: log.logger, servers: cluster.urls, namespace: ns, shards: SHARDS, ackTimeoutMs: 1000, publishDeadlineMs: 30_000, natsOptions: { reconnectTimeWait: 200, name: "reliability-shards" } });
+  let opened: NamespaceReaders | undefined;
   try {
     let provisioned: BusProvisionReport | undefined;
     const p0 = Date.now();
@@ -102,11 +106,18 @@ export async function shardLeaderKillScenario(ctx: ScenarioContext, o: ShardLead
     const connectedTo = bus.nc.info?.server_name;
     const victim = Math.max(0, leaders.findIndex((l) => l !== "" && l !== connectedTo));
     const oldLeader = leaders[victim]!;
+    // A durable's open also reads its replay consumer on the parked store, one stream with a leader of its own.
+    const parkedLeader = await leaderOf(bus.parked.stream).catch(() => "");
 
     const sessions = sessionsByShard(o.sessionsPerShard);
     const events: JetloopEvent[][] = sessions.map((ss) => {
       const coords = ss.map((s) => newCoords(s));
-      return Array.from({ length: o.eventsPerShard }, (_, i) => enduring(coords[i % coords.length]!));
+      const evs = Array.from({ length: o.eventsPerShard }, (_, i) => enduring(coords[i % coords.length]!));
+      // The first session's last event starts a turn, after the kill: the gateway's status
+      // of the session must read it (a decision does not move a session's status).
+      const last = evs.findLastIndex((e) => e.sessionId === ss[0]);
+      evs[last] = createEvent("TurnStarted", { sessionId: ss[0]!, loopId: coords[0]!.loopId, turnId: newId() });
+      return evs;
     });
     const lives: Collected[] = [];
     const liveSubs = [];
@@ -115,15 +126,21 @@ export async function shardLeaderKillScenario(ctx: ScenarioContext, o: ShardLead
       liveSubs.push(sub);
       lives.push(collect(sub));
     }
+    const readers = (opened = await NamespaceReaders.open(bus));
 
     let killedAt = 0;
     let electedAt = 0;
     let newLeader = "";
+    let readersAtKill: Promise<void> = Promise.resolve();
+    let onKilled = () => {};
+    const killed = new Promise<void>((r) => (onKilled = r));
     const fault = faultAfter(o.killAfter, async () => {
       ctx.log?.(`  killing ${oldLeader}, leader of shard ${victim}, after ${o.killAfter} appends`);
+      ({ restarted: readersAtKill } = await readers.atKill(sessions.map((ss, k) => ({ sessionId: ss[0]!, statusEventId: eventIdOf(events[k]!.find((e) => e.type === "TurnStarted")!) })), killed));
       const node = cluster.node(oldLeader);
       await node.kill();
       killedAt = Date.now();
+      onKilled();
       newLeader = await waitFor("a new leader of the shard", async () => {
         const l = await leaderOf(shardReports[victim]!.stream).catch(() => "");
         return l && l !== oldLeader ? l : false;
@@ -138,6 +155,7 @@ export async function shardLeaderKillScenario(ctx: ScenarioContext, o: ShardLead
     const producers = events.map((evs) => produce({ bus, events: evs, concurrency: 8, ratePerSec: o.ratePerSec, onSettled: () => fault.onSettled(++settled) }));
     const outcomes = await settledWithin("the producers", Promise.all(producers.map((p) => p.done)), 120_000);
     await fault.done();
+    await readersAtKill;
 
     // The victim's stall: the longest gap between two of its acks from just before the kill
     // (its own clock, not a poll of the server's view of the election).
@@ -150,6 +168,10 @@ export async function shardLeaderKillScenario(ctx: ScenarioContext, o: ShardLead
     })();
 
     const shards: ShardOutcome[] = [];
+    // Every shard's stream as the namespace-wide readers must have it.
+    const stored: Stored[] = [];
+    const shardEnds: number[] = [];
+    const sessionOf = new Map(events.flatMap((evs) => evs.map((e) => [eventIdOf(e), e.sessionId] as const)));
     for (let k = 0; k < SHARDS; k++) {
       const mine = outcomes[k]!;
       const failed = events[k]!.filter((_, i) => mine[i]!.status === "failed");
@@ -158,6 +180,8 @@ export async function shardLeaderKillScenario(ctx: ScenarioContext, o: ShardLead
       const watched = new Set(events[k]!.filter((e) => e.sessionId === sessions[k]![0]).map(eventIdOf));
       await lives[k]!.waitForAll(watched, 30_000).catch(() => undefined);
       const audit = await auditStream(admin, shardReports[k]!.stream);
+      shardEnds.push(audit.lastSeq);
+      audit.ids.forEach((id, i) => stored.push({ id, shard: k, seq: audit.firstSeq + i, sessionId: sessionOf.get(id) ?? "" }));
       const replayed: string[] = [];
       let replayDisorder = 0;
       for (const s of sessions[k]!) {
@@ -182,6 +206,9 @@ export async function shardLeaderKillScenario(ctx: ScenarioContext, o: ShardLead
         replays: { ...tally(published, replayed), outOfOrder: replayDisorder },
       });
     }
+
+    await readers.settle(stored, 30_000);
+    const readerFigures = await readers.figures(stored, shardEnds, SHARDS);
 
     const replicasCurrent = await waitFor(
       "every shard's replicas current",
@@ -212,6 +239,7 @@ export async function shardLeaderKillScenario(ctx: ScenarioContext, o: ShardLead
         row(`replays of ${label} (each session)`, s.replays, { "out of order": s.replays.outOfOrder }),
       ];
     });
+    rows.push(...readerFigures.rows);
     const r = record(ctx, SHARD_LEADER_KILL.id, SHARD_LEADER_KILL.title, cluster.version, t0, rows, {
       "shard leaders after provision": (provisioned?.shards ?? []).map((x) => x.leader ?? "").join(", "),
       "servers leading a shard": new Set(leaders).size,
@@ -222,10 +250,12 @@ export async function shardLeaderKillScenario(ctx: ScenarioContext, o: ShardLead
       "new leader seen by a poll (ms)": electedAt - killedAt,
       "killed shard stalled (ms)": stall.to - stall.from,
       "replicas current afterwards": replicasCurrent,
+      "parked store led by the killed server": parkedLeader === oldLeader,
     });
     for (const sub of liveSubs) await sub.close();
-    return { record: r, serverVersion: cluster.version, provisioned: provisioned!, verified, victim, oldLeader, newLeader, electedMs: electedAt - killedAt, stallMs: stall.to - stall.from, shards, replicasCurrent };
+    return { record: r, serverVersion: cluster.version, provisioned: provisioned!, verified, victim, oldLeader, newLeader, electedMs: electedAt - killedAt, stallMs: stall.to - stall.from, shards, readers: readerFigures, replicasCurrent };
   } finally {
+    await opened?.close().catch(() => undefined);
     await bus.close();
     await admin.close().catch(() => undefined);
     await cluster.close();
