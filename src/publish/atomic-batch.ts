@@ -28,7 +28,7 @@ import {
   PublishConflictError,
   PublishError,
 } from "../errors.js";
-import { ApiCodes, BatchHeaders, PubHeaders } from "../subjects/nats-names.js";
+import { ApiCodes, BatchHeaders, PubHeaders, TurnHeaders } from "../subjects/nats-names.js";
 import { type AppendRequest, FixedHeaders, payloadTooLarge, storedBehindFence } from "./journal-writer.js";
 
 /** The most messages nats-server commits in one atomic batch. */
@@ -46,8 +46,8 @@ export function checkAtomicBatchSize(size: number): void {
 
 /**
  * The headers of message `index` of the batch `requests`: its id and stream check, the
- * batch's id and 1-based sequence, the commit on the last, and the fence (the first
- * request's, if any) on the first only.
+ * batch's id, 1-based sequence and size (jetloop's, for readers: subscribe/turn-span.ts),
+ * the commit on the last, and the fence (the first request's, if any) on the first only.
  */
 export function batchMessageHeaders(stream: string, batchId: string, requests: readonly AppendRequest[], index: number): (readonly [string, string])[] {
   const r = requests[index]!;
@@ -61,7 +61,7 @@ export function batchMessageHeaders(stream: string, batchId: string, requests: r
     if (first.fenceSubject) entries.push([ExpectedLastSubjectSequenceSubjectHdr, first.fenceSubject]);
   }
   if (r.trace) entries.push(...r.trace);
-  entries.push([BatchHeaders.Id, batchId], [BatchHeaders.Sequence, String(index + 1)]);
+  entries.push([BatchHeaders.Id, batchId], [BatchHeaders.Sequence, String(index + 1)], [TurnHeaders.Size, String(requests.length)]);
   if (index === requests.length - 1) entries.push([BatchHeaders.Commit, "1"]);
   return entries;
 }
