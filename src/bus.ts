@@ -274,6 +274,7 @@ class BusImpl<E = JetloopEvent> implements Jetloop<E> {
       const position = new JournalPosition(jsm, stream);
       const journal: JournalSource = {
         placement: { leader: async () => (await position.state()).leader, log },
+        lastSeq: async () => (await position.state()).lastSeq,
         js,
         stream,
         journalReads: settings.journalReads,

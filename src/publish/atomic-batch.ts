@@ -1,7 +1,8 @@
 /**
  * Atomic batches (nats-server 2.12+, ADR-50; the stream needs `allow_atomic`): a turn's
  * events committed together: stored whole or not at all (not isolated from a reader while
- * the server stores them: docs/scale.md, "Readers during a commit"). Every message but the last goes out
+ * the server stores them: each message's `Jetloop-Batch-Size` lets readers read whole
+ * turns, subscribe/turn-span.ts; docs/scale.md, "Readers during a commit"). Every message but the last goes out
  * without a reply; the last carries `Nats-Batch-Commit` and its answer is the batch's:
  * stored whole (the ack names the last sequence; a batch's sequences are contiguous) or
  * refused whole. Measured on 2.15.1 (docs/scale.md, "Batches"): `Nats-Msg-Id` is kept
@@ -28,7 +29,7 @@ import {
   PublishConflictError,
   PublishError,
 } from "../errors.js";
-import { ApiCodes, BatchHeaders, PubHeaders } from "../subjects/nats-names.js";
+import { ApiCodes, BatchHeaders, PubHeaders, TurnHeaders } from "../subjects/nats-names.js";
 import { type AppendRequest, FixedHeaders, payloadTooLarge, storedBehindFence } from "./journal-writer.js";
 
 /** The most messages nats-server commits in one atomic batch. */
@@ -46,8 +47,8 @@ export function checkAtomicBatchSize(size: number): void {
 
 /**
  * The headers of message `index` of the batch `requests`: its id and stream check, the
- * batch's id and 1-based sequence, the commit on the last, and the fence (the first
- * request's, if any) on the first only.
+ * batch's id, 1-based sequence and size (jetloop's, for readers: subscribe/turn-span.ts),
+ * the commit on the last, and the fence (the first request's, if any) on the first only.
  */
 export function batchMessageHeaders(stream: string, batchId: string, requests: readonly AppendRequest[], index: number): (readonly [string, string])[] {
   const r = requests[index]!;
@@ -61,7 +62,7 @@ export function batchMessageHeaders(stream: string, batchId: string, requests: r
     if (first.fenceSubject) entries.push([ExpectedLastSubjectSequenceSubjectHdr, first.fenceSubject]);
   }
   if (r.trace) entries.push(...r.trace);
-  entries.push([BatchHeaders.Id, batchId], [BatchHeaders.Sequence, String(index + 1)]);
+  entries.push([BatchHeaders.Id, batchId], [BatchHeaders.Sequence, String(index + 1)], [TurnHeaders.Size, String(requests.length)]);
   if (index === requests.length - 1) entries.push([BatchHeaders.Commit, "1"]);
   return entries;
 }

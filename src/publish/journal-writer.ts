@@ -27,7 +27,7 @@ import {
 } from "../errors.js";
 import { encodePooled } from "../wire/pooled-utf8.js";
 import { newId } from "../events/ids.js";
-import { ApiCodes, BatchHeaders, PubHeaders } from "../subjects/nats-names.js";
+import { ApiCodes, BatchHeaders, PubHeaders, TurnHeaders } from "../subjects/nats-names.js";
 import { type JournalShard, sessionJournalSubject, UNSHARDED } from "../subjects/subjects.js";
 import { appendSettled, TRACE_HEADER_ROOM, type TraceEntries } from "../telemetry/index.js";
 
@@ -45,8 +45,8 @@ const BATCH_SEQ_DIGITS = 4;
  * The most bytes jetloop's headers add to a journal append of `namespace` on `stream`:
  * what max_payload and the stream's max_msg_size (both count headers) must hold beyond
  * the event's own bytes. The fence subject is the longest header value that varies; every
- * session id is a 36-character UUID. An atomic batch's three headers are counted too, so an
- * event at the cap fits inside a batch as well.
+ * session id is a 36-character UUID. An atomic batch's four headers (the server's three and
+ * jetloop's batch size) are counted too, so an event at the cap fits inside a batch as well.
  */
 export function journalHeaderRoom(stream: string, namespace: string, shard: JournalShard = UNSHARDED): number {
   const fenceSubjectLength = sessionJournalSubject(namespace, newId(), shard).length;
@@ -60,6 +60,7 @@ export function journalHeaderRoom(stream: string, namespace: string, shard: Jour
     line(BatchHeaders.Id, BATCH_ID_LENGTH) +
     line(BatchHeaders.Sequence, BATCH_SEQ_DIGITS) +
     line(BatchHeaders.Commit, 1) +
+    line(TurnHeaders.Size, BATCH_SEQ_DIGITS) +
     TRACE_HEADER_ROOM +
     2
   );

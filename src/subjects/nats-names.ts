@@ -14,6 +14,15 @@ export const BatchHeaders = {
   Commit: "Nats-Batch-Commit",
 } as const;
 
+/**
+ * jetloop's own header on every message of its atomic batches: the batch's message count.
+ * With the server-kept `Nats-Batch-Sequence` it gives a stored message's whole batch span
+ * (subscribe/turn-span.ts), so readers never end or begin inside a turn.
+ */
+export const TurnHeaders = {
+  Size: "Jetloop-Batch-Size",
+} as const;
+
 /** JetStream API error codes: NATS.js's, and those a publish ack carries that it does not name. */
 export const ApiCodes = {
   ...JetStreamApiCodes,

@@ -12,6 +12,7 @@ import { consumerError } from "./consumer-errors.js";
 import type { OpenReads } from "./open-reads.js";
 import type { ReadConsumerPool } from "./read-consumers.js";
 import { placeOnLeader, type PlacementDeps } from "./read-placement.js";
+import { turnSpanOf, wholeTurnEnd } from "./turn-span.js";
 
 /** Waits between attempts when a journal read fails (a leader election, a restart). */
 const RETRY_MS = [250, 500, 1000, 2000, 4000, 8000];
@@ -73,6 +74,8 @@ export interface JournalSource {
   readonly reads: OpenReads;
   /** The stream leader, where a read's consumer must live, and where a misplaced one is logged (read-placement.ts). */
   readonly placement: PlacementDeps;
+  /** The stream's last sequence now: a read going on to a turn's end waits until the stream holds it. */
+  lastSeq(): Promise<number>;
 }
 
 /** Where a read starts, as consumer options. */
@@ -89,6 +92,45 @@ function lastOfRange(m: JsMsg, pending: number, range: JournalRange): boolean {
 
 export function readJournalRange(source: JournalSource, range: JournalRange, what: string): AsyncGenerator<JsMsg, void, undefined> {
   return source.pool ? readPooled(source, source.pool, range, what) : readOrdered(source, range, what);
+}
+
+/**
+ * `range` read so that it never ends inside a turn (turn-span.ts): when its last message is
+ * of a jetloop batch that ends after what the read covered, it goes on to the batch's end
+ * (not past `limit`, a bound the user gave), waiting with the read's retry backoff until the
+ * stream holds it (it is being stored now), and yields the rest of the batch the range's
+ * subjects select. The read covered `range.toSeq` when that is the journal's end as it
+ * stood (below `limit`), else up to its last message. Returns the last sequence covered.
+ */
+export async function* readWholeTurns(source: JournalSource, range: JournalRange, what: string, limit: number = Number.MAX_SAFE_INTEGER): AsyncGenerator<JsMsg, number, undefined> {
+  let last: JsMsg | undefined;
+  for await (const m of readJournalRange(source, range, what)) {
+    last = m;
+    yield m;
+  }
+  const covered = range.toSeq < limit || last === undefined ? range.toSeq : last.seq;
+  const end = last === undefined ? covered : wholeTurnEnd(turnSpanOf(last.headers, last.seq), covered, limit);
+  if (end === covered) return covered;
+  // One read suffices: a batch's messages are contiguous, so (covered, end] is all this batch.
+  await storedUpTo(source, end, what);
+  yield* readJournalRange(source, { ...range, from: { seq: covered + 1 }, toSeq: end }, what);
+  return end;
+}
+
+/** Waits until the stream holds `seq`, with the read's backoff; a SubscriptionError if it never does. */
+async function storedUpTo(source: JournalSource, seq: number, what: string): Promise<void> {
+  for (let attempt = 0; ; attempt++) {
+    let at: number | undefined;
+    try {
+      at = await source.lastSeq();
+    } catch (e) {
+      const typed = consumerError(e, source.stream, what);
+      if (isRefusal(typed) || attempt >= RETRY_MS.length) throw typed;
+    }
+    if (at !== undefined && at >= seq) return;
+    if (attempt >= RETRY_MS.length) throw new SubscriptionError(`${what} failed: a turn read part-way says it ends at ${seq}, and the journal ends at ${at ?? "?"} still`);
+    await backoff(attempt);
+  }
 }
 
 async function* readOrdered(source: JournalSource, range: JournalRange, what: string): AsyncGenerator<JsMsg, void, undefined> {

@@ -6,7 +6,7 @@
  * skipped unless the filter asked for it.
  */
 import { type Decoded, type Delivery, decodeMessage, hiddenFrom } from "./delivery.js";
-import { type JournalRange, readJournalRange } from "./journal-range.js";
+import { type JournalRange, readWholeTurns } from "./journal-range.js";
 import { reportPoison, type SourceContext } from "./source.js";
 
 /** What a journal read needs: the shard and where its reads go, how to decode, where poison goes. */
@@ -31,9 +31,13 @@ export function journalDelivery<E>(
   return hiddenFrom(reader.decode, decoded) ? undefined : { event: decoded.event, journalSeq, shard: reader.shard.index, subject, data };
 }
 
-/** The deliveries of a journal range, in order; ends with the range. `what` names the read in errors. */
-export async function* readDeliveries<E>(reader: JournalReader<E>, range: JournalRange, what: string): AsyncGenerator<Delivery<E>, void, undefined> {
-  for await (const m of readJournalRange(reader.journal, range, what)) {
+/**
+ * The deliveries of a journal range, in order; ends with the range, or with the end of a
+ * turn the range ends inside (readWholeTurns; never past `limit`, a bound the user gave).
+ * `what` names the read in errors.
+ */
+export async function* readDeliveries<E>(reader: JournalReader<E>, range: JournalRange, what: string, limit?: number): AsyncGenerator<Delivery<E>, void, undefined> {
+  for await (const m of readWholeTurns(reader.journal, range, what, limit)) {
     const d = journalDelivery(reader, m.seq, m.subject, m.data);
     if (d) yield d;
   }

@@ -67,7 +67,9 @@ export function replay<E>(bus: BusContext<E>, filter: EventFilter, options: Repl
   });
   if (resolved.shards.length === 1) {
     const f = resolved.shards[0]!;
-    const read = () => readDeliveries(reader(bus.shards.all[f.shard.index]!), range(f, undefined), "starting a replay");
+    // Its end is the journal's when it began (the consumer's count) unless toSeq bounds it:
+    // a turn it ends inside is read to its end, never past toSeq.
+    const read = () => readDeliveries(reader(bus.shards.all[f.shard.index]!), range(f, undefined), "starting a replay", toSeq);
     return after === undefined ? read() : checkedAfter(bus, after, read);
   }
   for (const [option, given] of [["fromSeq", fromSeq], ["toSeq", toSeq]] as const) {
@@ -85,7 +87,7 @@ async function* checkedAfter<E>(bus: BusContext<E>, after: readonly number[], re
   yield* read();
 }
 
-/** The shards' replays one after the other, each ending where its journal ended when the replay began. */
+/** The shards' replays one after the other, each ending where its journal ended when the replay began (or at the end of a turn it ended inside). */
 async function* acrossShards<E>(
   bus: BusContext<E>,
   shards: readonly ShardFilter[],

@@ -19,7 +19,7 @@ const request = (sessionId: string, fence?: number): AppendRequest => ({
 });
 
 describe("atomic batch headers", () => {
-  it("number the batch, commit on the last, and fence only the first (property)", () => {
+  it("number the batch, say its size on every message, commit on the last, and fence only the first (property)", () => {
     fc.assert(
       fc.property(fc.integer({ min: 1, max: MAX_ATOMIC_BATCH }), fc.option(fc.nat({ max: 1e9 }), { nil: undefined }), (n, fence) => {
         const session = newId();
@@ -31,6 +31,7 @@ describe("atomic batch headers", () => {
           const want: Record<string, string | undefined> = {
             "Nats-Batch-Id": "BATCH",
             "Nats-Batch-Sequence": String(i + 1),
+            "Jetloop-Batch-Size": String(n),
             "Nats-Msg-Id": requests[i]!.eventId,
             "Nats-Expected-Stream": "S",
             "Nats-Batch-Commit": i === n - 1 ? "1" : undefined,

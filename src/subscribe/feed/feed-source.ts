@@ -9,7 +9,8 @@ import { feedRepublish, switchChannel } from "../../subjects/subjects.js";
 import { consumerError } from "../consumer-errors.js";
 import { type Decoded, decodeMessage, type Delivery } from "../delivery.js";
 import { journalDelivery } from "../journal-read.js";
-import { type JournalRange, readJournalRange, retryJournalRead } from "../journal-range.js";
+import { type JournalRange, readJournalRange, readWholeTurns, retryJournalRead } from "../journal-range.js";
+import { begunBefore, TURN_REACH, turnSpanOfMessage } from "../turn-span.js";
 import type { FeedMode, StartPosition } from "../options.js";
 import type { Source, SourceContext } from "../source.js";
 import type { FeedMessage, FeedStrategy, FeedViewer, GapCheck, RepairReason, ResyncReason } from "./feed.js";
@@ -29,6 +30,8 @@ export class FeedSource<E> implements Source, FeedViewer {
   #feeds: readonly string[];
   /** Last journal sequence taken (delivered, skipped or reported). */
   #lastSeq = 0;
+  /** A `"new"` start's position: a turn begun by then counts as before it, and is skipped (turn-span.ts). */
+  #newAt: number | undefined;
   /** Made on first use: an idle, in-order viewer never buffers. */
   #inbox: FeedMessage[] | undefined;
   #overflowed = false;
@@ -71,7 +74,7 @@ export class FeedSource<E> implements Source, FeedViewer {
     }
     const start = this.#start;
     let history: { from: JournalRange["from"]; to: number } | undefined;
-    if (start === "new") this.#lastSeq = state.lastSeq;
+    if (start === "new") this.#lastSeq = this.#newAt = state.lastSeq;
     else if (start === "all") history = { from: { seq: 1 }, to: state.lastSeq };
     else if ("seq" in start) {
       this.#lastSeq = start.seq - 1;
@@ -79,8 +82,9 @@ export class FeedSource<E> implements Source, FeedViewer {
     } else history = { from: start, to: state.lastSeq };
     this.#gaps.settled(this.#lastSeq);
     let first: Reading | undefined;
-    // The first read is opened here, so a refused consumer fails subscribeEvents itself.
-    if (history && history.to > this.#lastSeq) first = await this.#open(history.from, history.to);
+    // The first read is opened here, so a refused consumer fails subscribeEvents itself. It
+    // never ends inside a turn: the feed takes over after the turn's end.
+    if (history && history.to > this.#lastSeq) first = await this.#open(history.from, history.to, true);
     this.#history = first;
     this.#ready = true;
     this.#kick();
@@ -240,11 +244,16 @@ export class FeedSource<E> implements Source, FeedViewer {
     await this.#read(reading);
   }
 
-  async #open(from: JournalRange["from"], to: number): Promise<Reading> {
+  /**
+   * A read of the filter up to `to`. `wholeTurns` (history): one that ends inside a turn goes
+   * on to its end, and says where it ended (a catch-up needs not: the feed follows it).
+   */
+  async #open(from: JournalRange["from"], to: number, wholeTurns = false): Promise<Reading> {
     const ns = this.#ctx.decode.namespace;
     const subjects = this.#feeds.map((f) => switchChannel(ns, f, "feed", "journal", this.#ctx.shard));
     const range = { subjects, from, toSeq: to, batch: this.#ctx.settings.batch };
-    const messages = readJournalRange(this.#ctx.journal, range, "reading the journal for a feed subscription");
+    const what = "reading the journal for a feed subscription";
+    const messages: Reading["messages"] = wholeTurns ? readWholeTurns(this.#ctx.journal, range, what) : readJournalRange(this.#ctx.journal, range, what);
     const first = await this.#ctx.feeds.limitCatchUp(() => messages.next());
     return { messages, first, to, generation: this.#generation };
   }
@@ -264,7 +273,8 @@ export class FeedSource<E> implements Source, FeedViewer {
       }
       next = await r.messages.next();
     }
-    if (r.generation === this.#generation) this.#settle(r.to);
+    // A read that went on to a turn's end covered the journal up to there.
+    if (r.generation === this.#generation) this.#settle(next.value ?? r.to);
   }
 
   /** Everything of the filter up to `to` has been read: the gap check starts over. */
@@ -284,7 +294,18 @@ export class FeedSource<E> implements Source, FeedViewer {
    */
   #admit(seq: number, subject: string, data: Uint8Array, shared: FeedMessage | undefined, carrier: object | undefined = shared): Delivery<E> | undefined {
     this.#gaps.took(seq);
+    if (this.#begunBeforeStart(seq, shared, carrier)) return undefined;
     return tracedDelivery(journalDelivery(this.#ctx, seq, subject, data, shared && decodeShared(this.#ctx.decode, shared)), "feed", carrier);
+  }
+
+  /**
+   * Whether the event at `seq` is of a turn begun by a `"new"` start: taken (seen, not a
+   * gap) but not delivered. Only a message within a batch's reach of the start can be.
+   */
+  #begunBeforeStart(seq: number, shared: FeedMessage | undefined, journal: object | undefined): boolean {
+    const start = this.#newAt;
+    if (start === undefined || seq > start + TURN_REACH) return false;
+    return begunBefore(shared ? shared.turn?.() : (journal ? turnSpanOfMessage(journal, seq) : undefined), start);
   }
 
   #retrying<T>(op: () => Promise<T>): Promise<T> {
@@ -302,8 +323,9 @@ function decodeShared<E>(ctx: SourceContext<E>["decode"], m: FeedMessage): Decod
 
 /** A journal read whose consumer exists, with its first result. */
 interface Reading {
-  readonly messages: AsyncGenerator<JsMsg, void, undefined>;
-  readonly first: IteratorResult<JsMsg, void>;
+  /** Returns the last sequence covered when it went on to a turn's end (readWholeTurns). */
+  readonly messages: AsyncGenerator<JsMsg, number | void, undefined>;
+  readonly first: IteratorResult<JsMsg, number | void>;
   readonly to: number;
   readonly generation: number;
 }

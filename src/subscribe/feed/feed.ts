@@ -6,6 +6,7 @@ import type { Msg, NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "pino";
 import type { ShardJournal } from "../journal-shards.js";
 import type { Decoded } from "../delivery.js";
+import type { TurnSpan } from "../turn-span.js";
 
 /** One republished event, parsed once for all viewers of its subject. */
 export interface FeedMessage {
@@ -22,6 +23,8 @@ export interface FeedMessage {
   /** The journal subject the event was stored on. */
   readonly subject: string;
   readonly data: Uint8Array;
+  /** The span of the jetloop turn it is part of (turn-span.ts), read from its headers when asked. */
+  readonly turn?: () => TurnSpan | undefined;
   /**
    * The first viewer's decoding, for the others (feed-source.ts). The feeds belong to one
    * bus, so its viewers share one catalogue and size cap; `includeInternal` is per viewer.

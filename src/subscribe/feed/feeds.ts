@@ -11,6 +11,7 @@ import { PermissionDeniedError, SubscriptionError } from "../../errors.js";
 import { type JournalShard, parseEventSubject, streamLeaderElectedSubject, switchChannel, UNSHARDED } from "../../subjects/subjects.js";
 import type { FeedMode } from "../options.js";
 import { type FeedPosition, RepublishReader } from "../republish-headers.js";
+import { turnSpanOfMessage } from "../turn-span.js";
 import type { FeedDeps, FeedMessage, FeedStrategy, FeedViewer, ResyncReason } from "./feed.js";
 import { LoopFeed } from "./loop-feed.js";
 import { NamespaceFeed } from "./namespace-feed.js";
@@ -90,7 +91,14 @@ export class Feeds {
       return undefined;
     }
     const { shard, at } = found;
-    const message = { shard: shard.index, seq: at.seq, lastSeq: at.lastSeq, subject: switchChannel(this.#deps.namespace, msg.subject, "feed", "journal", shard), data: msg.data };
+    const message: FeedMessage = {
+      shard: shard.index,
+      seq: at.seq,
+      lastSeq: at.lastSeq,
+      subject: switchChannel(this.#deps.namespace, msg.subject, "feed", "journal", shard),
+      data: msg.data,
+      turn: () => turnSpanOfMessage(msg, at.seq),
+    };
     return this.testHooks.drop?.(message) ? undefined : noteFeedMessage(message, msg);
   }
 

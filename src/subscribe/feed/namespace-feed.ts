@@ -10,6 +10,7 @@ import type { Msg, Subscription } from "@nats-io/transport-node";
 import type { ShardJournal } from "../journal-shards.js";
 import { feedRepublish } from "../../subjects/subjects.js";
 import { readJournalRange, retryJournalRead } from "../journal-range.js";
+import { turnSpanOfMessage } from "../turn-span.js";
 import type { FeedDeps, FeedMessage, FeedStrategy, FeedViewer, GapCheck, RepairReason } from "./feed.js";
 import { FeedIndex } from "./feed-index.js";
 import { noteFeedMessage } from "../../telemetry/index.js";
@@ -251,7 +252,7 @@ class ShardLane {
       if (this.dropped) return;
       if (m.seq <= this.#last!) continue;
       this.#last = m.seq;
-      const message: FeedMessage = { shard: this.#shard.shard.index, seq: m.seq, lastSeq: 0, subject: m.subject, data: m.data };
+      const message: FeedMessage = { shard: this.#shard.shard.index, seq: m.seq, lastSeq: 0, subject: m.subject, data: m.data, turn: () => turnSpanOfMessage(m, m.seq) };
       // The journal's copy carries the publish's trace headers as the feed's does.
       noteFeedMessage(message, m);
       this.#feed.dispatch(message, reached);
