@@ -410,7 +410,7 @@ that flaps, are the case above.`,
 the producers' publish deadline, 2 s, fits in it). A producer process appends a fixed list
 of events and is killed with SIGKILL once the journal holds a few hundred of them; it is
 started again with the same list only after the window has passed, when the stream no
-longer recognises a resent message id. Two producers, each on a namespace of its own:
+longer recognises a resent message id. Two producers side by side, each on a namespace of its own:
 *unfenced*, one \`publishAll\` over three sessions (64 in flight), resumed with
 \`publishAll(events, { resume: { since } })\` where \`since\` is a time before the first
 attempt — the journal is read per session from then (headers only) and only what it lacks is

@@ -19,23 +19,34 @@ let bus: Jetloop;
 let jsm: JetStreamManager;
 const opened: { close(): Promise<unknown> }[] = [];
 
+const buses: Jetloop[] = [];
+
+/** A bus on a namespace of its own with one partition: tests on separate ones share no stream, so they can run side by side. */
+async function ownBus(): Promise<Jetloop> {
+  const b = await connect({ servers: natsServers(), namespace: uniqueNamespace("gl") });
+  buses.push(b);
+  await b.provision({ partitions: 1 });
+  return b;
+}
+
 beforeAll(async () => {
-  bus = await connect({ servers: natsServers(), namespace: uniqueNamespace("gl") });
-  await bus.provision({ partitions: 1 });
+  bus = await ownBus();
   jsm = await jetstreamManager(bus.nc);
 });
 afterAll(async () => {
   for (const o of opened.reverse()) await o.close().catch(() => undefined);
-  for (const s of [defaultPartitionedStreamName(bus.namespace), defaultMembersStreamName(bus.namespace), bus.stream, bus.parked.stream]) await jsm.streams.delete(s).catch(() => undefined);
-  await bus.close();
+  for (const b of buses) {
+    for (const s of [defaultPartitionedStreamName(b.namespace), defaultMembersStreamName(b.namespace), b.stream, b.parked.stream]) await jsm.streams.delete(s).catch(() => undefined);
+  }
+  for (const b of buses.reverse()) await b.close();
 });
 
 function step(sessionId: string, n: number): JetloopEvent {
   return createEvent("StepDone", { sessionId, loopId: newId(), turnId: newId(), stepId: newId(), messages: [{ role: "assistant", blocks: [{ type: "text", text: String(n) }] }] });
 }
 
-async function member(group: string, id: string): Promise<DurableSubscription<JetloopEvent>> {
-  const sub = await bus.subscribeEvents({ enduring: "all" }, { durable: group, group: { leaseMs: LEASE_MS, member: id }, start: "new" });
+async function member(group: string, id: string, on: Jetloop = bus): Promise<DurableSubscription<JetloopEvent>> {
+  const sub = await on.subscribeEvents({ enduring: "all" }, { durable: group, group: { leaseMs: LEASE_MS, member: id }, start: "new" });
   opened.push(sub);
   return sub;
 }
@@ -47,12 +58,14 @@ function winnerOver(other: string): string {
 
 type Settle = "ack" | "nak" | "fail" | "term";
 
-describe("a delivery held past its ack wait while its partition moved", () => {
+// Each test on its own namespace (ownBus): they wait on leases, not on the CPU, so they run side by side.
+describe.concurrent("a delivery held past its ack wait while its partition moved", () => {
   for (const how of ["ack", "nak", "fail", "term"] as const satisfies readonly Settle[]) {
     it(`the old holder's late ${how} does not release the session's next event to the new holder`, async () => {
+      const bus = await ownBus();
       const group = `gl${newId().slice(-8)}`;
       const session = newId();
-      const a = await member(group, "a");
+      const a = await member(group, "a", bus);
       let release!: () => void;
       const held = new Promise<void>((r) => (release = r));
       let aGot: DurableDelivery<JetloopEvent> | undefined;
@@ -71,7 +84,7 @@ describe("a delivery held past its ack wait while its partition moved", () => {
       await bus.publish(step(session, 1));
 
       // B takes the partition; A drains for a lease and gives up; the server hands the first event to B.
-      const b = await member(group, winnerOver("a"));
+      const b = await member(group, winnerOver("a"), bus);
       const bGot: number[] = [];
       let bHolds: DurableDelivery<JetloopEvent> | undefined;
       let overtaken = false;
@@ -181,8 +194,10 @@ function partitionDurableOf(group: string): string {
   return `${group}_p0`;
 }
 
-describe("a member cut off from the server while it holds a delivery", () => {
+// Each test on its own namespace (ownBus), side by side like the ones above.
+describe.concurrent("a member cut off from the server while it holds a delivery", () => {
   for (const how of ["ack", "nak", "term"] as const) it(`its ${how}, sent when it reconnects, does not release the session's next event to the member that took the partition`, async () => {
+    const bus = await ownBus();
     const group = `gc${newId().slice(-8)}`;
     const session = newId();
     const target = new URL(natsServers()[0]!.replace(/^nats:/, "http:"));
@@ -211,7 +226,7 @@ describe("a member cut off from the server while it holds a delivery", () => {
         for await (const st of far.nc.status()) if (st.type === "reconnect") aReconnected = true;
       })();
       proxy.cut();
-      const b = await member(group, winnerOver("a"));
+      const b = await member(group, winnerOver("a"), bus);
       const bGot: number[] = [];
       let overtaken = false;
       void (async () => {

@@ -5,30 +5,42 @@
 // the read must notice the missed heartbeats itself and read the rest under a new consumer.
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect as natsConnect, type NatsConnection } from "@nats-io/transport-node";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, describe, it } from "vitest";
 import { connect, createEvent, type Jetloop, newId } from "../../src/index.js";
 import { provisionOnCluster, startCluster, type NatsCluster } from "../harness/cluster.js";
 import { uniqueNamespace } from "../harness/context.js";
 import { consumerCount } from "../harness/stream-state.js";
 
-let cluster: NatsCluster;
-let admin: NatsConnection;
+// Each test kills or pauses a stream leader on a cluster of its own, so the tests run side
+// by side: most of each is a wait for missed heartbeats, an election or the cluster's return.
+interface Own {
+  readonly cluster: NatsCluster;
+  readonly admin: NatsConnection;
+}
+const started: Promise<Own>[] = [];
 
-beforeAll(async () => {
-  cluster = await startCluster();
-  await cluster.waitReady();
-  admin = await natsConnect({ servers: cluster.urls });
-}, 60_000);
+function ownCluster(): Promise<Own> {
+  const own = (async () => {
+    const cluster = await startCluster();
+    await cluster.waitReady();
+    return { cluster, admin: await natsConnect({ servers: cluster.urls }) };
+  })();
+  started.push(own);
+  return own;
+}
 
 afterAll(async () => {
-  await admin?.close();
-  await cluster?.close();
-});
+  for (const own of await Promise.allSettled(started)) {
+    if (own.status !== "fulfilled") continue;
+    await own.value.admin.close();
+    await own.value.cluster.close();
+  }
+}, 60_000);
 
 type Mode = "pull" | "pool" | "push";
 
 /** A bus reading in `mode`: 300 events of one session published, then replayed with `fault` done to the stream leader after 50. */
-async function readThroughFault(bus: Jetloop, fault: (leader: string) => Promise<void> | void): Promise<{ seqs: number[]; published: number[] }> {
+async function readThroughFault({ admin }: Own, bus: Jetloop, fault: (leader: string) => Promise<void> | void): Promise<{ seqs: number[]; published: number[] }> {
   await provisionOnCluster(() => bus.provision());
   const jsm = await jetstreamManager(admin);
   const sessionId = newId();
@@ -41,17 +53,19 @@ async function readThroughFault(bus: Jetloop, fault: (leader: string) => Promise
   return { seqs, published: published.map((p) => p.journalSeq).sort((a, b) => a - b) };
 }
 
-function busIn(mode: Mode): Promise<Jetloop> {
+function busIn({ cluster }: Own, mode: Mode): Promise<Jetloop> {
   return connect({ servers: cluster.urls, namespace: uniqueNamespace(), ...(mode === "pool" ? { readConsumers: { prefix: "adv", size: 2 } } : {}), ...(mode === "push" ? { journalReads: "push" as const } : {}) });
 }
 
-describe("a read whose consumer's host, the stream leader, is killed mid-read", () => {
+describe.concurrent("a read whose consumer's host, the stream leader, is killed mid-read", () => {
   for (const mode of ["pull", "pool", "push"] as const) {
-    it(`ends whole, in order, without duplicates, and leaves no consumer it may delete (${mode})`, async () => {
-      const bus = await busIn(mode);
+    it(`ends whole, in order, without duplicates, and leaves no consumer it may delete (${mode})`, async ({ expect }) => {
+      const own = await ownCluster();
+      const { cluster, admin } = own;
+      const bus = await busIn(own, mode);
       let killed = "";
       try {
-        const { seqs, published } = await readThroughFault(bus, async (leader) => {
+        const { seqs, published } = await readThroughFault(own, bus, async (leader) => {
           killed = leader;
           await cluster.node(leader).kill();
         });
@@ -72,13 +86,15 @@ describe("a read whose consumer's host, the stream leader, is killed mid-read", 
 });
 
 // Pool reads only: their re-creation is jetloop's (a pull read's is NATS.js's, and held there).
-describe("a read whose consumer's host, the stream leader, is paused mid-read (SIGSTOP, 8 s)", () => {
+describe.concurrent("a read whose consumer's host, the stream leader, is paused mid-read (SIGSTOP, 8 s)", () => {
   for (const mode of ["pool"] as const) {
-    it(`ends whole, in order, without duplicates: the re-creation that fails while no leader answers is tried again (${mode})`, async () => {
-      const bus = await busIn(mode);
+    it(`ends whole, in order, without duplicates: the re-creation that fails while no leader answers is tried again (${mode})`, async ({ expect }) => {
+      const own = await ownCluster();
+      const { cluster } = own;
+      const bus = await busIn(own, mode);
       let paused = false;
       try {
-        const { seqs, published } = await readThroughFault(bus, (leader) => {
+        const { seqs, published } = await readThroughFault(own, bus, (leader) => {
           paused = true;
           cluster.node(leader).pause();
           setTimeout(() => cluster.node(leader).resume(), 8_000);

@@ -133,10 +133,13 @@ export async function feedGapsScenario(ctx: ScenarioContext, o: FeedGapsOptions)
         let disorder = 0;
         let errors = 0;
         const gapsClosed: Record<string, number> = {};
-        for (const v of viewers) {
-          const want = sent.filter((s) => v.wants(s.c)).map((s) => s.id);
-          await v.got.waitForAll(want, 30_000).catch(() => undefined);
-          await sleep(100);
+        const wants = viewers.map((v) => sent.filter((s) => v.wants(s.c)).map((s) => s.id));
+        for (const [i, v] of viewers.entries()) await v.got.waitForAll(wants[i]!, 30_000).catch(() => undefined);
+        // Once for all the viewers, after each has had what it wants: room for a duplicate or
+        // an unasked event to arrive before the tally.
+        await sleep(100);
+        for (const [i, v] of viewers.entries()) {
+          const want = wants[i]!;
           const t = tally(want, v.got.ids);
           published += t.published;
           delivered += t.delivered;

@@ -102,7 +102,8 @@ export async function parkingScenario(ctx: ScenarioContext, o: ParkingOptions): 
     ctx.log?.(`  killed after parking #${killedAt}; ${atKill.length} parked`);
 
     // 2. Two processes share the durable until everything is acknowledged or parked.
-    const b = [await run("b1", fail), await run("b2", fail)];
+    // Each pair started at once: a start is a tsx process coming up, seconds on a loaded machine.
+    const b = await Promise.all([run("b1", fail), run("b2", fail)]);
     await waitFor(
       "the first pass to settle every event",
       async () => {
@@ -116,7 +117,7 @@ export async function parkingScenario(ctx: ScenarioContext, o: ParkingOptions): 
     await stop(b);
 
     // 3. The bug is fixed: two new processes, and the parked events are replayed to them.
-    const c = [await run("c1", {}), await run("c2", {})];
+    const c = await Promise.all([run("c1", {}), run("c2", {})]);
     const sent = await bus.parked.replay(durable, "all");
     await waitFor(
       "every replayed event to be acknowledged",

@@ -122,11 +122,13 @@ export async function producerCrashScenario(ctx: ScenarioContext, o: ProducerCra
   const dir = makeTempDir("jetloop-producer-");
   const children: ChildProcess[] = [];
   try {
-    const runs: ProducerRun[] = [];
-    for (const mode of o.modes) {
-      runs.push(await runProducer(o, mode, dir, children));
-      ctx.log?.(`  ${mode}: ${JSON.stringify(runs.at(-1))}`);
-    }
+    // The modes side by side: each has a namespace, a stream and files of its own, and most
+    // of a run is the wait past the duplicate window. Both settle before the cleanup below.
+    const settled = await Promise.allSettled(o.modes.map((mode) => runProducer(o, mode, dir, children)));
+    const failed = settled.find((x) => x.status === "rejected");
+    if (failed) throw failed.reason;
+    const runs = settled.map((x) => (x as PromiseFulfilledResult<ProducerRun>).value);
+    for (const r of runs) ctx.log?.(`  ${r.mode}: ${JSON.stringify(r)}`);
     const rows: FigureRow[] = runs.map((r) =>
       row(`journal (stream audit), ${r.mode} producer`, { published: r.published, delivered: r.stored + r.duplicated, lost: r.lost, duplicated: r.duplicated }, {
         "stored when killed": r.storedAtKill,
