@@ -7,9 +7,9 @@ import { DeliverPolicy, jetstream, jetstreamManager, type JetStreamManager } fro
 import { connect as natsConnect, type NatsConnection } from "@nats-io/transport-node";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { connect, createEvent, newId, type Jetloop, type JetloopEvent, type PublishResult } from "../../src/index.js";
+import { connect, createEvent, fromConnection, newId, PublishOrderError, type Jetloop, type JetloopEvent, type PublishResult } from "../../src/index.js";
 import { natsServerVersion, uniqueNamespace } from "../harness/context.js";
-import { sleep } from "../harness/async.js";
+import { rejection, sleep, waitFor } from "../harness/async.js";
 import { startProxy, type TcpProxy } from "../harness/proxy.js";
 import { startServer } from "../harness/server.js";
 
@@ -45,8 +45,8 @@ async function drop(bus: Jetloop): Promise<void> {
   await jsm.streams.delete(bus.parked.stream).catch(() => undefined);
 }
 
-const decided = (sessionId: string): JetloopEvent =>
-  createEvent("PermissionDecided", { sessionId, loopId: newId(), turnId: newId(), stepId: newId(), toolExecutionId: newId(), effect: "approve" });
+const decided = (sessionId: string, loopId = newId()): JetloopEvent =>
+  createEvent("PermissionDecided", { sessionId, loopId, turnId: newId(), stepId: newId(), toolExecutionId: newId(), effect: "approve" });
 
 /** Event id → every stream sequence holding it (headers only). */
 async function stored(stream: string): Promise<Map<string, number[]>> {
@@ -178,4 +178,68 @@ describe(`a producer's per-session order across a connection cut (nats-server ${
       },
     );
   }, 180_000);
+
+  it("an ack that does not come while the link stays up (acks held in the proxy): the session is resent whole, in order, nothing stored twice", async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 1, max: 200 }).chain((n) => fc.tuple(fc.constant(n), fc.integer({ min: 1, max: n }), fc.integer({ min: 1, max: 4 }))), async ([n, k, sessions]) => {
+        const bus = await busOf(150, 2000);
+        try {
+          const ids = Array.from({ length: sessions }, () => newId());
+          const events = Array.from({ length: n }, (_, i) => decided(ids[i % sessions]!));
+          let seen = 0;
+          const sub = raw.subscribe(`${bus.namespace}.journal.>`, { callback: () => void (++seen === k && proxy.pause()) });
+          await raw.flush();
+          const publishing = bus.publishAll(events);
+          await waitFor("the pause", () => seen >= k, 10_000);
+          await sleep(400);
+          proxy.resume();
+          const results = await publishing;
+          sub.unsubscribe();
+          checkStored(events, results, await stored(bus.stream));
+        } finally {
+          proxy.resume();
+          await drop(bus);
+        }
+      }),
+      { numRuns: 5, endOnFailure: true },
+    );
+  }, 120_000);
+
+  it("where nothing could keep the order (an earlier append had no stream, a later one was stored), the later one is refused with PublishOrderError naming both; what comes after waits behind the earlier one", async () => {
+    // A bus over a connection of the test's own: a flush on it proves the refusal was read.
+    const own = await natsConnect({ servers: server.url });
+    const bus = fromConnection(own, { namespace: uniqueNamespace() });
+    await bus.provision();
+    const { config } = await jsm.streams.info(bus.stream);
+    try {
+      const session = newId();
+      const [elsewhere, here] = [newId(), newId()];
+      // For a while the stream captures only one loop of the session: the other's appends find no stream (503) and are retried.
+      const { republish: _republish, ...narrow } = config;
+      await jsm.streams.update(bus.stream, { ...narrow, subjects: [`${bus.namespace}.journal.${session}.${here}.>`] });
+      const first = decided(session, elsewhere);
+      const second = decided(session, here);
+      const early = bus.publish(first);
+      const late = bus.publish(second);
+      await waitFor("the later append stored", async () => (await jsm.streams.info(bus.stream)).state.messages === 1, 10_000);
+      await own.flush();
+      // Published now, after the earlier one was refused: it is held until that one is resent.
+      const third = decided(session, here);
+      const after = bus.publish(third);
+      after.catch(() => undefined); // awaited below; a failure before then is the test's, not unhandled
+      await sleep(100);
+      expect((await jsm.streams.info(bus.stream)).state.messages).toBe(1);
+      await jsm.streams.update(bus.stream, config);
+      const stored1 = await early;
+      const err = await rejection(late);
+      expect(err).toBeInstanceOf(PublishOrderError);
+      expect(err).toMatchObject({ code: "PUBLISH_ORDER", sessionId: session, eventId: second.eventId, journalSeq: 1, earlierEventId: first.eventId, earlierJournalSeq: stored1.journalSeq });
+      expect((await after).journalSeq).toBeGreaterThan(stored1.journalSeq);
+      const journal = await stored(bus.stream);
+      expect([first, second, third].map((e) => journal.get(e.eventId))).toEqual([[stored1.journalSeq], [1], [(await after).journalSeq]]);
+    } finally {
+      await drop(bus);
+      await own.close();
+    }
+  });
 });
