@@ -10,6 +10,11 @@
  * the provisioning bus's deadline; a producer with a longer one must not use that stream),
  * until an ack arrives or the deadline passes. Nothing resolves without an ack, or, for a
  * fenced append refused as a conflict, without finding the append itself stored.
+ *
+ * Resends keep each session's call order (a lane per session, below; publish/README.md):
+ * nothing goes out while the link is down, and a session's unacknowledged appends are
+ * resent together, in order. Outcomes resolve in call order per session; an order nothing
+ * could keep is PublishOrderError.
  */
 import { inboxPrefixOf } from "../connection/inbox.js";
 import { linkUp } from "../connection/link.js";
@@ -371,7 +376,8 @@ export class JournalWriter {
     } catch (e) {
       this.#log.debug({ err: e }, "journal writer's status watch ended");
     }
-    if (this.#nc.isClosed() && !this.#closed) this.#failAll(new ConnectionClosedError("the connection closed before the append was acknowledged"));
+    // The watch ends when the connection closes (NATS.js ends its listeners first), or by close().
+    if (!this.#closed) this.#failAll(new ConnectionClosedError("the connection closed before the append was acknowledged"));
   }
 
   #ensureSubscribed(): void {

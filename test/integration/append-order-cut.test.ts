@@ -12,6 +12,7 @@ import { natsServerVersion, uniqueNamespace } from "../harness/context.js";
 import { rejection, sleep, waitFor } from "../harness/async.js";
 import { startProxy, type TcpProxy } from "../harness/proxy.js";
 import { startServer } from "../harness/server.js";
+import { linkUp } from "../../src/connection/link.js";
 
 let server: Awaited<ReturnType<typeof startServer>>;
 let proxy: TcpProxy;
@@ -240,6 +241,28 @@ describe(`a producer's per-session order across a connection cut (nats-server ${
     } finally {
       await drop(bus);
       await own.close();
+    }
+  });
+
+  it("appends held while the link is down fail with ConnectionClosedError as soon as their connection is closed, not at their deadline", async () => {
+    const own = await natsConnect({ servers: proxy.url, reconnectTimeWait: 50, maxReconnectAttempts: -1 });
+    const bus = fromConnection(own, { namespace: uniqueNamespace() });
+    try {
+      await bus.provision();
+      proxy.down();
+      await waitFor("the link down", () => linkUp(own) === false, 5_000, 10);
+      const held = bus.publish(decided(newId()));
+      held.catch(() => undefined); // awaited below
+      await sleep(50);
+      const t0 = Date.now();
+      await own.close();
+      expect(await rejection(held)).toMatchObject({ code: "CONNECTION_CLOSED" });
+      expect(Date.now() - t0).toBeLessThan(2_000);
+    } finally {
+      proxy.up();
+      await bus.close();
+      await jsm.streams.delete(bus.stream).catch(() => undefined);
+      await jsm.streams.delete(bus.parked.stream).catch(() => undefined);
     }
   });
 });
