@@ -29,13 +29,13 @@ import {
   PermissionDeniedError,
   PublishConflictError,
   PublishError,
-  PublishOrderError,
   PublishTimeoutError,
 } from "../errors.js";
 import { encodePooled } from "../wire/pooled-utf8.js";
 import { newId } from "../events/ids.js";
 import { ApiCodes, BatchHeaders, PubHeaders } from "../subjects/nats-names.js";
 import { type JournalShard, sessionJournalSubject, UNSHARDED } from "../subjects/subjects.js";
+import { SessionOrder } from "./session-order.js";
 import { appendSettled, TRACE_HEADER_ROOM, type TraceEntries } from "../telemetry/index.js";
 
 const { MsgIdHdr, ExpectedStreamHdr, ExpectedLastSubjectSequenceHdr, ExpectedLastSubjectSequenceSubjectHdr } = PubHeaders;
@@ -228,10 +228,10 @@ class SessionLane {
    */
   cautious = false;
   probe: PendingAppend | undefined;
-  /** The highest sequence a resolved append of the lane was stored at, and its event. */
-  lastSeq = 0;
-  lastEventId = "";
-  constructor(readonly sessionId: string) {}
+  readonly order: SessionOrder;
+  constructor(readonly sessionId: string) {
+    this.order = new SessionOrder(sessionId);
+  }
 
   /** Its appends without an outcome yet, in call order. */
   unsettled(): PendingAppend[] {
@@ -586,10 +586,8 @@ export class JournalWriter {
   }
 
   /**
-   * Hands out the lane's outcomes in call order, as far as they are known. An append
-   * stored below a sequence an earlier append of its session was stored at is refused
-   * (PublishOrderError). A duplicate on the first attempt was stored before this call, its
-   * place decided then: it is not compared.
+   * Hands out the lane's outcomes in call order, as far as they are known, through the
+   * session's order check (session-order.ts).
    */
   #drain(lane: SessionLane): void {
     const { entries } = lane;
@@ -602,13 +600,9 @@ export class JournalWriter {
         continue;
       }
       const ack = p.ack!;
-      if (ack.duplicate && p.attempts === 1) p.resolve(ack);
-      else if (ack.seq < lane.lastSeq) p.reject(new PublishOrderError(lane.sessionId, p.request.eventId, ack.seq, lane.lastEventId, lane.lastSeq));
-      else {
-        lane.lastSeq = ack.seq;
-        lane.lastEventId = p.request.eventId;
-        p.resolve(ack);
-      }
+      const outOfOrder = lane.order.next(p.request.eventId, ack.seq, ack.duplicate && p.attempts === 1);
+      if (outOfOrder) p.reject(outOfOrder);
+      else p.resolve(ack);
     }
     if (lane.head === entries.length) {
       clearTimeout(lane.retry);
