@@ -17,6 +17,7 @@ export type JetloopErrorCode =
   | "PUBLISH_FAILED"
   | "PUBLISH_TIMEOUT"
   | "PUBLISH_CONFLICT"
+  | "PUBLISH_ORDER"
   | "NOT_PROVISIONED"
   | "PERMISSION_DENIED"
   | "MESSAGE_TOO_LARGE"
@@ -207,6 +208,31 @@ export class PublishConflictError extends JetloopError {
     super(
       "PUBLISH_CONFLICT",
       `session ${sessionId}: expected last journal sequence ${expectedLastSeq}${actualLastSeq === undefined ? "" : `, found ${actualLastSeq}`}`,
+    );
+  }
+}
+
+/**
+ * The event is stored, but before an event of its session that was published earlier
+ * (on the same bus) and stored later: the session's journal order differs from the
+ * publish order. The writer keeps the order across connection cuts by holding and
+ * resending; this is what it reports where nothing could keep it (an earlier append
+ * refused by a stream without a leader, or lost by the server, while a later one was
+ * stored). Publishing again changes nothing: both events are stored.
+ */
+export class PublishOrderError extends JetloopError {
+  constructor(
+    readonly sessionId: string,
+    readonly eventId: string,
+    /** Where this event is stored. */
+    readonly journalSeq: number,
+    /** The session's event published before it and stored after it. */
+    readonly earlierEventId: string,
+    readonly earlierJournalSeq: number,
+  ) {
+    super(
+      "PUBLISH_ORDER",
+      `session ${sessionId}: event ${eventId} is stored at journal sequence ${journalSeq}, before event ${earlierEventId} (at ${earlierJournalSeq}) that was published before it; both are stored, the journal's order differs from the publish order`,
     );
   }
 }

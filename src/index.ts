@@ -21,6 +21,7 @@ export {
   PolicyTimeoutError,
   ProvisionDriftError,
   PublishConflictError,
+  PublishOrderError,
   PublishError,
   PublishTimeoutError,
   RegistryError,

@@ -10,8 +10,14 @@
  * the provisioning bus's deadline; a producer with a longer one must not use that stream),
  * until an ack arrives or the deadline passes. Nothing resolves without an ack, or, for a
  * fenced append refused as a conflict, without finding the append itself stored.
+ *
+ * Resends keep each session's call order (a lane per session, below; publish/README.md):
+ * nothing goes out while the link is down, and a session's unacknowledged appends are
+ * resent together, in order. Outcomes resolve in call order per session; an order nothing
+ * could keep is PublishOrderError.
  */
 import { inboxPrefixOf } from "../connection/inbox.js";
+import { linkUp } from "../connection/link.js";
 import { JetStreamApiError, type JetStreamManager, type MsgRequest } from "@nats-io/jetstream";
 import { type Match, MsgHdrsImpl } from "@nats-io/nats-core";
 import { createInbox, type Msg, type MsgHdrs, type NatsConnection, type Subscription } from "@nats-io/transport-node";
@@ -29,6 +35,7 @@ import { encodePooled } from "../wire/pooled-utf8.js";
 import { newId } from "../events/ids.js";
 import { ApiCodes, BatchHeaders, PubHeaders, TurnHeaders } from "../subjects/nats-names.js";
 import { type JournalShard, sessionJournalSubject, UNSHARDED } from "../subjects/subjects.js";
+import { SessionOrder } from "./session-order.js";
 import { appendSettled, TRACE_HEADER_ROOM, type TraceEntries } from "../telemetry/index.js";
 
 const { MsgIdHdr, ExpectedStreamHdr, ExpectedLastSubjectSequenceHdr, ExpectedLastSubjectSequenceSubjectHdr } = PubHeaders;
@@ -171,12 +178,18 @@ class PendingAppend {
   readonly tokens: string[] = [];
   attempts = 0;
   timer: NodeJS.Timeout | undefined;
-  settled = false;
+  /** Sent on the current link since its lane last went out, and waiting for its ack. */
+  sent = false;
+  /** Its outcome is known (`error` or `ack`); it resolves when its lane reaches it. */
+  done = false;
+  error: Error | undefined;
+  ack: AppendAck | undefined;
   noResponders = 0;
   readonly deadline: number;
   constructor(
     readonly request: AppendRequest,
     readonly headers: MsgHdrs,
+    readonly lane: SessionLane,
     readonly resolve: (ack: AppendAck) => void,
     readonly reject: (e: Error) => void,
     deadlineMs: number,
@@ -184,6 +197,53 @@ class PendingAppend {
     this.deadline = Date.now() + deadlineMs;
   }
 }
+
+/** An append waiting for a free slot, in call order. */
+interface QueuedAppend {
+  readonly request: AppendRequest;
+  readonly headers: MsgHdrs;
+  readonly resolve: (ack: AppendAck) => void;
+  readonly reject: (e: Error) => void;
+}
+
+/**
+ * One session's appends in the order they were made, while any of them is unresolved.
+ * The server reads a link in order and, when it breaks, loses only what came after some
+ * point; so a session's appends sent in order on one link can only be stored in order. A
+ * lane keeps that: its appends go out in order, and once that cannot hold for the link
+ * (it broke, an ack did not come, the stream had no leader) the lane is stalled — nothing
+ * more of the session goes out — until all its unacknowledged appends are resent, in order,
+ * on a live link. Outcomes are handed out in call order, each checked against the session's
+ * highest stored sequence so far, so an order nothing could keep is reported, never silent.
+ */
+class SessionLane {
+  readonly entries: (PendingAppend | undefined)[] = [];
+  head = 0;
+  /** Its appends are held: the link is down, a resend of the lane is scheduled, or a probe is out. */
+  stalled = false;
+  retry: NodeJS.Timeout | undefined;
+  /**
+   * The server refused one of its appends unstored (no stream leader): resends go one at a
+   * time, the first unsettled append alone (`probe`) until it is settled, then the rest.
+   * Pipelined behind an append that may be refused again, a later one could be stored first.
+   */
+  cautious = false;
+  probe: PendingAppend | undefined;
+  readonly order: SessionOrder;
+  constructor(readonly sessionId: string) {
+    this.order = new SessionOrder(sessionId);
+  }
+
+  /** Its appends without an outcome yet, in call order. */
+  unsettled(): PendingAppend[] {
+    const out: PendingAppend[] = [];
+    for (let i = this.head; i < this.entries.length; i++) if (!this.entries[i]!.done) out.push(this.entries[i]!);
+    return out;
+  }
+}
+
+/** Lane and queue slots already handed out are dropped in one go past this many. */
+const COMPACT_AT = 1024;
 
 export class JournalWriter {
   readonly #nc: NatsConnection;
@@ -193,8 +253,13 @@ export class JournalWriter {
   readonly #prefix: string;
   readonly #pending = new Map<string, PendingAppend>();
   readonly #inFlight = new Set<PendingAppend>();
-  readonly #waiting: (() => void)[] = [];
+  readonly #lanes = new Map<string, SessionLane>();
+  readonly #queue: (QueuedAppend | undefined)[] = [];
+  #queueHead = 0;
   #sub: Subscription | undefined;
+  #status: { stop?: () => void } | undefined;
+  /** The link as the status events tell it: down from "disconnect" until "reconnect". */
+  #up: boolean;
   #next = 0;
   #closed = false;
 
@@ -205,11 +270,12 @@ export class JournalWriter {
     this.#log = log;
     // Honour a connection's inbox prefix: restricted users are often allowed only their own.
     this.#prefix = createInbox(inboxPrefixOf(nc));
+    this.#up = linkUp(nc) ?? true;
+    void this.#watchLink();
   }
 
   /** Appends one message; resolves with its ack, or rejects with a typed error. */
   append(request: AppendRequest): Promise<AppendAck> {
-    // Not an async function: the common case (a free slot) costs one promise, not three.
     if (this.#closed || this.#nc.isClosed()) return Promise.reject(new ConnectionClosedError());
     // Only the events stream may store a journal append: a foreign stream that happens to
     // capture the subject refuses it instead of handing out its own sequence.
@@ -222,28 +288,44 @@ export class JournalWriter {
       if (request.fenceSubject) entries.push([ExpectedLastSubjectSequenceSubjectHdr, request.fenceSubject]);
     }
     if (request.trace) entries.push(...request.trace);
-    const h = new FixedHeaders(entries);
-    const tooLarge = payloadTooLarge(this.#nc, request.data, h);
+    const headers = new FixedHeaders(entries);
+    const tooLarge = payloadTooLarge(this.#nc, request.data, headers);
     if (tooLarge) return Promise.reject(tooLarge);
-    if (this.#inFlight.size >= this.#settings.maxInFlight) return this.#appendWhenFree(request, h);
-    return this.#start(request, h);
-  }
-
-  async #appendWhenFree(request: AppendRequest, h: MsgHdrs): Promise<AppendAck> {
-    while (this.#inFlight.size >= this.#settings.maxInFlight) {
-      await new Promise<void>((resolve) => this.#waiting.push(resolve));
-      if (this.#closed) throw new ConnectionClosedError();
-    }
-    return this.#start(request, h);
-  }
-
-  #start(request: AppendRequest, h: MsgHdrs): Promise<AppendAck> {
-    this.#ensureSubscribed();
     return new Promise<AppendAck>((resolve, reject) => {
-      const p = new PendingAppend(request, h, resolve, reject, this.#settings.publishDeadlineMs);
-      this.#inFlight.add(p);
-      this.#send(p);
+      const q = { request, headers, resolve, reject };
+      // Slots are handed out strictly in call order: a lane is joined in the order of the calls.
+      if (this.#inFlight.size < this.#settings.maxInFlight && this.#queueHead === this.#queue.length) this.#start(q);
+      else this.#queue.push(q);
     });
+  }
+
+  #start(q: QueuedAppend): void {
+    this.#ensureSubscribed();
+    const sessionId = q.request.sessionId;
+    let lane = this.#lanes.get(sessionId);
+    if (!lane) this.#lanes.set(sessionId, (lane = new SessionLane(sessionId)));
+    const p = new PendingAppend(q.request, q.headers, lane, q.resolve, q.reject, this.#settings.publishDeadlineMs);
+    lane.entries.push(p);
+    this.#inFlight.add(p);
+    if (lane.stalled || !this.#linkUp()) {
+      lane.stalled = true;
+      this.#hold(p);
+    } else this.#send(p);
+  }
+
+  #startQueued(): void {
+    while (this.#inFlight.size < this.#settings.maxInFlight && this.#queueHead < this.#queue.length) {
+      const q = this.#queue[this.#queueHead]!;
+      this.#queue[this.#queueHead++] = undefined;
+      this.#start(q);
+    }
+    if (this.#queueHead === this.#queue.length) {
+      this.#queue.length = 0;
+      this.#queueHead = 0;
+    } else if (this.#queueHead >= COMPACT_AT && this.#queueHead * 2 >= this.#queue.length) {
+      this.#queue.splice(0, this.#queueHead);
+      this.#queueHead = 0;
+    }
   }
 
   /** Rejects every append on `subject` (the server refused to let us publish there). */
@@ -255,13 +337,48 @@ export class JournalWriter {
     return this.#inFlight.size;
   }
 
-  /** Fails what is still in flight and stops listening for acks. */
+  /** Fails what is still in flight or waiting for a slot and stops listening for acks. */
   close(): void {
     this.#closed = true;
-    for (const p of [...this.#inFlight]) this.#settle(p, new ConnectionClosedError("the bus was closed before the append was acknowledged"));
+    this.#failAll(new ConnectionClosedError("the bus was closed before the append was acknowledged"));
     this.#sub?.unsubscribe();
     this.#sub = undefined;
-    for (const w of this.#waiting.splice(0)) w();
+    this.#status?.stop?.();
+  }
+
+  #failAll(error: Error): void {
+    const queued = this.#queue.splice(this.#queueHead);
+    this.#queue.length = 0;
+    this.#queueHead = 0;
+    for (const p of [...this.#inFlight]) this.#settle(p, error);
+    for (const q of queued) q!.reject(error);
+  }
+
+  #linkUp(): boolean {
+    return this.#up && linkUp(this.#nc) !== false;
+  }
+
+  /**
+   * Follows the link. On "disconnect" nothing goes out (what NATS.js would buffer meanwhile
+   * it may discard or send on the next link ahead of earlier appends resent later); on
+   * "reconnect" every lane is resent whole, in order, before anything else of it is sent.
+   */
+  async #watchLink(): Promise<void> {
+    const status = this.#nc.status();
+    this.#status = status as { stop?: () => void };
+    try {
+      for await (const s of status) {
+        if (s.type === "disconnect") this.#up = false;
+        else if (s.type === "reconnect") {
+          this.#up = true;
+          for (const lane of this.#lanes.values()) this.#resendLane(lane);
+        }
+      }
+    } catch (e) {
+      this.#log.debug({ err: e }, "journal writer's status watch ended");
+    }
+    // The watch ends when the connection closes (NATS.js ends its listeners first), or by close().
+    if (!this.#closed) this.#failAll(new ConnectionClosedError("the connection closed before the append was acknowledged"));
   }
 
   #ensureSubscribed(): void {
@@ -278,7 +395,7 @@ export class JournalWriter {
   }
 
   #send(p: PendingAppend): void {
-    if (p.settled) return;
+    if (p.done) return;
     const token = (this.#next++).toString(36);
     p.tokens.push(token);
     this.#pending.set(token, p);
@@ -289,24 +406,62 @@ export class JournalWriter {
       this.#settle(p, this.#nc.isClosed() ? new ConnectionClosedError(undefined, { cause: e }) : new PublishError(p.request.subject, `publish failed: ${(e as Error).message}`, undefined, { cause: e }));
       return;
     }
+    p.sent = true;
+    clearTimeout(p.timer);
     const wait = Math.min(this.#settings.ackTimeoutMs, Math.max(0, p.deadline - Date.now()));
     p.timer = setTimeout(() => this.#onTimeout(p), wait);
   }
 
+  /** Not sent (its lane is stalled): only its deadline runs. */
+  #hold(p: PendingAppend): void {
+    p.sent = false;
+    clearTimeout(p.timer);
+    p.timer = setTimeout(() => this.#onTimeout(p), Math.max(0, p.deadline - Date.now()));
+  }
+
+  #timedOut(p: PendingAppend): PublishTimeoutError {
+    return new PublishTimeoutError(p.request.subject, p.request.eventId, p.attempts, this.#settings.publishDeadlineMs, p.request.expectedLastSeq !== undefined);
+  }
+
   #onTimeout(p: PendingAppend): void {
-    if (p.settled) return;
+    if (p.done) return;
     if (Date.now() >= p.deadline) {
-      this.#settle(p, new PublishTimeoutError(p.request.subject, p.request.eventId, p.attempts, this.#settings.publishDeadlineMs, p.request.expectedLastSeq !== undefined));
+      this.#settle(p, this.#timedOut(p));
       return;
     }
+    const lane = p.lane;
+    if (!p.sent || lane.retry !== undefined || (lane.probe !== undefined && lane.probe !== p)) {
+      this.#hold(p); // a resend of its lane is due, or waits for the probe
+      return;
+    }
+    // Lost or slow: it goes again, and everything of its session after it goes again behind it.
     this.#log.debug({ eventId: p.request.eventId, attempt: p.attempts }, "ack timed out; resending with the same message id");
-    this.#send(p);
+    this.#resendLane(lane);
+  }
+
+  /**
+   * Sends the lane's unsettled appends again in call order on a live link (a cautious lane:
+   * only the first), else holds them. One past its deadline is held with no time left, so
+   * its timer ends it.
+   */
+  #resendLane(lane: SessionLane): void {
+    clearTimeout(lane.retry);
+    lane.retry = undefined;
+    const up = this.#linkUp();
+    lane.stalled = !up || lane.cautious;
+    lane.probe = undefined;
+    for (const p of lane.unsettled()) {
+      if (up && Date.now() < p.deadline && (!lane.cautious || lane.probe === undefined)) {
+        if (lane.cautious) lane.probe = p;
+        this.#send(p);
+      } else this.#hold(p);
+    }
   }
 
   #onAck(msg: Msg): void {
     const token = msg.subject.slice(this.#prefix.length + 1);
     const p = this.#pending.get(token);
-    if (!p || p.settled) return;
+    if (!p || p.done) return;
     clearTimeout(p.timer);
     if (msg.headers?.code === 503) {
       this.#onNoResponders(p);
@@ -376,14 +531,23 @@ export class JournalWriter {
     }
   }
 
+  /**
+   * The server did not store `p` (no stream leader yet): its lane is stalled and, after a
+   * backoff, resent cautiously, so the session's later appends go out only behind `p`.
+   */
   #retryLater(p: PendingAppend): void {
-    if (p.settled) return;
+    if (p.done) return;
     const delay = Math.min(50 * 2 ** Math.min(p.attempts, 6), 2000);
     if (Date.now() + delay >= p.deadline) {
-      this.#settle(p, new PublishTimeoutError(p.request.subject, p.request.eventId, p.attempts, this.#settings.publishDeadlineMs, p.request.expectedLastSeq !== undefined));
+      this.#settle(p, this.#timedOut(p));
       return;
     }
-    p.timer = setTimeout(() => this.#send(p), delay);
+    this.#hold(p);
+    const lane = p.lane;
+    lane.stalled = true;
+    lane.cautious = true;
+    if (lane.probe === p) lane.probe = undefined;
+    lane.retry ??= setTimeout(() => this.#resendLane(lane), delay);
   }
 
   /** The sequence of this append if an earlier attempt stored it behind its fence. */
@@ -404,14 +568,49 @@ export class JournalWriter {
   }
 
   #settle(p: PendingAppend, error: Error | undefined, ack?: AppendAck): void {
-    if (p.settled) return;
-    p.settled = true;
+    if (p.done) return;
+    p.done = true;
+    p.error = error;
+    p.ack = ack;
     clearTimeout(p.timer);
     for (const t of p.tokens) this.#pending.delete(t);
     this.#inFlight.delete(p);
-    this.#waiting.shift()?.();
     appendSettled(error, ack, p.attempts, p.deadline - this.#settings.publishDeadlineMs);
-    if (error) p.reject(error);
-    else p.resolve(ack!);
+    const lane = p.lane;
+    this.#drain(lane);
+    if (lane.probe === p) {
+      // The probe is settled: the rest of the lane goes out behind it.
+      lane.cautious = false;
+      this.#resendLane(lane);
+    }
+    this.#startQueued();
+  }
+
+  /**
+   * Hands out the lane's outcomes in call order, as far as they are known, through the
+   * session's order check (session-order.ts).
+   */
+  #drain(lane: SessionLane): void {
+    const { entries } = lane;
+    while (lane.head < entries.length) {
+      const p = entries[lane.head]!;
+      if (!p.done) break;
+      entries[lane.head++] = undefined;
+      if (p.error) {
+        p.reject(p.error);
+        continue;
+      }
+      const ack = p.ack!;
+      const outOfOrder = lane.order.next(p.request.eventId, ack.seq, ack.duplicate && p.attempts === 1);
+      if (outOfOrder) p.reject(outOfOrder);
+      else p.resolve(ack);
+    }
+    if (lane.head === entries.length) {
+      clearTimeout(lane.retry);
+      if (this.#lanes.get(lane.sessionId) === lane) this.#lanes.delete(lane.sessionId);
+    } else if (lane.head >= COMPACT_AT && lane.head * 2 >= entries.length) {
+      entries.splice(0, lane.head);
+      lane.head = 0;
+    }
   }
 }
