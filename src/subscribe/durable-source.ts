@@ -386,7 +386,9 @@ export class DurableSource<E> implements Source {
   #fromJournal(m: JsMsg): Original | undefined {
     this.#lastSeq = Math.max(this.#lastSeq, m.seq);
     const at = this.#origin(m);
-    return at && { msg: m, journalSeq: at.journalSeq, shard: this.#ctx.shard.index, subject: at.subject, data: m.data, deliveryCount: m.info.deliveryCount };
+    // A group's partition copies sessions of every shard: the copy's journal subject names its shard.
+    const shard = at && (journalShardOf(this.#ctx.decode.namespace, at.subject) ?? this.#ctx.shard).index;
+    return at && { msg: m, journalSeq: at.journalSeq, shard: shard!, subject: at.subject, data: m.data, deliveryCount: m.info.deliveryCount };
   }
 
   #fromParked(m: JsMsg): Original | undefined {
