@@ -2,6 +2,7 @@
 // while sessions of every shard publish, and a copy stored in a shard its session does not
 // live in (a raw publish by a writer of the namespace) — never handled as that shard's event.
 import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
+import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connect, createEvent, newId, type DurableDelivery, type DurableSubscription, type Jetloop, type JetloopEvent } from "../../src/index.js";
 import { shardOfSession } from "../../src/streams/shards.js";
@@ -13,9 +14,10 @@ const S = 3;
 let bus: Jetloop;
 let jsm: JetStreamManager;
 const opened: { close(): Promise<unknown> }[] = [];
+const logs: string[] = [];
 
 beforeAll(async () => {
-  bus = await connect({ servers: natsServers(), namespace: uniqueNamespace("asg"), shards: S });
+  bus = await connect({ servers: natsServers(), namespace: uniqueNamespace("asg"), shards: S, logger: pino({ level: "warn" }, { write: (line: string) => void logs.push(line) }) });
   await bus.provision({ partitions: 4 });
   jsm = await jetstreamManager(bus.nc);
 });
@@ -72,6 +74,8 @@ describe("partitioned groups over shards, adversarially", () => {
     await waitFor("the group handled every published event", () => seen.length >= published.length, 15_000);
     await waitFor("the plain durable took every published event", () => plainSeen.length >= published.length, 15_000);
     await new Promise((r) => setTimeout(r, 1500));
+    // Each reader refused the misplaced copy, and said so.
+    await waitFor("both refusals logged", () => logs.some((l) => l.includes("DELIVERY_INVALID")) && logs.some((l) => l.includes("not a journal event")), 5000);
     for (const got of [seen, plainSeen]) {
       const key = (d: { shard: number; journalSeq: number }) => `${d.shard}:${d.journalSeq}`;
       expect(got.map(key).sort()).toEqual(published.map((p) => `${p.shard}:${p.seq}`).sort());
