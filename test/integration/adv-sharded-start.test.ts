@@ -1,0 +1,61 @@
+// An adversary's look at a sharded subscription's start: the bus closed while its shards'
+// parts are still starting, at generated moments, on a connection the bus does not own (so
+// nothing but the parts' own stop ends their pulls): once closed, nothing consumes on.
+import { connect as natsConnect, type NatsConnection } from "@nats-io/transport-node";
+import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { pino } from "pino";
+import { connect, createEvent, fromConnection, newId, type Jetloop, type JetloopEvent } from "../../src/index.js";
+import { natsServers } from "../harness/context.js";
+import { uniqueNamespace } from "../harness/namespace.js";
+import { sleep } from "../harness/async.js";
+
+const S = 2;
+let ops: Jetloop;
+let nc: NatsConnection;
+let jsm: JetStreamManager;
+const namespace = uniqueNamespace("ass");
+const quiet = pino({ level: "silent" });
+
+beforeAll(async () => {
+  ops = await connect({ servers: natsServers(), namespace, shards: S, logger: quiet });
+  await ops.provision();
+  nc = await natsConnect({ servers: natsServers() });
+  jsm = await jetstreamManager(ops.nc);
+});
+afterAll(async () => {
+  for await (const name of jsm.streams.names()) if (name.startsWith(namespace)) await jsm.streams.delete(name).catch(() => undefined);
+  await ops.close();
+  await nc.close();
+});
+
+function step(sessionId: string): JetloopEvent {
+  return createEvent("StepDone", { sessionId, loopId: newId(), turnId: newId(), stepId: newId(), messages: [{ role: "assistant", blocks: [{ type: "text", text: "x" }] }] });
+}
+
+describe("a sharded durable's start, cut by the bus closing", () => {
+  it("for generated delays, a durable whose bus closed while it started takes nothing afterwards", async () => {
+    const delays = [2000, 0, 1, 2, 3, 5, 8, 12, 20, 40, 80];
+    const taken: string[] = [];
+    for (const delay of delays) {
+      const durable = `d${newId().slice(-8)}`;
+      const bus = fromConnection(nc, { namespace, shards: S, logger: quiet });
+      const started = bus.subscribeEvents({ enduring: "all" }, { durable, start: "new" }).then(
+        (sub) => sub,
+        () => undefined,
+      );
+      await sleep(delay);
+      await bus.close();
+      const sub = await started;
+      await sub?.close();
+      // Events in every shard after the close: no part of the closed subscription may pull them.
+      for (let i = 0; i < 6; i++) await ops.publish(step(newId()));
+      await sleep(300);
+      for (const stream of ops.journals().map((j) => j.stream)) {
+        const info = await jsm.consumers.info(stream, durable).catch(() => undefined);
+        if (info && (info.delivered.consumer_seq > 0 || info.num_waiting > 0)) taken.push(`${delay}ms ${stream}: delivered ${info.delivered.consumer_seq}, waiting ${info.num_waiting}`);
+      }
+    }
+    expect(taken).toEqual([]);
+  }, 60_000);
+});
