@@ -150,6 +150,14 @@ export class DurableSource<E> implements Source {
       this.#messages?.stop();
       throw e;
     });
+    // Stopped while starting (its subscription or bus closed meanwhile): stop() found no
+    // consumption to end, so end it here, or it would pull on with no reader.
+    if (this.#stopped) {
+      this.#messages?.stop(); // undefined when stop() came after it was made
+      replays.stop();
+      this.#messages = this.#replays = undefined;
+      return;
+    }
     this.#pumps.push(
       this.#run(this.#messages, (m) => this.#fromJournal(m)),
       this.#watchStatus(this.#messages, async (fromSeq) => {
