@@ -5,6 +5,8 @@ import { connect as natsConnect, type NatsConnection } from "@nats-io/transport-
 import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { pino } from "pino";
+import { defaultMembersStreamName } from "../../src/streams/declared.js";
+import { memberSubject } from "../../src/subjects/subjects.js";
 import { connect, createEvent, fromConnection, newId, type Jetloop, type JetloopEvent } from "../../src/index.js";
 import { natsServers } from "../harness/context.js";
 import { uniqueNamespace } from "../harness/namespace.js";
@@ -19,7 +21,7 @@ const quiet = pino({ level: "silent" });
 
 beforeAll(async () => {
   ops = await connect({ servers: natsServers(), namespace, shards: S, logger: quiet });
-  await ops.provision();
+  await ops.provision({ partitions: 4 });
   nc = await natsConnect({ servers: natsServers() });
   jsm = await jetstreamManager(ops.nc);
 });
@@ -58,4 +60,28 @@ describe("a sharded durable's start, cut by the bus closing", () => {
     }
     expect(taken).toEqual([]);
   }, 60_000);
+
+  it("for generated delays, a group member whose bus closed while it started leaves no lease and takes nothing", async () => {
+    const left: string[] = [];
+    for (const delay of [2000, 0, 2, 5, 10, 20, 40, 80]) {
+      const group = `g${newId().slice(-8)}`;
+      const bus = fromConnection(nc, { namespace, shards: S, logger: quiet });
+      const started = bus.subscribeEvents({ enduring: "all" }, { durable: group, group: { leaseMs: 1000 }, start: "new" }).then(
+        (sub) => sub,
+        () => undefined,
+      );
+      await sleep(delay);
+      await bus.close();
+      await (await started)?.close();
+      for (let i = 0; i < 6; i++) await ops.publish(step(newId()));
+      await sleep(500);
+      const lease = await jsm.streams.getMessage(defaultMembersStreamName(namespace), { last_by_subj: memberSubject(namespace, group) }).catch(() => null);
+      if (lease) left.push(`${delay}ms: a lease ${lease.subject}`);
+      for (let p = 0; p < 4; p++) {
+        const info = await jsm.consumers.info(`${namespace}_partitioned`, `${group}_p${p}`).catch(() => undefined);
+        if (info && (info.delivered.consumer_seq > 0 || info.num_waiting > 0)) left.push(`${delay}ms p${p}: delivered ${info.delivered.consumer_seq}, waiting ${info.num_waiting}`);
+      }
+    }
+    expect(left).toEqual([]);
+  }, 90_000);
 });
