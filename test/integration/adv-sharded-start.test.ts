@@ -84,4 +84,38 @@ describe("a sharded durable's start, cut by the bus closing", () => {
     }
     expect(left).toEqual([]);
   }, 90_000);
+
+  it("one shard's stream missing: a durable and a live reader over all shards are refused with a typed error, and the healthy shard's part takes nothing", async () => {
+    const ns = uniqueNamespace("asm");
+    const owner = await connect({ servers: natsServers(), namespace: ns, shards: 3, logger: quiet });
+    try {
+      await owner.provision();
+      await jsm.streams.delete(`${ns}_journal_1_of_3`);
+      const durable = `d${newId().slice(-8)}`;
+      const refusals: unknown[] = [];
+      for (const options of [{ durable, start: "new" as const }, {}]) {
+        const err = await owner.subscribeEvents({ enduring: "all" }, options).then(
+          async (sub) => {
+            await sub.close();
+            return undefined;
+          },
+          (e: unknown) => e,
+        );
+        refusals.push(err);
+      }
+      for (const e of refusals) {
+        expect(e).toBeInstanceOf(Error);
+        expect((e as { code?: string }).code).toMatch(/^[A-Z_]+$/);
+      }
+      for (let i = 0; i < 6; i++) await owner.publish(step(newId())).catch(() => undefined);
+      await sleep(300);
+      for (const k of [0, 2]) {
+        const info = await jsm.consumers.info(`${ns}_journal_${k}_of_3`, durable).catch(() => undefined);
+        expect(info === undefined || (info.delivered.consumer_seq === 0 && info.num_waiting === 0), `shard ${k}: ${JSON.stringify(info?.delivered)} waiting ${info?.num_waiting}`).toBe(true);
+      }
+    } finally {
+      for await (const name of jsm.streams.names()) if (name.startsWith(ns)) await jsm.streams.delete(name).catch(() => undefined);
+      await owner.close();
+    }
+  }, 60_000);
 });
