@@ -90,4 +90,41 @@ describe("partitioned groups over shards, adversarially", () => {
       }
     }
   }, 60_000);
+
+  it("members joining and leaving while sessions of every shard publish: each event acknowledged once, one at a time per session, in its shard's order", async () => {
+    const group = `j${newId().slice(-8)}`;
+    const join = async () => {
+      const sub = await bus.subscribeEvents({ enduring: "all" }, { durable: group, group: { leaseMs: 1000, member: newId().slice(-10) }, ackWaitMs: 2000, start: "new" });
+      opened.push(sub);
+      run(sub, async (d) => {
+        const s = d.event.sessionId;
+        if (busy.has(s)) overlaps.push(`${s} ${d.journalSeq}`);
+        busy.add(s);
+        await new Promise((r) => setTimeout(r, Math.floor(Math.random() * 15)));
+        busy.delete(s);
+        await d.ack().then(() => acked.push({ s, shard: d.shard, seq: d.journalSeq }), () => undefined);
+      });
+      return sub;
+    };
+    const busy = new Set<string>();
+    const overlaps: string[] = [];
+    const acked: { s: string; shard: number; seq: number }[] = [];
+    const sessions = Array.from({ length: 12 }, () => newId());
+    const published: string[] = [];
+    const first = await join();
+    for (let round = 0; round < 8; round++) {
+      for (const s of sessions) published.push(`${shardOfSession(s, S).index}:${(await bus.publish(step(s))).journalSeq}`);
+      if (round === 2) await join();
+      if (round === 4) await first.close();
+      if (round === 6) await join();
+    }
+    await waitFor("every event acknowledged", () => acked.length >= published.length, 30_000);
+    await new Promise((r) => setTimeout(r, 2500)); // a redelivery after the ack wait would show here
+    expect(overlaps).toEqual([]);
+    expect(acked.map((a) => `${a.shard}:${a.seq}`).sort()).toEqual([...published].sort());
+    for (const s of sessions) {
+      const seqs = acked.filter((a) => a.s === s).map((a) => a.seq);
+      expect(seqs).toEqual([...seqs].sort((a, b) => a - b));
+    }
+  }, 90_000);
 });
