@@ -150,8 +150,9 @@ export function oneTokenNamespace(source: string, ns: string, streamGiven: boole
 
 export function positiveInt(name: string, value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
-  const n = Number(value);
-  if (!Number.isSafeInteger(n) || n < 1) throw new UsageError(`--${name} must be a positive integer, not ${JSON.stringify(value)}`);
+  // Decimal digits only: Number() would also read "0x3", "3.0", "+3", " 3" or "3e0" as 3.
+  const n = /^[1-9]\d*$/.test(value) ? Number(value) : NaN;
+  if (!Number.isSafeInteger(n)) throw new UsageError(`--${name} must be a positive integer, not ${JSON.stringify(value)}`);
   return n;
 }
 

@@ -150,6 +150,14 @@ export class DurableSource<E> implements Source {
       this.#messages?.stop();
       throw e;
     });
+    // Stopped while starting (its subscription or bus closed meanwhile): stop() found no
+    // consumption to end, so end it here, or it would pull on with no reader.
+    if (this.#stopped) {
+      this.#messages?.stop(); // undefined when stop() came after it was made
+      replays.stop();
+      this.#messages = this.#replays = undefined;
+      return;
+    }
     this.#pumps.push(
       this.#run(this.#messages, (m) => this.#fromJournal(m)),
       this.#watchStatus(this.#messages, async (fromSeq) => {
@@ -386,7 +394,9 @@ export class DurableSource<E> implements Source {
   #fromJournal(m: JsMsg): Original | undefined {
     this.#lastSeq = Math.max(this.#lastSeq, m.seq);
     const at = this.#origin(m);
-    return at && { msg: m, journalSeq: at.journalSeq, shard: this.#ctx.shard.index, subject: at.subject, data: m.data, deliveryCount: m.info.deliveryCount };
+    // A group's partition copies sessions of every shard: the copy's journal subject names its shard.
+    const shard = at && (journalShardOf(this.#ctx.decode.namespace, at.subject) ?? this.#ctx.shard).index;
+    return at && { msg: m, journalSeq: at.journalSeq, shard: shard!, subject: at.subject, data: m.data, deliveryCount: m.info.deliveryCount };
   }
 
   #fromParked(m: JsMsg): Original | undefined {

@@ -131,6 +131,28 @@ describe("jetloop CLI usage errors", () => {
   });
 });
 
+describe("counts are decimal or refused, never read another way", () => {
+  // `--shards 0x3` must not provision 3 shards: each spelling Number() would take as n but is not n's decimal.
+  const spellings = (n: number) => [`0x${n.toString(16)}`, `${n}.0`, `+${n}`, ` ${n}`, `${n} `, `0${n}`, `${n}e0`, `0b${n.toString(2)}`, `0o${n.toString(8)}`, ""];
+  const flags: [string, string, string[]][] = [
+    ["provision", "--shards", []],
+    ["provision", "--partitions", []],
+    ["provision", "--replicas", []],
+    ["parked show", "--seq", ["--durable", "svc"]],
+  ];
+  const cases = flags.flatMap(([command, flag, ok]) => [2, 3, 10].flatMap((n) => spellings(n).map((v) => [`${command} ${flag} ${JSON.stringify(v)}`, command, [...ok, flag, v], flag] as const)));
+  it.each(cases)("%s: exit 2 naming the flag", async (_, command, args, flag) => {
+    const r = await cli([...command.split(" "), ...args]);
+    expect(r.code).toBe(2);
+    expect(r.stderr.split("\n")[0]).toMatch(new RegExp(`OPTIONS_INVALID: .*${flag.replace(/[-]/g, "\\-")}`));
+  });
+  it("more shards than a namespace may have is a usage error before connecting", async () => {
+    const r = await cli(["provision", "--shards", "65"]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/shards/);
+  });
+});
+
 describe("servers and namespaces are refused, never rewritten", () => {
   const host = fc.oneof(fc.domain(), fc.ipV4());
   const port = fc.integer({ min: 1, max: 65535 });

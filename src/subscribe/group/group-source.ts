@@ -119,6 +119,12 @@ export class GroupSource<E> implements Source {
     await Promise.all(Array.from({ length: this.#partitions }, (_, p) => this.#source(p).prepare()));
     await this.#membership.renew();
     await this.#rebalance();
+    if (this.#stopped) {
+      // stop() came while this started: it found no lease nor partitions to end, so a ghost
+      // member would hold its share of the partitions for a lease time, its timers running on.
+      await this.#release();
+      return;
+    }
     // Renewing runs apart from rebalancing: giving a partition away can wait for a handler.
     const period = Math.max(100, Math.floor(this.#settings.leaseMs / 3));
     this.#renewTimer = setInterval(() => void this.#renew(), Math.max(50, Math.floor(proofMs / 5)));
@@ -184,6 +190,11 @@ export class GroupSource<E> implements Source {
     clearInterval(this.#timer);
     clearInterval(this.#renewTimer);
     await this.#cycle;
+    await this.#release();
+  }
+
+  /** Drains the partitions this member runs and removes its lease. */
+  async #release(): Promise<void> {
     const running = [...this.#running.values()];
     this.#running.clear();
     await Promise.all(running.map((s) => s.drain(this.#drainMs)));
