@@ -3,7 +3,8 @@
 // outside any batch (no `Nats-Batch-Id`), so such a message names no turn. A "new" feed
 // subscription (both feed modes) delivers every event stored after its start whatever
 // sequence and size its headers forge (generated: k of n, 2 ≤ k ≤ n ≤ 1,000, spans reaching
-// back before the start), once each, in order.
+// back before the start; with and without a forged `Nats-Batch-Id`, which a server before
+// 2.12 stores verbatim too), once each, in order.
 import { headers, type NatsConnection } from "@nats-io/transport-node";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -12,7 +13,8 @@ import { encodeEvent } from "../../src/codec/codec.js";
 import { allShards, shardStreamName } from "../../src/streams/shards.js";
 import { eventSubject } from "../../src/subjects/subjects.js";
 import { defaultRegistry } from "../../src/events/catalogue.js";
-import { connectTest, natsServers, uniqueNamespace } from "../harness/context.js";
+import { supports } from "../../src/connection/server-version.js";
+import { connectTest, natsServers, natsServerVersion, uniqueNamespace } from "../harness/context.js";
 
 let nc: NatsConnection;
 let bus: Jetloop;
@@ -36,15 +38,26 @@ afterAll(async () => {
 const decided = (sessionId: string): JetloopEvent =>
   createEvent("PermissionDecided", { sessionId, loopId: newId(), turnId: newId(), stepId: newId(), toolExecutionId: newId(), effect: "approve" });
 
-/** Publishes `e` outside any batch with forged batch headers; resolves once stored. */
-async function forged(e: JetloopEvent, k: number, n: number): Promise<void> {
+/**
+ * Publishes `e` outside any batch with forged batch headers (and a forged batch id, with
+ * `commit`); resolves with whether it was stored: a server with atomic batches (2.12+)
+ * refuses a batch beginning at sequence k > 1, one before them stores the headers verbatim.
+ */
+async function forged(e: JetloopEvent, k: number, n: number, id?: string): Promise<boolean> {
   const h = headers();
   h.set("Nats-Msg-Id", e.eventId);
+  if (id !== undefined) {
+    h.set("Nats-Batch-Id", id);
+    h.set("Nats-Batch-Commit", "1");
+  }
   h.set("Nats-Batch-Sequence", String(k));
   h.set("Jetloop-Batch-Size", String(n));
   const subject = eventSubject(bus.namespace, "journal", { ...e, family: defaultRegistry.get(e.type)!.family });
-  const ack = (await nc.request(subject, encodeEvent(e), { headers: h, timeout: 5000 })).json<{ seq?: number }>();
-  expect(ack.seq).toBeGreaterThan(0);
+  const ack = (await nc.request(subject, encodeEvent(e), { headers: h, timeout: 5000 })).json<{ seq?: number; error?: unknown }>();
+  const stored = ack.error === undefined;
+  if (id === undefined || stored) expect(ack.seq).toBeGreaterThan(0);
+  else expect(supports(natsServerVersion(), "atomicBatch")).toBe(true);
+  return stored;
 }
 
 describe("forged turn headers", () => {
@@ -54,12 +67,26 @@ describe("forged turn headers", () => {
     await bus.publishAll(Array.from({ length: 20 }, () => decided(filler)));
     await fc.assert(
       fc.asyncProperty(
-        fc.integer({ min: 2, max: 20 }).chain((k) => fc.record({ k: fc.constant(k), n: fc.integer({ min: k, max: 1000 }), feed: fc.constantFrom("loop" as const, "namespace" as const), count: fc.integer({ min: 1, max: 3 }) })),
-        async ({ k, n, feed, count }) => {
+        fc.integer({ min: 2, max: 20 }).chain((k) => fc.record({
+            k: fc.constant(k),
+            n: fc.integer({ min: k, max: 1000 }),
+            id: fc.option(fc.constantFrom("forged", "0123456789abcdefghijkl"), { nil: undefined }),
+            feed: fc.constantFrom("loop" as const, "namespace" as const),
+            count: fc.integer({ min: 1, max: 3 }),
+          }),
+        ),
+        async ({ k, n, id, feed, count }) => {
           const session = newId();
           const sub = await bus.session(session).subscribeEvents({ enduring: "all" }, { start: "new", feed });
-          const events = Array.from({ length: count }, () => decided(session));
-          for (const e of events) await forged(e, k, n);
+          const events: JetloopEvent[] = [];
+          for (let i = 0; i < count; i++) {
+            const e = decided(session);
+            if (await forged(e, k, n, id)) events.push(e);
+          }
+          // The subscription's end is known: one event more, stored plainly.
+          const last = decided(session);
+          await bus.publish(last);
+          events.push(last);
           const got: string[] = [];
           const timer = setTimeout(() => void sub.close(), 3000);
           for await (const d of sub) if (got.push(d.event.eventId) === events.length) break;
