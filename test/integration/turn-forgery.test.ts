@@ -98,4 +98,45 @@ describe("forged turn headers", () => {
       { numRuns: 8 },
     );
   }, 120_000);
+
+  if (supports(natsServerVersion(), "atomicBatch"))
+    it("a real batch whose Jetloop-Batch-Size is forged larger ends at its commit: a replay or an \"all\" subscription of the namespace reads it at once, not failing for another session's header", async () => {
+      await fc.assert(
+        fc.asyncProperty(fc.integer({ min: 1, max: 5 }), fc.integer({ min: 6, max: 1000 }), fc.constantFrom("replay" as const, "subscribe" as const), async (m, n, how) => {
+          const mine = decided(newId());
+          await bus.publish(mine);
+          // Another session's real batch of m messages, each saying it is of n.
+          const hostile = Array.from({ length: m }, () => decided(newId()));
+          const batchId = newId().replaceAll("-", "").slice(0, 22);
+          for (const [i, e] of hostile.entries()) {
+            const h = headers();
+            h.set("Nats-Msg-Id", e.eventId);
+            h.set("Nats-Batch-Id", batchId);
+            h.set("Nats-Batch-Sequence", String(i + 1));
+            h.set("Jetloop-Batch-Size", String(n));
+            const subject = eventSubject(bus.namespace, "journal", { ...e, family: defaultRegistry.get(e.type)!.family });
+            if (i < m - 1) nc.publish(subject, encodeEvent(e), { headers: h });
+            else {
+              h.set("Nats-Batch-Commit", "1");
+              expect((await nc.request(subject, encodeEvent(e), { headers: h, timeout: 5000 })).json<{ count?: number }>().count).toBe(m);
+            }
+          }
+          const began = Date.now();
+          const got: string[] = [];
+          if (how === "replay") for await (const d of bus.replay({ enduring: "all" })) got.push(d.event.eventId);
+          else {
+            const sub = await bus.subscribeEvents({ enduring: "all" }, { start: "all" });
+            const after = decided(newId());
+            await bus.publish(after);
+            for await (const d of sub) if (got.push(d.event.eventId) && d.event.eventId === after.eventId) break;
+            await sub.close();
+            expect(got.at(-1)).toBe(after.eventId);
+          }
+          expect(Date.now() - began).toBeLessThan(3000);
+          expect(got).toEqual(expect.arrayContaining([mine.eventId, ...hostile.map((e) => e.eventId)]));
+          expect(new Set(got).size).toBe(got.length);
+        }),
+        { numRuns: 4 },
+      );
+    }, 120_000);
 });
