@@ -33,6 +33,7 @@ const COUNT = /^[1-9][0-9]{0,3}$/;
  * no jetloop batch. Values jetloop never writes (not 1 ≤ k ≤ n ≤ 1,000, a span before the
  * stream's first sequence) are not a jetloop turn's either, and are read as none; so is a
  * message of no server batch (no `Nats-Batch-Id`), whose batch sequence nothing checked.
+ * The size is jetloop's and unchecked: a batch ends at its commit (`Nats-Batch-Commit`).
  */
 export function turnSpanOf(headers: MsgHdrs | undefined, seq: number): TurnSpan | undefined {
   const size = headers?.get(TurnHeaders.Size);
@@ -41,7 +42,8 @@ export function turnSpanOf(headers: MsgHdrs | undefined, seq: number): TurnSpan 
   if (!COUNT.test(size) || !COUNT.test(sequence)) return undefined;
   const [k, n] = [Number(sequence), Number(size)];
   if (k > n || n > MAX_ATOMIC_BATCH || seq - k + 1 < 1) return undefined;
-  return turnSpan(seq, k, n);
+  // The server's commit is its batch's last message, whatever size the header says.
+  return headers!.get(BatchHeaders.Commit) ? turnSpan(seq, k, k) : turnSpan(seq, k, n);
 }
 
 /** turnSpanOf a received message's headers; a header block NATS.js cannot read is no jetloop turn's. */

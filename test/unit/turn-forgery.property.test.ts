@@ -26,4 +26,17 @@ describe("turnSpanOf and the batch id", () => {
       }),
     );
   });
+
+  it("a message carrying Nats-Batch-Commit ends its span, whatever larger size it says", () => {
+    fc.assert(
+      fc.property(forged, ({ k, extra, seq }) => {
+        const h = headers();
+        h.set("Nats-Batch-Id", "b");
+        h.set("Nats-Batch-Sequence", String(k));
+        h.set("Jetloop-Batch-Size", String(Math.min(1000, k + extra)));
+        h.set("Nats-Batch-Commit", "1");
+        expect(turnSpanOf(h, seq)).toEqual({ first: seq - k + 1, last: seq });
+      }),
+    );
+  });
 });
