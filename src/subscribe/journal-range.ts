@@ -76,6 +76,12 @@ export interface JournalSource {
   readonly placement: PlacementDeps;
   /** The stream's last sequence now: a read going on to a turn's end waits until the stream holds it. */
   lastSeq(): Promise<number>;
+  /**
+   * Whether batch headers can name a turn (turn-span.ts): the server has atomic batches
+   * (2.12+) and so checks a batch's sequences. A server before them stores any batch
+   * headers verbatim, and jetloop writes no batches there: its messages name no turn.
+   */
+  readonly turns: boolean;
 }
 
 /** Where a read starts, as consumer options. */
@@ -109,7 +115,7 @@ export async function* readWholeTurns(source: JournalSource, range: JournalRange
     yield m;
   }
   const covered = range.toSeq < limit || last === undefined ? range.toSeq : last.seq;
-  const end = last === undefined ? covered : wholeTurnEnd(turnSpanOf(last.headers, last.seq), covered, limit);
+  const end = last === undefined || !source.turns ? covered : wholeTurnEnd(turnSpanOf(last.headers, last.seq), covered, limit);
   if (end === covered) return covered;
   // One read suffices: a batch's messages are contiguous, so (covered, end] is all this batch.
   await storedUpTo(source, end, what);

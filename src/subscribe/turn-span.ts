@@ -7,6 +7,8 @@
  * the batch's span exactly (its messages are contiguous in the stream). A bounded read that
  * ends inside a span goes on to its end; a subscription that starts inside one skips it.
  * Messages without the size (a raw user's batch, an older jetloop) have no span: read as before.
+ * Nor has a message without `Nats-Batch-Id`: the server stores batch headers verbatim on a
+ * message published outside any batch, and checks `Nats-Batch-Sequence` only inside one.
  */
 import type { MsgHdrs } from "@nats-io/nats-core";
 import { MAX_ATOMIC_BATCH } from "../publish/atomic-batch.js";
@@ -29,16 +31,19 @@ const COUNT = /^[1-9][0-9]{0,3}$/;
 /**
  * The span of the turn the message stored at `seq` is part of; undefined for a message of
  * no jetloop batch. Values jetloop never writes (not 1 ≤ k ≤ n ≤ 1,000, a span before the
- * stream's first sequence) are not a jetloop turn's either, and are read as none.
+ * stream's first sequence) are not a jetloop turn's either, and are read as none; so is a
+ * message of no server batch (no `Nats-Batch-Id`), whose batch sequence nothing checked.
+ * The size is jetloop's and unchecked: a batch ends at its commit (`Nats-Batch-Commit`).
  */
 export function turnSpanOf(headers: MsgHdrs | undefined, seq: number): TurnSpan | undefined {
   const size = headers?.get(TurnHeaders.Size);
-  if (!size) return undefined;
+  if (!size || !headers!.get(BatchHeaders.Id)) return undefined;
   const sequence = headers!.get(BatchHeaders.Sequence);
   if (!COUNT.test(size) || !COUNT.test(sequence)) return undefined;
   const [k, n] = [Number(sequence), Number(size)];
   if (k > n || n > MAX_ATOMIC_BATCH || seq - k + 1 < 1) return undefined;
-  return turnSpan(seq, k, n);
+  // The server's commit is its batch's last message, whatever size the header says.
+  return headers!.get(BatchHeaders.Commit) ? turnSpan(seq, k, k) : turnSpan(seq, k, n);
 }
 
 /** turnSpanOf a received message's headers; a header block NATS.js cannot read is no jetloop turn's. */

@@ -304,7 +304,7 @@ export class FeedSource<E> implements Source, FeedViewer {
    */
   #begunBeforeStart(seq: number, shared: FeedMessage | undefined, journal: object | undefined): boolean {
     const start = this.#newAt;
-    if (start === undefined || seq > start + TURN_REACH) return false;
+    if (start === undefined || seq > start + TURN_REACH || !this.#ctx.journal.turns) return false;
     return begunBefore(shared ? shared.turn?.() : (journal ? turnSpanOfMessage(journal, seq) : undefined), start);
   }
 
