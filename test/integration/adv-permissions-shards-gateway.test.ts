@@ -102,6 +102,8 @@ describe("the gateway user of the sharded permissions example", () => {
         const sse = await SseReader.open(`${gw.url}/v1/sessions/${session}/events?last_event_id=0`, auth);
         try {
           await sse.until((t) => ids.every((id) => t.includes(id)), 10_000).catch((e: unknown) => { throw new Error(`session ${session}: ${JSON.stringify(ids)} ${sse.text}`, { cause: e }); });
+          // Only this session's events: a frame of another shard's same sequence is another session's.
+          expect(new Set([...sse.text.matchAll(/"session_id":"([^"]+)"/g)].map((m) => m[1]))).toEqual(new Set([session]));
         } finally {
           sse.close();
         }
