@@ -47,6 +47,7 @@ const FLAG_OF_OPTION: Record<string, string> = {
   feed: "--feed",
   token: "--auth-token-env",
   insecurePublicBind: "--insecure-public-bind",
+  shard: "--shard",
 };
 
 /** An OptionsError of the library, reworded to name the flag the option came from. */
@@ -55,13 +56,32 @@ export function asUsageError(e: OptionsError): UsageError {
   return new UsageError(`${flag} ${e.message.slice(e.option.length + 2)}`);
 }
 
-/** Runs node's parseArgs (given the command's flags plus connectionFlags); bad flags are a UsageError. */
-export function parse<T>(run: () => T): T {
+/** What `parse` needs of parseArgs' result: run with `tokens: true`, so a repeated flag can be told. */
+interface Parsed {
+  readonly values: Record<string, unknown>;
+  readonly tokens: readonly { readonly kind: string; readonly name?: string; readonly rawName?: string }[];
+}
+
+/**
+ * Runs node's parseArgs (given the command's flags plus connectionFlags, strict, with
+ * tokens); bad flags are a UsageError. So is a value flag given twice: parseArgs keeps the
+ * last, so `parked drop --seq 2 --seq 1` would drop entry 1 unasked. Repeatable flags
+ * (`multiple`) and a repeated switch (which means the same) are fine.
+ */
+export function parse<T extends Parsed>(run: () => T): T {
+  let parsed: T;
   try {
-    return run();
+    parsed = run();
   } catch (e) {
     throw new UsageError((e as Error).message);
   }
+  const seen = new Set<string>();
+  for (const t of parsed.tokens) {
+    if (t.kind !== "option" || t.name === undefined || typeof parsed.values[t.name] !== "string") continue;
+    if (seen.has(t.name)) throw new UsageError(`--${t.name} is given twice: give it once`);
+    seen.add(t.name);
+  }
+  return parsed;
 }
 
 /** A flag that holds ids (sessions, loops): each checked before connecting. */

@@ -70,7 +70,7 @@ function groupRecords(g: GroupReport): Record<string, unknown>[] {
 }
 
 export async function consumersCommand(argv: string[], out: (s: string) => void, err: (s: string) => void): Promise<number> {
-  const { values } = parse(() => parseArgs({ args: argv, options: { ...connectionFlags, json: { type: "boolean" }, monitor: { type: "string", multiple: true } }, strict: true }));
+  const { values } = parse(() => parseArgs({ args: argv, options: { ...connectionFlags, json: { type: "boolean" }, monitor: { type: "string", multiple: true } }, strict: true, tokens: true }));
   if (values.help) {
     out(consumersHelp);
     return 0;

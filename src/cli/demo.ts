@@ -40,7 +40,7 @@ output is simulated.
 `;
 
 export async function demoCommand(argv: string[], out: (s: string) => void, err: (s: string) => void): Promise<number> {
-  const { values } = parse(() => parseArgs({ args: argv, options: connectionFlags, strict: true }));
+  const { values } = parse(() => parseArgs({ args: argv, options: connectionFlags, strict: true, tokens: true }));
   if (values.help) {
     out(demoHelp);
     return 0;
@@ -157,7 +157,7 @@ async function runDemo(bus: Jetloop, servers: string | string[], throwaway: bool
 
 /** The second process of the demo: answers the loop's gates, approve first, then deny. */
 export async function demoAnswererCommand(argv: string[], out: (s: string) => void): Promise<number> {
-  const { values } = parse(() => parseArgs({ args: argv, options: { ...connectionFlags, session: { type: "string" }, loop: { type: "string" } }, strict: true }));
+  const { values } = parse(() => parseArgs({ args: argv, options: { ...connectionFlags, session: { type: "string" }, loop: { type: "string" } }, strict: true, tokens: true }));
   if (!values.session || !values.loop) throw new UsageError("demo-answerer needs --session and --loop");
   ids("session", [values.session]);
   ids("loop", [values.loop]);

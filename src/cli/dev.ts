@@ -29,7 +29,7 @@ ${connectionHelp}`;
 
 export async function devCommand(argv: string[], out: (s: string) => void): Promise<number> {
   const { values } = parse(() =>
-    parseArgs({ args: argv, options: { ...connectionFlags, listen: { type: "string" }, every: { type: "string" }, "max-open": { type: "string" } }, strict: true }),
+    parseArgs({ args: argv, options: { ...connectionFlags, listen: { type: "string" }, every: { type: "string" }, "max-open": { type: "string" } }, strict: true, tokens: true }),
   );
   if (values.help) {
     out(devHelp);

@@ -49,7 +49,7 @@ export async function gatewayCommand(argv: string[], out: (s: string) => void, e
     "max-streams-per-client": { type: "string" },
     metrics: { type: "string" },
     "insecure-public-metrics": { type: "boolean" },
-  }, strict: true }));
+  }, strict: true, tokens: true }));
   if (values.help) {
     out(gatewayHelp);
     return 0;

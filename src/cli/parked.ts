@@ -80,7 +80,7 @@ function shardIndex(text: string): number {
 export async function parkedCommand(argv: string[], out: (s: string) => void, err: (s: string) => void): Promise<number> {
   const [action, ...rest] = argv;
   const { values } = parse(() =>
-    parseArgs({ args: rest, options: { ...connectionFlags, durable: { type: "string" }, group: { type: "string" }, seq: { type: "string" }, shard: { type: "string" }, all: { type: "boolean" }, json: { type: "boolean" } }, strict: true }),
+    parseArgs({ args: rest, options: { ...connectionFlags, durable: { type: "string" }, group: { type: "string" }, seq: { type: "string" }, shard: { type: "string" }, all: { type: "boolean" }, json: { type: "boolean" } }, strict: true, tokens: true }),
   );
   if (values.help || action === "--help" || action === "-h") {
     out(parkedHelp);
@@ -92,7 +92,9 @@ export async function parkedCommand(argv: string[], out: (s: string) => void, er
   if (shard !== undefined && seq === undefined) throw new UsageError("--shard goes with --seq");
   if (values.durable !== undefined && values.group !== undefined) throw new UsageError(`parked ${action} takes one of --durable and --group`);
   if (action !== "list" && values.durable === undefined && values.group === undefined) throw new UsageError(`parked ${action} needs --durable or --group`);
-  if (action === "show" && seq === undefined) throw new UsageError("parked show needs --seq");
+  // list takes no selection: one given would be read as every entry.
+  if (action === "list" && (seq !== undefined || values.all)) throw new UsageError("parked list lists every entry: it takes no --seq, --shard or --all (show, drop and replay take them)");
+  if (action === "show" && (seq === undefined || values.all)) throw new UsageError("parked show shows one entry: it needs --seq and takes no --all");
   if ((action === "drop" || action === "replay") && (seq === undefined) === !values.all) throw new UsageError(`parked ${action} needs exactly one of --seq and --all`);
   const print = (entries: readonly ParkedEntry[], withPayload = false) => {
     for (const e of entries) {

@@ -50,6 +50,7 @@ export async function provisionCommand(argv: string[], out: (s: string) => void,
       args: argv,
       options: { ...connectionFlags, verify: { type: "boolean" }, replicas: { type: "string" }, "max-event-bytes": { type: "string" }, "max-age": { type: "string" }, "max-bytes": { type: "string" }, "duplicate-window": { type: "string" }, durability: { type: "string" }, monitor: { type: "string", multiple: true }, partitions: { type: "string" }, shards: { type: "string" } },
       strict: true,
+      tokens: true,
     }),
   );
   if (values.help) {

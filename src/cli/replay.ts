@@ -30,7 +30,7 @@ export async function replayCommand(argv: string[], out: (s: string) => void, er
     "from-seq": { type: "string" },
     "to-seq": { type: "string" },
     json: { type: "boolean" },
-  }, strict: true }));
+  }, strict: true, tokens: true }));
   if (values.help) {
     out(replayHelp);
     return 0;

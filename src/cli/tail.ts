@@ -33,7 +33,7 @@ export async function tailCommand(argv: string[], out: (s: string) => void, err:
     "no-live": { type: "boolean" },
     json: { type: "boolean" },
     count: { type: "string" },
-  }, strict: true }));
+  }, strict: true, tokens: true }));
   if (values.help) {
     out(tailHelp);
     return 0;

@@ -40,22 +40,25 @@ function ephemeralFrame(event: JetloopEvent): string | undefined {
 }
 
 /**
- * Enduring frames by journal sequence, shared by a handler's clients: every viewer of a
- * session gets the same bytes for the same sequence, so they are encoded once. Bounded;
- * the oldest entry goes first.
+ * Enduring frames by journal position, shared by a handler's clients: every viewer of a
+ * session gets the same bytes for the same position, so they are encoded once. Bounded;
+ * the oldest entry goes first. A position is (shard, sequence): on a namespace split in
+ * shards every shard's stream has its own sequence 1, 2, …, so a key of the sequence alone
+ * served one shard's event (another session's) to a viewer of another shard.
  */
 export class FrameCache {
-  readonly #frames = new Map<number, string>();
+  readonly #frames = new Map<string, string>();
 
   constructor(readonly capacity = 4096) {}
 
   /** The frame for one delivery, or undefined when the runtime writes none for it. */
   frameFor(d: Delivery<JetloopEvent>): string | undefined {
     if (d.journalSeq === 0) return ephemeralFrame(d.event);
-    let frame = this.#frames.get(d.journalSeq);
+    const at = `${d.shard}:${d.journalSeq}`;
+    let frame = this.#frames.get(at);
     if (frame === undefined) {
       frame = enduringFrame(d.journalSeq, storedEventJson(d));
-      this.#frames.set(d.journalSeq, frame);
+      this.#frames.set(at, frame);
       if (this.#frames.size > this.capacity) this.#frames.delete(this.#frames.keys().next().value!);
     }
     return frame;

@@ -4,7 +4,7 @@
  * `session.SubscribeEvents`. The package exports the interface; the class stays here.
  */
 import type { BusContext } from "../bus-context.js";
-import { OptionsError } from "../errors.js";
+import { OptionsError, SubscriptionError } from "../errors.js";
 import type { JetloopEvent } from "../events/catalogue.js";
 import type { ConsumerFigures } from "../streams/consumer-figures.js";
 import type { Delivery, DurableDelivery } from "./delivery.js";
@@ -98,6 +98,10 @@ class SubscriptionImpl<E, D extends Delivery<E> = Delivery<E>> implements Subscr
   /** The journal part over its shards (all but a group's). */
   #sharded: ShardedSource | undefined;
   #preview: PreviewSource<E> | undefined;
+  /** The preview part's subjects now (the filter's in effect). */
+  #previewSubjects: readonly string[];
+  /** The last update's settling: the next waits for it. */
+  #updating: Promise<unknown> = Promise.resolve();
   #error: Error | undefined;
   #closed = false;
   #poison = 0;
@@ -146,10 +150,15 @@ class SubscriptionImpl<E, D extends Delivery<E> = Delivery<E>> implements Subscr
             ? new DurableSource(ctx, settings.durable, f.journalSubjects, start, bus.parked)
             : new FeedSource(ctx, f.feedSubjects, start, settings.feed ?? bus.settings.feed);
         };
-        this.#journal = this.#sharded = new ShardedSource(part, resolved.shards, (k) => startIn(settings.start, k));
+        this.#journal = this.#sharded = new ShardedSource(part, resolved.shards, {
+          start: (k) => startIn(settings.start, k),
+          subjects: (f) => (settings.durable ? f.journalSubjects : f.feedSubjects),
+          fail: (e) => this.fail(e),
+        });
       }
     }
     if (resolved.previewSubjects.length > 0) this.#preview = new PreviewSource(this.#ctx, resolved.previewSubjects);
+    this.#previewSubjects = resolved.previewSubjects;
   }
 
   /** Starts the sources; `subscribe` awaits this before handing the subscription out. */
@@ -233,15 +242,38 @@ class SubscriptionImpl<E, D extends Delivery<E> = Delivery<E>> implements Subscr
     return this.#filter;
   }
 
-  async updateFilter(filter: EventFilter): Promise<void> {
+  /**
+   * One update at a time, in call order: two at once would each see the other's parts half
+   * started (a part stopped while starting, or one updated that a racing update removed).
+   */
+  updateFilter(filter: EventFilter): Promise<void> {
+    const run = this.#updating.then(() => this.#update(filter));
+    this.#updating = run.catch(() => undefined);
+    return run;
+  }
+
+  async #update(filter: EventFilter): Promise<void> {
     const resolved = resolveFilter(this.#bus.settings.namespace, filter, this.#bus.registry, this.#bus.shards.count);
     if ((resolved.journalSubjects.length > 0) !== (this.#journal !== undefined) || (resolved.previewSubjects.length > 0) !== (this.#preview !== undefined)) {
       throw new OptionsError("filter", "a filter update cannot add or remove the enduring or the ephemeral part");
     }
+    if (this.closed) throw new SubscriptionError("the subscription is closed: its filter is not updated");
+    const previewWas = this.#previewSubjects;
     await this.#preview?.update(resolved.previewSubjects);
-    const durable = this.#ctx.settings.durable !== undefined;
-    if (this.#sharded) await this.#sharded.updateShards(resolved.shards, (f) => (durable ? f.journalSubjects : f.feedSubjects));
-    else await this.#journal?.update(resolved.journalSubjects);
+    this.#previewSubjects = resolved.previewSubjects;
+    try {
+      if (this.#sharded) await this.#sharded.updateShards(resolved.shards);
+      else await this.#journal?.update(resolved.journalSubjects);
+    } catch (e) {
+      // The journal part kept the old filter: so does the preview part, or the subscription ends.
+      if (this.#preview && !this.closed) {
+        await this.#preview.update(previewWas).then(
+          () => (this.#previewSubjects = previewWas),
+          (back: unknown) => this.fail(new SubscriptionError(`a filter update failed and the preview part could not go back to the old filter: the subscription ends`, { cause: back })),
+        );
+      }
+      throw e;
+    }
     this.#filter = filter;
   }
 

@@ -58,6 +58,10 @@ const CONNECTION_BAD: [string[], string][] = [
   [["--namespace", ""], "--namespace"],
   [["--stream", "a.b"], "--stream"],
   [["--no-such-flag"], "--no-such-flag"],
+  // A value flag given twice: parseArgs would keep the last.
+  [["--server", "nats://127.0.0.1:4222", "--server", "nats://127.0.0.1:4223"], "--server"],
+  [["--namespace", "a", "-n", "b"], "--namespace"],
+  [["--stream=a", "--stream", "a"], "--stream"],
 ];
 
 const COMMAND_BAD: Record<string, [string[], string][]> = {
@@ -71,7 +75,17 @@ const COMMAND_BAD: Record<string, [string[], string][]> = {
     [["--from-seq", "5", "--to-seq", "2"], "--from-seq"],
     [["--type", "ToolCallStarted"], "--type"],
   ],
-  "parked show": [[["--seq", "-1"], "--seq"]],
+  "parked list": [
+    [["--seq", "1"], "--seq"],
+    [["--all"], "--all"],
+  ],
+  "parked show": [
+    [["--seq", "-1"], "--seq"],
+    [["--all"], "--all"],
+    [["--seq", "2"], "--seq"],
+    [["--durable", "other"], "--durable"],
+    [["--shard", "0", "--shard", "1"], "--shard"],
+  ],
   gateway: [
     [["--listen", "localhost"], "--listen"],
     [["--listen", "127.0.0.1:70000"], "--listen"],

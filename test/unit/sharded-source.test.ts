@@ -44,7 +44,7 @@ describe("a sharded source's start", () => {
         const source = new ShardedSource(
           (f) => plannedPart(plans[f.shard.index]!, logs[f.shard.index]!),
           plans.map((_, i) => filterOf(i)),
-          () => "all",
+          { start: () => "all", subjects: (f) => f.journalSubjects, fail: () => undefined },
         );
         const failed = await source.start().then(
           () => false,
@@ -55,5 +55,94 @@ describe("a sharded source's start", () => {
       }),
       { numRuns: 60 },
     );
+  });
+});
+
+/** A part that records whether it runs and on which subjects; its start or an update fails as planned. */
+class FakePart implements ShardPart {
+  running = false;
+  subjects: readonly string[];
+  constructor(
+    subjects: readonly string[],
+    private readonly failsStart: boolean,
+    private readonly failsUpdate: (to: readonly string[]) => boolean,
+  ) {
+    this.subjects = subjects;
+  }
+  async start(): Promise<void> {
+    await new Promise((r) => setTimeout(r, 0));
+    if (this.failsStart) throw new Error("start refused");
+    this.running = true;
+  }
+  async update(to: readonly string[]): Promise<void> {
+    await new Promise((r) => setTimeout(r, 0));
+    if (this.failsUpdate(to)) throw new Error("update refused");
+    this.subjects = to;
+  }
+  stop(): Promise<void> {
+    this.running = false;
+    return Promise.resolve();
+  }
+}
+
+describe("a sharded source's update", () => {
+  const shardSet = fc.uniqueArray(fc.integer({ min: 0, max: 3 }), { minLength: 1, maxLength: 4 });
+  it("is all or nothing: resolved, the new selection runs; rejected, the old one does; neither only when a part cannot go back, and then the subscription fails", async () => {
+    await fc.assert(
+      fc.asyncProperty(shardSet, shardSet, fc.array(fc.record({ failsStart: fc.boolean(), failsUpdate: fc.boolean(), failsBack: fc.boolean() }), { minLength: 4, maxLength: 4 }), async (before, after, plans) => {
+        const parts = new Map<number, FakePart>();
+        const filter = (index: number, v: string): ShardFilter => ({ shard: { index } as JournalShard, journalSubjects: [`${v}${index}`], feedSubjects: [] });
+        let failed: Error | undefined;
+        let starting = true;
+        const source = new ShardedSource(
+          (f) => {
+            const plan = plans[f.shard.index]!;
+            const part = new FakePart(f.journalSubjects, !starting && plan.failsStart, (to) => (to[0]!.startsWith("new") ? plan.failsUpdate : plan.failsBack));
+            parts.set(f.shard.index, part);
+            return part;
+          },
+          before.map((k) => filter(k, "old")),
+          { start: () => "new", subjects: (f) => f.journalSubjects, fail: (e) => (failed = e) },
+        );
+        await source.start();
+        starting = false;
+        const ok = await source.updateShards(after.map((k) => filter(k, "new"))).then(
+          () => true,
+          () => false,
+        );
+        const running = [...parts.entries()].filter(([, p]) => p.running).map(([k, p]) => [k, p.subjects[0]] as const).sort((a, b) => a[0] - b[0]);
+        const as = (ks: number[], v: string) => [...ks].sort((a, b) => a - b).map((k) => [k, `${v}${k}`] as const);
+        if (ok) expect(running).toEqual(as(after, "new"));
+        else if (failed === undefined) expect(running).toEqual(as(before, "old"));
+        else expect(before.some((k) => after.includes(k) && plans[k]!.failsBack)).toBe(true);
+        expect(source.shards.slice().sort()).toEqual((ok ? after : before).slice().sort());
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it("a stop during an update leaves no part running; the update rejects unless it was done first", async () => {
+    for (let delay = 0; delay < 4; delay++) {
+      const parts: FakePart[] = [];
+      const source = new ShardedSource(
+        (f) => {
+          const p = new FakePart(f.journalSubjects, false, () => false);
+          parts.push(p);
+          return p;
+        },
+        [filterOf(0)],
+        { start: () => "new", subjects: (f) => f.journalSubjects, fail: () => undefined },
+      );
+      await source.start();
+      const update = source.updateShards([filterOf(0), filterOf(1), filterOf(2)]).then(
+        () => "resolved",
+        () => "rejected",
+      );
+      for (let i = 0; i < delay; i++) await new Promise((r) => setTimeout(r, 0));
+      await source.stop();
+      const outcome = await update;
+      if (delay === 0) expect(outcome).toBe("rejected");
+      expect(parts.map((p) => p.running)).toEqual(parts.map(() => false));
+    }
   });
 });

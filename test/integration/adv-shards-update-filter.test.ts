@@ -1,0 +1,163 @@
+// Adversary: `updateFilter` on a subscription over a namespace of 3 journal shards, live (the
+// feed) and durable, on a real nats-server. The rule: once an update settles, the filter in
+// effect is the one `sub.filter` reports — the old one when the update failed (typed), the
+// new one when it resolved — and every event of a session in it is delivered once, none of a
+// session outside it; updates racing each other, or a close, settle so too.
+import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { pino } from "pino";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { connect, createEvent, fromConnection, newId, type Jetloop, type JetloopEvent, type Subscription } from "../../src/index.js";
+import { isJetloopError } from "../../src/errors.js";
+import { sessionPartition } from "../../src/partition/partition.js";
+import { connectTest, natsServers, uniqueNamespace } from "../harness/context.js";
+import { sleep, waitFor } from "../harness/async.js";
+
+const S = 3;
+let bus: Jetloop;
+let jsm: JetStreamManager;
+let nc: NatsConnection;
+let namespace: string;
+const quiet = pino({ level: "silent" });
+
+const shardStream = (k: number) => `${bus.stream}_${k}_of_${S}`;
+const step = (sessionId: string): JetloopEvent =>
+  createEvent("StepDone", { sessionId, loopId: newId(), turnId: newId(), stepId: newId(), messages: [{ role: "assistant", blocks: [{ type: "text", text: "x" }] }] });
+
+function sessionIn(shard: number): string {
+  for (;;) {
+    const s = newId();
+    if (sessionPartition(s, S) === shard) return s;
+  }
+}
+
+/** A small deterministic generator (the trials are reproducible from their seed). */
+function rng(seed: number): () => number {
+  let x = seed >>> 0 || 1;
+  return () => {
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    return (x >>> 0) / 2 ** 32;
+  };
+}
+
+beforeAll(async () => {
+  namespace = uniqueNamespace();
+  // On a connection the bus does not own: a test flushes it (a close's unsubscriptions reach the server before what it publishes next).
+  nc = await connectTest();
+  bus = fromConnection(nc, { namespace, shards: S, logger: quiet });
+  await bus.provision();
+  jsm = await jetstreamManager(nc);
+});
+
+afterAll(async () => {
+  for (let k = 0; k < S; k++) await jsm.streams.delete(shardStream(k)).catch(() => undefined);
+  await jsm.streams.delete(bus.parked.stream).catch(() => undefined);
+  await bus?.close();
+});
+
+/** Reads the subscription on; the session and event id of what it was handed, in order. */
+function reader(sub: Subscription<JetloopEvent>): { sessionId: string; id: string }[] {
+  const got: { sessionId: string; id: string }[] = [];
+  void (async () => {
+    for await (const d of sub) {
+      got.push({ sessionId: d.event.sessionId, id: d.event.eventId });
+      if ("ack" in d && typeof d.ack === "function") await (d as { ack: () => Promise<void> }).ack();
+    }
+  })().catch(() => undefined);
+  return got;
+}
+
+/** Publishes one event per session and checks the reader gets exactly those of `sub.filter`'s sessions, once each. */
+// (A durable's shard selected again resumes its consumer from its ack floor: what it holds of
+// earlier rounds may come too, and is not this round's.)
+async function deliversItsFilter(sub: Subscription<JetloopEvent>, got: { sessionId: string; id: string }[], sessions: readonly string[]): Promise<void> {
+  const wanted = new Set(sub.filter.sessions === undefined || sub.filter.sessions === "all" ? sessions : sub.filter.sessions);
+  const round = new Map<string, string>();
+  for (const s of sessions) {
+    const e = step(s);
+    round.set(e.eventId, s);
+    await bus.publish(e);
+  }
+  const mine = () => got.filter((g) => round.has(g.id)).map((g) => g.sessionId);
+  const expected = sessions.filter((s) => wanted.has(s)).sort();
+  await waitFor("the filter's events", () => mine().length >= expected.length, 10_000).catch(() => undefined);
+  await sleep(300); // what is outside the filter would have come by now
+  expect({ filter: [...wanted].sort(), got: mine().sort() }).toEqual({ filter: [...wanted].sort(), got: expected });
+}
+
+describe("updateFilter over 3 shards", () => {
+  for (const kind of ["live", "durable"] as const) {
+    it(`${kind}: racing updates that add and remove shards settle to the filter reported`, async () => {
+      const sessions = [sessionIn(0), sessionIn(0), sessionIn(1), sessionIn(2)];
+      const durable = kind === "durable" ? `u${newId().slice(-8)}` : undefined;
+      const sub = await bus.subscribeEvents({ enduring: "all", sessions: [sessions[0]!] }, { start: "new", ...(durable ? { durable } : {}) });
+      const got = reader(sub);
+      try {
+        const next = rng(kind === "live" ? 26 : 62);
+        for (let trial = 0; trial < 8; trial++) {
+          // 2 or 3 updates at once, each to a non-empty random subset of the sessions.
+          const updates = Array.from({ length: 2 + Math.floor(next() * 2) }, () => {
+            const chosen = sessions.filter(() => next() < 0.5);
+            return chosen.length > 0 ? chosen : [sessions[Math.floor(next() * sessions.length)]!];
+          });
+          const results = await Promise.allSettled(updates.map((u) => sub.updateFilter({ enduring: "all", sessions: u })));
+          for (const r of results) if (r.status === "rejected") expect(isJetloopError(r.reason), String(r.reason)).toBe(true);
+          expect(sub.closed).toBe(false);
+          await deliversItsFilter(sub, got, sessions);
+        }
+      } finally {
+        await sub.close();
+      }
+    }, 120_000);
+  }
+
+  for (const kind of ["live", "durable"] as const) {
+    it(`${kind}: adding a shard whose stream is gone fails typed and leaves the old filter in effect`, async () => {
+      const ns = uniqueNamespace();
+      const own = await connect({ servers: natsServers(), namespace: ns, shards: S, logger: quiet });
+      try {
+        await own.provision();
+        const sessions = [sessionIn(0), sessionIn(1), sessionIn(2)];
+        const durable = kind === "durable" ? `g${newId().slice(-8)}` : undefined;
+        const sub = await own.subscribeEvents({ enduring: "all", sessions: [sessions[0]!] }, { start: "new", ...(durable ? { durable } : {}) });
+        const got = reader(sub);
+        await jsm.streams.delete(`${own.stream}_2_of_${S}`);
+        const e = await sub.updateFilter({ enduring: "all", sessions }).then(() => undefined, (err: unknown) => err);
+        expect(isJetloopError(e), String(e)).toBe(true);
+        expect([...(sub.filter.sessions as Iterable<string>)]).toEqual([sessions[0]]);
+        for (const s of sessions.slice(0, 2)) await own.publish(step(s));
+        await waitFor("session 0's event", () => got.length >= 1, 10_000);
+        await sleep(300);
+        expect(got.map((g) => g.sessionId)).toEqual([sessions[0]]);
+        await sub.close();
+      } finally {
+        for (let k = 0; k < S; k++) await jsm.streams.delete(`${own.stream}_${k}_of_${S}`).catch(() => undefined);
+        await jsm.streams.delete(own.parked.stream).catch(() => undefined);
+        await own.close();
+      }
+    }, 60_000);
+  }
+
+  it("durable: a close during an update that adds a shard leaves no consumption behind", async () => {
+    const sessions = [sessionIn(0), sessionIn(1), sessionIn(2)];
+    for (let trial = 0; trial < 6; trial++) {
+      const durable = `c${newId().slice(-8)}`;
+      const sub = await bus.subscribeEvents({ enduring: "all", sessions: [sessions[0]!] }, { durable, start: "new" });
+      const update = sub.updateFilter({ enduring: "all", sessions }).then(() => undefined, (e: unknown) => e as Error);
+      if (trial % 3 === 1) await sleep(trial * 3);
+      await sub.close();
+      const e = await update;
+      if (e !== undefined) expect(isJetloopError(e), (e).message).toBe(true);
+      await nc.flush();
+      for (const s of sessions) await bus.publish(step(s));
+      await sleep(300);
+      // No shard's consumer of the closed subscription pulls on: its event waits, undelivered.
+      for (let k = 0; k < S; k++) {
+        const info = await jsm.consumers.info(shardStream(k), durable).catch(() => undefined);
+        if (info) expect({ trial, k, delivered: info.num_ack_pending, waiting: info.num_waiting }).toEqual({ trial, k, delivered: 0, waiting: 0 });
+      }
+    }
+  }, 120_000);
+});
