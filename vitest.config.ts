@@ -52,6 +52,24 @@ function serverWorkers(): number {
   return n;
 }
 
+/**
+ * Whether each integration file imports the package and the harness anew (vitest's
+ * default), or a worker's files share one module graph (JETLOOP_TEST_ISOLATE=0). Shared,
+ * 12 small files took 18 s wall and 17 s of import where they took 34 s and 47 s isolated
+ * (a loaded machine: importing took about 4 s a file, more than most files' tests). The
+ * harness works either way (per-file hooks in file-hooks.ts, stderr wrapped once); the
+ * default stays isolated until a full run of both servers is green shared on an idle
+ * machine: the one shared run of 2.10 so far, at load 20-26 from other work, failed five
+ * timing-bound files (group-lapsed-settle, replay-close, the group, producer-crash and
+ * browser-boundary scenarios), and no isolated run at that load was there to compare.
+ */
+function isolateServerFiles(): boolean {
+  const asked = process.env.JETLOOP_TEST_ISOLATE;
+  if (asked === undefined || asked === "1") return true;
+  if (asked === "0") return false;
+  throw new Error(`JETLOOP_TEST_ISOLATE must be 0 or 1, not ${JSON.stringify(asked)}`);
+}
+
 // Unit tests cover pure code; integration tests talk to real nats-server processes or
 // containers that the harness starts (see test/harness/README.md). The integration tests
 // run against the newest nats-server and, but for NEWEST_ONLY, the oldest supported one
@@ -62,8 +80,10 @@ const integration = (flavor: "oldest" | "newest", backend: Backend): TestProject
     include: ["test/integration/**/*.test.ts"],
     exclude: flavor === "oldest" ? NEWEST_ONLY : [],
     globalSetup: ["test/harness/global-setup.ts"],
-    // The bus's warnings are shown for failing tests only (quiet-logs.ts).
-    setupFiles: ["test/harness/quiet-logs.ts"],
+    // The bus's warnings are shown for failing tests only (quiet-logs.ts); each file's
+    // connections closed after it (file-hooks.ts).
+    setupFiles: ["test/harness/quiet-logs.ts", "test/harness/file-hooks.ts"],
+    isolate: isolateServerFiles(),
     // Read by the globalSetup (project.config.env) and by servers the tests start.
     env: { JETLOOP_NATS_SERVER: flavor, JETLOOP_NATS_BACKEND: backend },
     testTimeout: 30_000,
