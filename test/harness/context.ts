@@ -38,10 +38,6 @@ export { uniqueNamespace };
 
 const open = new Set<NatsConnection>();
 
-// Registered while the importing test file is being collected, so it runs after that
-// file's tests (test files run in isolated module graphs by default).
-afterAll(closeTestConnections);
-
 /**
  * Connects to the shared server (or to opts.servers). The connection is closed after
  * the calling file's tests (afterAll), or earlier by the test itself.
@@ -53,7 +49,7 @@ export async function connectTest(opts: ConnectionOptions = {}): Promise<NatsCon
   return nc;
 }
 
-/** Closes every connection connectTest opened (runs automatically after each file). */
+/** Closes every connection connectTest opened (runs after each file: file-hooks.ts). */
 export async function closeTestConnections(): Promise<void> {
   const all = [...open];
   open.clear();

@@ -169,7 +169,12 @@ describe("example permissions against a follower speaking the JetStream API", ()
           expect(r.config.filter_subject, JSON.stringify(body)).toBe(ownFilter);
           expect(r.config.filter_subjects, JSON.stringify(body)).toBeUndefined();
         }
-        await sleep(100);
+        // What the server sends comes before the answer to a flush: an accepted consumer has
+        // sent it all once nothing matching is pending; a refused create made no consumer.
+        const info = () => opsRaw.request(`$JS.API.CONSUMER.INFO.${stream}.${name}`, enc({}), { timeout: 3000 }).then((m) => m.json<{ num_pending?: number; error?: { err_code?: number } }>());
+        if (r.config) await waitFor(`${JSON.stringify(body)}: everything matching sent`, async () => (await info()).num_pending === 0, 10_000, 10);
+        else expect((await info()).error?.err_code, `${JSON.stringify(body)}: no consumer`).toBe(10014);
+        await aliceRaw.flush();
         sub.unsubscribe();
         // Nothing arrives for a refused create; an accepted one delivers alice's three events
         // (headers_only: empty bodies), never one naming another session.
