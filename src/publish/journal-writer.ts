@@ -337,6 +337,11 @@ export class JournalWriter {
     return this.#inFlight.size;
   }
 
+  /** Sessions with a lane: some append of theirs is unresolved (a settled session's lane is released). */
+  get lanes(): number {
+    return this.#lanes.size;
+  }
+
   /** Fails what is still in flight or waiting for a slot and stops listening for acks. */
   close(): void {
     this.#closed = true;
