@@ -400,7 +400,8 @@ export class JournalWriter {
   }
 
   #send(p: PendingAppend): void {
-    if (p.done) return;
+    // Closed: close() is failing every append; one settled there (a probe) must not send the rest.
+    if (p.done || this.#closed) return;
     const token = (this.#next++).toString(36);
     p.tokens.push(token);
     this.#pending.set(token, p);
@@ -583,7 +584,7 @@ export class JournalWriter {
     appendSettled(error, ack, p.attempts, p.deadline - this.#settings.publishDeadlineMs);
     const lane = p.lane;
     this.#drain(lane);
-    if (lane.probe === p) {
+    if (lane.probe === p && !this.#closed) {
       // The probe is settled: the rest of the lane goes out behind it.
       lane.cautious = false;
       this.#resendLane(lane);
