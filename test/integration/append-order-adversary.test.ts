@@ -6,14 +6,14 @@
 // sequence its event is stored at, or rejected typed (stored only where the error says it may
 // be); nothing is stored twice; no lane is left once all is settled, and a later append of
 // every session goes through.
-import { type JetStreamManager, jetstreamManager } from "@nats-io/jetstream";
+import { DeliverPolicy, type JetStreamManager, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { busContext } from "../../src/bus.js";
 import { connect as natsConnect } from "@nats-io/transport-node";
 import { connect, createEvent, fromConnection, type Jetloop, JetloopError, newId, PublishOrderError } from "../../src/index.js";
 import type { JournalWriter } from "../../src/publish/journal-writer.js";
-import { settledWithin, sleep } from "../harness/async.js";
+import { settledWithin, sleep, waitFor } from "../harness/async.js";
 import { uniqueNamespace } from "../harness/namespace.js";
 import { startProxy, type TcpProxy } from "../harness/proxy.js";
 import { type NatsServer, startServer } from "../harness/server.js";
@@ -75,18 +75,22 @@ interface Outcome {
 /** Where each event id of this run is stored: every sequence holding it (more than one is a break). */
 async function storedSince(fromSeq: number): Promise<Map<string, number[]>> {
   const stored = new Map<string, number[]>();
-  const last = (await jsm.streams.info(observer.stream)).state.last_seq;
-  for (let seq = fromSeq + 1; seq <= last; seq++) {
-    const m = await jsm.streams.getMessage(observer.stream, { seq }).catch(() => null);
-    const id = m?.header?.get("Nats-Msg-Id");
-    if (!id) continue;
-    stored.set(id, [...(stored.get(id) ?? []), seq]);
+  const last = await lastSeq();
+  if (last <= fromSeq) return stored;
+  const consumer = await jetstream(observer.nc).consumers.get(observer.stream, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: fromSeq + 1 });
+  const messages = await consumer.consume();
+  for await (const m of messages) {
+    const id = m.headers?.get("Nats-Msg-Id");
+    if (id) stored.set(id, [...(stored.get(id) ?? []), m.seq]);
+    if (m.seq >= last) break;
   }
+  await messages.close();
   return stored;
 }
 
-async function lastSeq(): Promise<number> {
-  return (await jsm.streams.info(observer.stream)).state.last_seq;
+/** The stream's last sequence, asked again while the observer comes back from a restart. */
+function lastSeq(): Promise<number> {
+  return waitFor("the stream's last sequence", async () => (await jsm.streams.info(observer.stream)).state.last_seq, 30_000, 100);
 }
 
 /** Codes whose error says the event may be stored. */
@@ -126,7 +130,7 @@ function violations(calls: readonly Call[], outcomes: readonly Outcome[], stored
 }
 
 /** Publishes `sessions[i]`'s events in call order (one by one, or as one publishAll), recording how each settled. */
-function fire(bus: Jetloop, order: readonly number[], sessionIds: readonly string[], mode: "each" | "all"): { calls: Call[]; outcomes: Outcome[]; done: Promise<unknown> } {
+function fire(bus: Jetloop, order: readonly number[], sessionIds: readonly string[], mode: "each" | "all", paceMs = 0): { calls: Call[]; outcomes: Outcome[]; done: Promise<unknown> } {
   const events = order.map((s) => stepDone(sessionIds[s]!));
   const calls = events.map((e) => ({ sessionId: e.sessionId, eventId: e.eventId }));
   const outcomes: Outcome[] = calls.map(() => ({ settles: 0 }));
@@ -142,6 +146,18 @@ function fire(bus: Jetloop, order: readonly number[], sessionIds: readonly strin
         outcomes[i]!.error = e;
       },
     );
+  if (mode === "each" && paceMs > 0) {
+    // Paced: a call every paceMs, in order, so appends are in flight all through a fault.
+    const paced = (async () => {
+      const all: Promise<void>[] = [];
+      for (const [i, e] of events.entries()) {
+        all.push(record(i, bus.publish(e)));
+        if (i % 10 === 9) await sleep(paceMs);
+      }
+      await Promise.all(all);
+    })();
+    return { calls, outcomes, done: paced };
+  }
   if (mode === "each") return { calls, outcomes, done: Promise.all(events.map((e, i) => record(i, bus.publish(e)))) };
   // publishAll rejects with the first failure: each event's own outcome is read from publish too.
   const all = bus.publishAll(events).then(
@@ -273,4 +289,138 @@ describe("a cautious lane (an append refused unstored)", () => {
       await nc.close();
     }
   }, 60_000);
+});
+
+/** Fires `order` (session indexes) on a fresh bus, faults it with `fault`, and checks every rule. */
+async function attack(order: readonly number[], sessions: number, fault: () => Promise<void>, maxInFlight = 1024, paceMs = 0): Promise<void> {
+  const sessionIds = Array.from({ length: sessions }, () => newId());
+  const bus = await cutBus(maxInFlight);
+  try {
+    const from = await lastSeq();
+    const run = fire(
+      bus,
+      order.map((s) => s % sessions),
+      sessionIds,
+      "each",
+      paceMs,
+    );
+    await fault();
+    await settledWithin("every call", run.done, DEADLINE_MS + 10_000);
+    proxy.cutEvery(0);
+    const stored = await storedSince(from);
+    expect(violations(run.calls, run.outcomes, stored)).toEqual([]);
+    await laneReleased(bus, sessionIds, stored);
+  } finally {
+    proxy.cutEvery(0);
+    await bus.close();
+  }
+}
+
+describe("other faults", () => {
+  it("a server restart (graceful, and a SIGKILL) in the middle of many sessions' appends", async () => {
+    // Ten calls every 5 ms for about 1.5 s: appends in flight before, during and after the restart.
+    const order = Array.from({ length: 3_000 }, (_, i) => (i * 7) % 5);
+    await attack(order, 5, async () => {
+      await sleep(200);
+      await server.restart();
+    }, 1024, 5);
+    await attack(order, 5, async () => {
+      await sleep(200);
+      await server.kill();
+      await server.restart();
+    }, 1024, 5);
+  }, 120_000);
+
+  it("a cut at every k-th publish during repeated resends of 10,000 sessions: every lane released", async () => {
+    const order = Array.from({ length: 10_000 }, (_, i) => i);
+    await attack(order, 10_000, async () => {
+      proxy.cutEvery(2_000, { times: 3 });
+      await Promise.resolve();
+    }, 512);
+  }, 120_000);
+
+  it("fenced appends across cuts: each resolves at its fence, none refused as a conflict with itself", async () => {
+    const bus = await cutBus();
+    const session = newId();
+    try {
+      let last = 0;
+      proxy.cutEvery(3, { times: 6 });
+      for (let i = 0; i < 12; i++) {
+        // A fenced append, with two unfenced ones of the session pipelined behind it.
+        const fenced = bus.publish(stepDone(session), { expectedLastSeq: last });
+        const behind = [bus.publish(stepDone(session)), bus.publish(stepDone(session))];
+        const [a, b, c] = await settledWithin("a fenced append and two behind it", Promise.all([fenced, ...behind]), DEADLINE_MS + 5_000);
+        expect(a.journalSeq).toBeGreaterThan(last);
+        expect(b!.journalSeq).toBeGreaterThan(a.journalSeq);
+        expect(c!.journalSeq).toBeGreaterThan(b!.journalSeq);
+        last = c!.journalSeq;
+      }
+      proxy.cutEvery(0);
+      expect(writerOf(bus).lanes).toBe(0);
+    } finally {
+      proxy.cutEvery(0);
+      await bus.close();
+    }
+  }, 120_000);
+
+  it("an event refused by validation in the middle of a session's appends: refused typed, the rest stored in order across cuts", async () => {
+    const bus = await cutBus();
+    const session = newId();
+    try {
+      const from = await lastSeq();
+      const events = Array.from({ length: 30 }, () => stepDone(session));
+      const bad = { ...events[10]!, turnId: "not-a-uuid" };
+      const calls = events.map((e) => ({ sessionId: e.sessionId, eventId: e.eventId }));
+      proxy.cutEvery(4, { times: 3 });
+      const outcomes = await settledWithin(
+        "every call",
+        Promise.all(events.map((e, i) => bus.publish(i === 10 ? bad : e).then((r): Outcome => ({ settles: 1, seq: r.journalSeq }), (error: unknown): Outcome => ({ settles: 1, error })))),
+        DEADLINE_MS + 5_000,
+      );
+      proxy.cutEvery(0);
+      expect((outcomes[10]!.error as JetloopError).code).toBe("EVENT_INVALID");
+      const stored = await storedSince(from);
+      expect(stored.has(events[10]!.eventId)).toBe(false);
+      expect(violations(calls, outcomes, stored)).toEqual([]);
+      await laneReleased(bus, [session], stored);
+    } finally {
+      proxy.cutEvery(0);
+      await bus.close();
+    }
+  }, 60_000);
+
+  it("atomic turns and plain appends of other sessions across cuts: each turn whole or not at all, every call settled typed, nothing stored twice", async () => {
+    if (!observer.supports("atomicBatch")) return;
+    const bus = await cutBus();
+    try {
+      const from = await lastSeq();
+      const turns = Array.from({ length: 6 }, () => {
+        const s = newId();
+        return Array.from({ length: 5 }, () => stepDone(s));
+      });
+      const plainSession = newId();
+      const plain = Array.from({ length: 40 }, () => stepDone(plainSession));
+      proxy.cutEvery(7, { times: 4, partial: true });
+      const turnOutcomes = turns.map((t) => bus.publishAll(t, { atomic: true }).then((r) => r, (e: unknown) => e));
+      const run = fire(bus, plain.map(() => 0), [plainSession], "each");
+      const settled = await settledWithin("every turn", Promise.all(turnOutcomes), DEADLINE_MS + 10_000);
+      await settledWithin("every append", run.done, DEADLINE_MS + 10_000);
+      proxy.cutEvery(0);
+      const stored = await storedSince(from);
+      for (const [id, seqs] of stored) expect(seqs.length, `event ${id} stored once`).toBe(1);
+      settled.forEach((o, i) => {
+        const held = turns[i]!.filter((e) => stored.has(e.eventId)).length;
+        if (o instanceof Error) {
+          expect(o).toBeInstanceOf(JetloopError);
+          expect([0, 5]).toContain(held);
+        } else {
+          expect(held).toBe(5);
+          expect((o as { journalSeq: number }[]).map((r) => r.journalSeq)).toEqual(turns[i]!.map((e) => stored.get(e.eventId)![0]));
+        }
+      });
+    } finally {
+      proxy.cutEvery(0);
+      await bus.close();
+    }
+  }, 120_000);
 });
