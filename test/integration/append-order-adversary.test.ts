@@ -11,7 +11,7 @@ import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { busContext } from "../../src/bus.js";
 import { connect as natsConnect } from "@nats-io/transport-node";
-import { connect, createEvent, fromConnection, type Jetloop, JetloopError, newId, PublishOrderError } from "../../src/index.js";
+import { connect, ConnectionClosedError, createEvent, fromConnection, type Jetloop, JetloopError, newId, PublishOrderError } from "../../src/index.js";
 import type { JournalWriter } from "../../src/publish/journal-writer.js";
 import { settledWithin, sleep, waitFor } from "../harness/async.js";
 import { uniqueNamespace } from "../harness/namespace.js";
@@ -315,6 +315,43 @@ async function attack(order: readonly number[], sessions: number, fault: () => P
     await bus.close();
   }
 }
+
+describe("bus.close() with appends unacknowledged", () => {
+  it("every call settles CONNECTION_CLOSED saying whether it may be stored: never sent (held while the link is down) is not, sent without its ack may be", async () => {
+    const nc = await natsConnect({ servers: [proxy.url], reconnectTimeWait: 10 });
+    const bus = fromConnection(nc, { namespace, ackTimeoutMs: 2_000, publishDeadlineMs: DEADLINE_MS });
+    const session = newId();
+    try {
+      const from = await lastSeq();
+      // Sent, its ack held by the proxy.
+      proxy.pause();
+      const sentEvents = [stepDone(session), stepDone(session)];
+      const sent = sentEvents.map((e) => bus.publish(e).then((r) => r, (e: unknown) => e));
+      await sleep(100);
+      // Held: the link is down (the lane is held from the cut on, these never go out).
+      proxy.down();
+      const heldEvents = [stepDone(session), stepDone(session)];
+      const held = heldEvents.map((e) => bus.publish(e).then((r) => r, (e: unknown) => e));
+      await sleep(50);
+      await bus.close();
+      const outcomes = (await settledWithin("every call", Promise.all([...sent, ...held]), 5_000)) as ConnectionClosedError[];
+      for (const o of outcomes) expect(o).toBeInstanceOf(ConnectionClosedError);
+      expect(outcomes.map((o) => (o as { mayBeStored?: boolean }).mayBeStored)).toEqual([true, true, false, false]);
+      for (const o of outcomes.slice(0, 2)) expect(o.message).toMatch(/may or may not be stored/);
+      for (const o of outcomes.slice(2)) expect(o.message).toMatch(/never sent: it is not stored/);
+      proxy.up();
+      proxy.resume();
+      await sleep(300);
+      const stored = await storedSince(from);
+      for (const e of heldEvents) expect(stored.has(e.eventId)).toBe(false);
+    } finally {
+      proxy.up();
+      proxy.resume();
+      await bus.close();
+      await nc.close();
+    }
+  }, 60_000);
+});
 
 describe("other faults", () => {
   it("a server restart (graceful, and a SIGKILL) in the middle of many sessions' appends", async () => {
