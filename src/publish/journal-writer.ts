@@ -242,6 +242,16 @@ class SessionLane {
   }
 }
 
+/** An append failed by a close, after `sends` sends: whether it may be stored follows from them. */
+function closedBefore(why: string, sends: number, cause?: unknown): ConnectionClosedError {
+  return new ConnectionClosedError(
+    sends > 0
+      ? `${why} before the append was acknowledged (sent ${sends} times): it may or may not be stored — publishing it again within the stream's duplicate window of its first attempt stores it at most once`
+      : `${why} before the append was sent; it was never sent: it is not stored`,
+    { cause, mayBeStored: sends > 0 },
+  );
+}
+
 /** Lane and queue slots already handed out are dropped in one go past this many. */
 const COMPACT_AT = 1024;
 
@@ -345,18 +355,19 @@ export class JournalWriter {
   /** Fails what is still in flight or waiting for a slot and stops listening for acks. */
   close(): void {
     this.#closed = true;
-    this.#failAll(new ConnectionClosedError("the bus was closed before the append was acknowledged"));
+    this.#failAll("the bus was closed");
     this.#sub?.unsubscribe();
     this.#sub = undefined;
     this.#status?.stop?.();
   }
 
-  #failAll(error: Error): void {
+  /** Fails every append with ConnectionClosedError, each saying whether it may be stored (it was sent) or not. */
+  #failAll(why: string): void {
     const queued = this.#queue.splice(this.#queueHead);
     this.#queue.length = 0;
     this.#queueHead = 0;
-    for (const p of [...this.#inFlight]) this.#settle(p, error);
-    for (const q of queued) q!.reject(error);
+    for (const p of [...this.#inFlight]) this.#settle(p, closedBefore(why, p.attempts));
+    for (const q of queued) q!.reject(closedBefore(why, 0));
   }
 
   #linkUp(): boolean {
@@ -383,7 +394,7 @@ export class JournalWriter {
       this.#log.debug({ err: e }, "journal writer's status watch ended");
     }
     // The watch ends when the connection closes (NATS.js ends its listeners first), or by close().
-    if (!this.#closed) this.#failAll(new ConnectionClosedError("the connection closed before the append was acknowledged"));
+    if (!this.#closed) this.#failAll("the connection closed");
   }
 
   #ensureSubscribed(): void {
@@ -409,7 +420,7 @@ export class JournalWriter {
     try {
       this.#nc.publish(p.request.subject, p.request.data, { reply: `${this.#prefix}.${token}`, headers: p.headers });
     } catch (e) {
-      this.#settle(p, this.#nc.isClosed() ? new ConnectionClosedError(undefined, { cause: e }) : new PublishError(p.request.subject, `publish failed: ${(e as Error).message}`, undefined, { cause: e }));
+      this.#settle(p, this.#nc.isClosed() ? closedBefore("the connection closed", p.attempts - 1, e) : new PublishError(p.request.subject, `publish failed: ${(e as Error).message}`, undefined, { cause: e }));
       return;
     }
     p.sent = true;

@@ -265,6 +265,7 @@ describe("a cautious lane (an append refused unstored)", () => {
     const [blocked, open] = [newId(), newId()];
     const restore = await refuseLoop(blocked, [open]);
     try {
+      await bus.publish(stepDone(newId(), open)); // warm: the next append goes out at once
       const from = await lastSeq();
       const first = bus.publish(stepDone(session, blocked)).then((r) => r, (e: unknown) => e);
       // Its first refusal makes the lane cautious; the probe goes 100 ms later, its answer held.
@@ -277,6 +278,8 @@ describe("a cautious lane (an append refused unstored)", () => {
       await bus.close();
       const outcomes = await settledWithin("every call", Promise.all([first, ...held]), 5_000);
       for (const o of outcomes) expect((o as JetloopError).code).toBe("CONNECTION_CLOSED");
+      // The two behind the probe never went out.
+      expect(outcomes.map((o) => (o as { mayBeStored?: boolean }).mayBeStored)).toEqual([true, false, false]);
       proxy.resume();
       await restore();
       await sleep(300);
@@ -330,6 +333,7 @@ describe("bus.close() with appends unacknowledged", () => {
       await sleep(100);
       // Held: the link is down (the lane is held from the cut on, these never go out).
       proxy.down();
+      await sleep(50); // the client has seen the cut
       const heldEvents = [stepDone(session), stepDone(session)];
       const held = heldEvents.map((e) => bus.publish(e).then((r) => r, (e: unknown) => e));
       await sleep(50);
