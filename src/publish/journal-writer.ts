@@ -185,6 +185,8 @@ class PendingAppend {
   error: Error | undefined;
   ack: AppendAck | undefined;
   noResponders = 0;
+  /** Its lane's `refusals` when it was first sent (undefined: never sent). */
+  refusalsAtFirstSend: number | undefined;
   readonly deadline: number;
   constructor(
     readonly request: AppendRequest,
@@ -229,6 +231,13 @@ class SessionLane {
    */
   cautious = false;
   probe: PendingAppend | undefined;
+  /**
+   * How many times the server refused one of its appends unstored. Only such a refusal lets
+   * an append be stored before an earlier one of its lane (the in-order argument holds
+   * otherwise), so a duplicate ack with none since the append's first send is a copy stored
+   * before the call (an earlier call of the same event), never an order this call broke.
+   */
+  refusals = 0;
   readonly order: SessionOrder;
   constructor(readonly sessionId: string) {
     this.order = new SessionOrder(sessionId);
@@ -414,6 +423,7 @@ export class JournalWriter {
     // Closed: close() is failing every append; one settled there (a probe) must not send the rest.
     if (p.done || this.#closed) return;
     const token = (this.#next++).toString(36);
+    p.refusalsAtFirstSend ??= p.lane.refusals;
     p.tokens.push(token);
     this.#pending.set(token, p);
     p.attempts++;
@@ -561,6 +571,7 @@ export class JournalWriter {
     }
     this.#hold(p);
     const lane = p.lane;
+    lane.refusals++;
     lane.stalled = true;
     lane.cautious = true;
     if (lane.probe === p) lane.probe = undefined;
@@ -618,7 +629,8 @@ export class JournalWriter {
         continue;
       }
       const ack = p.ack!;
-      const outOfOrder = lane.order.next(p.request.eventId, ack.seq, ack.duplicate && p.attempts === 1);
+      const storedBefore = ack.duplicate && (p.attempts === 1 || lane.refusals === p.refusalsAtFirstSend);
+      const outOfOrder = lane.order.next(p.request.eventId, ack.seq, storedBefore);
       if (outOfOrder) p.reject(outOfOrder);
       else p.resolve(ack);
     }
