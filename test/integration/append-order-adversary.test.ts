@@ -211,7 +211,7 @@ describe("a session's call order across cuts at the k-th publish", () => {
           }
         },
       ),
-      { numRuns: 12 },
+      { numRuns: 25 },
     );
   }, 300_000);
 });
