@@ -315,8 +315,16 @@ export class ServerUnsupportedError extends JetloopError {
 
 /** The bus or its connection was closed while an operation was under way. */
 export class ConnectionClosedError extends JetloopError {
-  constructor(message = "the connection is closed", options?: { cause?: unknown }) {
+  /**
+   * For an append failed by the close: true when it was sent (it may be stored, and publishing
+   * it again within the duplicate window stores it at most once), false when it never went
+   * out (not stored). Undefined where the error is not an append's.
+   */
+  readonly mayBeStored: boolean | undefined;
+
+  constructor(message = "the connection is closed", options?: { cause?: unknown; mayBeStored?: boolean }) {
     super("CONNECTION_CLOSED", message, options);
+    this.mayBeStored = options?.mayBeStored;
   }
 }
 

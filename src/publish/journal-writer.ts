@@ -185,6 +185,8 @@ class PendingAppend {
   error: Error | undefined;
   ack: AppendAck | undefined;
   noResponders = 0;
+  /** Its lane's `refusals` when it was first sent (undefined: never sent). */
+  refusalsAtFirstSend: number | undefined;
   readonly deadline: number;
   constructor(
     readonly request: AppendRequest,
@@ -229,6 +231,13 @@ class SessionLane {
    */
   cautious = false;
   probe: PendingAppend | undefined;
+  /**
+   * How many times the server refused one of its appends unstored. Only such a refusal lets
+   * an append be stored before an earlier one of its lane (the in-order argument holds
+   * otherwise), so a duplicate ack with none since the append's first send is a copy stored
+   * before the call (an earlier call of the same event), never an order this call broke.
+   */
+  refusals = 0;
   readonly order: SessionOrder;
   constructor(readonly sessionId: string) {
     this.order = new SessionOrder(sessionId);
@@ -240,6 +249,16 @@ class SessionLane {
     for (let i = this.head; i < this.entries.length; i++) if (!this.entries[i]!.done) out.push(this.entries[i]!);
     return out;
   }
+}
+
+/** An append failed by a close, after `sends` sends: whether it may be stored follows from them. */
+function closedBefore(why: string, sends: number, cause?: unknown): ConnectionClosedError {
+  return new ConnectionClosedError(
+    sends > 0
+      ? `${why} before the append was acknowledged (sent ${sends} times): it may or may not be stored — publishing it again within the stream's duplicate window of its first attempt stores it at most once`
+      : `${why} before the append was sent; it was never sent: it is not stored`,
+    { cause, mayBeStored: sends > 0 },
+  );
 }
 
 /** Lane and queue slots already handed out are dropped in one go past this many. */
@@ -337,21 +356,27 @@ export class JournalWriter {
     return this.#inFlight.size;
   }
 
+  /** Sessions with a lane: some append of theirs is unresolved (a settled session's lane is released). */
+  get lanes(): number {
+    return this.#lanes.size;
+  }
+
   /** Fails what is still in flight or waiting for a slot and stops listening for acks. */
   close(): void {
     this.#closed = true;
-    this.#failAll(new ConnectionClosedError("the bus was closed before the append was acknowledged"));
+    this.#failAll("the bus was closed");
     this.#sub?.unsubscribe();
     this.#sub = undefined;
     this.#status?.stop?.();
   }
 
-  #failAll(error: Error): void {
+  /** Fails every append with ConnectionClosedError, each saying whether it may be stored (it was sent) or not. */
+  #failAll(why: string): void {
     const queued = this.#queue.splice(this.#queueHead);
     this.#queue.length = 0;
     this.#queueHead = 0;
-    for (const p of [...this.#inFlight]) this.#settle(p, error);
-    for (const q of queued) q!.reject(error);
+    for (const p of [...this.#inFlight]) this.#settle(p, closedBefore(why, p.attempts));
+    for (const q of queued) q!.reject(closedBefore(why, 0));
   }
 
   #linkUp(): boolean {
@@ -378,7 +403,7 @@ export class JournalWriter {
       this.#log.debug({ err: e }, "journal writer's status watch ended");
     }
     // The watch ends when the connection closes (NATS.js ends its listeners first), or by close().
-    if (!this.#closed) this.#failAll(new ConnectionClosedError("the connection closed before the append was acknowledged"));
+    if (!this.#closed) this.#failAll("the connection closed");
   }
 
   #ensureSubscribed(): void {
@@ -395,15 +420,17 @@ export class JournalWriter {
   }
 
   #send(p: PendingAppend): void {
-    if (p.done) return;
+    // Closed: close() is failing every append; one settled there (a probe) must not send the rest.
+    if (p.done || this.#closed) return;
     const token = (this.#next++).toString(36);
+    p.refusalsAtFirstSend ??= p.lane.refusals;
     p.tokens.push(token);
     this.#pending.set(token, p);
     p.attempts++;
     try {
       this.#nc.publish(p.request.subject, p.request.data, { reply: `${this.#prefix}.${token}`, headers: p.headers });
     } catch (e) {
-      this.#settle(p, this.#nc.isClosed() ? new ConnectionClosedError(undefined, { cause: e }) : new PublishError(p.request.subject, `publish failed: ${(e as Error).message}`, undefined, { cause: e }));
+      this.#settle(p, this.#nc.isClosed() ? closedBefore("the connection closed", p.attempts - 1, e) : new PublishError(p.request.subject, `publish failed: ${(e as Error).message}`, undefined, { cause: e }));
       return;
     }
     p.sent = true;
@@ -544,6 +571,7 @@ export class JournalWriter {
     }
     this.#hold(p);
     const lane = p.lane;
+    lane.refusals++;
     lane.stalled = true;
     lane.cautious = true;
     if (lane.probe === p) lane.probe = undefined;
@@ -578,7 +606,7 @@ export class JournalWriter {
     appendSettled(error, ack, p.attempts, p.deadline - this.#settings.publishDeadlineMs);
     const lane = p.lane;
     this.#drain(lane);
-    if (lane.probe === p) {
+    if (lane.probe === p && !this.#closed) {
       // The probe is settled: the rest of the lane goes out behind it.
       lane.cautious = false;
       this.#resendLane(lane);
@@ -601,7 +629,8 @@ export class JournalWriter {
         continue;
       }
       const ack = p.ack!;
-      const outOfOrder = lane.order.next(p.request.eventId, ack.seq, ack.duplicate && p.attempts === 1);
+      const storedBefore = ack.duplicate && (p.attempts === 1 || lane.refusals === p.refusalsAtFirstSend);
+      const outOfOrder = lane.order.next(p.request.eventId, ack.seq, storedBefore);
       if (outOfOrder) p.reject(outOfOrder);
       else p.resolve(ack);
     }

@@ -3,8 +3,9 @@ import { PublishOrderError } from "../errors.js";
 /**
  * The order check of one session's appends, handed their outcomes in call order: each
  * stored append must lie above every earlier one of the session, else it is refused
- * (PublishOrderError names both). A duplicate on its first attempt was stored before the
- * call, its place decided then: it is neither checked nor a bound for later ones.
+ * (PublishOrderError names both). A duplicate stored before the call (on its first attempt,
+ * or with no refusal in its lane since it was first sent: journal-writer.ts) had its place
+ * decided then: it is neither checked nor a bound for later ones.
  */
 export class SessionOrder {
   #lastSeq = 0;
@@ -13,8 +14,8 @@ export class SessionOrder {
   constructor(readonly sessionId: string) {}
 
   /** Undefined when `eventId`, stored at `seq`, keeps the session's order; else the error. */
-  next(eventId: string, seq: number, duplicateOnFirstAttempt: boolean): PublishOrderError | undefined {
-    if (duplicateOnFirstAttempt) return undefined;
+  next(eventId: string, seq: number, storedBeforeCall: boolean): PublishOrderError | undefined {
+    if (storedBeforeCall) return undefined;
     if (seq < this.#lastSeq) return new PublishOrderError(this.sessionId, eventId, seq, this.#lastEventId, this.#lastSeq);
     this.#lastSeq = seq;
     this.#lastEventId = eventId;
