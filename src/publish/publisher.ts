@@ -22,7 +22,11 @@ export type { PublishOptions };
 export interface PublishResult {
   /** The stream sequence of the stored event; 0 for an ephemeral event. */
   readonly journalSeq: number;
-  /** The journal already held this event id (a retried publish); nothing new was stored. */
+  /**
+   * The server answered that the journal already held this event id, so this answer stored
+   * nothing new: a retried publish, or this call's own resend after a cut whose first copy
+   * had been stored. Either way the event is stored exactly once, at `journalSeq`.
+   */
   readonly duplicate: boolean;
   readonly subject: string;
   readonly eventId: string;
