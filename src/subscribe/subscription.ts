@@ -118,10 +118,11 @@ class SubscriptionImpl<E, D extends Delivery<E> = Delivery<E>> implements Subscr
     this.#filter = filter;
     this.#onReport = options.onReport;
     const positions = (this.#positions = Array.from({ length: bus.shards.count }, () => 0));
-    // A journal delivery's position is noted as the reader takes it.
-    this.#queue = new DeliveryQueue<Delivery<E>>(settings.enduringBuffer, settings.ephemeralBuffer, (d) => {
-      if (d.journalSeq > positions[d.shard]!) positions[d.shard] = d.journalSeq;
-    });
+    const note = (shard: number, seq: number) => {
+      if (seq > positions[shard]!) positions[shard] = seq;
+    };
+    // A journal delivery's position is noted as the reader takes it; a message skipped as seen, when it is skipped.
+    this.#queue = new DeliveryQueue<Delivery<E>>(settings.enduringBuffer, settings.ephemeralBuffer, (d) => note(d.shard, d.journalSeq));
     const own = (shard?: number): OwnSourceContext<E> => ({
       decode: bus.decoding(resolved.includeInternal),
       queue: this.#queue,
@@ -129,6 +130,7 @@ class SubscriptionImpl<E, D extends Delivery<E> = Delivery<E>> implements Subscr
       log: settings.durable ? bus.subscriptions.log.child({ durable: settings.durable }) : bus.subscriptions.log,
       // On a namespace split in shards, a report of a shard's part names the shard its sequences are positions in.
       report: shard === undefined || bus.shards.count === 1 ? (r) => this.#report(r) : (r) => this.#report({ ...r, shard }),
+      seen: note,
       fail: (e) => this.fail(e),
     });
     const first = bus.shards.all[resolved.shards[0]?.shard.index ?? 0]!;

@@ -10,12 +10,11 @@
 // durable made by an earlier process inside a turn (by hand here) skips the turn's tail
 // when opened, however often it is redelivered. Before 2.12: no turns, a "new" durable gets
 // what is stored after it is created, as before.
-import type { JetStreamManager } from "@nats-io/jetstream";
 import { AckPolicy, DeliverPolicy } from "@nats-io/jetstream";
 import fc from "fast-check";
 import { afterAll, describe, expect, it } from "vitest";
 import { connect, createEvent, newId, type Delivery, type Jetloop, type JetloopEvent, type Subscription } from "../../src/index.js";
-import { allShards, shardStreamName } from "../../src/streams/shards.js";
+import { allShards, shardOfSession, shardStreamName } from "../../src/streams/shards.js";
 import { supports } from "../../src/connection/server-version.js";
 import { natsServerFlavor, natsServers, natsServerVersion, uniqueNamespace } from "../harness/context.js";
 import { sleep } from "../harness/async.js";
@@ -82,6 +81,7 @@ const runArb = (turns: number): fc.Arbitrary<Run> =>
 
 interface Turn {
   readonly index: number;
+  readonly shard: number;
   readonly events: readonly JetloopEvent[];
 }
 
@@ -97,7 +97,12 @@ function checkView(label: string, got: readonly Delivery<JetloopEvent>[], turns:
   const seen = new Set<string>();
   for (const d of got) {
     const key = `${d.shard}:${d.journalSeq}`;
-    expect(seen.has(key), `${label}: ${key} delivered twice`).toBe(false);
+    if (seen.has(key)) {
+      // A durable's delivery held past its ack wait unsettled (a loaded machine) comes again, marked so: at least once.
+      const again = "deliveryCount" in d && (d.deliveryCount as number) > 1;
+      expect(again, `${label}: ${key} delivered twice`).toBe(true);
+      continue;
+    }
     seen.add(key);
     const t = turnOf.get(d.event.eventId);
     if (t) counts.set(t.index, (counts.get(t.index) ?? 0) + 1);
@@ -111,17 +116,35 @@ function checkView(label: string, got: readonly Delivery<JetloopEvent>[], turns:
   }
 }
 
-/** Takes deliveries (acknowledging a durable's) until `n` are taken or `done` says so; true when `done` did. */
+/** Takes deliveries (acknowledging a durable's) until `n` are taken or `done` says so; true when `done` did. The subscription stays open. */
 async function takeFrom(sub: Subscription<JetloopEvent>, got: Delivery<JetloopEvent>[], n: number, done: (d: Delivery<JetloopEvent>) => boolean): Promise<boolean> {
-  if (n <= 0) return false;
-  let taken = 0;
-  for await (const d of sub) {
-    got.push(d);
-    if ("ack" in d && typeof d.ack === "function") await (d.ack as () => Promise<void>)();
-    if (done(d)) return true;
-    if (++taken >= n) return false;
+  const it = sub[Symbol.asyncIterator]();
+  for (let taken = 0; taken < n; taken++) {
+    const next = await it.next();
+    if (next.done) throw new Error(`subscription ended: ${sub.err()?.message ?? "closed"}`);
+    got.push(next.value);
+    await settle(next.value);
+    if (done(next.value)) return true;
   }
-  throw new Error(`subscription ended: ${sub.err()?.message ?? "closed"}`);
+  return false;
+}
+
+async function settle(d: Delivery<JetloopEvent>): Promise<void> {
+  if ("ack" in d && typeof d.ack === "function") await (d.ack as () => Promise<void>)();
+}
+
+/** Takes (and acknowledges) what else comes until nothing has for `quietMs`. */
+async function takeUntilQuiet(sub: Subscription<JetloopEvent>, got: Delivery<JetloopEvent>[], quietMs: number): Promise<void> {
+  const it = sub[Symbol.asyncIterator]();
+  for (;;) {
+    let timer: NodeJS.Timeout | undefined;
+    const quiet = new Promise<"quiet">((r) => (timer = setTimeout(() => r("quiet"), quietMs)));
+    const next = await Promise.race([it.next(), quiet]);
+    clearTimeout(timer);
+    if (next === "quiet" || next.done) return;
+    got.push(next.value);
+    await settle(next.value);
+  }
 }
 
 async function runOnce(shards: number, run: Run): Promise<void> {
@@ -134,12 +157,15 @@ async function runOnce(shards: number, run: Run): Promise<void> {
   const turns: Turn[] = run.sizes.map((n, index) => {
     const sessionId = sessions[index % SESSIONS]!;
     const loops = [newId(), newId()];
-    return { index, events: Array.from({ length: n }, (_, i) => decided(sessionId, loops[i % 2]!)) };
+    return { index, shard: shardOfSession(sessionId, shards).index, events: Array.from({ length: n }, (_, i) => decided(sessionId, loops[i % 2]!)) };
   });
   const sentinels = sessions.map((s) => decided(s, newId()));
   const sentinelIds = new Set(sentinels.map((e) => e.eventId));
   const target = sessions[0]!;
   const committed = new Set<number>();
+  /** Each committed turn's journal sequences, first and last. */
+  const spans = new Map<number, { first: number; last: number }>();
+  const jsm = await reader.jetstreamManager();
   /** Turns whose publishAll was called so far. */
   let published = 0;
   let producing = true;
@@ -163,17 +189,33 @@ async function runOnce(shards: number, run: Run): Promise<void> {
       try {
         await sleep(p.delayMs);
         const before = new Set(committed);
+        const ends = () => Promise.all(allShards(shards).map(async (k) => (await jsm.streams.info(shardStreamName(reader.stream, k))).state.last_seq));
+        // The journal's ends just before and just after the start: the start is between.
+        const endsBefore = await ends();
         const first = await open(reader, "new");
+        const endsAfter = await ends();
         const after = new Set(turns.map((t) => t.index).filter((k) => k >= published));
         let ended = false;
         let positions: readonly number[] = [];
         try {
           if (p.take !== undefined) {
             // Closed after a few (none: at once, or once the producer is done, for a feed subscription's positions to hold its skipped tail).
-            if (p.take === 0 && p.kind === "feed") while (producing) await sleep(20);
+            if (p.take === 0 && p.kind === "feed") {
+              while (producing) await sleep(20);
+              await sleep(200);
+            }
             firstDone();
             ended = await takeFrom(first, got, p.take, done);
             positions = first.positions();
+            if (p.kind === "feed" && p.take === 0) {
+              // A turn of the filter begun before the start and ended after it was skipped, and counts as seen.
+              for (const t of turns) {
+                const span = spans.get(t.index);
+                if (span && t.events.some(selects) && span.first <= endsBefore[t.shard]! && span.last > endsAfter[t.shard]!) {
+                  expect(positions[t.shard], `${label}: turn ${t.index} [${span.first}, ${span.last}] was skipped at the start`).toBeGreaterThanOrEqual(span.last);
+                }
+              }
+            }
           } else {
             firstDone();
             ended = await takeFrom(first, got, Number.MAX_SAFE_INTEGER, done);
@@ -182,9 +224,13 @@ async function runOnce(shards: number, run: Run): Promise<void> {
           await first.close();
         }
         if (!ended) {
+          // A position 0 is "none taken yet": a resume after it reads that shard from its first event, whole turns.
+          if (p.kind === "feed") for (const t of turns) if (positions[t.shard] === 0) before.delete(t.index);
           const second = await open(other, { after: positions });
           try {
             await takeFrom(second, got, Number.MAX_SAFE_INTEGER, done);
+            // What the first opening was sent but never handed over comes again after its ack wait, maybe after the sentinels.
+            if (p.kind === "durable") await takeUntilQuiet(second, got, ACK_WAIT_MS + 2000);
           } finally {
             await second.close();
           }
@@ -193,7 +239,6 @@ async function runOnce(shards: number, run: Run): Promise<void> {
       } finally {
         firstDone();
         if (p.kind === "durable") {
-          const jsm: JetStreamManager = await reader.jetstreamManager();
           for (const shard of allShards(reader.shards)) await jsm.consumers.delete(shardStreamName(reader.stream, shard), durable).catch(() => undefined);
         }
       }
@@ -204,11 +249,13 @@ async function runOnce(shards: number, run: Run): Promise<void> {
   };
 
   for (const t of turns) {
-    const commit = producer.publishAll(t.events, { atomic: true });
+    const commit = producer.publishAll(t.events, { atomic: true }).then((r) => spans.set(t.index, { first: r[0]!.journalSeq, last: r.at(-1)!.journalSeq }));
     published = t.index + 1;
     for (const [i, p] of run.plans.entries()) if (p.at === t.index) reads.push(startReader(p, i));
-    // And a durable of the session created as every commit goes out, every other one closed at once and opened again elsewhere.
+    // A durable of the session created as every commit goes out, every other one closed at once and opened again elsewhere.
     reads.push(startReader({ kind: "durable", scope: "session", at: t.index, delayMs: 0, take: t.index % 2 ? 0 : undefined }, run.plans.length + t.index));
+    // And a feed subscription of the session from "new" that takes nothing and is resumed from its positions.
+    reads.push(startReader({ kind: "feed", scope: "session", at: t.index, delayMs: 0, take: 0 }, run.plans.length + turns.length + t.index));
     await commit;
     committed.add(t.index);
   }
@@ -258,10 +305,17 @@ if (ATOMIC) describe("a durable created at \"new\" and a resume from a \"new\" s
       for await (const _m of raw) if (++handed === 2) break;
       expect(handed).toBe(2);
       await sleep(1100);
-      const after = decided(session, newId());
-      const afterSeq = (await bus.publish(after)).journalSeq;
       const other = await busOn(namespace, 1);
       const sub = await other.subscribeEvents({ sessions: [session], enduring: "all" }, { durable, ackWaitMs: 1000 });
+      // The tail is acknowledged as seen, and counted in positions() though nothing was handed over.
+      for (let i = 0; i < 100; i++) {
+        const c = await jsm.consumers.info(bus.stream, durable);
+        if (c.num_ack_pending + c.num_pending === 0 && c.ack_floor.stream_seq === stored.at(-1)!.journalSeq) break;
+        await sleep(50);
+      }
+      expect(sub.positions()).toEqual([stored.at(-1)!.journalSeq]);
+      const after = decided(session, newId());
+      const afterSeq = (await bus.publish(after)).journalSeq;
       const got: string[] = [];
       for await (const d of sub) {
         got.push(d.event.eventId);

@@ -280,6 +280,7 @@ export class GroupSource<E> implements Source {
       settings,
       log: base.log,
       report: (r) => base.report(r),
+      seen: (shard, seq) => base.seen(shard, seq),
       fail: (e) => base.fail(e),
     };
     return new DurableSource(ctx, partitionDurable(this.#group, partition), this.#filters(partition), this.#start, this.#parked, {
