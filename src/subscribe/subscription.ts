@@ -65,7 +65,8 @@ export interface Subscription<E = JetloopEvent, D extends Delivery<E> = Delivery
   groupLag(): Promise<GroupReport | undefined>;
   /**
    * Where the reader stands: per journal shard (indexed by shard, one entry each), the last
-   * journal sequence it was handed (0: none yet). A feed subscription opened with
+   * journal sequence it was handed, or skipped as seen (a turn's tail begun before a
+   * `"new"` start; 0: none yet). A feed subscription opened with
    * `{ start: { after: positions } }` resumes there, losing and repeating nothing of its
    * filter; a replay takes it as `after`. (A durable resumes from its ack floor on the
    * server instead.)
@@ -103,7 +104,7 @@ class SubscriptionImpl<E, D extends Delivery<E> = Delivery<E>> implements Subscr
   #poison = 0;
   #parked = 0;
   readonly #ctx: SourceContext<E>;
-  /** Per shard, the last journal sequence handed to the reader. */
+  /** Per shard, the last journal sequence handed to the reader (or skipped as seen). */
   readonly #positions: number[];
 
   constructor(bus: BusContext<E>, filter: EventFilter, options: SubscribeOptions) {
