@@ -8,7 +8,8 @@
 // each turn wholly or not at all, nothing twice, none begun before its start, and every turn
 // published after its start wholly. On a namespace not split and on one in S = 2 shards. A
 // durable made by an earlier process inside a turn (by hand here) skips the turn's tail
-// when opened, however often it is redelivered. Before 2.12: no turns, a "new" durable gets
+// when opened, however often it is redelivered; one recreated after it vanished keeps where
+// it started. Before 2.12: no turns, a "new" durable gets
 // what is stored after it is created, as before.
 import { AckPolicy, DeliverPolicy } from "@nats-io/jetstream";
 import fc from "fast-check";
@@ -333,6 +334,38 @@ if (ATOMIC) describe("a durable created at \"new\" and a resume from a \"new\" s
       await jsm.consumers.delete(bus.stream, durable).catch(() => undefined);
     }
   }, 60_000);
+
+  it("a \"new\" durable's consumer recreated after it vanished keeps where it started (its first sequence and the journal's end)", async () => {
+    const namespace = uniqueNamespace();
+    const bus = await busOn(namespace, 1);
+    await bus.provision();
+    const session = newId();
+    const end = (await bus.publishAll(Array.from({ length: 3 }, () => decided(session, newId())), { atomic: true })).at(-1)!.journalSeq;
+    const durable = `dr${newId().slice(-10)}`;
+    const recreated: number[] = [];
+    const sub = await bus.subscribeEvents({ sessions: [session], enduring: "all" }, { durable, start: "new", onReport: (r) => r.kind === "consumer_recreated" && recreated.push(r.fromSeq) });
+    const jsm = await bus.jetstreamManager();
+    try {
+      const made = await jsm.consumers.info(bus.stream, durable);
+      expect([made.config.opt_start_seq, made.config.metadata?.jetloop_new_at]).toEqual([end + 1, `0:${end}`]);
+      await jsm.consumers.delete(bus.stream, durable);
+      // Noticed at the pull's next status (up to its expiry); delivery resumes with the next pull.
+      for (let i = 0; i < 1200 && recreated.length === 0; i++) await sleep(50);
+      expect(recreated.length).toBeGreaterThan(0);
+      const again = await jsm.consumers.info(bus.stream, durable);
+      expect([again.config.opt_start_seq, again.config.metadata?.jetloop_new_at]).toEqual([end + 1, `0:${end}`]);
+      const after = decided(session, newId());
+      await bus.publish(after);
+      for await (const d of sub) {
+        expect(d.event.eventId).toBe(after.eventId);
+        await d.ack();
+        break;
+      }
+    } finally {
+      await sub.close();
+      await jsm.consumers.delete(bus.stream, durable).catch(() => undefined);
+    }
+  }, 150_000);
 });
 
 if (!ATOMIC) describe("before nats-server 2.12", () => {
