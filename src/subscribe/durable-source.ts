@@ -32,7 +32,9 @@ import { consumerError } from "./consumer-errors.js";
 import { decodeMessage, hiddenFrom } from "./delivery.js";
 import { acknowledge, durableDelivery, type Lease, type Original, park, type Settler } from "./durable-settlement.js";
 import type { DurableSettings, StartPosition } from "./options.js";
+import { encodeNewStart, NEW_START_KEY, type NewStart, readNewStart, skippedAtNewStart } from "./new-start.js";
 import { reportPoison, type Source, type SourceContext } from "./source.js";
+import { turnSpanOfMessage } from "./turn-span.js";
 import { tracedDelivery } from "../telemetry/index.js";
 
 /** JetStream's "consumer name already in use" and "consumer already exists". */
@@ -82,6 +84,13 @@ export class DurableSource<E> implements Source {
   /** Delivered but not yet settled, by stream sequence: the ack floor if we must recreate. */
   readonly #unsettled = new Set<number>();
   #lastSeq = 0;
+  /**
+   * A durable created at `"new"` on a server with atomic batches: where it started (its
+   * consumer's first sequence, and the journal's end per shard then; new-start.ts). As its
+   * consumer records it, so a recreation keeps it.
+   */
+  #newStart: { readonly from: number; readonly at: NewStart } | undefined;
+  readonly #journalEnds: (() => Promise<NewStart>) | undefined;
   #stopped = false;
   readonly #origin: JournalOrigin;
   /** Pull requests' lifetime in ms (NATS.js's default, 30 s, when undefined). */
@@ -112,12 +121,19 @@ export class DurableSource<E> implements Source {
       readonly liveSince?: () => number;
       /** Before a vanished consumer is recreated: rejects (and the subscription fails with that) when its stream is not the one it was made on. */
       readonly recreatable?: () => Promise<void>;
+      /**
+       * The journal's end per shard, read after the consumer's own stream's end: a group's
+       * partition consumer reads copies of every shard. Default: the consumer's stream is
+       * its shard's journal, whose end is the one read.
+       */
+      readonly journalEnds?: () => Promise<NewStart>;
     } = {},
   ) {
     this.#ctx = ctx;
     this.#group = seams.group;
     this.#liveSince = seams.liveSince;
     this.#recreatable = seams.recreatable;
+    this.#journalEnds = seams.journalEnds;
     this.#fenced = seams.fenced ?? false;
     this.#origin = seams.origin ?? ownOrigin;
     this.#pullExpiresMs = seams.pullExpiresMs;
@@ -271,7 +287,9 @@ export class DurableSource<E> implements Source {
       delete config.backoff;
     }
     if (s.maxAckPending !== undefined) config.max_ack_pending = s.maxAckPending;
-    const start = fromSeq !== undefined ? { seq: fromSeq } : this.#start;
+    if (this.#newStart !== undefined) config.metadata = { ...config.metadata, [NEW_START_KEY]: encodeNewStart(this.#newStart.at) };
+    // A "new" durable recreated before anything was delivered starts where it first did.
+    const start = fromSeq !== undefined ? { seq: fromSeq } : this.#newStart !== undefined ? { seq: this.#newStart.from } : this.#start;
     if (start === "new") config.deliver_policy = DeliverPolicy.New;
     else if (start === "all") config.deliver_policy = DeliverPolicy.All;
     else if ("seq" in start) {
@@ -308,6 +326,7 @@ export class DurableSource<E> implements Source {
         }
       }
       try {
+        if (fromSeq === undefined && this.#start === "new" && this.#newStart === undefined && this.#ctx.journal.turns) this.#newStart = await this.#startNow();
         const info = await jsm.consumers.add(this.#ctx.stream, this.#config(fromSeq));
         this.#adopt(info.config);
         return;
@@ -338,8 +357,29 @@ export class DurableSource<E> implements Source {
     throw new OptionsError("durable", `${this.#name} is partition ${named.partition} of group ${named.group}'s consumer on ${stream}: a durable of that name would share its parked entries and replays`);
   }
 
+  /**
+   * Where a durable created at `"new"` now starts: after its stream's end, then the journal's
+   * end per shard read (so every message after those ends is after the consumer's start).
+   * Sharing `journalState` with subscriptions starting together is fine: any end read after
+   * this subscription began is a start.
+   */
+  async #startNow(): Promise<{ from: number; at: NewStart }> {
+    try {
+      if (this.#journalEnds === undefined) {
+        const end = (await this.#ctx.journalState()).lastSeq;
+        return { from: end + 1, at: new Map([[this.#ctx.shard.index, end]]) };
+      }
+      const own = (await (await this.#ctx.jsm()).streams.info(this.#ctx.stream)).state.last_seq;
+      return { from: own + 1, at: await this.#journalEnds() };
+    } catch (e) {
+      throw consumerError(e, this.#ctx.stream, `reading the journal's position for durable ${this.#name}`);
+    }
+  }
+
   /** Takes the settings of the durable as it exists: whoever created it chose them. */
   #adopt(config: ConsumerConfig): void {
+    const at = readNewStart(this.#name, config.metadata);
+    this.#newStart = at && { from: config.opt_start_seq ?? 1, at };
     const live = liveDurable(config);
     this.#ackWaitMs = live.ackWaitMs;
     this.#backoffMs = [...live.backoffMs];
@@ -424,6 +464,12 @@ export class DurableSource<E> implements Source {
           m.term();
           continue;
         }
+        if (o.storeSeq === undefined && this.#begunBeforeStart(o)) {
+          // Seen, not delivered; not acknowledged: it comes again and is skipped again.
+          await acknowledge(settler, o).catch(() => undefined);
+          ctx.seen(o.shard, o.journalSeq);
+          continue;
+        }
         const d = decodeMessage(ctx.decode, o.subject, o.data);
         if (!d.ok) {
           reportPoison(ctx, o.journalSeq, o.subject, d.error);
@@ -439,6 +485,11 @@ export class DurableSource<E> implements Source {
     } catch (e) {
       if (!this.#stopped) ctx.fail(consumerError(e, ctx.stream, `durable ${this.#name}`));
     }
+  }
+
+  /** Whether a journal delivery is of a turn begun by a `"new"` durable's start (new-start.ts). */
+  #begunBeforeStart(o: Original): boolean {
+    return this.#ctx.journal.turns && skippedAtNewStart(this.#newStart?.at, o.shard, o.journalSeq, () => turnSpanOfMessage(o.msg, o.journalSeq));
   }
 
   /**

@@ -32,12 +32,18 @@ export interface SourceContext<E> {
   readonly settings: SubscribeSettings;
   readonly log: Logger;
   report(report: SubscriptionReport): void;
+  /**
+   * A journal message taken as seen but not delivered (of a turn begun by a `"new"`
+   * start): counted in `positions()` as if handed over, so a resume after them skips it
+   * too. Only ever before the shard's next delivery, so the count stays in order.
+   */
+  seen(shard: number, journalSeq: number): void;
   /** Ends the subscription with a typed cause. */
   fail(error: Error): void;
 }
 
 /** A subscription's own part of a source context. */
-export type OwnSourceContext<E> = Pick<SourceContext<E>, "decode" | "queue" | "settings" | "log" | "report" | "fail">;
+export type OwnSourceContext<E> = Pick<SourceContext<E>, "decode" | "queue" | "settings" | "log" | "report" | "seen" | "fail">;
 
 /**
  * A source context over the bus's context: the bus's part is read through it (getters on
@@ -51,6 +57,7 @@ export class BusSourceContext<E> implements SourceContext<E> {
   readonly settings: SubscribeSettings;
   readonly log: Logger;
   readonly report: (report: SubscriptionReport) => void;
+  readonly seen: (shard: number, journalSeq: number) => void;
   readonly fail: (error: Error) => void;
 
   constructor(bus: BusContext<E>, own: OwnSourceContext<E>, home: ShardJournal) {
@@ -61,6 +68,7 @@ export class BusSourceContext<E> implements SourceContext<E> {
     this.settings = own.settings;
     this.log = own.log;
     this.report = own.report;
+    this.seen = own.seen;
     this.fail = own.fail;
   }
 

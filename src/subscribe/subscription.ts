@@ -65,7 +65,8 @@ export interface Subscription<E = JetloopEvent, D extends Delivery<E> = Delivery
   groupLag(): Promise<GroupReport | undefined>;
   /**
    * Where the reader stands: per journal shard (indexed by shard, one entry each), the last
-   * journal sequence it was handed (0: none yet). A feed subscription opened with
+   * journal sequence it was handed, or skipped as seen (a turn's tail begun before a
+   * `"new"` start; 0: none yet). A feed subscription opened with
    * `{ start: { after: positions } }` resumes there, losing and repeating nothing of its
    * filter; a replay takes it as `after`. (A durable resumes from its ack floor on the
    * server instead.)
@@ -107,7 +108,7 @@ class SubscriptionImpl<E, D extends Delivery<E> = Delivery<E>> implements Subscr
   #poison = 0;
   #parked = 0;
   readonly #ctx: SourceContext<E>;
-  /** Per shard, the last journal sequence handed to the reader. */
+  /** Per shard, the last journal sequence handed to the reader (or skipped as seen). */
   readonly #positions: number[];
 
   constructor(bus: BusContext<E>, filter: EventFilter, options: SubscribeOptions) {
@@ -122,10 +123,11 @@ class SubscriptionImpl<E, D extends Delivery<E> = Delivery<E>> implements Subscr
     this.#filter = filter;
     this.#onReport = options.onReport;
     const positions = (this.#positions = Array.from({ length: bus.shards.count }, () => 0));
-    // A journal delivery's position is noted as the reader takes it.
-    this.#queue = new DeliveryQueue<Delivery<E>>(settings.enduringBuffer, settings.ephemeralBuffer, (d) => {
-      if (d.journalSeq > positions[d.shard]!) positions[d.shard] = d.journalSeq;
-    });
+    const note = (shard: number, seq: number) => {
+      if (seq > positions[shard]!) positions[shard] = seq;
+    };
+    // A journal delivery's position is noted as the reader takes it; a message skipped as seen, when it is skipped.
+    this.#queue = new DeliveryQueue<Delivery<E>>(settings.enduringBuffer, settings.ephemeralBuffer, (d) => note(d.shard, d.journalSeq));
     const own = (shard?: number): OwnSourceContext<E> => ({
       decode: bus.decoding(resolved.includeInternal),
       queue: this.#queue,
@@ -133,6 +135,7 @@ class SubscriptionImpl<E, D extends Delivery<E> = Delivery<E>> implements Subscr
       log: settings.durable ? bus.subscriptions.log.child({ durable: settings.durable }) : bus.subscriptions.log,
       // On a namespace split in shards, a report of a shard's part names the shard its sequences are positions in.
       report: shard === undefined || bus.shards.count === 1 ? (r) => this.#report(r) : (r) => this.#report({ ...r, shard }),
+      seen: note,
       fail: (e) => this.fail(e),
     });
     const first = bus.shards.all[resolved.shards[0]?.shard.index ?? 0]!;

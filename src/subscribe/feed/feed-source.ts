@@ -294,7 +294,10 @@ export class FeedSource<E> implements Source, FeedViewer {
    */
   #admit(seq: number, subject: string, data: Uint8Array, shared: FeedMessage | undefined, carrier: object | undefined = shared): Delivery<E> | undefined {
     this.#gaps.took(seq);
-    if (this.#begunBeforeStart(seq, shared, carrier)) return undefined;
+    if (this.#begunBeforeStart(seq, shared, carrier)) {
+      this.#ctx.seen(this.#ctx.shard.index, seq);
+      return undefined;
+    }
     return tracedDelivery(journalDelivery(this.#ctx, seq, subject, data, shared && decodeShared(this.#ctx.decode, shared)), "feed", carrier);
   }
 

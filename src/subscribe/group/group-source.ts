@@ -280,6 +280,7 @@ export class GroupSource<E> implements Source {
       settings,
       log: base.log,
       report: (r) => base.report(r),
+      seen: (shard, seq) => base.seen(shard, seq),
       fail: (e) => base.fail(e),
     };
     return new DurableSource(ctx, partitionDurable(this.#group, partition), this.#filters(partition), this.#start, this.#parked, {
@@ -291,6 +292,14 @@ export class GroupSource<E> implements Source {
       group: { name: this.#group, partition },
       liveSince: () => this.#membership?.provenAt ?? 0,
       recreatable: () => this.#sameStream(),
+      // Its copies' turns are the journal's: a "new" partition consumer records every shard's end (new-start.ts).
+      journalEnds: () => this.#journalEnds(),
     });
+  }
+
+  /** Each journal shard's last sequence now, by shard index. */
+  async #journalEnds(): Promise<Map<number, number>> {
+    const jsm = await this.#ctx.jsm();
+    return new Map(await Promise.all(this.#journals.map(async (j, k) => [k, (await jsm.streams.info(j)).state.last_seq] as const)));
   }
 }
