@@ -1,0 +1,112 @@
+// Whole-turn reads at the edges, on a real nats-server (2.12+; docs/scale.md, "Readers
+// during a commit"): a read that goes on to a turn's end and waits for it is stopped by a
+// close at once (a span that never fills must not hold a subscription's close or the bus's
+// for the wait's backoff); an explicit `fromSeq`/`toSeq` over and around turns of 1, 2 and
+// 1,000 events is the user's bound exactly; a turn whose last message was deleted (a gap
+// at its end) reads to its end without waiting.
+import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
+import { headers, nuid } from "@nats-io/transport-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { encodeEvent } from "../../src/codec/codec.js";
+import { connect, createEvent, newId, type Jetloop, type JetloopEvent } from "../../src/index.js";
+import { supports } from "../../src/connection/server-version.js";
+import { BatchHeaders, TurnHeaders } from "../../src/subjects/nats-names.js";
+import { natsServerFlavor, natsServers, natsServerVersion, uniqueNamespace } from "../harness/context.js";
+import { Reader } from "../harness/reader.js";
+import { rejection, sleep } from "../harness/async.js";
+
+const ATOMIC = natsServerFlavor() === "external" || supports(natsServerVersion(), "atomicBatch");
+
+const decided = (sessionId: string, loopId = newId()): JetloopEvent =>
+  createEvent("PermissionDecided", { sessionId, loopId, turnId: newId(), stepId: newId(), toolExecutionId: newId(), effect: "approve" });
+
+let bus: Jetloop;
+let jsm: JetStreamManager;
+
+async function freshBus(): Promise<Jetloop> {
+  const b = await connect({ servers: natsServers(), namespace: uniqueNamespace() });
+  await b.provision();
+  return b;
+}
+
+async function drop(b: Jetloop): Promise<void> {
+  for (const s of [b.stream, b.parked.stream]) await jsm.streams.delete(s).catch(() => undefined);
+  await b.close();
+}
+
+beforeAll(async () => {
+  bus = await freshBus();
+  jsm = await jetstreamManager(bus.nc);
+});
+
+afterAll(async () => {
+  if (bus) await drop(bus);
+});
+
+/**
+ * A raw atomic batch of two: session `a`'s event saying a size of 1,000 (a span that never
+ * fills), then session `b`'s commit. Readers of `a` read on to the span's end and wait.
+ */
+async function forgedSpan(b: Jetloop, a: string, other: string): Promise<number> {
+  // The subject names the loop: the raw events are of the loops the first ones were published on.
+  const [la, lb] = [newId(), newId()];
+  const subjectOf = async (sessionId: string, loopId: string) => (await b.publish(decided(sessionId, loopId))).subject;
+  const [sa, sb] = [await subjectOf(a, la), await subjectOf(other, lb)];
+  const id = nuid.next();
+  const h1 = headers();
+  h1.set(BatchHeaders.Id, id);
+  h1.set(BatchHeaders.Sequence, "1");
+  h1.set(TurnHeaders.Size, "1000");
+  b.nc.publish(sa, encodeEvent(decided(a, la)), { headers: h1 });
+  const h2 = headers();
+  h2.set(BatchHeaders.Id, id);
+  h2.set(BatchHeaders.Sequence, "2");
+  h2.set(BatchHeaders.Commit, "1");
+  const ack = JSON.parse(new TextDecoder().decode((await b.nc.request(sb, encodeEvent(decided(other, lb)), { headers: h2, timeout: 5000 })).data)) as { seq?: number };
+  expect(ack.seq).toBeGreaterThan(0);
+  return ack.seq! - 1;
+}
+
+/** How long `p` took to settle, in ms. */
+async function took(p: Promise<unknown>): Promise<number> {
+  const t = Date.now();
+  await p.catch(() => undefined);
+  return Date.now() - t;
+}
+
+if (ATOMIC) {
+  describe("a read waiting for a turn's end is stopped by a close", () => {
+    it.each(["loop", "namespace"] as const)("a feed subscription's close (%s feed) settles at once while its history waits", async (feed) => {
+      const [a, other] = [newId(), newId()];
+      const forged = await forgedSpan(bus, a, other);
+      const sub = await bus.subscribeEvents({ sessions: [a], enduring: "all" }, { start: "all", feed });
+      const reader = new Reader(sub);
+      expect((await reader.take(2)).map((d) => d.journalSeq).at(-1)).toBe(forged);
+      // The history is now waiting for sequence forged + 999.
+      await sleep(300);
+      expect(await took(sub.close())).toBeLessThan(1500);
+    });
+
+    it("a replay waiting for a turn's end ends with ConnectionClosedError when the bus closes, at once", async () => {
+      const b = await freshBus();
+      try {
+        const [a, other] = [newId(), newId()];
+        const forged = await forgedSpan(b, a, other);
+        const replay = b.replay({ sessions: [a], enduring: "all" });
+        expect((await replay.next()).value?.journalSeq).toBeLessThan(forged);
+        expect((await replay.next()).value?.journalSeq).toBe(forged);
+        const waiting = replay.next();
+        await sleep(300);
+        const closing = took(b.close());
+        const t = Date.now();
+        const e = (await rejection(waiting)) as Error;
+        expect(Date.now() - t).toBeLessThan(1500);
+        expect(e.name).toBe("ConnectionClosedError");
+        expect(await closing).toBeLessThan(1500);
+      } finally {
+        for (const s of [b.stream, b.parked.stream]) await jsm.streams.delete(s).catch(() => undefined);
+        await b.close();
+      }
+    });
+  });
+}
