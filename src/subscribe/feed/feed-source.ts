@@ -45,6 +45,8 @@ export class FeedSource<E> implements Source, FeedViewer {
   /** Bumped by a filter change or stop: reads under an older filter stop. */
   #generation = 0;
   #stopped = false;
+  /** Aborted by stop(): a history read waiting for a turn's end gives up at once. */
+  readonly #stopping = new AbortController();
   /** Set when the server refused a feed subscription. */
   #refused: Error | undefined;
 
@@ -106,6 +108,7 @@ export class FeedSource<E> implements Source, FeedViewer {
 
   async stop(): Promise<void> {
     this.#stopped = true;
+    this.#stopping.abort();
     this.#generation++;
     this.#unfollow();
     this.#inbox = undefined;
@@ -253,7 +256,7 @@ export class FeedSource<E> implements Source, FeedViewer {
     const subjects = this.#feeds.map((f) => switchChannel(ns, f, "feed", "journal", this.#ctx.shard));
     const range = { subjects, from, toSeq: to, batch: this.#ctx.settings.batch };
     const what = "reading the journal for a feed subscription";
-    const messages: Reading["messages"] = wholeTurns ? readWholeTurns(this.#ctx.journal, range, what) : readJournalRange(this.#ctx.journal, range, what);
+    const messages: Reading["messages"] = wholeTurns ? readWholeTurns(this.#ctx.journal, range, what, undefined, this.#stopping.signal) : readJournalRange(this.#ctx.journal, range, what);
     const first = await this.#ctx.feeds.limitCatchUp(() => messages.next());
     return { messages, first, to, generation: this.#generation };
   }
