@@ -78,15 +78,24 @@ interface Outcome {
 }
 
 /** Starts `plan` after its delay; a subscription is read up to `marker` once that is known. */
-async function runReader(bus: Jetloop, ids: Ids, plan: Plan, marker: Promise<number>): Promise<Outcome> {
+async function runReader(bus: Jetloop, ids: Ids, plan: Plan, marker: Promise<number>, started: () => void): Promise<Outcome> {
   await sleep(plan.delayMs);
   const filter = filters(ids)[plan.filter];
   if (plan.kind === "replay") {
     const got: number[] = [];
-    for await (const d of bus.replay(filter)) got.push(d.journalSeq);
+    const replay = bus.replay(filter);
+    // Its first read's consumer exists (its end is fixed) once the first result is in.
+    const first = await replay.next().finally(started);
+    if (!first.done) got.push(first.value.journalSeq);
+    for await (const d of replay) got.push(d.journalSeq);
     return { plan, got };
   }
-  const sub: Subscription = await bus.subscribeEvents(filter, { start: plan.kind, feed: plan.feed });
+  let sub: Subscription;
+  try {
+    sub = await bus.subscribeEvents(filter, { start: plan.kind, feed: plan.feed });
+  } finally {
+    started();
+  }
   try {
     const reader = new Reader<Delivery<JetloopEvent>>(sub);
     const last = await marker;
@@ -149,7 +158,12 @@ if (ATOMIC) {
           const ids: Ids = { ...sessionsTogether(shards), loops: [newId(), newId(), newId()] };
           let markerSeq!: (seq: number) => void;
           const marker = new Promise<number>((r) => (markerSeq = r));
-          const readers = plans.map((p) => runReader(bus, ids, p, marker));
+          const starts: Promise<void>[] = [];
+          const readers = plans.map((p) => {
+            let started!: () => void;
+            starts.push(new Promise<void>((r) => (started = r)));
+            return runReader(bus, ids, p, marker, started);
+          });
           const turnOf = new Map<number, number>();
           const whoAt = new Map<number, Who>();
           for (const [t, turn] of turns.entries()) {
@@ -159,8 +173,8 @@ if (ATOMIC) {
               whoAt.set(r.journalSeq, turn[i]!);
             });
           }
-          // Every reader has started (the longest delay is well within the commits' time or past it).
-          await sleep(130);
+          // Every reader has started (its position or end is fixed) before the markers go out.
+          await Promise.all(starts);
           // Right after the last turn the feed loses one event of the filters: the gap check
           // must still catch it, after a history that read on to a turn's end.
           const lost = Math.max(...turnOf.keys()) + 1;
