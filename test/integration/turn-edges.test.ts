@@ -113,6 +113,32 @@ if (ATOMIC) {
 
 }
 
+if (ATOMIC) {
+  describe("a filter changed while a turn is being taken", () => {
+    // A queue of one holds the subscription inside the turn (A's first event handed over,
+    // the rest not taken) when the filter adds B: the turn began before the change, so for
+    // the new filter it counts as before it, as for a "new" start. A's part is the old
+    // filter's and goes on; B's part is none of it (before: B's 2nd and 3rd, not its 1st).
+    it.each(["loop", "namespace"] as const)("%s feed: the events the new filter adds from that turn are none of it, the old filter's go on", async (feed) => {
+      const [a, b] = [newId(), newId()];
+      const sub = await bus.subscribeEvents({ sessions: [a], enduring: "all" }, { start: "new", feed, enduringBuffer: 1 });
+      try {
+        const who = [a, b, a, b, a, b];
+        const seqs = (await bus.publishAll(who.map((s) => decided(s)), { atomic: true })).map((r) => r.journalSeq);
+        await sleep(200);
+        await sub.updateFilter({ sessions: [a, b], enduring: "all" });
+        const after = (await bus.publish(decided(b))).journalSeq;
+        const reader = new Reader(sub);
+        const got: number[] = [];
+        while (got.at(-1) !== after) got.push((await reader.one(5000)).journalSeq);
+        expect(got).toEqual([...seqs.filter((_, i) => who[i] === a), after]);
+      } finally {
+        await sub.close();
+      }
+    });
+  });
+}
+
 // On a server before 2.12 the same events go out as one plain publishAll each (no turns there).
 describe("explicit bounds and gaps around turns of 1, 2 and 1,000 events", () => {
   const a = newId();
