@@ -2,8 +2,9 @@
 // during a commit"): a read that goes on to a turn's end and waits for it is stopped by a
 // close at once (a span that never fills must not hold a subscription's close or the bus's
 // for the wait's backoff); an explicit `fromSeq`/`toSeq` over and around turns of 1, 2 and
-// 1,000 events is the user's bound exactly; a turn whose last message was deleted (a gap
-// at its end) reads to its end without waiting.
+// 1,000 events is the user's bound exactly; a turn with a message deleted (a gap at its
+// commit or in its middle) reads to its end without waiting; a filter changed while a turn
+// is being taken counts that turn as before the change for what the new filter adds.
 import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { headers, nuid } from "@nats-io/transport-node";
 import fc from "fast-check";
