@@ -21,6 +21,23 @@ function backoff(attempt: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, RETRY_MS[attempt]));
 }
 
+/** backoff, cut short when one of `signals` aborts. */
+function backoffUnless(attempt: number, signals: readonly AbortSignal[]): Promise<void> {
+  return new Promise((resolve) => {
+    const signal = AbortSignal.any([...signals]);
+    if (signal.aborted) return resolve();
+    const wake = () => {
+      clearTimeout(timer);
+      resolve();
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener("abort", wake);
+      resolve();
+    }, RETRY_MS[attempt]);
+    signal.addEventListener("abort", wake, { once: true });
+  });
+}
+
 /** A failure no retry mends: the server's permissions refused it, or the stream is not there. */
 function isRefusal(e: unknown): boolean {
   return e instanceof PermissionDeniedError || e instanceof NotProvisionedError;
@@ -107,8 +124,16 @@ export function readJournalRange(source: JournalSource, range: JournalRange, wha
  * stream holds it (it is being stored now), and yields the rest of the batch the range's
  * subjects select. The read covered `range.toSeq` when that is the journal's end as it
  * stood (below `limit`), else up to its last message. Returns the last sequence covered.
+ * The wait ends at once when the bus closes (ConnectionClosedError) or `stop` aborts (the
+ * reader is gone: it returns what it covered), not at the end of its backoff.
  */
-export async function* readWholeTurns(source: JournalSource, range: JournalRange, what: string, limit: number = Number.MAX_SAFE_INTEGER): AsyncGenerator<JsMsg, number, undefined> {
+export async function* readWholeTurns(
+  source: JournalSource,
+  range: JournalRange,
+  what: string,
+  limit: number = Number.MAX_SAFE_INTEGER,
+  stop?: AbortSignal,
+): AsyncGenerator<JsMsg, number, undefined> {
   let last: JsMsg | undefined;
   for await (const m of readJournalRange(source, range, what)) {
     last = m;
@@ -118,14 +143,21 @@ export async function* readWholeTurns(source: JournalSource, range: JournalRange
   const end = last === undefined || !source.turns ? covered : wholeTurnEnd(turnSpanOf(last.headers, last.seq), covered, limit);
   if (end === covered) return covered;
   // One read suffices: a batch's messages are contiguous, so (covered, end] is all this batch.
-  await storedUpTo(source, end, what);
+  if (!(await storedUpTo(source, end, what, covered, stop))) return covered;
   yield* readJournalRange(source, { ...range, from: { seq: covered + 1 }, toSeq: end }, what);
   return end;
 }
 
-/** Waits until the stream holds `seq`, with the read's backoff; a SubscriptionError if it never does. */
-async function storedUpTo(source: JournalSource, seq: number, what: string): Promise<void> {
+/**
+ * Waits until the stream holds `seq`, with the read's backoff; a SubscriptionError if it
+ * never does. False when `stop` aborted first; ConnectionClosedError when the bus closed
+ * (the read stopped after `covered`).
+ */
+async function storedUpTo(source: JournalSource, seq: number, what: string, covered: number, stop: AbortSignal | undefined): Promise<boolean> {
+  const signals = stop ? [source.reads.closed, stop] : [source.reads.closed];
   for (let attempt = 0; ; attempt++) {
+    source.reads.check(what, covered);
+    if (stop?.aborted) return false;
     let at: number | undefined;
     try {
       at = await source.lastSeq();
@@ -133,9 +165,9 @@ async function storedUpTo(source: JournalSource, seq: number, what: string): Pro
       const typed = consumerError(e, source.stream, what);
       if (isRefusal(typed) || attempt >= RETRY_MS.length) throw typed;
     }
-    if (at !== undefined && at >= seq) return;
+    if (at !== undefined && at >= seq) return true;
     if (attempt >= RETRY_MS.length) throw new SubscriptionError(`${what} failed: a turn read part-way says it ends at ${seq}, and the journal ends at ${at ?? "?"} still`);
-    await backoff(attempt);
+    await backoffUnless(attempt, signals);
   }
 }
 

@@ -10,6 +10,9 @@ import { ConnectionClosedError } from "../errors.js";
 export class OpenReads {
   readonly #open = new Set<ConsumerMessages>();
   #closed = false;
+  readonly #closing = new AbortController();
+  /** Aborted when the bus closes: a read waiting between attempts wakes at once. */
+  readonly closed: AbortSignal = this.#closing.signal;
 
   /** Tracks `messages` until `done`; on a closed bus it is stopped at once. */
   add(messages: ConsumerMessages): void {
@@ -28,6 +31,7 @@ export class OpenReads {
 
   close(): void {
     this.#closed = true;
+    this.#closing.abort();
     for (const m of this.#open) m.stop();
     this.#open.clear();
   }

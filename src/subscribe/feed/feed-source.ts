@@ -13,6 +13,7 @@ import { type JournalRange, readJournalRange, readWholeTurns, retryJournalRead }
 import { begunBefore, TURN_REACH, turnSpanOfMessage } from "../turn-span.js";
 import type { FeedMode, StartPosition } from "../options.js";
 import type { Source, SourceContext } from "../source.js";
+import { FeedIndex } from "./feed-index.js";
 import type { FeedMessage, FeedStrategy, FeedViewer, GapCheck, RepairReason, ResyncReason } from "./feed.js";
 import { tracedDelivery } from "../../telemetry/index.js";
 
@@ -32,6 +33,11 @@ export class FeedSource<E> implements Source, FeedViewer {
   #lastSeq = 0;
   /** A `"new"` start's position: a turn begun by then counts as before it, and is skipped (turn-span.ts). */
   #newAt: number | undefined;
+  /**
+   * The last filter change: a turn begun by its position counts as before it for the new
+   * filter, so of that turn only what the old filter selects (`old`) is delivered.
+   */
+  #changed: { readonly at: number; readonly old: FeedIndex<object> } | undefined;
   /** Made on first use: an idle, in-order viewer never buffers. */
   #inbox: FeedMessage[] | undefined;
   #overflowed = false;
@@ -45,6 +51,8 @@ export class FeedSource<E> implements Source, FeedViewer {
   /** Bumped by a filter change or stop: reads under an older filter stop. */
   #generation = 0;
   #stopped = false;
+  /** Aborted by stop(): a history read waiting for a turn's end gives up at once. */
+  readonly #stopping = new AbortController();
   /** Set when the server refused a feed subscription. */
   #refused: Error | undefined;
 
@@ -94,6 +102,7 @@ export class FeedSource<E> implements Source, FeedViewer {
   async update(subjects: readonly string[]): Promise<void> {
     this.#generation++;
     this.#unfollow();
+    if (this.#ctx.journal.turns) this.#changed = { at: this.#lastSeq, old: subjectIndex(this.#ctx.decode.namespace, this.#feeds) };
     this.#feeds = subjects;
     this.#follow();
     await this.#feed.registered();
@@ -106,6 +115,7 @@ export class FeedSource<E> implements Source, FeedViewer {
 
   async stop(): Promise<void> {
     this.#stopped = true;
+    this.#stopping.abort();
     this.#generation++;
     this.#unfollow();
     this.#inbox = undefined;
@@ -253,7 +263,7 @@ export class FeedSource<E> implements Source, FeedViewer {
     const subjects = this.#feeds.map((f) => switchChannel(ns, f, "feed", "journal", this.#ctx.shard));
     const range = { subjects, from, toSeq: to, batch: this.#ctx.settings.batch };
     const what = "reading the journal for a feed subscription";
-    const messages: Reading["messages"] = wholeTurns ? readWholeTurns(this.#ctx.journal, range, what) : readJournalRange(this.#ctx.journal, range, what);
+    const messages: Reading["messages"] = wholeTurns ? readWholeTurns(this.#ctx.journal, range, what, undefined, this.#stopping.signal) : readJournalRange(this.#ctx.journal, range, what);
     const first = await this.#ctx.feeds.limitCatchUp(() => messages.next());
     return { messages, first, to, generation: this.#generation };
   }
@@ -294,7 +304,7 @@ export class FeedSource<E> implements Source, FeedViewer {
    */
   #admit(seq: number, subject: string, data: Uint8Array, shared: FeedMessage | undefined, carrier: object | undefined = shared): Delivery<E> | undefined {
     this.#gaps.took(seq);
-    if (this.#begunBeforeStart(seq, shared, carrier)) {
+    if (this.#begunBeforeStart(seq, shared, carrier) || this.#begunBeforeChange(seq, subject, shared, carrier)) {
       this.#ctx.seen(this.#ctx.shard.index, seq);
       return undefined;
     }
@@ -311,6 +321,23 @@ export class FeedSource<E> implements Source, FeedViewer {
     return begunBefore(shared ? shared.turn?.() : (journal ? turnSpanOfMessage(journal, seq) : undefined), start);
   }
 
+  /**
+   * Whether the event at `seq` is of a turn begun by the last filter change's position and
+   * selected only by the new filter: taken, not delivered (the old filter's part goes on).
+   */
+  #begunBeforeChange(seq: number, subject: string, shared: FeedMessage | undefined, journal: object | undefined): boolean {
+    const c = this.#changed;
+    if (c === undefined || seq <= c.at) return false;
+    if (seq > c.at + TURN_REACH) {
+      this.#changed = undefined;
+      return false;
+    }
+    if (!begunBefore(shared ? shared.turn?.() : journal ? turnSpanOfMessage(journal, seq) : undefined, c.at)) return false;
+    let selected = false;
+    c.old.forMatching(subject, () => (selected = true));
+    return !selected;
+  }
+
   #retrying<T>(op: () => Promise<T>): Promise<T> {
     return retryJournalRead(op, () => this.#stopped, this.#ctx.log);
   }
@@ -322,6 +349,14 @@ export class FeedSource<E> implements Source, FeedViewer {
  */
 function decodeShared<E>(ctx: SourceContext<E>["decode"], m: FeedMessage): Decoded<E> {
   return (m.decoded ??= decodeMessage(ctx, m.subject, m.data)) as Decoded<E>;
+}
+
+/** The feed subjects `feeds` as an index, to tell whether they select a journal subject. */
+function subjectIndex(namespace: string, feeds: readonly string[]): FeedIndex<object> {
+  const index = new FeedIndex<object>(namespace);
+  const selected = {};
+  for (const f of feeds) index.add(f, selected);
+  return index;
 }
 
 /** A journal read whose consumer exists, with its first result. */
