@@ -465,7 +465,7 @@ export class DurableSource<E> implements Source {
           continue;
         }
         if (o.storeSeq === undefined && this.#begunBeforeStart(o)) {
-          // Seen, not delivered; not acknowledged: it comes again and is skipped again.
+          // Seen, not delivered: acknowledged; if the ack is lost it comes again and is skipped again.
           await acknowledge(settler, o).catch(() => undefined);
           ctx.seen(o.shard, o.journalSeq);
           continue;

@@ -6,6 +6,7 @@
  */
 import { type ConsumerInfo, type ConsumerMessages, DeliverPolicy, type JetStreamClient, type JsMsg, type OrderedConsumerOptions } from "@nats-io/jetstream";
 import { createInbox } from "@nats-io/nats-core";
+import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "pino";
 import { ConnectionClosedError, NotProvisionedError, PermissionDeniedError, ReadConsumersBusyError, SubscriptionError } from "../errors.js";
 import { consumerError } from "./consumer-errors.js";
@@ -17,25 +18,9 @@ import { turnSpanOf, wholeTurnEnd } from "./turn-span.js";
 /** Waits between attempts when a journal read fails (a leader election, a restart). */
 const RETRY_MS = [250, 500, 1000, 2000, 4000, 8000];
 
-function backoff(attempt: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, RETRY_MS[attempt]));
-}
-
-/** backoff, cut short when one of `signals` aborts. */
-function backoffUnless(attempt: number, signals: readonly AbortSignal[]): Promise<void> {
-  return new Promise((resolve) => {
-    const signal = AbortSignal.any([...signals]);
-    if (signal.aborted) return resolve();
-    const wake = () => {
-      clearTimeout(timer);
-      resolve();
-    };
-    const timer = setTimeout(() => {
-      signal.removeEventListener("abort", wake);
-      resolve();
-    }, RETRY_MS[attempt]);
-    signal.addEventListener("abort", wake, { once: true });
-  });
+/** Waits between attempts; cut short (resolving) when one of `signals` aborts: the caller checks why. */
+function backoff(attempt: number, signals: readonly AbortSignal[] = []): Promise<void> {
+  return sleep(RETRY_MS[attempt], undefined, { signal: AbortSignal.any([...signals]) }).catch(() => undefined);
 }
 
 /** A failure no retry mends: the server's permissions refused it, or the stream is not there. */
@@ -167,7 +152,7 @@ async function storedUpTo(source: JournalSource, seq: number, what: string, cove
     }
     if (at !== undefined && at >= seq) return true;
     if (attempt >= RETRY_MS.length) throw new SubscriptionError(`${what} failed: a turn read part-way says it ends at ${seq}, and the journal ends at ${at ?? "?"} still`);
-    await backoffUnless(attempt, signals);
+    await backoff(attempt, signals);
   }
 }
 

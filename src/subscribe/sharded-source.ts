@@ -94,16 +94,19 @@ export class ShardedSource implements Source {
     if (this.#stopped) throw closedDuringUpdate();
     const next = new Set(filters.map((f) => f.shard.index));
     // Added to #parts before they start, so a stop() meanwhile stops them too.
-    const added = filters.filter((f) => !this.#parts.has(f.shard.index)).map((f) => {
-      const left = this.#left.get(f.shard.index);
-      return this.#add(f, left === undefined ? "new" : { seq: left + 1 });
-    });
+    const added = new Map<number, ShardPart>();
+    for (const f of filters) {
+      const k = f.shard.index;
+      if (this.#parts.has(k)) continue;
+      const left = this.#left.get(k);
+      added.set(k, this.#add(f, left === undefined ? "new" : { seq: left + 1 }));
+    }
     const dropAdded = async () => {
-      for (const f of filters) if (added.includes(this.#parts.get(f.shard.index)!)) this.#forget(f.shard.index);
-      await Promise.allSettled(added.map((p) => p.stop()));
+      for (const k of added.keys()) this.#forget(k);
+      await Promise.allSettled([...added.values()].map((p) => p.stop()));
     };
     try {
-      await startAll(added);
+      await startAll([...added.values()]);
       if (this.#stopped) throw closedDuringUpdate();
     } catch (e) {
       await dropAdded();
@@ -112,8 +115,8 @@ export class ShardedSource implements Source {
     const switched: [ShardPart, ShardFilter][] = [];
     try {
       for (const f of filters) {
+        if (added.has(f.shard.index)) continue;
         const part = this.#parts.get(f.shard.index)!;
-        if (added.includes(part)) continue;
         if (this.#stopped) throw closedDuringUpdate();
         const was = this.#filters.get(f.shard.index)!;
         switched.push([part, was]);
