@@ -3,12 +3,13 @@
 // read in flight with it. NATS.js cannot recreate a consumer whose host is gone (its
 // consumer info times out while the server still assigns the consumer to the dead peer), so
 // the read must notice the missed heartbeats itself and read the rest under a new consumer.
-import { jetstreamManager } from "@nats-io/jetstream";
+import { type JetStreamManager, jetstreamManager } from "@nats-io/jetstream";
 import { connect as natsConnect, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, describe, it } from "vitest";
-import { connect, createEvent, type Jetloop, newId } from "../../src/index.js";
+import { connect, createEvent, type Jetloop, JetloopError, newId } from "../../src/index.js";
 import { provisionOnCluster, startCluster, type NatsCluster } from "../harness/cluster.js";
 import { uniqueNamespace } from "../harness/context.js";
+import { sleep } from "../harness/async.js";
 import { consumerCount } from "../harness/stream-state.js";
 
 // Each test kills or pauses a stream leader on a cluster of its own, so the tests run side
@@ -39,12 +40,22 @@ afterAll(async () => {
 
 type Mode = "pull" | "pool" | "push";
 
-/** A bus reading in `mode`: 300 events of one session published, then replayed with `fault` done to the stream leader after 50. */
-async function readThroughFault({ admin }: Own, bus: Jetloop, fault: (leader: string) => Promise<void> | void): Promise<{ seqs: number[]; published: number[] }> {
+/**
+ * A bus reading in `mode`: 300 events of one session published, then replayed with `fault`
+ * done to the stream leader after 50; with `metaToo`, the stream's leader is moved to the
+ * meta leader first, so the fault takes both (a consumer delete sent then is lost).
+ */
+async function readThroughFault(
+  { admin, cluster }: Own,
+  bus: Jetloop,
+  fault: (leader: string) => Promise<void> | void,
+  metaToo = false,
+): Promise<{ seqs: number[]; published: number[] }> {
   await provisionOnCluster(() => bus.provision());
   const jsm = await jetstreamManager(admin);
   const sessionId = newId();
   const published = await bus.publishAll(Array.from({ length: 300 }, () => createEvent("SessionStarted", { sessionId })));
+  if (metaToo) await leadOn(admin, jsm, bus.stream, await cluster.metaLeader());
   const seqs: number[] = [];
   for await (const d of bus.replay({ enduring: "all" }, { batch: 10 })) {
     seqs.push(d.journalSeq);
@@ -53,22 +64,38 @@ async function readThroughFault({ admin }: Own, bus: Jetloop, fault: (leader: st
   return { seqs, published: published.map((p) => p.journalSeq).sort((a, b) => a - b) };
 }
 
+/** Moves `stream`'s leadership to `node` (a preferred stepdown, 2.11+) and waits until it is there. */
+async function leadOn(admin: NatsConnection, jsm: JetStreamManager, stream: string, node: string): Promise<void> {
+  for (let i = 0; i < 40; i++) {
+    if ((await jsm.streams.info(stream)).cluster?.leader === node) return;
+    await admin.request(`$JS.API.STREAM.LEADER.STEPDOWN.${stream}`, JSON.stringify({ placement: { preferred: node } }), { timeout: 5_000 }).catch(() => undefined);
+    await sleep(250);
+  }
+  throw new Error(`${stream}'s leadership did not move to ${node}`);
+}
+
 function busIn({ cluster }: Own, mode: Mode): Promise<Jetloop> {
   return connect({ servers: cluster.urls, namespace: uniqueNamespace(), ...(mode === "pool" ? { readConsumers: { prefix: "adv", size: 2 } } : {}), ...(mode === "push" ? { journalReads: "push" as const } : {}) });
 }
 
 describe.concurrent("a read whose consumer's host, the stream leader, is killed mid-read", () => {
-  for (const mode of ["pull", "pool", "push"] as const) {
-    it(`ends whole, in order, without duplicates, and leaves no consumer it may delete (${mode})`, async ({ expect }) => {
+  const cases = [...(["pull", "pool", "push"] as const).map((mode) => ({ mode, metaToo: false })), { mode: "pull" as const, metaToo: true }];
+  for (const { mode, metaToo } of cases) {
+    it(`ends whole, in order, without duplicates, and leaves no consumer it may delete (${mode}${metaToo ? "; the meta leader killed with it" : ""})`, async ({ expect }) => {
       const own = await ownCluster();
       const { cluster, admin } = own;
       const bus = await busIn(own, mode);
       let killed = "";
       try {
-        const { seqs, published } = await readThroughFault(own, bus, async (leader) => {
-          killed = leader;
-          await cluster.node(leader).kill();
-        });
+        const { seqs, published } = await readThroughFault(
+          own,
+          bus,
+          async (leader) => {
+            killed = leader;
+            await cluster.node(leader).kill();
+          },
+          metaToo,
+        );
         expect(seqs).toEqual(published);
         await cluster.node(killed).restart();
         killed = "";
@@ -114,4 +141,39 @@ describe.concurrent("a read whose consumer's host, the stream leader, is paused 
       }
     }, 60_000);
   }
+});
+
+// A read's consumer created while the meta leader cannot answer: the creation times out in
+// NATS.js, yet the request waits in the paused node and is carried out when it resumes. The
+// read fails typed (nothing yielded yet), and the consumer made after it is deleted, not left
+// to its inactivity timeout (5 min; the server limits consumers per stream).
+describe.concurrent("a read whose consumer's creation is not answered (the meta leader paused)", () => {
+  it("fails typed and leaves no consumer behind once the meta leader answers again (pull)", async ({ expect }) => {
+    const own = await ownCluster();
+    const { cluster, admin } = own;
+    const meta = await cluster.metaLeader();
+    const bus = await connect({ servers: cluster.nodes.filter((n) => n.name !== meta).map((n) => n.url), namespace: uniqueNamespace() });
+    let paused = false;
+    try {
+      await provisionOnCluster(() => bus.provision());
+      await bus.publishAll(Array.from({ length: 20 }, () => createEvent("SessionStarted", { sessionId: newId() })));
+      const jsm = await jetstreamManager(admin, { checkAPI: false });
+      // The stream's leader elsewhere, so the read's stream info is answered while the meta leader sleeps.
+      await leadOn(admin, jsm, bus.stream, cluster.nodes.find((n) => n.name !== meta)!.name);
+      paused = true;
+      cluster.node(meta).pause();
+      const read = (async () => {
+        for await (const _ of bus.replay({ enduring: "all" })) return "read";
+        return "empty";
+      })();
+      await expect(read).rejects.toBeInstanceOf(JetloopError);
+      cluster.node(meta).resume();
+      paused = false;
+      await cluster.waitReady();
+      await expect.poll(() => consumerCount(jsm, bus.stream).catch(() => -1), { timeout: 20_000 }).toBe(0);
+    } finally {
+      if (paused) cluster.node(meta).resume();
+      await bus.close();
+    }
+  }, 60_000);
 });
