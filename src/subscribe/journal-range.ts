@@ -4,8 +4,8 @@
  * deletes its consumer. Replay uses it, and so does a feed subscription for history and for
  * closing gaps.
  */
-import { type ConsumerInfo, type ConsumerMessages, DeliverPolicy, type JetStreamClient, type JsMsg, type OrderedConsumerOptions } from "@nats-io/jetstream";
-import { createInbox } from "@nats-io/nats-core";
+import { type ConsumerInfo, type ConsumerMessages, DeliverPolicy, type JetStreamClient, JetStreamApiError, type JsMsg, type OrderedConsumerOptions } from "@nats-io/jetstream";
+import { createInbox, nuid } from "@nats-io/nats-core";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "pino";
 import { ConnectionClosedError, NotProvisionedError, PermissionDeniedError, ReadConsumersBusyError, SubscriptionError } from "../errors.js";
@@ -18,9 +18,42 @@ import { turnSpanOf, wholeTurnEnd } from "./turn-span.js";
 /** Waits between attempts when a journal read fails (a leader election, a restart). */
 const RETRY_MS = [250, 500, 1000, 2000, 4000, 8000];
 
+/** How long NATS.js waits for a consumer's creation to be answered (its request timeout). */
+const CREATE_TIMEOUT_MS = 5_000;
+
 /** Waits between attempts; cut short (resolving) when one of `signals` aborts: the caller checks why. */
 function backoff(attempt: number, signals: readonly AbortSignal[] = []): Promise<void> {
   return sleep(RETRY_MS[attempt], undefined, { signal: AbortSignal.any([...signals]) }).catch(() => undefined);
+}
+
+/**
+ * Deletes a read's consumer now rather than at its inactivity timeout (5 min: the server
+ * limits consumers per stream). A delete sent while the meta leader is down (the node just
+ * killed was it) times out and is lost: the consumer comes back with its node. So a delete
+ * nobody answered is sent again with the read's backoff until the server answers (gone, or
+ * refused) or the bus closes; with `againMs`, once more that long after the answer (for a
+ * consumer whose creation may still be on its way). The read does not wait for it.
+ */
+function deleteInBackground(del: () => Promise<unknown>, closed: AbortSignal, againMs = 0): void {
+  void (async () => {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await del();
+        break;
+      } catch (e) {
+        const answered = e instanceof JetStreamApiError && e.status !== 503;
+        if (answered) break;
+        if (isRefusal(consumerError(e, "", "")) || closed.aborted || attempt >= RETRY_MS.length) return;
+      }
+      await backoff(attempt, [closed]);
+    }
+    if (againMs === 0) return;
+    await sleep(againMs, undefined, { signal: closed }).then(del, () => undefined).catch(() => undefined);
+  })();
+}
+
+function deleteByName(js: JetStreamClient, stream: string, name: string): () => Promise<unknown> {
+  return async () => (await js.jetstreamManager(false)).consumers.delete(stream, name);
 }
 
 /** A failure no retry mends: the server's permissions refused it, or the stream is not there. */
@@ -275,25 +308,49 @@ async function openOrdered(
     // when it began, and an empty range ends at once instead of waiting.
     const created = await placeOnLeader(
       async () => {
+        // Each creation named here, so one whose answer is lost (a timeout while the meta
+        // leader is busy or gone: the consumer may exist all the same) is deleted by name.
+        const prefix = nuid.next();
         if (push) {
-          const c = await js.consumers.getPushConsumer(stream, { ...opts, deliver_prefix: createInbox(source.inboxPrefix) });
-          return { info: await c.info(true), consume: () => c.consume(), delete: () => c.delete() };
+          const c = await js.consumers.getPushConsumer(stream, { ...opts, name_prefix: prefix, deliver_prefix: createInbox(source.inboxPrefix) });
+          return { prefix, info: await c.info(true), consume: () => c.consume(), delete: () => c.delete() };
         }
-        const c = await js.consumers.get(stream, opts);
-        return { info: await c.info(true), consume: () => c.consume({ max_messages: range.batch, expires: PULL_EXPIRES_MS }), delete: () => c.delete() };
+        const c = await js.consumers.get(stream, { ...opts, name_prefix: prefix }).catch((e: unknown) => {
+          deleteInBackground(deleteByName(js, stream, `${prefix}_1`), source.reads.closed, CREATE_TIMEOUT_MS);
+          throw e;
+        });
+        return { prefix, info: await c.info(true), consume: () => c.consume({ max_messages: range.batch, expires: PULL_EXPIRES_MS }), delete: () => c.delete() };
       },
       // A push read has no DELETE grant to rely on: its consumer is left to expire.
-      async (c) => void (push || (await c.delete().catch(() => undefined))),
+      (c) => {
+        if (!push) deleteInBackground(() => c.delete(), source.reads.closed);
+        return Promise.resolve();
+      },
       source.placement,
       what,
     );
-    const consumer: OrderedRead = { name: created.info.name, release: () => void (push || created.delete().catch(() => undefined)) };
+    const { prefix, info: { name } } = created;
+    let resets = 0;
+    const release = (): void => {
+      if (push) return;
+      if (resets === 0) return deleteInBackground(() => created.delete(), source.reads.closed);
+      // NATS.js replaced the consumer `resets` times (named <prefix>_2, _3, …), deleting each
+      // one it replaced once, answered or not; the last one's creation may still be on its way.
+      for (let n = 1; n <= resets + 1; n++) {
+        deleteInBackground(deleteByName(js, stream, `${prefix}_${n}`), source.reads.closed, n === resets + 1 ? CREATE_TIMEOUT_MS : 0);
+      }
+    };
+    const consumer: OrderedRead = { name, release };
     if (created.info.num_pending === 0) {
       consumer.release();
       return undefined;
     }
     try {
-      return { consumer, pending: created.info.num_pending, messages: await created.consume() };
+      const messages = await created.consume();
+      void (async () => {
+        for await (const s of messages.status()) if (s.type === "reset") resets++;
+      })().catch(() => undefined);
+      return { consumer, pending: created.info.num_pending, messages };
     } catch (e) {
       consumer.release();
       throw e;
