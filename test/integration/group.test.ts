@@ -106,8 +106,7 @@ describe("partitioned durable groups", () => {
       got.push(d.journalSeq);
       await d.ack();
     });
-    await sleep(300);
-    expect(b.group()!.owned.length).toBeGreaterThan(0);
+    await expect.poll(() => b.group()!.owned.length, { timeout: 5_000 }).toBeGreaterThan(0);
     await b.close();
     const until = Date.now() + 3000;
     while (a.group()!.owned.length < PARTITIONS && Date.now() < until) await sleep(50);
