@@ -11,7 +11,7 @@ import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { busContext } from "../../src/bus.js";
 import { connect as natsConnect } from "@nats-io/transport-node";
-import { connect, ConnectionClosedError, createEvent, fromConnection, type Jetloop, JetloopError, newId, PublishOrderError } from "../../src/index.js";
+import { connect, ConnectionClosedError, createEvent, fromConnection, type Jetloop, JetloopError, newId, PublishOrderError, type PublishResult } from "../../src/index.js";
 import type { JournalWriter } from "../../src/publish/journal-writer.js";
 import { settledWithin, sleep, waitFor } from "../harness/async.js";
 import { uniqueNamespace } from "../harness/namespace.js";
@@ -488,6 +488,60 @@ describe("one event published twice in a session's lane", () => {
       expect(again).toMatchObject({ journalSeq: ra!.journalSeq, duplicate: true });
     } finally {
       proxy.cutEvery(0);
+      await bus.close();
+    }
+  }, 60_000);
+});
+
+/**
+ * Narrows the stream to loop `open`'s subjects (an append of any other loop finds no stream:
+ * refused unstored, as in a leader election) and stores without answering (no_ack): an
+ * append is stored but its ack never comes. `answer()` turns the acks back on, the subjects
+ * still narrow; `restore()` restores the stream. no_ack is set explicitly both ways: an
+ * update that omits it keeps the stream's.
+ */
+async function refuseAndHoldAcks(open: string): Promise<{ answer: () => Promise<void>; restore: () => Promise<void> }> {
+  const { config } = await jsm.streams.info(observer.stream);
+  const narrow = { ...config, subjects: [`${namespace}.journal.*.${open}.>`], republish: undefined };
+  await jsm.streams.update(observer.stream, { ...narrow, no_ack: true });
+  return {
+    answer: async () => void (await jsm.streams.update(observer.stream, { ...narrow, no_ack: false })),
+    restore: async () => void (await jsm.streams.update(observer.stream, { ...config, no_ack: false })),
+  };
+}
+
+describe("a duplicate of a copy stored before the call, a later append of its session refused meanwhile", () => {
+  it("answers duplicate at the earlier copy's place: a refusal behind an append cannot reorder it", async () => {
+    const bus = await cutBus();
+    const session = newId();
+    const [blocked, open] = [newId(), newId()];
+    const again = stepDone(session, open);
+    const earlier = await bus.publish(again);
+    const { answer, restore } = await refuseAndHoldAcks(open);
+    // The writer looks the stream up on an append's first refusal: once it asks, it has counted that refusal.
+    let lookedUp = () => {};
+    const lookup = new Promise<void>((resolve) => (lookedUp = resolve));
+    const lookups = observer.nc.subscribe(`$JS.API.STREAM.INFO.${observer.stream}`, { max: 1, callback: () => lookedUp() });
+    try {
+      await observer.nc.flush();
+      // Ahead: stored above `again`'s copy, its ack held; then `again` (a duplicate, no ack
+      // either); behind it an append refused. Each is resent until its ack comes.
+      const ahead = stepDone(session, open);
+      const behind = stepDone(session, blocked);
+      const run = [ahead, again, behind].map((e) => bus.publish(e).then((r) => r, (err: unknown) => err));
+      await settledWithin("the refusal's lookup", lookup, 5_000);
+      await answer();
+      const [a, dup] = await settledWithin("the two ahead of the refused one", Promise.all(run.slice(0, 2)), DEADLINE_MS);
+      await restore();
+      const late = await settledWithin("the refused one", run[2]!, DEADLINE_MS);
+      expect(a).toMatchObject({ eventId: ahead.eventId });
+      expect((a as PublishResult).journalSeq).toBeGreaterThan(earlier.journalSeq);
+      expect(dup).toMatchObject({ eventId: again.eventId, journalSeq: earlier.journalSeq, duplicate: true });
+      expect((late as PublishResult).journalSeq).toBeGreaterThan((a as PublishResult).journalSeq);
+      await laneReleased(bus, [session], await storedSince(earlier.journalSeq - 1));
+    } finally {
+      lookups.unsubscribe();
+      await restore().catch(() => undefined);
       await bus.close();
     }
   }, 60_000);
