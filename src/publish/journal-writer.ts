@@ -187,6 +187,8 @@ class PendingAppend {
   noResponders = 0;
   /** Its lane's `refusals` when it was first sent (undefined: never sent). */
   refusalsAtFirstSend: number | undefined;
+  /** Its lane's `refusals` right after its own latest refusal-unstored (0: never refused). */
+  refusedAt = 0;
   readonly deadline: number;
   constructor(
     readonly request: AppendRequest,
@@ -234,10 +236,19 @@ class SessionLane {
   /**
    * How many times the server refused one of its appends unstored. Only such a refusal lets
    * an append be stored before an earlier one of its lane (the in-order argument holds
-   * otherwise), so a duplicate ack with none since the append's first send is a copy stored
-   * before the call (an earlier call of the same event), never an order this call broke.
+   * otherwise), and only a refusal of the append itself or of one ahead of it, made after
+   * its first send, can leave its copy out of order: a refusal behind it stalls only what
+   * follows. So a duplicate ack with no such refusal is a copy stored before the call (an
+   * earlier call of the same event) or stored in order by this call, never an order this
+   * call broke.
    */
   refusals = 0;
+  /**
+   * The highest `refusedAt` of its appends handed out so far: when an append is handed out
+   * (all ahead of it already were), the latest refusal of it or of one ahead of it. Kept as
+   * the drain goes, so no append is looked at twice.
+   */
+  refusedAhead = 0;
   readonly order: SessionOrder;
   constructor(readonly sessionId: string) {
     this.order = new SessionOrder(sessionId);
@@ -571,7 +582,7 @@ export class JournalWriter {
     }
     this.#hold(p);
     const lane = p.lane;
-    lane.refusals++;
+    p.refusedAt = ++lane.refusals;
     lane.stalled = true;
     lane.cautious = true;
     if (lane.probe === p) lane.probe = undefined;
@@ -624,12 +635,14 @@ export class JournalWriter {
       const p = entries[lane.head]!;
       if (!p.done) break;
       entries[lane.head++] = undefined;
+      if (p.refusedAt > lane.refusedAhead) lane.refusedAhead = p.refusedAt;
       if (p.error) {
         p.reject(p.error);
         continue;
       }
       const ack = p.ack!;
-      const storedBefore = ack.duplicate && (p.attempts === 1 || lane.refusals === p.refusalsAtFirstSend);
+      // A duplicate with no refusal of it or ahead of it since its first send kept its place.
+      const storedBefore = ack.duplicate && (p.attempts === 1 || lane.refusedAhead <= p.refusalsAtFirstSend!);
       const outOfOrder = lane.order.next(p.request.eventId, ack.seq, storedBefore);
       if (outOfOrder) p.reject(outOfOrder);
       else p.resolve(ack);
