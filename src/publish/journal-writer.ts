@@ -35,6 +35,7 @@ import { encodePooled } from "../wire/pooled-utf8.js";
 import { newId } from "../events/ids.js";
 import { ApiCodes, BatchHeaders, PubHeaders, TurnHeaders } from "../subjects/nats-names.js";
 import { type JournalShard, sessionJournalSubject, UNSHARDED } from "../subjects/subjects.js";
+import { HeadQueue } from "./head-queue.js";
 import { SessionOrder } from "./session-order.js";
 import { appendSettled, TRACE_HEADER_ROOM, type TraceEntries } from "../telemetry/index.js";
 
@@ -187,6 +188,8 @@ class PendingAppend {
   noResponders = 0;
   /** Its lane's `refusals` when it was first sent (undefined: never sent). */
   refusalsAtFirstSend: number | undefined;
+  /** Its lane's `refusals` right after its own latest refusal-unstored (0: never refused). */
+  refusedAt = 0;
   readonly deadline: number;
   constructor(
     readonly request: AppendRequest,
@@ -219,8 +222,7 @@ interface QueuedAppend {
  * highest stored sequence so far, so an order nothing could keep is reported, never silent.
  */
 class SessionLane {
-  readonly entries: (PendingAppend | undefined)[] = [];
-  head = 0;
+  readonly entries = new HeadQueue<PendingAppend>();
   /** Its appends are held: the link is down, a resend of the lane is scheduled, or a probe is out. */
   stalled = false;
   retry: NodeJS.Timeout | undefined;
@@ -234,10 +236,19 @@ class SessionLane {
   /**
    * How many times the server refused one of its appends unstored. Only such a refusal lets
    * an append be stored before an earlier one of its lane (the in-order argument holds
-   * otherwise), so a duplicate ack with none since the append's first send is a copy stored
-   * before the call (an earlier call of the same event), never an order this call broke.
+   * otherwise), and only a refusal of the append itself or of one ahead of it, made after
+   * its first send, can leave its copy out of order: a refusal behind it stalls only what
+   * follows. So a duplicate ack with no such refusal is a copy stored before the call (an
+   * earlier call of the same event) or stored in order by this call, never an order this
+   * call broke.
    */
   refusals = 0;
+  /**
+   * The highest `refusedAt` of its appends handed out so far: when an append is handed out
+   * (all ahead of it already were), the latest refusal of it or of one ahead of it. Kept as
+   * the drain goes, so no append is looked at twice.
+   */
+  refusedAhead = 0;
   readonly order: SessionOrder;
   constructor(readonly sessionId: string) {
     this.order = new SessionOrder(sessionId);
@@ -246,7 +257,7 @@ class SessionLane {
   /** Its appends without an outcome yet, in call order. */
   unsettled(): PendingAppend[] {
     const out: PendingAppend[] = [];
-    for (let i = this.head; i < this.entries.length; i++) if (!this.entries[i]!.done) out.push(this.entries[i]!);
+    for (const p of this.entries) if (!p.done) out.push(p);
     return out;
   }
 }
@@ -261,9 +272,6 @@ function closedBefore(why: string, sends: number, cause?: unknown): ConnectionCl
   );
 }
 
-/** Lane and queue slots already handed out are dropped in one go past this many. */
-const COMPACT_AT = 1024;
-
 export class JournalWriter {
   readonly #nc: NatsConnection;
   readonly #jsm: () => Promise<JetStreamManager>;
@@ -273,8 +281,7 @@ export class JournalWriter {
   readonly #pending = new Map<string, PendingAppend>();
   readonly #inFlight = new Set<PendingAppend>();
   readonly #lanes = new Map<string, SessionLane>();
-  readonly #queue: (QueuedAppend | undefined)[] = [];
-  #queueHead = 0;
+  readonly #queue = new HeadQueue<QueuedAppend>();
   #sub: Subscription | undefined;
   #status: { stop?: () => void } | undefined;
   /** The link as the status events tell it: down from "disconnect" until "reconnect". */
@@ -313,7 +320,7 @@ export class JournalWriter {
     return new Promise<AppendAck>((resolve, reject) => {
       const q = { request, headers, resolve, reject };
       // Slots are handed out strictly in call order: a lane is joined in the order of the calls.
-      if (this.#inFlight.size < this.#settings.maxInFlight && this.#queueHead === this.#queue.length) this.#start(q);
+      if (this.#inFlight.size < this.#settings.maxInFlight && this.#queue.size === 0) this.#start(q);
       else this.#queue.push(q);
     });
   }
@@ -333,18 +340,7 @@ export class JournalWriter {
   }
 
   #startQueued(): void {
-    while (this.#inFlight.size < this.#settings.maxInFlight && this.#queueHead < this.#queue.length) {
-      const q = this.#queue[this.#queueHead]!;
-      this.#queue[this.#queueHead++] = undefined;
-      this.#start(q);
-    }
-    if (this.#queueHead === this.#queue.length) {
-      this.#queue.length = 0;
-      this.#queueHead = 0;
-    } else if (this.#queueHead >= COMPACT_AT && this.#queueHead * 2 >= this.#queue.length) {
-      this.#queue.splice(0, this.#queueHead);
-      this.#queueHead = 0;
-    }
+    while (this.#inFlight.size < this.#settings.maxInFlight && this.#queue.size > 0) this.#start(this.#queue.shift()!);
   }
 
   /** Rejects every append on `subject` (the server refused to let us publish there). */
@@ -372,11 +368,9 @@ export class JournalWriter {
 
   /** Fails every append with ConnectionClosedError, each saying whether it may be stored (it was sent) or not. */
   #failAll(why: string): void {
-    const queued = this.#queue.splice(this.#queueHead);
-    this.#queue.length = 0;
-    this.#queueHead = 0;
+    const queued = this.#queue.takeAll();
     for (const p of [...this.#inFlight]) this.#settle(p, closedBefore(why, p.attempts));
-    for (const q of queued) q!.reject(closedBefore(why, 0));
+    for (const q of queued) q.reject(closedBefore(why, 0));
   }
 
   #linkUp(): boolean {
@@ -571,7 +565,7 @@ export class JournalWriter {
     }
     this.#hold(p);
     const lane = p.lane;
-    lane.refusals++;
+    p.refusedAt = ++lane.refusals;
     lane.stalled = true;
     lane.cautious = true;
     if (lane.probe === p) lane.probe = undefined;
@@ -620,26 +614,23 @@ export class JournalWriter {
    */
   #drain(lane: SessionLane): void {
     const { entries } = lane;
-    while (lane.head < entries.length) {
-      const p = entries[lane.head]!;
-      if (!p.done) break;
-      entries[lane.head++] = undefined;
+    for (let p = entries.peek(); p?.done; p = entries.peek()) {
+      entries.shift();
+      if (p.refusedAt > lane.refusedAhead) lane.refusedAhead = p.refusedAt;
       if (p.error) {
         p.reject(p.error);
         continue;
       }
       const ack = p.ack!;
-      const storedBefore = ack.duplicate && (p.attempts === 1 || lane.refusals === p.refusalsAtFirstSend);
+      // A duplicate with no refusal of it or ahead of it since its first send kept its place.
+      const storedBefore = ack.duplicate && (p.attempts === 1 || lane.refusedAhead <= p.refusalsAtFirstSend!);
       const outOfOrder = lane.order.next(p.request.eventId, ack.seq, storedBefore);
       if (outOfOrder) p.reject(outOfOrder);
       else p.resolve(ack);
     }
-    if (lane.head === entries.length) {
+    if (entries.size === 0) {
       clearTimeout(lane.retry);
       if (this.#lanes.get(lane.sessionId) === lane) this.#lanes.delete(lane.sessionId);
-    } else if (lane.head >= COMPACT_AT && lane.head * 2 >= entries.length) {
-      entries.splice(0, lane.head);
-      lane.head = 0;
     }
   }
 }

@@ -3,9 +3,10 @@ import { PublishOrderError } from "../errors.js";
 /**
  * The order check of one session's appends, handed their outcomes in call order: each
  * stored append must lie above every earlier one of the session, else it is refused
- * (PublishOrderError names both). A duplicate stored before the call (on its first attempt,
- * or with no refusal in its lane since it was first sent: journal-writer.ts) had its place
- * decided then: it is neither checked nor a bound for later ones.
+ * (PublishOrderError names both). A duplicate that kept its place (on its first attempt, or
+ * with no refusal of it or of an append ahead of it in its lane since it was first sent:
+ * journal-writer.ts) is a copy stored before the call, or by this call in order: it is
+ * neither checked nor a bound for later ones (nothing behind it can be stored below it).
  */
 export class SessionOrder {
   #lastSeq = 0;

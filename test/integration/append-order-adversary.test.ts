@@ -5,15 +5,16 @@
 // PublishOrderError naming where both are stored; every call settles once, resolved with the
 // sequence its event is stored at, or rejected typed (stored only where the error says it may
 // be); nothing is stored twice; no lane is left once all is settled, and a later append of
-// every session goes through.
+// every session goes through. A call of an event stored before it, with no append of its
+// session refused unstored at or ahead of it, answers duplicate at that copy's place.
 import { DeliverPolicy, type JetStreamManager, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { busContext } from "../../src/bus.js";
 import { connect as natsConnect } from "@nats-io/transport-node";
-import { connect, ConnectionClosedError, createEvent, fromConnection, type Jetloop, JetloopError, newId, PublishOrderError } from "../../src/index.js";
+import { connect, ConnectionClosedError, createEvent, fromConnection, type Jetloop, JetloopError, type JetloopEvent, newId, PublishOrderError, type PublishResult } from "../../src/index.js";
 import type { JournalWriter } from "../../src/publish/journal-writer.js";
-import { settledWithin, sleep, waitFor } from "../harness/async.js";
+import { settledWithin, sleep, waitFor, within } from "../harness/async.js";
 import { uniqueNamespace } from "../harness/namespace.js";
 import { startProxy, type TcpProxy } from "../harness/proxy.js";
 import { type NatsServer, startServer } from "../harness/server.js";
@@ -96,8 +97,12 @@ function lastSeq(): Promise<number> {
 /** Codes whose error says the event may be stored. */
 const MAY_BE_STORED = new Set(["PUBLISH_TIMEOUT"]);
 
-/** Every way the run broke the rules, in words (empty: none). */
-function violations(calls: readonly Call[], outcomes: readonly Outcome[], stored: Map<string, number[]>): string[] {
+/**
+ * Every way the run broke the rules, in words (empty: none). A call of an event in `before`
+ * (stored before the run) answers duplicate at that place or rejects PUBLISH_ORDER naming
+ * it; its place is outside the run's order.
+ */
+function violations(calls: readonly Call[], outcomes: readonly Outcome[], stored: Map<string, number[]>, before: ReadonlySet<string> = new Set()): string[] {
   const out: string[] = [];
   for (const [id, seqs] of stored) if (seqs.length > 1) out.push(`event ${id} stored ${seqs.length} times (${seqs.join(", ")})`);
   const ordered = new Map<string, { call: number; seq: number }[]>();
@@ -107,6 +112,7 @@ function violations(calls: readonly Call[], outcomes: readonly Outcome[], stored
     if (o.settles !== 1) out.push(`call ${i} settled ${o.settles} times`);
     if (o.error === undefined) {
       if (seq !== o.seq) out.push(`call ${i} resolved at ${o.seq} but is stored at ${seq}`);
+      if (before.has(c.eventId) && o.duplicate !== true) out.push(`call ${i} of an event stored before the run resolved not as a duplicate`);
     } else if (o.error instanceof PublishOrderError) {
       if (seq !== o.error.journalSeq) out.push(`call ${i}: PUBLISH_ORDER says stored at ${o.error.journalSeq}, is at ${seq}`);
       if (!(o.error.earlierJournalSeq > o.error.journalSeq)) out.push(`call ${i}: PUBLISH_ORDER's earlier event is not stored after it`);
@@ -118,7 +124,7 @@ function violations(calls: readonly Call[], outcomes: readonly Outcome[], stored
     } else if (seq !== undefined && !MAY_BE_STORED.has(o.error.code)) {
       out.push(`call ${i} rejected ${o.error.code} (${o.error.message}) yet stored at ${seq}`);
     }
-    if (seq !== undefined) ordered.set(c.sessionId, [...(ordered.get(c.sessionId) ?? []), { call: i, seq }]);
+    if (seq !== undefined && !before.has(c.eventId)) ordered.set(c.sessionId, [...(ordered.get(c.sessionId) ?? []), { call: i, seq }]);
   });
   for (const [session, list] of ordered) {
     const bySeq = [...list].sort((a, b) => a.seq - b.seq);
@@ -131,7 +137,16 @@ function violations(calls: readonly Call[], outcomes: readonly Outcome[], stored
 
 /** Publishes `sessions[i]`'s events in call order (one by one, or as one publishAll), recording how each settled. */
 function fire(bus: Jetloop, order: readonly number[], sessionIds: readonly string[], mode: "each" | "all", paceMs = 0): { calls: Call[]; outcomes: Outcome[]; done: Promise<unknown> } {
-  const events = order.map((s) => stepDone(sessionIds[s]!));
+  return fireEvents(
+    bus,
+    order.map((s) => stepDone(sessionIds[s]!)),
+    mode,
+    paceMs,
+  );
+}
+
+/** Publishes `events` in order (one by one, or as one publishAll), recording how each settled. */
+function fireEvents(bus: Jetloop, events: readonly JetloopEvent[], mode: "each" | "all", paceMs = 0): { calls: Call[]; outcomes: Outcome[]; done: Promise<unknown> } {
   const calls = events.map((e) => ({ sessionId: e.sessionId, eventId: e.eventId }));
   const outcomes: Outcome[] = calls.map(() => ({ settles: 0 }));
   const record = (i: number, p: Promise<{ journalSeq: number; duplicate: boolean }>) =>
@@ -491,4 +506,120 @@ describe("one event published twice in a session's lane", () => {
       await bus.close();
     }
   }, 60_000);
+});
+
+/**
+ * Narrows the stream to loop `open`'s subjects (an append of any other loop finds no stream:
+ * refused unstored, as in a leader election) and, with `holdAcks`, stores without answering
+ * (no_ack): an append is stored but its ack never comes. `answer()` turns the acks back on,
+ * the subjects still narrow; `restore()` restores the stream. no_ack is set explicitly both
+ * ways: an update that omits it keeps the stream's.
+ */
+async function narrowStream(open: string, holdAcks: boolean): Promise<{ answer: () => Promise<void>; restore: () => Promise<void> }> {
+  const { config } = await jsm.streams.info(observer.stream);
+  const narrow = { ...config, subjects: [`${namespace}.journal.*.${open}.>`], republish: undefined };
+  await jsm.streams.update(observer.stream, { ...narrow, no_ack: holdAcks });
+  return {
+    answer: async () => void (await jsm.streams.update(observer.stream, { ...narrow, no_ack: false })),
+    restore: async () => void (await jsm.streams.update(observer.stream, { ...config, no_ack: false })),
+  };
+}
+
+/**
+ * The writer looks the stream up on an append's first refusal-unstored: once the server has
+ * the lookup, the writer has counted that refusal (`seen`).
+ */
+async function firstLookup(): Promise<{ seen: Promise<void>; stop: () => void }> {
+  let lookedUp = () => {};
+  const seen = new Promise<void>((resolve) => (lookedUp = resolve));
+  const sub = observer.nc.subscribe(`$JS.API.STREAM.INFO.${observer.stream}`, { max: 1, callback: () => lookedUp() });
+  await observer.nc.flush();
+  return { seen, stop: () => sub.unsubscribe() };
+}
+
+describe("a duplicate of a copy stored before the call, a later append of its session refused meanwhile", () => {
+  it("answers duplicate at the earlier copy's place: a refusal behind an append cannot reorder it", async () => {
+    const bus = await cutBus();
+    const session = newId();
+    const [blocked, open] = [newId(), newId()];
+    const again = stepDone(session, open);
+    const earlier = await bus.publish(again);
+    const { answer, restore } = await narrowStream(open, true);
+    const lookups = await firstLookup();
+    try {
+      // Ahead: stored above `again`'s copy, its ack held; then `again` (a duplicate, no ack
+      // either); behind it an append refused. Each is resent until its ack comes.
+      const ahead = stepDone(session, open);
+      const behind = stepDone(session, blocked);
+      const run = [ahead, again, behind].map((e) => bus.publish(e).then((r) => r, (err: unknown) => err));
+      await settledWithin("the refusal's lookup", lookups.seen, 5_000);
+      await answer();
+      const [a, dup] = await settledWithin("the two ahead of the refused one", Promise.all(run.slice(0, 2)), DEADLINE_MS);
+      await restore();
+      const late = await settledWithin("the refused one", run[2]!, DEADLINE_MS);
+      expect(a).toMatchObject({ eventId: ahead.eventId });
+      expect((a as PublishResult).journalSeq).toBeGreaterThan(earlier.journalSeq);
+      expect(dup).toMatchObject({ eventId: again.eventId, journalSeq: earlier.journalSeq, duplicate: true });
+      expect((late as PublishResult).journalSeq).toBeGreaterThan((a as PublishResult).journalSeq);
+      await laneReleased(bus, [session], await storedSince(earlier.journalSeq - 1));
+    } finally {
+      lookups.stop();
+      await restore().catch(() => undefined);
+      await bus.close();
+    }
+  }, 60_000);
+
+  it("for generated refusals and duplicates at generated places of a lane, across cuts: a duplicate with no refusal ahead of it answers at its earlier copy's place", async () => {
+    type Kind = "fresh" | "duplicate" | "refused";
+    await fc.assert(
+      fc.asyncProperty(
+        fc.record({
+          lane: fc.array(fc.record({ session: fc.nat(1), kind: fc.constantFrom<Kind>("fresh", "fresh", "duplicate", "refused") }), { minLength: 3, maxLength: 16 }),
+          // Acks held (stored unanswered) until the first refusal is counted: what is ahead of it is resent after it.
+          holdAcks: fc.boolean(),
+          k: fc.integer({ min: 0, max: 12 }),
+          times: fc.integer({ min: 1, max: 2 }),
+        }),
+        async ({ lane, holdAcks, k, times }) => {
+          const sessionIds = [newId(), newId()];
+          const [blocked, open] = [newId(), newId()];
+          const bus = await cutBus();
+          try {
+            const from = await lastSeq();
+            const events = lane.map(({ session, kind }) => stepDone(sessionIds[session]!, kind === "refused" ? blocked : open));
+            const duplicates = lane.flatMap(({ kind }, i) => (kind === "duplicate" ? [events[i]!] : []));
+            await Promise.all(duplicates.map((e) => bus.publish(e)));
+            const refusing = lane.some(({ kind }) => kind === "refused");
+            const stream = refusing ? await narrowStream(open, holdAcks) : undefined;
+            const lookups = await firstLookup();
+            try {
+              if (k > 0) proxy.cutEvery(k, { times });
+              const run = fireEvents(bus, events, "each");
+              if (stream) {
+                // Cut before the server has it, the lookup is not seen: the rules hold either way.
+                await within(lookups.seen, 2_000, undefined);
+                await stream.restore();
+              }
+              await settledWithin("every call", run.done, DEADLINE_MS + 5_000);
+              proxy.cutEvery(0);
+              const stored = await storedSince(from);
+              expect(violations(run.calls, run.outcomes, stored, new Set(duplicates.map((e) => e.eventId)))).toEqual([]);
+              lane.forEach(({ session, kind }, i) => {
+                const refusedAhead = lane.slice(0, i + 1).some((c) => c.session === session && c.kind === "refused");
+                if (kind === "duplicate" && !refusedAhead) expect(run.outcomes[i], `call ${i}`).toMatchObject({ seq: stored.get(events[i]!.eventId)![0], duplicate: true });
+              });
+              await laneReleased(bus, sessionIds, stored);
+            } finally {
+              lookups.stop();
+              await stream?.restore();
+            }
+          } finally {
+            proxy.cutEvery(0);
+            await bus.close();
+          }
+        },
+      ),
+      { numRuns: 12 },
+    );
+  }, 120_000);
 });
