@@ -279,12 +279,16 @@ describe("a cautious lane (an append refused unstored)", () => {
     const session = newId();
     const [blocked, open] = [newId(), newId()];
     const restore = await refuseLoop(blocked, [open]);
+    let lookups: Awaited<ReturnType<typeof firstLookup>> | undefined;
     try {
       await bus.publish(stepDone(newId(), open)); // warm: the next append goes out at once
       const from = await lastSeq();
+      lookups = await firstLookup(); // after lastSeq's own stream info
       const first = bus.publish(stepDone(session, blocked)).then((r) => r, (e: unknown) => e);
-      // Its first refusal makes the lane cautious; the probe goes 100 ms later, its answer held.
-      await sleep(50);
+      // Its first refusal makes the lane cautious once the writer's stream lookup is answered
+      // (a loopback round trip); the probe goes 100 ms after that, its answer held.
+      await settledWithin("the refusal's lookup", lookups.seen, 5_000);
+      await sleep(40);
       proxy.pause();
       await sleep(100);
       const later = [stepDone(session, open), stepDone(session, open)];
@@ -301,6 +305,7 @@ describe("a cautious lane (an append refused unstored)", () => {
       const stored = await storedSince(from);
       for (const e of later) expect(stored.has(e.eventId)).toBe(false);
     } finally {
+      lookups?.stop();
       proxy.resume();
       await restore().catch(() => undefined);
       await bus.close();
@@ -563,7 +568,7 @@ describe("a duplicate of a copy stored before the call, a later append of its se
       expect((late as PublishResult).journalSeq).toBeGreaterThan((a as PublishResult).journalSeq);
       await laneReleased(bus, [session], await storedSince(earlier.journalSeq - 1));
     } finally {
-      lookups.stop();
+      lookups?.stop();
       await restore().catch(() => undefined);
       await bus.close();
     }
