@@ -9,7 +9,7 @@ import { createInbox, nuid } from "@nats-io/nats-core";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "pino";
 import { ConnectionClosedError, NotProvisionedError, PermissionDeniedError, ReadConsumersBusyError, SubscriptionError } from "../errors.js";
-import { consumerError } from "./consumer-errors.js";
+import { consumerError, permissionViolation } from "./consumer-errors.js";
 import type { OpenReads } from "./open-reads.js";
 import type { ReadConsumerPool } from "./read-consumers.js";
 import { placeOnLeader, type PlacementDeps } from "./read-placement.js";
@@ -41,9 +41,9 @@ function deleteInBackground(del: () => Promise<unknown>, closed: AbortSignal, ag
         await del();
         break;
       } catch (e) {
-        const answered = e instanceof JetStreamApiError && e.status !== 503;
-        if (answered) break;
-        if (isRefusal(consumerError(e, "", "")) || closed.aborted || attempt >= RETRY_MS.length) return;
+        // Answered: gone, or refused by the API; a 503 says the cluster could not act on it.
+        if (e instanceof JetStreamApiError && e.status !== 503) break;
+        if (permissionViolation(e) || closed.aborted || attempt >= RETRY_MS.length) return;
       }
       await backoff(attempt, [closed]);
     }
