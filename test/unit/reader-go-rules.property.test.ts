@@ -191,44 +191,133 @@ describe("the reader reads a key as Go does, however it is spelled", () => {
 });
 
 // Content blocks nest through tool results; Go reads them to its depth limit of 10,000.
-// Where jetloop's stack runs out first, the answer is a typed too_deep, never a RangeError
-// out of the safe decoder (a subscriber's loop) or out of publish.
+// jetloop walks them recursively, so its stack runs out first (src/wire/README.md, Limits:
+// a stricter rule, from about 600 nested tool results on a small stack; measured 1,300 in a
+// vitest worker). Each side of that boundary is pinned: every nesting up to FLOOR is read
+// (or written) whole, the deepest Go reads and one past it are refused as too_deep (the
+// stricter rule, then Go's own), and in between a refusal is only ever the typed too_deep,
+// never a RangeError out of the safe decoder (a subscriber's loop) or out of publish.
 describe("tool results nested past the stack", () => {
+  /** Nestings every stack jetloop runs on reads: well under the smallest boundary seen. */
+  const FLOOR = 400;
+  const GO_MAX_DEPTH = 10_000;
   const base = written.find((w) => w.json.includes('"type":"tool_result"')) ?? written.find((w) => w.type === "StepDone")!;
   const nested = (n: number): string => {
     let block = '{"Text":"x","type":"text"}';
     for (let i = 0; i < n; i++) block = `{"content":[${block}],"tool_use_id":"c","type":"tool_result"}`;
     return block;
   };
+  const text = base.json;
+  const at = text.indexOf('"blocks":[') + '"blocks":['.length;
+  const withNesting = (n: number): string => `${text.slice(0, at)}${nested(n)},${text.slice(at)}`;
+  /** How deep a JSON text nests, as Go counts it (brackets inside strings skipped). */
+  const depthOf = (json: string): number => {
+    let depth = 0;
+    let deepest = 0;
+    let inString = false;
+    for (let i = 0; i < json.length; i++) {
+      const ch = json[i];
+      if (inString) {
+        if (ch === "\\") i++;
+        else if (ch === '"') inString = false;
+      } else if (ch === '"') inString = true;
+      else if (ch === "{" || ch === "[") deepest = Math.max(deepest, ++depth);
+      else if (ch === "}" || ch === "]") depth--;
+    }
+    return deepest;
+  };
+  /** The nesting of tool results in the first block: how many levels a read kept. */
+  const toolDepth = (block: unknown): number => {
+    let n = 0;
+    let b = block as { type?: string; content?: unknown[] };
+    while (b.type === "tool_result") {
+      n++;
+      b = b.content![0] as typeof b;
+    }
+    return n;
+  };
+  /** The deepest nesting whose text Go reads: the last n within its limit. */
+  let goDeepest = 0;
+  while (depthOf(withNesting(goDeepest + 1)) <= GO_MAX_DEPTH) goDeepest++;
+  const decoded = (n: number) => safeDecodeEvent<{ messages?: { blocks: unknown[] }[] }>(withNesting(n));
+  const refusal = (r: { success: false; error: Error }) => ({ name: r.error.name, reason: "reason" in r.error && r.error.reason });
 
-  it("decode: read, or refused as too_deep, at every nesting up to Go's limit", () => {
-    const text = base.json;
-    const at = text.indexOf('"blocks":[') + '"blocks":['.length;
+  it("the texts: the nesting is where it is meant to be, and Go's limit falls where counted", () => {
     expect(at).toBeGreaterThan(9);
+    expect(depthOf(text.slice(0, at))).toBe(4);
+    expect(depthOf(withNesting(goDeepest))).toBeLessThanOrEqual(GO_MAX_DEPTH);
+    expect(depthOf(withNesting(goDeepest + 1))).toBeGreaterThan(GO_MAX_DEPTH);
+    expect(goDeepest).toBeGreaterThan(4_000);
+  });
+
+  it("decode: every nesting up to the floor is read whole", () => {
     fc.assert(
-      fc.property(fc.integer({ min: 1, max: 4990 }), (n) => {
-        const r = safeDecodeEvent(`${text.slice(0, at)}${nested(n)},${text.slice(at)}`);
-        if (!r.success) expect({ name: r.error.name, reason: "reason" in r.error && r.error.reason }).toEqual({ name: "EventDecodeError", reason: "too_deep" });
+      fc.property(fc.integer({ min: 1, max: FLOOR }), (n) => {
+        const r = decoded(n);
+        expect(r.success).toBe(true);
+        if (r.success) expect(toolDepth(r.data.messages!.find((m) => m.blocks.length > 0)!.blocks[0])).toBe(n);
+      }),
+      { numRuns: 40, examples: [[FLOOR]] },
+    );
+  });
+
+  it("decode: the deepest nesting Go reads is refused too_deep (the stricter rule), and one past it (Go's rule)", () => {
+    for (const n of [goDeepest, goDeepest + 1]) {
+      const r = decoded(n);
+      expect(r.success, `nesting ${n}`).toBe(false);
+      if (!r.success) expect(refusal(r)).toEqual({ name: "EventDecodeError", reason: "too_deep" });
+    }
+  });
+
+  it("decode: between the floor and Go's limit, read whole or refused as too_deep, nothing else", () => {
+    fc.assert(
+      fc.property(fc.integer({ min: FLOOR + 1, max: goDeepest }), (n) => {
+        const r = decoded(n);
+        if (r.success) expect(toolDepth(r.data.messages!.find((m) => m.blocks.length > 0)!.blocks[0])).toBe(n);
+        else expect(refusal(r)).toEqual({ name: "EventDecodeError", reason: "too_deep" });
       }),
       { numRuns: 40, examples: [[700], [1000], [1500]] },
     );
   });
 
-  it("encode: written, or refused as EventEncodeError too_deep", () => {
-    const event = decodeEvent<{ messages?: { blocks: unknown[] }[] }>(base.json);
-    const message = event.messages?.find((m) => m.blocks.length > 0);
-    expect(message).toBeDefined();
+  const event = decodeEvent<{ messages?: { blocks: unknown[] }[] }>(base.json);
+  const withBlock = (n: number) => {
+    let block: unknown = { type: "text", text: "x" };
+    for (let i = 0; i < n; i++) block = { type: "tool_result", toolUseId: "c", content: [block] };
+    const copy = structuredClone(event);
+    copy.messages!.find((m) => m.blocks.length > 0)!.blocks.push(block);
+    return copy;
+  };
+  const encodeRefusal = (n: number) => {
+    try {
+      encodeEvent(withBlock(n));
+    } catch (e) {
+      return { name: (e as Error).name, reason: (e as { reason?: string }).reason };
+    }
+    return "written";
+  };
+
+  it("encode: every nesting up to the floor is written, and reads back whole", () => {
+    expect(event.messages?.some((m) => m.blocks.length > 0)).toBe(true);
     fc.assert(
-      fc.property(fc.integer({ min: 1, max: 3000 }), (n) => {
-        let block: unknown = { type: "text", text: "x" };
-        for (let i = 0; i < n; i++) block = { type: "tool_result", toolUseId: "c", content: [block] };
-        const copy = structuredClone(event);
-        copy.messages!.find((m) => m.blocks.length > 0)!.blocks.push(block);
-        try {
-          encodeEvent(copy);
-        } catch (e) {
-          expect({ name: (e as Error).name, reason: (e as { reason?: string }).reason }).toEqual({ name: "EventEncodeError", reason: "too_deep" });
-        }
+      fc.property(fc.integer({ min: 1, max: FLOOR }), (n) => {
+        const back = decodeEvent<{ messages?: { blocks: unknown[] }[] }>(encodeEvent(withBlock(n)));
+        expect(toolDepth(back.messages!.find((m) => m.blocks.length > 0)!.blocks.at(-1))).toBe(n);
+      }),
+      { numRuns: 20, examples: [[FLOOR]] },
+    );
+  });
+
+  it("encode: the deepest nesting Go reads, and one past it, are refused as EventEncodeError too_deep", () => {
+    for (const n of [goDeepest, goDeepest + 1]) expect(encodeRefusal(n), `nesting ${n}`).toEqual({ name: "EventEncodeError", reason: "too_deep" });
+  });
+
+  it("encode: between the floor and Go's limit, written or refused as EventEncodeError too_deep, nothing else", () => {
+    fc.assert(
+      fc.property(fc.integer({ min: FLOOR + 1, max: goDeepest }), (n) => {
+        const r = encodeRefusal(n);
+        if (r !== "written") expect(r).toEqual({ name: "EventEncodeError", reason: "too_deep" });
+        else expect(toolDepth(decodeEvent<{ messages?: { blocks: unknown[] }[] }>(encodeEvent(withBlock(n))).messages!.find((m) => m.blocks.length > 0)!.blocks.at(-1))).toBe(n);
       }),
       { numRuns: 20, examples: [[600], [1000]] },
     );
