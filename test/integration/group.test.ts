@@ -77,8 +77,7 @@ describe("partitioned durable groups", () => {
       const rs = await Promise.all(sessions.map((s) => bus.publish(step(s, i))));
       rs.forEach((r, j) => (published.get(sessions[j]!) ?? published.set(sessions[j]!, []).get(sessions[j]!)!).push(r.journalSeq));
     }
-    const until = Date.now() + 20_000;
-    while ([...handled.values()].reduce((n, v) => n + v.length, 0) < 240 && Date.now() < until) await sleep(50);
+    await expect.poll(() => [...handled.values()].reduce((n, v) => n + v.length, 0), { timeout: 20_000 }).toBeGreaterThanOrEqual(240);
     expect(handled).toEqual(published);
     expect(overlap).toBe(0);
     // Each member's view is its last reading of the members (renewed every lease / 6): the
@@ -89,8 +88,17 @@ describe("partitioned durable groups", () => {
     expect([...sa.owned, ...sb.owned].sort((x, y) => x - y)).toEqual(Array.from({ length: PARTITIONS }, (_, p) => p));
     expect(sa.owned.length).toBeGreaterThan(0);
     expect(sb.owned.length).toBeGreaterThan(0);
-    // The server's partition is the session's hash.
-    for (const s of sessions) expect(sessionPartition(s, PARTITIONS)).toBeLessThan(PARTITIONS);
+    // The server's partition is the session's hash: the partitioned stream's subject
+    // (<ns>.partition.<p>.<session>.…, the server's transform) names the partition the
+    // client's sessionPartition computes, for every session.
+    const prefix = `${bus.namespace}.partition.`;
+    const info = await jsm.streams.info(defaultPartitionedStreamName(bus.namespace), { subjects_filter: `${prefix}>` });
+    const serverPartitions = new Map<string, Set<number>>();
+    for (const subject of Object.keys(info.state.subjects ?? {})) {
+      const [p, s] = subject.slice(prefix.length).split(".");
+      (serverPartitions.get(s!) ?? serverPartitions.set(s!, new Set()).get(s!)!).add(Number(p));
+    }
+    for (const s of sessions) expect(serverPartitions.get(s), s).toEqual(new Set([sessionPartition(s, PARTITIONS)]));
   });
 
   it("a member that leaves gives its partitions to the others within the lease", async () => {
@@ -108,13 +116,11 @@ describe("partitioned durable groups", () => {
     });
     await expect.poll(() => b.group()!.owned.length, { timeout: 5_000 }).toBeGreaterThan(0);
     await b.close();
-    const until = Date.now() + 3000;
-    while (a.group()!.owned.length < PARTITIONS && Date.now() < until) await sleep(50);
-    expect(a.group()!.owned.length).toBe(PARTITIONS);
+    // Within the lease (600 ms) and a renewal; bounded generously for a loaded machine.
+    await expect.poll(() => a.group()!.owned.length, { timeout: 10_000 }).toBe(PARTITIONS);
     const sessions = Array.from({ length: 16 }, () => newId());
     const seqs = (await Promise.all(sessions.map((s) => bus.publish(step(s, 0))))).map((r) => r.journalSeq);
-    const end = Date.now() + 5000;
-    while (got.length < seqs.length && Date.now() < end) await sleep(50);
+    await expect.poll(() => got.length, { timeout: 10_000 }).toBeGreaterThanOrEqual(seqs.length);
     expect([...got].sort((x, y) => x - y)).toEqual([...seqs].sort((x, y) => x - y));
   });
 
@@ -131,13 +137,7 @@ describe("partitioned durable groups", () => {
     });
     const { journalSeq } = await bus.publish(step(session, 0));
     const durable = partitionDurable(group, sessionPartition(session, PARTITIONS));
-    const until = Date.now() + 5000;
-    let parked: unknown[] = [];
-    while (parked.length === 0 && Date.now() < until) {
-      parked = (await bus.parked.list(durable)).filter((e) => e.journalSeq === journalSeq);
-      await sleep(50);
-    }
-    expect(parked).toHaveLength(1);
+    await expect.poll(async () => (await bus.parked.list(durable)).filter((e) => e.journalSeq === journalSeq), { timeout: 10_000 }).toHaveLength(1);
     // Lag per partition and for the group: the parked entry is counted under its partition.
     const lag = (await sub.groupLag())!;
     expect(lag.partitions.map((p) => p.durable)).toEqual(Array.from({ length: PARTITIONS }, (_, p) => partitionDurable(group, p)));
@@ -145,9 +145,8 @@ describe("partitioned durable groups", () => {
     expect(lag.total).toMatchObject({ parked: 1, pending: 0, ackPending: 0 });
     // A replayed entry comes back to its partition's consumer, and leaves the store when acknowledged.
     await bus.parked.replay(durable, "all");
-    const back = Date.now() + 5000;
-    while ((replayed.length === 0 || (await bus.parked.list(durable)).length > 0) && Date.now() < back) await sleep(50);
-    expect(replayed).toEqual([journalSeq]);
+    await expect.poll(() => replayed, { timeout: 10_000 }).toEqual([journalSeq]);
+    await expect.poll(() => bus.parked.list(durable), { timeout: 10_000 }).toEqual([]);
     expect(await bus.parked.list(durable)).toEqual([]);
   });
 });
