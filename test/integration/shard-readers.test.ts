@@ -134,15 +134,20 @@ describe("namespace-wide readers over 3 journal shards", () => {
 
   it("a namespace feed over shards repairs each shard's lost messages from that shard's journal, in its order", async () => {
     const bus = await freshBus();
+    let runsThatLost = 0;
     await fc.assert(
       fc.asyncProperty(scenario, fc.array(fc.boolean(), { minLength: 1, maxLength: 30 }), async ({ counts, order, sessions: n }, drops) => {
         const sessions = sessionsOverShards(n);
         const reports: SubscriptionReport[] = [];
         const sub = await bus.subscribeEvents({ enduring: "all", sessions }, { feed: "namespace", onReport: (r) => reports.push(r) });
         let seen = 0;
-        let dropped = 0;
         let losing = true;
-        busContext(bus).feeds.testHooks.drop = () => losing && drops[seen++ % drops.length]! && ++dropped > 0;
+        const droppedShards = new Set<number>();
+        busContext(bus).feeds.testHooks.drop = (m) => {
+          if (!losing || !drops[seen++ % drops.length]) return false;
+          droppedShards.add(m.shard);
+          return true;
+        };
         try {
           const events = interleave(sessions, counts, order);
           const results = await bus.publishAll(events);
@@ -153,8 +158,9 @@ describe("namespace-wide readers over 3 journal shards", () => {
           const all = [...events, ...closing];
           checkMerged(await take(sub, all.length), perSession(all, [...results, ...closed]));
           const repairs = reports.filter((r) => r.kind === "gap_closed");
-          if (dropped > 0) expect(repairs.length).toBeGreaterThan(0);
-          for (const r of repairs) expect(r.shard).toBeGreaterThanOrEqual(0);
+          // Each shard that lost a message repaired it, and no other shard reported a gap.
+          expect(new Set(repairs.map((r) => r.shard))).toEqual(droppedShards);
+          if (droppedShards.size > 0) runsThatLost++;
         } finally {
           busContext(bus).feeds.testHooks.drop = undefined;
           await sub.close();
@@ -162,6 +168,8 @@ describe("namespace-wide readers over 3 journal shards", () => {
       }),
       { numRuns: 6 },
     );
+    // The property was about repairs: some run lost messages (a run with none proves nothing).
+    expect(runsThatLost).toBeGreaterThan(0);
   }, 60_000);
 
   it("a feed subscription from all reads every shard's history, then the feed, and names its positions", async () => {
