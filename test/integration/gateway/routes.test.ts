@@ -110,9 +110,10 @@ describe("gate answers", () => {
 describe("status and list", () => {
   it("lists sessions by last activity, paged", async () => {
     const ids = [newId(), newId(), newId()];
+    const turns = ids.map(() => newId());
     for (const [i, sid] of ids.entries()) {
       const loopId = newId();
-      const turnId = newId();
+      const turnId = turns[i]!;
       await bus.publish(createEvent("SessionStarted", { sessionId: sid, createdAt: `2026-11-29T10:0${i}:00Z` }));
       await bus.publish(createEvent("TurnStarted", { sessionId: sid, loopId, turnId, createdAt: `2026-11-29T10:0${i}:01Z` }));
       if (i === 0) await bus.publish(createEvent("TurnFailed", { sessionId: sid, loopId, turnId, createdAt: "2026-11-29T10:00:02Z" }));
@@ -132,7 +133,7 @@ describe("status and list", () => {
     const st = await status(gw.url, ids[0]!);
     // As the Go catalog folds it: TurnFailed is no activity (updated_at is TurnStarted's) and keeps the active turn.
     expect(st).toMatchObject({ state: "failed", updated_at: "2026-11-29T10:00:01Z" });
-    expect(st.active_turn_id).toBeDefined();
+    expect(st.active_turn_id).toBe(turns[0]);
     expect((st.last_turn as { event: { type: string } }).event.type).toBe("TurnFailed");
   });
 });
