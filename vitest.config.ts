@@ -84,7 +84,7 @@ const integration = (flavor: "oldest" | "newest", backend: Backend): TestProject
     globalSetup: ["test/harness/global-setup.ts"],
     // The bus's warnings are shown for failing tests only (quiet-logs.ts); each file's
     // connections closed after it (file-hooks.ts).
-    setupFiles: ["test/harness/quiet-logs.ts", "test/harness/file-hooks.ts"],
+    setupFiles: ["test/harness/quiet-logs.ts", "test/harness/file-hooks.ts", "test/harness/property-seed.ts"],
     isolate: isolateServerFiles(),
     // Read by the globalSetup (project.config.env) and by servers the tests start.
     env: { JETLOOP_NATS_SERVER: flavor, JETLOOP_NATS_BACKEND: backend },
@@ -102,6 +102,7 @@ const containers: TestProjectInlineConfiguration = {
     name: "containers",
     include: ["test/containers/**/*.test.ts"],
     env: { JETLOOP_NATS_SERVER: "newest", JETLOOP_NATS_BACKEND: "containers" },
+    setupFiles: ["test/harness/property-seed.ts"],
     testTimeout: 60_000,
     hookTimeout: 120_000,
     maxWorkers: serverWorkers(),
@@ -145,6 +146,8 @@ export default defineConfig(async () => {
             name: "unit",
             include: ["test/unit/**/*.test.ts", "test/conformance/**/*.test.ts"],
             maxWorkers: CORES,
+            // fast-check's seed: JETLOOP_SEED, printed beside a failing test (property.ts).
+            setupFiles: ["test/harness/property-seed.ts"],
             sequence: { groupOrder: 0 },
             // Pure code: a worker's files share one module graph (imported once, not per file).
             isolate: false,

@@ -9,6 +9,7 @@ import { describe, expect, it } from "vitest";
 import { connect, createEvent, type Jetloop, newId, OptionsError, type DurableSubscribeOptions } from "../../src/index.js";
 import { natsServers, provisionedBus } from "../harness/context.js";
 import { Reader } from "../harness/reader.js";
+import { propertyRuns, propertyTimeout } from "../harness/property.js";
 
 let bus: Jetloop;
 let jsm: JetStreamManager;
@@ -99,8 +100,9 @@ describe.concurrent("durable options drift", () => {
       await check(option, "absent", undefined);
     });
     it(`${option}: another value is ${option in LIVE_TEXT ? "refused, naming the live value" : option === "start" ? "ignored: the durable resumes from its ack floor" : "updated on the server"}`, async () => {
-      await fc.assert(fc.asyncProperty(differentArb[option], (value) => check(option, "different", value)), { numRuns: 3 });
-    });
+      // 3 values in CI, 60 in the deep profile.
+      await fc.assert(fc.asyncProperty(differentArb[option], (value) => check(option, "different", value)), { numRuns: propertyRuns(3, 60) });
+    }, propertyTimeout(30_000, 3, 60));
   }
 
   it("the issue's case: a default durable reopened with maxDeliver 2, backoffMs [500] is refused, not silently kept", async () => {

@@ -19,6 +19,7 @@ import { allShards, shardOfSession, shardStreamName } from "../../src/streams/sh
 import { supports } from "../../src/connection/server-version.js";
 import { natsServerFlavor, natsServers, natsServerVersion, uniqueNamespace } from "../harness/context.js";
 import { sleep } from "../harness/async.js";
+import { propertyRuns, propertyTimeout } from "../harness/property.js";
 
 const ATOMIC = natsServerFlavor() === "external" || supports(natsServerVersion(), "atomicBatch");
 /** Short, so a delivery left unsettled by a closed opening comes to the next one soon. */
@@ -364,9 +365,10 @@ describe.skipIf(!ATOMIC)("a durable created at \"new\" and a resume from a \"new
     (shards === 1 ? it.concurrent : it)(`durables created and feed subscriptions started during commits (${shards === 1 ? "a namespace not split" : `S = ${shards}`})`, async () => {
       await fc.assert(
         fc.asyncProperty(runArb(16), (run) => runOnce(shards, run)),
-        { numRuns: 2, endOnFailure: true },
+        // Each case is seconds of commits and durables: 2 in CI, 40 in the deep profile.
+        { numRuns: propertyRuns(2, 40), endOnFailure: true },
       );
-    }, 240_000);
+    }, propertyTimeout(240_000, 2, 40));
   }
 });
 

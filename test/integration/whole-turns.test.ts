@@ -17,6 +17,7 @@ import { defaultRegistry } from "../../src/events/catalogue.js";
 import { supports } from "../../src/connection/server-version.js";
 import { connectTest, natsServerFlavor, natsServers, natsServerVersion, uniqueNamespace } from "../harness/context.js";
 import { sleep } from "../harness/async.js";
+import { propertyRuns, propertyTimeout } from "../harness/property.js";
 
 const ATOMIC = natsServerFlavor() === "external" || supports(natsServerVersion(), "atomicBatch");
 
@@ -196,9 +197,10 @@ describe.skipIf(!ATOMIC)("a turn is never half visible (nats-server 2.12+)", () 
     it(`replays and feed subscriptions starting during commits see each turn whole or not at all (${shards === 1 ? "a namespace not split" : `S = ${shards}`})`, async () => {
       await fc.assert(
         fc.asyncProperty(runArb(24), (run) => runOnce(shards, run)),
-        { numRuns: 2, endOnFailure: true },
+        // Each case is seconds of commits and readers: 2 in CI, 40 in the deep profile.
+        { numRuns: propertyRuns(2, 40), endOnFailure: true },
       );
-    }, 240_000);
+    }, propertyTimeout(240_000, 2, 40));
   }
 
   it("a raw batch without Jetloop-Batch-Size is read as before: whole once stored, and a \"new\" subscription gets what follows its start", async () => {
