@@ -8,10 +8,8 @@ import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { marshalEvent, unmarshalEvent } from "../../src/codec/codec.js";
-import { EventDecodeError, EventValidationError, RequestDecodeError } from "../../src/errors.js";
 import { decodePermissionRequest, encodePermissionRequest } from "../../src/events/request.js";
-import { StrictJsonError } from "../../src/wire/strict-json.js";
-import { WireKeyError } from "../../src/wire/wire.js";
+import { goRuleOf, jetloopRuleOf, type RefusalRule, refusedUnder, sameRule, type StricterRule, stricterRulesOf, wireVocabulary } from "./refusal-rules.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 
@@ -39,6 +37,11 @@ export interface GoVerdict {
   json_b64?: string;
   go_ok: boolean;
   go_reencoded?: string | null;
+  /** Why Go's MarshalEvent failed on what it read, where it did. */
+  go_reencode_error?: string;
+  /** Why Go refused, where it did; `go_error_variants` where the text varies (map order). */
+  go_error?: string;
+  go_error_variants?: string[];
   mutation?: string;
   /** go-verdicts-extra.jsonl: the input is exactly Go's own output. */
   canonical?: boolean;
@@ -57,61 +60,29 @@ export function allVerdicts(): { c: GoVerdict; column: Column }[] {
   return VERDICT_FILES.flatMap(({ file, column }) => readJsonl<GoVerdict>(file).map((c) => ({ c, column: column(c) as Column })));
 }
 
-/** The rules by which jetloop refuses input the Go runtime reads (CONFORMANCE.md). */
-export type StricterRule =
-  | "letter-case-keys"
-  | "null-values"
-  | "inexact-numbers"
-  | "uppercase-uuids"
-  | "decision-effect"
-  | "unwritable-times"
-  | "byte-cap"
-  | "invalid-utf8"
-  | "model-facing-detail"
-  | "model-facing-bound";
+export type { StricterRule } from "./refusal-rules.js";
 
 export type Outcome =
   | { kind: "agree" }
+  /** Both refuse, for the same rule (class, and field where the rule is a field's). */
+  | { kind: "agree-refused" }
+  /** Go accepts; the data says the input falls under `rule`, and jetloop refuses under it. */
   | { kind: "stricter"; rule: StricterRule }
-  /** jetloop refuses for a reason no documented rule covers. */
+  /** Both refuse; jetloop's stricter rule, which the data says the input falls under, speaks first. */
+  | { kind: "refused-first"; rule: StricterRule }
+  /** Both refuse, for different rules. */
+  | { kind: "other-rule"; go: string; jetloop: string }
+  /** jetloop refuses for a reason no documented rule the data shows covers. */
   | { kind: "refuses"; error: string }
-  /** jetloop accepts what Go refuses. */
-  | { kind: "accepts"; reencoded: string }
+  /** jetloop accepts what Go refuses, or what the data says a stricter rule refuses. */
+  | { kind: "accepts"; reencoded: string; rules?: StricterRule[] }
   /** Both accept, and jetloop writes it back differently. */
   | { kind: "differs"; reencoded: string; expected: string };
 
-const UUID_CASE = /canonical lowercase UUID/;
-
-/** The documented rule a refusal falls under, if any. */
+/** A stricter rule a jetloop refusal names (go-rules.test.ts asks which). */
 export function stricterRuleOf(error: unknown): StricterRule | undefined {
-  const cause = (error as { cause?: unknown }).cause;
-  if (cause instanceof WireKeyError) return cause.problem === "letter_case" ? "letter-case-keys" : cause.problem === "null" ? "null-values" : undefined;
-  const reason = error instanceof EventDecodeError ? error.reason : cause instanceof StrictJsonError ? cause.reason : undefined;
-  if (error instanceof RequestDecodeError && /not valid UTF-8/.test(error.message)) return "invalid-utf8";
-  if (reason !== undefined) {
-    switch (reason) {
-      case "letter_case_key":
-        return "letter-case-keys";
-      case "null_value":
-        return "null-values";
-      case "inexact_number":
-        return "inexact-numbers";
-      case "too_large":
-        return "byte-cap";
-      case "not_utf8":
-        return "invalid-utf8";
-      default:
-        return undefined;
-    }
-  }
-  if (error instanceof EventValidationError) {
-    if (UUID_CASE.test(error.detail ?? "")) return "uppercase-uuids";
-    if (error.field === "effect") return "decision-effect";
-    if (error.field === "createdAt") return "unwritable-times";
-    if (error.field === "err.modelFacingDetail") return /needs model_facing/.test(error.detail ?? "") ? "model-facing-detail" : "model-facing-bound";
-  }
-  if (error instanceof RequestDecodeError && UUID_CASE.test(error.message)) return "uppercase-uuids";
-  return undefined;
+  const r = jetloopRuleOf(error);
+  return r !== undefined && "stricter" in r ? r.stricter : undefined;
 }
 
 export function inputOf(c: GoVerdict): Uint8Array {
@@ -130,25 +101,55 @@ export function jetloopReads(kind: GoVerdict["kind"] = "event", input: Uint8Arra
   }
 }
 
+/** The wire keys Go writes, per place (refusal-rules.ts), from all of Go's output in the data. */
+let vocabulary: Map<string, Set<string>> | undefined;
+function goVocabulary(): Map<string, Set<string>> {
+  return (vocabulary ??= wireVocabulary([
+    ...readJsonl<GoWritten>("go-written-events.jsonl").map((w) => ({ json: w.json })),
+    ...allVerdicts().flatMap(({ c }) => (typeof c.go_reencoded === "string" ? [{ ...(c.kind ? { kind: c.kind } : {}), json: c.go_reencoded }] : [])),
+  ]));
+}
+
+/** The stricter rules Go's data says a case's input falls under, read without jetloop's codec. */
+export function dataStricterRules(c: GoVerdict): Set<StricterRule> {
+  return stricterRulesOf(
+    { ...(c.kind ? { kind: c.kind } : {}), input: inputOf(c), goOk: c.go_ok, ...(c.go_reencoded !== undefined ? { goReencoded: c.go_reencoded } : {}), ...(c.go_reencode_error ? { goReencodeError: c.go_reencode_error } : {}) },
+    goVocabulary(),
+  );
+}
+
+/** Go's rule for a case it refused: one per variant of its error text (they differ in map order only). */
+export function goRulesOf(c: GoVerdict): (RefusalRule | undefined)[] {
+  return (c.go_error_variants ?? [c.go_error ?? ""]).map(goRuleOf);
+}
+
+const said = (r: RefusalRule | undefined): string => (r === undefined ? "(no rule)" : r.field === undefined ? r.class : `${r.class} ${r.field}`);
+
 export function judge(c: GoVerdict): Outcome {
   const r = jetloopReads(c.kind, inputOf(c));
+  const stricter = dataStricterRules(c);
   if (r.ok) {
     if (!c.go_ok) return { kind: "accepts", reencoded: r.reencoded };
+    if (stricter.size > 0) return { kind: "accepts", reencoded: r.reencoded, rules: [...stricter] };
     return r.reencoded === c.go_reencoded ? { kind: "agree" } : { kind: "differs", reencoded: r.reencoded, expected: c.go_reencoded ?? "" };
   }
-  if (!c.go_ok) return { kind: "agree" };
-  const rule = stricterRuleOf(r.error);
-  return rule ? { kind: "stricter", rule } : { kind: "refuses", error: String(r.error) };
+  const under = [...stricter].find((rule) => refusedUnder(r.error, rule));
+  if (c.go_ok) return under ? { kind: "stricter", rule: under } : { kind: "refuses", error: String(r.error) };
+  const mine = jetloopRuleOf(r.error);
+  if (mine !== undefined && "rule" in mine && goRulesOf(c).some((go) => go !== undefined && sameRule(go, mine.rule))) return { kind: "agree-refused" };
+  if (under) return { kind: "refused-first", rule: under };
+  return { kind: "other-rule", go: said(goRulesOf(c)[0]), jetloop: mine === undefined ? String(r.error) : "rule" in mine ? said(mine.rule) : mine.stricter };
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const counts = new Map<string, number>();
   for (const { c, column } of allVerdicts()) {
     const o = judge(c);
-    const key = o.kind === "stricter" ? `stricter:${o.rule}:${column}` : `${o.kind}`;
+    const key = o.kind === "stricter" || o.kind === "refused-first" ? `${o.kind}:${o.rule}:${column}` : `${o.kind}`;
     counts.set(key, (counts.get(key) ?? 0) + 1);
     if (o.kind === "refuses") console.log(`REFUSES ${c.id}\n   ${o.error}`);
-    if (o.kind === "accepts") console.log(`ACCEPTS ${c.id}\n   ${o.reencoded.slice(0, 300)}`);
+    if (o.kind === "accepts") console.log(`ACCEPTS ${c.id}${o.rules ? ` (the data says: ${o.rules.join(", ")})` : ""}\n   ${o.reencoded.slice(0, 300)}`);
+    if (o.kind === "other-rule") console.log(`OTHER RULE ${c.id}\n   Go: ${o.go}; jetloop: ${o.jetloop}\n   ${c.go_error ?? ""}`);
     if (o.kind === "differs") console.log(`DIFFERS ${c.id}\n   got ${o.reencoded.slice(0, 600)}\n   exp ${o.expected.slice(0, 600)}`);
   }
   let identical = 0;
