@@ -3,6 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CommandError, connect, createEvent, isJetloopError, type Jetloop, newId } from "../../src/index.js";
 import { natsServers, uniqueNamespace } from "../harness/context.js";
+import { gateOpened } from "../harness/events.js";
 
 let bus: Jetloop;
 beforeAll(async () => {
@@ -12,20 +13,6 @@ beforeAll(async () => {
 afterAll(() => bus.close());
 
 const request = { toolName: "bash", summary: "list files", requirements: [{ kind: "fs.read", match: "/tmp/*", description: "read /tmp" }] };
-
-/**
- * Resolves once the gate asking about `toolExecutionId` is open: its GateOpened is in the
- * journal. The gate server opens a gate before it writes GateOpened, so an answer sent after
- * this finds it. Bounded by the test's timeout.
- */
-async function gateOpened(sessionId: string, toolExecutionId: string): Promise<void> {
-  const sub = await bus.session(sessionId).subscribeEvents({ enduring: "all", types: ["GateOpened"] }, { start: "all" });
-  try {
-    for await (const d of sub) if (d.event.type === "GateOpened" && d.event.gate?.subject?.toolExecutionId === toolExecutionId) return;
-  } finally {
-    await sub.close();
-  }
-}
 
 async function codeOf(p: Promise<unknown>): Promise<string> {
   try {
@@ -88,7 +75,7 @@ describe("answer path", () => {
     const gates = await bus.serveGates(sessionId, loopId);
     expect(await codeOf(session.answer(loopId, { kind: "permission", toolExecutionId, effect: "approve" }))).toBe("GATE_UNKNOWN");
     const decision = gates.requestPermission({ turnId: newId(), stepId: newId(), toolExecutionId, request });
-    await gateOpened(sessionId, toolExecutionId);
+    await gateOpened(bus, sessionId, toolExecutionId);
     expect(await codeOf(session.answer(loopId, { kind: "input", toolExecutionId, answer: "yes" }))).toBe("COMMAND_INVALID");
     const commandId = newId();
     const first = await session.answer(loopId, { kind: "permission", toolExecutionId, effect: "deny", commandId });
@@ -119,7 +106,7 @@ describe("answer path", () => {
     for await (const d of bus.session(sessionId).replay({ enduring: "all" })) journal.push(d.event.type);
     expect(journal).toEqual([]);
     const free = gates.requestInput({ ...c, question: "Why?" });
-    await gateOpened(sessionId, c.toolExecutionId);
+    await gateOpened(bus, sessionId, c.toolExecutionId);
     await bus.session(sessionId).answer(loopId, { kind: "input", toolExecutionId: c.toolExecutionId, answer: "because" });
     expect(await free).toMatchObject({ answer: "because", answered: true });
     await gates.close();
@@ -131,7 +118,7 @@ describe("answer path", () => {
     const gates = await bus.serveGates(sessionId, loopId);
     const c = { turnId: newId(), stepId: newId(), toolExecutionId: newId() };
     const decision = gates.requestPermission({ ...c, request, controls: ["Approve", "Approve always for this workspace", "Deny"] });
-    await gateOpened(sessionId, c.toolExecutionId);
+    await gateOpened(bus, sessionId, c.toolExecutionId);
     const outcome = await bus.session(sessionId).answer(loopId, { kind: "permission", toolExecutionId: c.toolExecutionId, action: "Approve always for this workspace" });
     expect(outcome).toMatchObject({ action: "approve", control: "Approve always for this workspace" });
     expect(await decision).toMatchObject({ effect: "approve", action: "Approve always for this workspace", answered: true });
@@ -145,7 +132,7 @@ describe("answer path", () => {
     const toolExecutionId = newId();
     const pending = live.requestPermission({ turnId: newId(), stepId: newId(), toolExecutionId, request });
     const settled = pending.catch((e: unknown) => e);
-    await gateOpened(sessionId, toolExecutionId);
+    await gateOpened(bus, sessionId, toolExecutionId);
     expect(await codeOf(bus.serveGates(sessionId, loopId, { closeOrphans: true }))).toBe("COMMAND_FAILED");
     await live.close();
     expect(await settled).toMatchObject({ code: "GATE_CLOSED", journaled: true });

@@ -9,6 +9,7 @@ import { AGENCY_USER } from "../../src/events/header.js";
 import { connect, createEvent, isJetloopError, type Jetloop, newId } from "../../src/index.js";
 import { journalHeaderRoom } from "../../src/publish/journal-writer.js";
 import { natsServers, uniqueNamespace } from "../harness/context.js";
+import { gateOpened } from "../harness/events.js";
 
 const token = (c: string) => c.repeat(64);
 let bus: Jetloop;
@@ -45,7 +46,7 @@ describe("an answer's size, judged by the journal's own rule", () => {
     const reason = "r".repeat(cap + 100 - base);
     const gates = await bus.serveGates(sessionId, loopId);
     const decision = gates.requestPermission({ turnId: coords.turnId, stepId: coords.stepId, toolExecutionId, request: { toolName: "bash" }, timeoutMs: 60_000 });
-    await new Promise((r) => setTimeout(r, 200));
+    await gateOpened(bus, sessionId, toolExecutionId);
     const answer = bus.session(sessionId).answer(loopId, { kind: "permission", toolExecutionId, effect: "approve", reason }, { timeoutMs: 20_000 });
     const refused = await answer.then(
       () => undefined,
