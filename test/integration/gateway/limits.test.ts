@@ -6,6 +6,7 @@ import { connect as netConnect, type Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connect, createEvent, type Jetloop, newId, startGateway, type RunningGateway } from "../../../src/index.js";
 import { natsServers, uniqueNamespace } from "../../harness/context.js";
+import { waitFor } from "../../harness/async.js";
 import { request, SseReader } from "./http.js";
 
 let bus: Jetloop;
@@ -42,6 +43,17 @@ function openSocket(url: string): Promise<Socket> {
   return new Promise((resolve, reject) => {
     const s = netConnect(Number(u.port), u.hostname, () => resolve(s));
     s.on("error", reject);
+  });
+}
+
+/**
+ * Resolves once the server has taken the socket as a connection of its own: a keep-alive
+ * request on it is answered (the socket stays open and counted).
+ */
+function served(s: Socket, url: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    s.once("data", (c: Buffer) => (c.toString("utf8").startsWith("HTTP/1.1 200 ") ? resolve() : reject(new Error(`not served: ${c.toString("utf8").slice(0, 80)}`))));
+    s.write(`GET /v1/capabilities HTTP/1.1\r\nHost: ${new URL(url).host}\r\n\r\n`);
   });
 }
 
@@ -173,13 +185,13 @@ describe("bounded resources", () => {
     // A gateway of its own: no keep-alive sockets of other tests count.
     const capped = await startGateway(bus, { listen: "127.0.0.1:0", maxConnectionsPerClient: 4 });
     const held = await Promise.all(Array.from({ length: 4 }, () => openSocket(capped.url)));
-    // Each is accepted (the server sees the connection before a request).
-    await new Promise((r) => setTimeout(r, 100));
+    // Each is the server's: a keep-alive request on it answered.
+    for (const s of held) await served(s, capped.url);
     const extra = await openSocket(capped.url);
     expect(await untilClosed(extra)).toMatch(/^HTTP\/1\.1 503 /);
     held.pop()!.destroy();
-    await new Promise((r) => setTimeout(r, 100));
-    expect((await raw(`${capped.url}/v1/capabilities`, { Connection: "close" })).status).toBe(200);
+    // The server frees the slot when it sees the close: until then a request is 503.
+    await waitFor("the freed slot taken again", async () => (await raw(`${capped.url}/v1/capabilities`, { Connection: "close" })).status === 200 || false, 10_000, 20);
     for (const s of held) s.destroy();
     await capped.close();
   });
@@ -190,8 +202,8 @@ describe("bounded resources", () => {
     const c = await request(`${gw.url}/v1/sessions/${sid}/events`);
     expect([c.status, errorOf(c.body)]).toEqual([429, { code: "too_many_streams", message: "too many event streams from this client", retryable: true }]);
     a.close();
-    await new Promise((r) => setTimeout(r, 200));
-    const d = await SseReader.open(`${gw.url}/v1/sessions/${sid}/events`);
+    // The server frees the stream's slot when it sees the close: until then one more is 429.
+    const d = await waitFor("a freed stream slot taken again", () => SseReader.open(`${gw.url}/v1/sessions/${sid}/events`), 10_000, 20);
     d.close();
     b.close();
   });
