@@ -7,6 +7,7 @@ import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connect, type ContentBlock, createEvent, type ControlHandlers, type ControlServer, type Jetloop, newId, startGateway, type RunningGateway } from "../../../src/index.js";
 import { readJsonl } from "../../conformance/go-oracle.js";
+import { sessionCommandSubject } from "../../../src/subjects/subjects.js";
 import { natsServers, uniqueNamespace } from "../../harness/context.js";
 import { request, type Reply } from "./http.js";
 
@@ -170,8 +171,17 @@ describe("a loop that serves input and interrupt, over HTTP", () => {
     };
     const key = { "Idempotency-Key": `c-${newId()}` };
     const before = actor.inputs.length;
+    // Every repeat reaches the loop's command subject while the first is held: the eight
+    // are concurrent, whatever the machine's load (seen there, not assumed after a time).
+    const commands = bus.nc.subscribe(sessionCommandSubject(bus.namespace, actor.sid, "input"));
+    await bus.nc.flush();
+    let arrived = 0;
+    const allArrived = (async () => {
+      for await (const _ of commands) if (++arrived === 8) return;
+    })();
     const replies = Array.from({ length: 8 }, () => post(`/v1/sessions/${actor.sid}/input`, GO_INPUT, key));
-    await new Promise((r) => setTimeout(r, 200));
+    await allArrived;
+    commands.unsubscribe();
     release();
     const all = await Promise.all(replies);
     expect(new Set(all.map((r) => `${r.status} ${r.body}`)).size).toBe(1);
