@@ -43,9 +43,9 @@ function publishedByContainer(port: number): boolean {
 }
 
 describe("the backend", () => {
-  it("runs the shared server as the backend says: in a container or as a process", () => {
+  // An external server (NATS_URL) was started by no backend of the harness: nothing to check.
+  it.skipIf(natsServerBackend() === "external")("runs the shared server as the backend says: in a container or as a process", () => {
     const backend = natsServerBackend();
-    if (backend === "external") return;
     expect(["processes", "containers"]).toContain(backend);
     expect(publishedByContainer(Number(new URL(natsUrl()).port))).toBe(backend === "containers");
   });
