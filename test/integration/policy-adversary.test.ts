@@ -7,6 +7,26 @@ import { connect, newId, servePolicy, type Jetloop, type PolicyDecision } from "
 import { natsServers, uniqueNamespace } from "../harness/context.js";
 import { waitFor } from "../harness/async.js";
 
+/**
+ * The durable's consumer once nothing is outstanding: every delivery acknowledged or
+ * terminated, nothing pending. From then on the server has nothing to deliver again, so
+ * what the service was called with is final: proven by the server's state, not by a quiet
+ * window.
+ */
+async function settled(durable: string): Promise<{ deliveries: number }> {
+  const jsm = await jetstreamManager(bus.nc);
+  return waitFor(
+    `the consumer ${durable} settled`,
+    async () => {
+      const info = await jsm.consumers.info(bus.stream, durable);
+      // delivered.consumer_seq counts every delivery, a redelivery too.
+      return info.num_ack_pending === 0 && info.num_pending === 0 && { deliveries: info.delivered.consumer_seq };
+    },
+    15_000,
+    50,
+  );
+}
+
 // A namespace per test: a policy serves every gate of its namespace, so tests must not share one.
 let bus: Jetloop;
 let cleanup: (() => Promise<unknown>)[] = [];
@@ -123,7 +143,8 @@ describe("servePolicy with a decide that returns garbage", () => {
     });
     cleanup.push(() => policy.close());
     await waitFor("every gate parked", () => policy.stats().parked === garbage.length, 15_000).catch((e: unknown) => { throw new Error(`${String(e)} ${JSON.stringify(policy.stats())} ${JSON.stringify([...calls])}`); });
-    await new Promise((r) => setTimeout(r, 600)); // two backoff steps: nothing comes again
+    // Each gate's one delivery is terminated as it is parked: none can come again.
+    expect(await settled(durable)).toEqual({ deliveries: garbage.length });
     expect(policy.stats()).toMatchObject({ received: garbage.length, approved: 0, denied: 0, parked: garbage.length });
     expect([...calls.values()]).toEqual(garbage.map(() => 1));
     expect(await gateResolvedCount(session, loop)).toBe(0);
@@ -149,7 +170,8 @@ describe("servePolicy with a decide that returns garbage", () => {
     await waitFor("parked", async () => (await bus.parked.list(durable)).length === 1, 15_000).catch((e: unknown) => {
       throw new Error(`${String(e)} ${JSON.stringify(policy.stats())} calls ${calls}`);
     });
-    await new Promise((r) => setTimeout(r, 400));
+    // Delivered maxDeliver times, the last terminated as it is parked: none can come again.
+    expect(await settled(durable)).toEqual({ deliveries: 3 });
     expect(calls).toBe(3);
     expect(await gateResolvedCount(session, loop)).toBe(0);
     await policy.close();
@@ -200,7 +222,9 @@ describe("servePolicy with gates waiting for a slot", () => {
     });
     cleanup.push(() => policy.close());
     expect((await Promise.all(answers)).every((a) => a.effect === "approve")).toBe(true);
-    await new Promise((r) => setTimeout(r, 700)); // past an ack wait: nothing comes again
+    // Kept alive while queued: no delivery came again (the server counts one delivery a
+    // gate), and with everything acknowledged none can.
+    expect(await settled(durable)).toEqual({ deliveries: n });
     expect([...calls.values()]).toEqual(Array.from({ length: n }, () => 1));
     expect(calls.size).toBe(n);
     expect(policy.stats()).toMatchObject({ received: n, approved: n, retried: 0 });

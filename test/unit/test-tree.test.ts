@@ -50,7 +50,7 @@ const ALLOWED: Readonly<Record<string, FileCounts & { why: string }>> = {
   "test/integration/orphans-concurrent.test.ts": { waits: 1, silences: 0, why: "moment: generated offsets between concurrent actors' starts" },
   "test/integration/parking.test.ts": { waits: 3, silences: 11, why: "pace: yielding in a burst (1); to do: 200-300 ms settles (2) and 'no further delivery within N ms' reads (11)" },
   "test/integration/permissions-push-attacks.test.ts": { waits: 4, silences: 0, why: "to do: 0.3-1 s windows before checking what a refused push delivered" },
-  "test/integration/policy-adversary.test.ts": { waits: 7, silences: 0, why: "bound: a close raced by 5 s (2); pace: random and fixed decision work (2); to do: 'nothing comes again' windows past backoffs and ack waits (3)" },
+  "test/integration/policy-adversary.test.ts": { waits: 4, silences: 0, why: "bound: a close raced by 5 s (2); pace: random and fixed decision work (2)" },
   "test/integration/policy-service.test.ts": { waits: 2, silences: 0, why: "pace: a generated decision delay (1); to do: 300 ms (1)" },
   "test/integration/policy-slots-adversary.test.ts": { waits: 2, silences: 0, why: "to do: 300-800 ms windows around slot changes" },
   "test/integration/read-consumers.test.ts": { waits: 1, silences: 0, why: "to do: 700 ms before checking a read's consumers" },
