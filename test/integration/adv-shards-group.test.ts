@@ -6,6 +6,7 @@ import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connect, createEvent, newId, type DurableDelivery, type DurableSubscription, type Jetloop, type JetloopEvent } from "../../src/index.js";
 import { shardOfSession } from "../../src/streams/shards.js";
+import { defaultPartitionedStreamName } from "../../src/streams/declared.js";
 import { natsServers } from "../harness/context.js";
 import { uniqueNamespace } from "../harness/namespace.js";
 import { waitFor } from "../harness/async.js";
@@ -119,7 +120,18 @@ describe("partitioned groups over shards, adversarially", () => {
       if (round === 6) await join();
     }
     await waitFor("every event acknowledged", () => acked.length >= published.length, 30_000);
-    await new Promise((r) => setTimeout(r, 2500)); // a redelivery after the ack wait would show here
+    // No delivery can come again once every partition consumer of the group has
+    // nothing pending and nothing unacknowledged: the server's state, not a quiet window.
+    await waitFor(
+      "the group's consumers settled",
+      async () => {
+        const infos = [];
+        for await (const ci of jsm.consumers.list(defaultPartitionedStreamName(bus.namespace))) if (ci.config.durable_name?.startsWith(`${group}_`)) infos.push(ci);
+        return infos.length > 0 && infos.every((ci) => ci.num_ack_pending === 0 && ci.num_pending === 0);
+      },
+      15_000,
+      50,
+    );
     expect(overlaps).toEqual([]);
     expect(acked.map((a) => `${a.shard}:${a.seq}`).sort()).toEqual([...published].sort());
     for (const s of sessions) {
