@@ -59,7 +59,6 @@ const ALLOWED: Readonly<Record<string, FileCounts & { why: string }>> = {
   "test/integration/policy-slots-adversary.test.ts": { waits: 2, silences: 0, why: "to do: 300-800 ms windows around slot changes" },
   "test/integration/read-consumers.test.ts": { waits: 1, silences: 0, why: "to do: 700 ms before checking a read's consumers" },
   "test/integration/read-placement-adversary.test.ts": { waits: 2, silences: 0, why: "moment: a paused leader resumed after 8 s (1); to do: 250 ms (1)" },
-  "test/integration/shards-tools.test.ts": { waits: 1, silences: 0, why: "to do: 500 ms 'nothing more' window" },
   "test/integration/subscribe-durable.test.ts": { waits: 1, silences: 15, why: "pace: a little work so both members get a share (1); to do: 'no further delivery within N ms' reads (15)" },
   "test/integration/subscribe-filters.test.ts": { waits: 0, silences: 2, why: "to do: 'no further delivery within N ms' reads" },
   "test/integration/subscribe-live-feed.test.ts": { waits: 2, silences: 3, why: "pace: yielding in a burst (1); to do: a 200 ms settle (1) and 'no further delivery' reads (3)" },
