@@ -444,11 +444,11 @@ describe("bad input gets a typed error and nothing is published", () => {
         [{ maxInFlight: 0 }, "maxInFlight"],
       ];
       for (const [options, option] of bad) {
-        const started = Date.now();
+        // Refused before any connection: the listener below accepts none (not a time bound,
+        // which a loaded machine could break).
         const err = await rejection(connect({ servers: `nats://127.0.0.1:${port}`, ...options }));
         expect(err, JSON.stringify(options)).toBeInstanceOf(OptionsError);
         expect(err).toMatchObject({ code: "OPTIONS_INVALID", option });
-        expect(Date.now() - started).toBeLessThan(500);
         // And over a connection the caller owns, synchronously.
         expect(() => fromConnection(nc, options as Parameters<typeof connect>[0])).toThrow(OptionsError);
       }

@@ -179,6 +179,9 @@ describe("replay", () => {
     expect(trusted.got.find((d) => d.journalSeq === internal[0]!.seq)!.event.visibility).toBe("internal");
   });
 
+  // "At once" is against what a replay that waited would take: its pull's expiry (2 s for a
+  // pooled read consumer, 5 s otherwise, journal-range.ts). Under 2 s holds on a loaded
+  // machine and still tells the two apart.
   it("an empty range ends at once", async () => {
     const cases: [EventFilter, ReplayOptions?][] = [
       [s1({ enduring: { loops: [newId()] }, types: ["StepDone"] })],
@@ -189,7 +192,7 @@ describe("replay", () => {
     for (const [filter, options] of cases) {
       const { got, ms } = await collect(filter, options);
       expect(got, JSON.stringify([filter, options])).toEqual([]);
-      expect(ms).toBeLessThan(1000);
+      expect(ms).toBeLessThan(2000);
     }
   });
 

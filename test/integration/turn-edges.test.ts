@@ -77,6 +77,9 @@ async function took(p: Promise<unknown>): Promise<number> {
 }
 
 if (ATOMIC) {
+  // "At once" is against what a close held by the wait would take: the wait's pull expiry
+  // and retry backoff, 2 s and more (journal-range.ts). Under 2 s holds on a loaded machine
+  // and still tells the two apart.
   describe("a read waiting for a turn's end is stopped by a close", () => {
     it.each(["loop", "namespace"] as const)("a feed subscription's close (%s feed) settles at once while its history waits", async (feed) => {
       const [a, other] = [newId(), newId()];
@@ -86,7 +89,7 @@ if (ATOMIC) {
       expect((await reader.take(2)).map((d) => d.journalSeq).at(-1)).toBe(forged);
       // The history is now waiting for sequence forged + 999.
       await sleep(300);
-      expect(await took(sub.close())).toBeLessThan(1500);
+      expect(await took(sub.close())).toBeLessThan(2000);
     });
 
     it("a replay waiting for a turn's end ends with ConnectionClosedError when the bus closes, at once", async () => {
@@ -102,9 +105,9 @@ if (ATOMIC) {
         const closing = took(b.close());
         const t = Date.now();
         const e = (await rejection(waiting)) as Error;
-        expect(Date.now() - t).toBeLessThan(1500);
+        expect(Date.now() - t).toBeLessThan(2000);
         expect(e.name).toBe("ConnectionClosedError");
-        expect(await closing).toBeLessThan(1500);
+        expect(await closing).toBeLessThan(2000);
       } finally {
         for (const s of [b.stream, b.parked.stream]) await jsm.streams.delete(s).catch(() => undefined);
         await b.close();
