@@ -37,6 +37,25 @@ export class Reader<D> {
     return (await this.take(1, ms))[0]!;
   }
 
+  /**
+   * Absence proven by order: what the subscription delivered before the sentinel, an event
+   * the caller published after the thing that must not arrive (the subscription delivers in
+   * journal order, so anything that could still come, comes first). Reads until a delivery
+   * `isSentinel` recognises; fails if none comes within `ms` (the bound of a wait, not a
+   * proof).
+   */
+  async before(isSentinel: (d: D) => boolean, ms = 10_000): Promise<D[]> {
+    const deadline = Date.now() + ms;
+    const out: D[] = [];
+    for (;;) {
+      const r = await this.next(Math.max(1, deadline - Date.now()));
+      if (r === TIMEOUT) throw new Error(`the sentinel did not come within ${ms} ms (${out.length} deliveries before)`);
+      if (r.done) throw new Error(`the subscription ended before the sentinel (${out.length} deliveries before)`);
+      if (isSentinel(r.value)) return out;
+      out.push(r.value);
+    }
+  }
+
   /** An unexpected extra delivery, or undefined when none came within `ms`. */
   async extra(ms: number): Promise<D | undefined> {
     const r = await this.next(ms);

@@ -32,6 +32,16 @@ async function publishSteps(bus: Jetloop, sessionId: string, loopId: string, n: 
 
 const seqsOf = (ds: readonly Delivery<JetloopEvent>[]) => ds.map((d) => d.journalSeq);
 
+/**
+ * Publishes a sentinel (a step of the session and loop, which the subscriptions select)
+ * and returns a check for a reader: what came before it, which must be nothing.
+ */
+async function sentinel(bus: Jetloop, sessionId: string, loopId: string): Promise<(d: Delivery<JetloopEvent>) => boolean> {
+  const e = step(sessionId, loopId);
+  await bus.publish(e);
+  return (d) => d.event.eventId === e.eventId;
+}
+
 describe("ordered subscriptions on the shared server", () => {
   let bus: Jetloop;
   const subs: Subscription<JetloopEvent>[] = [];
@@ -132,10 +142,11 @@ describe("ordered subscriptions on the shared server", () => {
     // One read for all ten, and no consumer: "new" has no history to read.
     expect(infos).toHaveLength(1);
     const after = await publishSteps(bus, session, loop, 2);
+    const isLast = await sentinel(bus, session, loop);
     for (const sub of opened) {
       const r = new Reader(sub);
       expect(seqsOf(await r.take(2))).toEqual(after);
-      expect(await r.extra(50)).toBeUndefined();
+      expect(await r.before(isLast)).toEqual([]);
     }
   });
 
@@ -153,7 +164,7 @@ describe("ordered subscriptions on the shared server", () => {
       const a2 = await bus.publish(step(session, a));
       await bus.publish(createEvent("ToolCallStarted", { ...coords(b), toolName: "ignored" }));
       expect(seqsOf(await r.take(2))).toEqual([a1.journalSeq, a2.journalSeq]);
-      expect(await r.extra(150)).toBeUndefined();
+      expect(await r.before(await sentinel(bus, session, a)), "b1 and b's preview: not selected").toEqual([]);
 
       // Add loop b.
       await sub.updateFilter({ sessions: [session], enduring: { loops: [a, b] }, ephemeral: { loops: [a, b] } });
@@ -165,7 +176,7 @@ describe("ordered subscriptions on the shared server", () => {
       const got = await r.take(3);
       expect(seqsOf(got.filter((d) => d.journalSeq > 0))).toEqual([b2.journalSeq, a3.journalSeq]);
       expect(got.filter((d) => d.journalSeq === 0).map((d) => d.event.eventId)).toEqual([live.eventId]);
-      expect(await r.extra(150), "b1 (before the position) is not delivered").toBeUndefined();
+      expect(await r.before(await sentinel(bus, session, b)), "b1 (before the position) is not delivered").toEqual([]);
       expect(b1.journalSeq).toBeLessThan(a2.journalSeq);
 
       // Remove loop a.
@@ -174,7 +185,7 @@ describe("ordered subscriptions on the shared server", () => {
       await bus.publish(createEvent("ToolCallStarted", { ...coords(a), toolName: "ignored" }));
       const b3 = await bus.publish(step(session, b));
       expect(seqsOf(await r.take(1))).toEqual([b3.journalSeq]);
-      expect(await r.extra(150)).toBeUndefined();
+      expect(await r.before(await sentinel(bus, session, b)), "loop a's step and preview: no longer selected").toEqual([]);
 
       // Session-scoped events pass throughout.
       const stop = await bus.publish(createEvent("SessionStopped", { sessionId: session }));
@@ -193,7 +204,7 @@ describe("ordered subscriptions on the shared server", () => {
       const [b1] = await publishSteps(bus, session, b, 1);
       await sub.updateFilter({ sessions: [session], enduring: { loops: [a, b] } });
       expect(seqsOf(await r.take(1))).toEqual([b1]);
-      expect(await r.extra(150)).toBeUndefined();
+      expect(await r.before(await sentinel(bus, session, a))).toEqual([]);
     });
 
     it("refuses a change that adds or removes the enduring or the ephemeral part, and keeps running", async () => {
@@ -321,7 +332,7 @@ describe("ordered subscriptions on the shared server", () => {
         got.push(d.value.journalSeq);
       }
       await producer;
-      expect(await r.extra(150)).toBeUndefined();
+      expect(await r.before(await sentinel(bus, session, loops[0]!))).toEqual([]);
       expect(got).toEqual(published);
       expect(new Set(got).size).toBe(got.length);
       for (let i = 1; i < got.length; i++) expect(got[i]!).toBeGreaterThan(got[i - 1]!);
