@@ -110,6 +110,9 @@ describe.each(["loop", "namespace"] as const)("the seam between the journal and 
     await sleep(200);
     stop = true;
     await producing;
+    // A sentinel of every loop after the last append: a viewer reads up to its loop's.
+    const sentinels = new Map<string, number>();
+    for (const l of loops) sentinels.set(l, (await bus.publish(decided(sessionId, l))).journalSeq);
 
     for (const o of opened) {
       const all = sent.get(o.loop)!;
@@ -124,7 +127,7 @@ describe.each(["loop", "namespace"] as const)("the seam between the journal and 
         while (got.at(-1) !== all.at(-1)) got.push((await reader.take(1))[0]!.journalSeq);
         expect(got).toEqual(all.slice(all.indexOf(got[0]!)));
       }
-      expect(await reader.extra(20)).toBeUndefined();
+      expect(await reader.before((d) => d.journalSeq === sentinels.get(o.loop)), "nothing after its loop's last event but the sentinel").toEqual([]);
     }
     // The history reads are over: no consumer is left while the viewers follow the feed.
     expect(await consumerCount(await bus.jetstreamManager(), bus.stream)).toBe(0);
@@ -151,11 +154,12 @@ describe.each(["loop", "namespace"] as const)("the seam between the journal and 
     const subs = await Promise.all(loops.map((l) => nsViewers.subscribeEvents({ sessions: [sessionId], enduring: { loops: [l] } })));
     expect(busContext(nsViewers).feeds.subscriptions).toBe(1);
     const seqs = (await bus.publishAll(loops.map((l) => decided(sessionId, l)))).map((r) => r.journalSeq);
-    // Each gets its own loop's event only.
+    // Each gets its own loop's event only: the other loops' events come before a sentinel of its own loop, if at all.
+    const sentinels = (await bus.publishAll(loops.map((l) => decided(sessionId, l)))).map((r) => r.journalSeq);
     for (const [i, s] of subs.entries()) {
       const reader = new Reader(s);
       expect((await reader.take(1)).map((d) => d.journalSeq)).toEqual([seqs[i]]);
-      expect(await reader.extra(50)).toBeUndefined();
+      expect(await reader.before((d) => d.journalSeq === sentinels[i])).toEqual([]);
     }
     for (const s of subs) await s.close();
     expect(busContext(nsViewers).feeds.subscriptions).toBe(0);
@@ -180,7 +184,9 @@ describe("feed messages lost without a reconnect (the drop hook), on views over 
     for (const l of loops) want.push((await bus.publish(decided(sessionId, l))).journalSeq);
     const reader = new Reader(sub);
     const got = (await reader.take(want.length)).map((d) => d.journalSeq);
-    expect(await reader.extra(50)).toBeUndefined();
+    // Nothing more (no repair delivered twice) before a sentinel published after.
+    const sentinel = (await bus.publish(decided(sessionId, loops[0]!))).journalSeq;
+    expect(await reader.before((d) => d.journalSeq === sentinel)).toEqual([]);
     await sub.close();
     return { want, got };
   }
