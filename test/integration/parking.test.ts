@@ -50,6 +50,25 @@ function fixture() {
 }
 
 const seqsOf = (ds: readonly D[]) => ds.map((d) => d.journalSeq);
+
+/**
+ * A consumer once nothing is outstanding: nothing pending, nothing delivered and
+ * unacknowledged. From then on the server has nothing to deliver (again), so "not again" is
+ * this state, not a quiet window; `delivered.consumer_seq` counts every delivery, a
+ * redelivery too. The durable's own consumer is on the journal; its replays come through a
+ * consumer of the same name on the parked store.
+ */
+function settledOn(stream: string, durable: string) {
+  return waitFor(
+    `the consumer ${durable} on ${stream} settled`,
+    async () => {
+      const info = await jsm.consumers.info(stream, durable);
+      return info.num_ack_pending === 0 && info.num_pending === 0 && info;
+    },
+    15_000,
+    50,
+  );
+}
 const parkedReports = (rs: readonly SubscriptionReport[]) => rs.filter((r) => r.kind === "parked");
 
 describe.concurrent("parking", () => {
@@ -70,7 +89,7 @@ describe.concurrent("parking", () => {
     // handed the second attempt back 139 ms after the first.
     expect(attempts[1]!.at - attempts[0]!.at).toBeGreaterThanOrEqual(100);
     expect(attempts[2]!.at - attempts[1]!.at).toBeGreaterThanOrEqual(250);
-    expect(await r.extra(900), "not delivered a fourth time").toBeUndefined();
+    expect((await settledOn(bus.stream, f.durable)).delivered.consumer_seq, "not delivered a fourth time").toBe(3);
 
     const [entry, ...more] = await f.parked();
     expect(more).toEqual([]);
@@ -96,7 +115,7 @@ describe.concurrent("parking", () => {
     expect([back.journalSeq, back.replayed, back.deliveryCount]).toEqual([seq, true, 1]);
     await back.ack();
     expect(await f.parked()).toEqual([]);
-    expect(await r.extra(800), "acknowledged: not again").toBeUndefined();
+    expect((await settledOn(bus.parked.stream, f.durable)).delivered.consumer_seq, "acknowledged: not again").toBe(1);
   });
 
   it("a replayed delivery its handler holds past the replay's ack wait is extended, not handed again", async () => {
@@ -113,8 +132,7 @@ describe.concurrent("parking", () => {
     expect(await r.extra(1000), "handed again while its handler holds it").toBeUndefined();
     await back.ack();
     expect(await f.parked()).toEqual([]);
-    expect(await r.extra(600)).toBeUndefined();
-    expect((await jsm.consumers.info(bus.parked.stream, f.durable)).num_redelivered).toBe(0);
+    expect((await settledOn(bus.parked.stream, f.durable)).delivered.consumer_seq, "one delivery of the replay: extended, never handed again").toBe(1);
   });
 
   it("replays in journal order, only to the durable that parked them; --seq picks one", async () => {
@@ -141,8 +159,12 @@ describe.concurrent("parking", () => {
     expect(seqsOf(rest)).toEqual([seqs[0], seqs[1], seqs[3]]);
     for (const d of rest) await d.ack();
     expect(await f.parked()).toEqual([]);
-    expect(await r.extra(500)).toBeUndefined();
-    expect(await otherReader.extra(300), "another durable never sees a replay").toBeUndefined();
+    expect((await settledOn(bus.parked.stream, f.durable)).delivered.consumer_seq, "one, then three, none again").toBe(4);
+    // Another durable never sees a replay: its journal consumer delivered its four and has
+    // nothing outstanding, and no replay is pending or was delivered for it.
+    expect((await settledOn(bus.stream, `${f.durable}-other`)).delivered.consumer_seq).toBe(4);
+    const otherReplays = await jsm.consumers.info(bus.parked.stream, `${f.durable}-other`).catch(() => undefined);
+    expect([otherReplays?.num_pending ?? 0, otherReplays?.delivered.consumer_seq ?? 0], "another durable never sees a replay").toEqual([0, 0]);
   });
 
   it("term(reason) parks with the reason; a replayed event that fails again is parked again", async () => {
@@ -162,7 +184,7 @@ describe.concurrent("parking", () => {
     await last.fail(new TypeError("still broken"));
     const entries = await f.parked();
     expect(entries).toMatchObject([{ journalSeq: seq, state: "held", reason: "max_deliver", errorCode: "TypeError" }]);
-    expect(await r.extra(500)).toBeUndefined();
+    expect((await settledOn(bus.parked.stream, f.durable)).delivered.consumer_seq, "the replay delivered twice, then parked again").toBe(2);
   });
 
   it("an unsettled last attempt is parked when it expires, without reaching a handler again", async () => {
@@ -172,8 +194,8 @@ describe.concurrent("parking", () => {
     expect((await r.take(2, 5000)).map((d) => d.deliveryCount)).toEqual([1, 2]);
     await waitFor("parked", async () => (await f.parked()).length === 1, 10_000);
     expect(await f.parked()).toMatchObject([{ journalSeq: seq, reason: "max_deliver", errorCode: "NOT_SETTLED", deliveryCount: 3 }]);
-    expect(await r.extra(800)).toBeUndefined();
-    expect((await f.info()).num_ack_pending).toBe(0);
+    // The third delivery parked unyielded: one yielded would stay unacknowledged, and the consumer never settle.
+    expect((await settledOn(bus.stream, f.durable)).delivered.consumer_seq).toBe(3);
   });
 
   it("poison is parked with its decode error, never yielded; replay reports it again; drop removes it", async () => {
@@ -193,7 +215,8 @@ describe.concurrent("parking", () => {
     await bus.parked.replay(f.durable, "all");
     await waitFor("reported again", () => f.reports.filter((x) => x.kind === "poison").length === 2, 10_000);
     await waitFor("parked again", async () => (await f.parked()).map((e) => e.state).join() === "held", 10_000);
-    expect(await r.extra(300), "never yielded").toBeUndefined();
+    // Never yielded: the replay's one delivery is settled (parked again), and the subscription delivered only the good event.
+    expect((await settledOn(bus.parked.stream, f.durable)).delivered.consumer_seq).toBe(1);
     expect(sub.stats()).toMatchObject({ poison: 2, parked: 2, delivered: 1 });
 
     expect((await bus.parked.drop(f.durable, "all")).map((e) => e.journalSeq)).toEqual([seq]);
@@ -230,8 +253,10 @@ describe.concurrent("parking", () => {
     await own.provision(); // the operator makes room: the declared limits again
     await waitFor("parked", async () => (await own.parked.list("full")).length === 1, 10_000);
     expect(await own.parked.list("full")).toMatchObject([{ journalSeq, reason: "max_deliver", errorCode: "NOT_SETTLED" }]);
+    // The handler was not asked again: a delivery yielded to it would stay unacknowledged
+    // (this test settles none), and the consumer would never settle.
     await waitFor("settled", async () => (await jsm.consumers.info(own.stream, "full")).num_ack_pending === 0, 10_000);
-    expect(await r.extra(300), "the handler was not asked again").toBeUndefined();
+    expect(sub.stats().delivered, "the handler was not asked again").toBe(1);
   });
 
   it("two subscriptions sharing the durable park each failing event once; replay hands each back once across both", async () => {
@@ -266,7 +291,9 @@ describe.concurrent("parking", () => {
     fixed = true;
     await bus.parked.replay(f.durable, "all");
     await waitFor("the parked store empty", async () => (await f.parked()).length === 0, 20_000);
-    await sleep(300);
+    await waitFor("every replay handled", () => handled.filter((d) => d.replayed).length >= failing.size, 10_000);
+    // Each replay once: nothing outstanding on the replay consumer, one delivery each.
+    expect((await settledOn(bus.parked.stream, f.durable)).delivered.consumer_seq).toBe(failing.size);
     stop = true;
     await Promise.all(workers);
     const replayed = handled.filter((d) => d.replayed);
