@@ -95,16 +95,19 @@ describe("example permissions against a follower speaking the JetStream API", ()
       // The server accepts it (permissions cannot confine a deliver subject): the reader must hold.
       expect((await aliceCreate(`alice_${i}`, { deliver_subject: deliver, ack_policy: "none" })).config?.deliver_subject).toBe(deliver);
     }
+    // The server did deliver alice's three events to each of those subjects, where bob listens.
+    for (let i = 0; i < 3; i++) {
+      await waitFor(`alice_${i} delivered all three`, async () => {
+        const info = dec((await opsRaw.request(`$JS.API.CONSUMER.INFO.${stream}.alice_${i}`, enc({}), { timeout: 3000 })).data) as { delivered?: { consumer_seq: number } };
+        return info.delivered?.consumer_seq === 3;
+      }, 10_000, 50);
+      await aliceDelete(`alice_${i}`);
+    }
+    // Then bob's own event, a sentinel: the server sent the pushed copies to bob's connection
+    // before it, so whatever bob's feed made of them it made before bob's own event came.
     const own = enduring(newCoords(B.session));
     await runtime.publish(own);
     await got.waitForAll([eventIdOf(own)], 10_000);
-    await sleep(1000);
-    // The server did deliver alice's three events to each of those subjects, where bob listens.
-    for (let i = 0; i < 3; i++) {
-      const info = dec((await opsRaw.request(`$JS.API.CONSUMER.INFO.${stream}.alice_${i}`, enc({}), { timeout: 3000 })).data) as { delivered?: { consumer_seq: number } };
-      expect(info.delivered?.consumer_seq).toBe(3);
-      await aliceDelete(`alice_${i}`);
-    }
     const foreign = got.deliveries.filter((d) => (d.event as { sessionId: string }).sessionId !== B.session);
     expect(foreign.map((d) => eventIdOf(d.event))).toEqual([]);
     expect(got.ids).toContain(eventIdOf(own));
@@ -125,16 +128,23 @@ describe("example permissions against a follower speaking the JetStream API", ()
           expect(r.config?.deliver_subject).toBe(deliver);
         }
       }
-      await sleep(1000);
       for (const command of ["input", "interrupt"]) {
         for (const ack_policy of ["none", "explicit"]) {
-          const info = dec((await opsRaw.request(`$JS.API.CONSUMER.INFO.${stream}.${poolName(command, ack_policy)}`, enc({}), { timeout: 3000 })).data) as { delivered?: { consumer_seq: number } };
           // Delivered (the control server's literal subscription is interest), never obeyed.
-          expect(info.delivered?.consumer_seq, `${command} ${ack_policy}`).toBeGreaterThan(0);
+          await waitFor(`${command} ${ack_policy} delivered`, async () => {
+            const info = dec((await opsRaw.request(`$JS.API.CONSUMER.INFO.${stream}.${poolName(command, ack_policy)}`, enc({}), { timeout: 3000 })).data) as { delivered?: { consumer_seq: number } };
+            return (info.delivered?.consumer_seq ?? 0) > 0;
+          }, 10_000, 50);
           await aliceDelete(poolName(command, ack_policy));
         }
       }
+      // Sentinels: a real input and interrupt on the same subjects, sent after the pushed
+      // copies reached the control server's subscriptions, are the only calls it made.
       expect(calls).toEqual([]);
+      const sent = await buses[0]!.session(B.session).submitInput([{ type: "text", text: "sentinel" }]);
+      expect(sent, JSON.stringify(sent)).toMatchObject({ ok: true });
+      expect(await buses[0]!.session(B.session).interrupt()).toMatchObject({ ok: true });
+      expect(calls).toEqual(["input", "interrupt"]);
     } finally {
       await controls.close();
     }

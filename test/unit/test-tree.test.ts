@@ -57,7 +57,11 @@ const ALLOWED: Readonly<Record<string, FileCounts & { why: string }>> = {
     silences: 2,
     why: "pace: a little work per delivery (1); to do: 200 ms after a close before comparing consumer figures (1); elapse: not handed again while its handler holds it past five ack waits (1); bound: a worker's read loop polling with a 100 ms timeout until told to stop, not a proof (1)",
   },
-  "test/integration/permissions-push-attacks.test.ts": { waits: 4, silences: 0, why: "to do: 0.3-1 s windows before checking what a refused push delivered" },
+  "test/integration/permissions-push-attacks.test.ts": {
+    waits: 2,
+    silences: 0,
+    why: "to do: 300 ms after bob's feed subscription opens (1), and 300 ms after copies pushed onto JetStream API subjects, whose handling has no order against a sentinel (1)",
+  },
   "test/integration/policy-adversary.test.ts": { waits: 4, silences: 0, why: "bound: a close raced by 5 s (2); pace: random and fixed decision work (2)" },
   "test/integration/policy-service.test.ts": { waits: 2, silences: 0, why: "pace: a generated decision delay (1); to do: 300 ms (1)" },
   "test/integration/policy-slots-adversary.test.ts": { waits: 2, silences: 0, why: "to do: 300-800 ms windows around slot changes" },
