@@ -11,6 +11,7 @@ import { CommandError, connect, ConnectionClosedError, createEvent, type GateSer
 import { natsServers } from "../harness/context.js";
 import { uniqueNamespace } from "../harness/namespace.js";
 import { startProxy, type TcpProxy } from "../harness/proxy.js";
+import { waitFor } from "../harness/async.js";
 
 const SLOW_MS = 150;
 
@@ -199,10 +200,7 @@ async function resolutions(sessionId: string, type: "GateOpened" | "GateResolved
   return got;
 }
 
+/** Polls the journal (the harness's waitFor) until `check` holds. */
 async function until(check: () => Promise<boolean>, ms = 10_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error("timed out waiting");
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  await waitFor("the journal state awaited", async () => (await check()) || false, ms, 50);
 }

@@ -14,6 +14,7 @@ import { connect, createEvent, defaultRegistry, startGateway, type DurableDelive
 import { supports } from "../../src/connection/server-version.js";
 import { busContext } from "../../src/bus.js";
 import { natsServers, uniqueNamespace } from "../harness/context.js";
+import { waitFor } from "../harness/async.js";
 
 const exporter = new InMemorySpanExporter();
 const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
@@ -39,12 +40,9 @@ const journalSubject = (e: JetloopEvent & { loopId?: string }) =>
 const parentOf = (s: ReadableSpan) => s.parentSpanContext?.spanId;
 const named = (spans: ReadableSpan[], name: string) => spans.filter((s) => s.name === name);
 
+/** Polls the exported spans (the harness's waitFor) until `check` holds. */
 async function until(check: () => boolean, ms = 5000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) throw new Error("timed out waiting");
-    await new Promise((r) => setTimeout(r, 20));
-  }
+  await waitFor("the spans awaited", () => check() || false, ms, 20);
 }
 
 describe("one approval sequence", () => {

@@ -20,7 +20,6 @@ const ROOT = join(import.meta.dirname, "../..");
  *   the event or by a sentinel published after it.
  */
 const ALLOWED: Readonly<Record<string, FileCounts & { why: string }>> = {
-  "test/integration/adv-permissions-shards-gateway.test.ts": { waits: 1, silences: 0, why: "to do: 100 ms for the gateway's stream to be set up" },
   "test/integration/adv-permissions-shards.test.ts": { waits: 2, silences: 0, why: "to do: 300 ms windows before checking what a refused reader got" },
   "test/integration/adv-sharded-start.test.ts": { waits: 5, silences: 0, why: "moment: generated delays between starts and publishes (2); to do: 300-500 ms settles (3)" },
   "test/integration/adv-shards-group.test.ts": {
@@ -43,8 +42,8 @@ const ALLOWED: Readonly<Record<string, FileCounts & { why: string }>> = {
     silences: 0,
     why: "bound: the quiet timer of a read (1); moment: generated start delays (1); to do: polls and settles around commits, a consumer's recreation (6)",
   },
-  "test/integration/exactly-once.test.ts": { waits: 3, silences: 0, why: "elapse: the server's duplicate window must pass (1); to do: 50 ms between resends (2)" },
-  "test/integration/gate-actor-race.test.ts": { waits: 3, silences: 0, why: "moment: a close or a step at a generated time in the actor's start (2); to do: 50 ms (1)" },
+  "test/integration/exactly-once.test.ts": { waits: 3, silences: 0, why: "elapse: the server's duplicate window must pass (1); the server's stored times must differ either side of a `since` (2)" },
+  "test/integration/gate-actor-race.test.ts": { waits: 2, silences: 0, why: "moment: a close or a step at a generated time in the actor's start" },
   "test/integration/gate-opening-race.test.ts": { waits: 1, silences: 0, why: "moment: an answer a few ms into a gate's opening" },
   "test/integration/gateway/limits.test.ts": { waits: 2, silences: 0, why: "bound: a trickled request's cut raced by 4 s" },
   "test/integration/group-adversary.test.ts": { waits: 2, silences: 0, why: "pace: random handler work (1); bound: a member's end raced by 10 s (1)" },
@@ -65,7 +64,7 @@ const ALLOWED: Readonly<Record<string, FileCounts & { why: string }>> = {
   "test/integration/policy-adversary.test.ts": { waits: 4, silences: 0, why: "bound: a close raced by 5 s (2); pace: random and fixed decision work (2)" },
   "test/integration/policy-service.test.ts": { waits: 2, silences: 0, why: "pace: a generated decision delay (1); to do: 300 ms (1)" },
   "test/integration/policy-slots-adversary.test.ts": { waits: 2, silences: 0, why: "to do: 300-800 ms windows around slot changes" },
-  "test/integration/read-consumers.test.ts": { waits: 1, silences: 0, why: "to do: 700 ms before checking a read's consumers" },
+  "test/integration/read-consumers.test.ts": { waits: 1, silences: 0, why: "moment: another process frees the name 700 ms into the read's wait for it" },
   "test/integration/read-placement-adversary.test.ts": { waits: 2, silences: 0, why: "moment: a paused leader resumed after 8 s (1); to do: 250 ms (1)" },
   "test/integration/subscribe-durable.test.ts": {
     waits: 1,
@@ -81,7 +80,6 @@ const ALLOWED: Readonly<Record<string, FileCounts & { why: string }>> = {
   },
   "test/integration/subscribe-poison.test.ts": { waits: 1, silences: 1, why: "to do: a 50 ms settle (1) and the ordered read's 'no further delivery' (1; a sentinel there would change the journal the later cases count)" },
   "test/integration/telemetry-metrics.test.ts": { waits: 1, silences: 0, why: "bound: the gateway's start raced by 30 s" },
-  "test/integration/telemetry-trace.test.ts": { waits: 1, silences: 0, why: "to do: 20 ms for exported spans" },
   "test/integration/turn-edges.test.ts": { waits: 3, silences: 0, why: "to do: 200-300 ms for a read to be waiting inside a turn" },
   "test/integration/turn-forgery.test.ts": { waits: 1, silences: 0, why: "bound: a read closed after 3 s if it hangs" },
   "test/integration/turn-moments.test.ts": { waits: 1, silences: 1, why: "moment: a reader started at a generated delay (1); to do: one 'no further delivery' read (1)" },
