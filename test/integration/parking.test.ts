@@ -89,7 +89,10 @@ describe.concurrent("parking", () => {
     // handed the second attempt back 139 ms after the first.
     expect(attempts[1]!.at - attempts[0]!.at).toBeGreaterThanOrEqual(100);
     expect(attempts[2]!.at - attempts[1]!.at).toBeGreaterThanOrEqual(250);
-    expect((await settledOn(bus.stream, f.durable)).delivered.consumer_seq, "not delivered a fourth time").toBe(3);
+    // Not handed a fourth time: one yielded would stay unacknowledged, and the consumer never
+    // settle (the server may deliver it again before the park's term reaches it; jetloop
+    // does not yield that one).
+    await settledOn(bus.stream, f.durable);
 
     const [entry, ...more] = await f.parked();
     expect(more).toEqual([]);
@@ -115,7 +118,8 @@ describe.concurrent("parking", () => {
     expect([back.journalSeq, back.replayed, back.deliveryCount]).toEqual([seq, true, 1]);
     await back.ack();
     expect(await f.parked()).toEqual([]);
-    expect((await settledOn(bus.parked.stream, f.durable)).delivered.consumer_seq, "acknowledged: not again").toBe(1);
+    // Acknowledged: not again (one yielded again would stay unacknowledged; nothing is outstanding).
+    await settledOn(bus.parked.stream, f.durable);
   });
 
   it("a replayed delivery its handler holds past the replay's ack wait is extended, not handed again", async () => {
@@ -184,7 +188,8 @@ describe.concurrent("parking", () => {
     await last.fail(new TypeError("still broken"));
     const entries = await f.parked();
     expect(entries).toMatchObject([{ journalSeq: seq, state: "held", reason: "max_deliver", errorCode: "TypeError" }]);
-    expect((await settledOn(bus.parked.stream, f.durable)).delivered.consumer_seq, "the replay delivered twice, then parked again").toBe(2);
+    // Parked again, nothing more handed over: nothing is outstanding on the replay consumer.
+    await settledOn(bus.parked.stream, f.durable);
   });
 
   it("an unsettled last attempt is parked when it expires, without reaching a handler again", async () => {
@@ -195,7 +200,7 @@ describe.concurrent("parking", () => {
     await waitFor("parked", async () => (await f.parked()).length === 1, 10_000);
     expect(await f.parked()).toMatchObject([{ journalSeq: seq, reason: "max_deliver", errorCode: "NOT_SETTLED", deliveryCount: 3 }]);
     // The third delivery parked unyielded: one yielded would stay unacknowledged, and the consumer never settle.
-    expect((await settledOn(bus.stream, f.durable)).delivered.consumer_seq).toBe(3);
+    await settledOn(bus.stream, f.durable);
   });
 
   it("poison is parked with its decode error, never yielded; replay reports it again; drop removes it", async () => {
@@ -292,8 +297,8 @@ describe.concurrent("parking", () => {
     await bus.parked.replay(f.durable, "all");
     await waitFor("the parked store empty", async () => (await f.parked()).length === 0, 20_000);
     await waitFor("every replay handled", () => handled.filter((d) => d.replayed).length >= failing.size, 10_000);
-    // Each replay once: nothing outstanding on the replay consumer, one delivery each.
-    expect((await settledOn(bus.parked.stream, f.durable)).delivered.consumer_seq).toBe(failing.size);
+    // Nothing outstanding on the replay consumer: no replay can be handed over again.
+    await settledOn(bus.parked.stream, f.durable);
     stop = true;
     await Promise.all(workers);
     const replayed = handled.filter((d) => d.replayed);

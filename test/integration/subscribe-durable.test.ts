@@ -124,7 +124,10 @@ describe.concurrent("durable subscriptions", () => {
     a!.term("not for this service");
     await b!.ack();
     expect(seqsOf([a!, b!])).toEqual(seqs);
-    expect((await settled(f)).delivered.consumer_seq, "the terminated event does not come back").toBe(2);
+    // Not handed back: a delivery yielded again would stay unacknowledged here, and the
+    // consumer never settle. (The server may deliver it again to jetloop if the term reaches
+    // it after a 300 ms backoff on a stalled machine; jetloop does not yield it.)
+    await settled(f);
     const ci = await f.info();
     expect(ci.num_ack_pending).toBe(0);
     expect(ci.num_redelivered).toBe(0);
@@ -143,7 +146,10 @@ describe.concurrent("durable subscriptions", () => {
       d.nak();
     }
     expect(counts).toEqual([1, 2, 3]);
-    expect((await settled(f)).delivered.consumer_seq, "no fourth delivery").toBe(3);
+    // No fourth delivery to the handler: one yielded would stay unacknowledged, and the
+    // consumer never settle (the server may deliver a fourth time before the park's term
+    // reaches it; jetloop does not yield that one).
+    await settled(f);
     const ci = await f.info();
     // jetloop keeps the limit (in the consumer's metadata); the server's is unlimited, so a
     // delivery whose parking failed comes again.
@@ -165,9 +171,9 @@ describe.concurrent("durable subscriptions", () => {
     const second = await r.one(5000);
     expect([first.deliveryCount, second.deliveryCount]).toEqual([1, 2]);
     expect(seqsOf([first, second])).toEqual([seq, seq]);
-    // The server delivers it a third time when the second's ack wait ends; jetloop parks that
-    // one unyielded (had it yielded it, it would stay unacknowledged and the consumer never settle).
-    expect((await settled(f)).delivered.consumer_seq).toBe(3);
+    // The server delivers it again when the second's ack wait ends; jetloop parks it
+    // unyielded (had it yielded it, it would stay unacknowledged and the consumer never settle).
+    await settled(f);
     expect((await bus.parked.list(f.durable)).map((e) => [e.journalSeq, e.reason])).toEqual([[seq, "max_deliver"]]);
   });
 
