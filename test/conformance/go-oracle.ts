@@ -110,12 +110,18 @@ function goVocabulary(): Map<string, Set<string>> {
   ]));
 }
 
-/** The stricter rules Go's data says a case's input falls under, read without jetloop's codec. */
+const stricterOf = new WeakMap<GoVerdict, Set<StricterRule>>();
+
+/** The stricter rules Go's data says a case's input falls under, read without jetloop's codec (once per case). */
 export function dataStricterRules(c: GoVerdict): Set<StricterRule> {
-  return stricterRulesOf(
+  const known = stricterOf.get(c);
+  if (known) return known;
+  const rules = stricterRulesOf(
     { ...(c.kind ? { kind: c.kind } : {}), input: inputOf(c), goOk: c.go_ok, ...(c.go_reencoded !== undefined ? { goReencoded: c.go_reencoded } : {}), ...(c.go_reencode_error ? { goReencodeError: c.go_reencode_error } : {}) },
     goVocabulary(),
   );
+  stricterOf.set(c, rules);
+  return rules;
 }
 
 /** Go's rule for a case it refused: one per variant of its error text (they differ in map order only). */
