@@ -79,8 +79,8 @@ export function caseOrbit(data: CaseData): Map<number, number> {
   const next = new Map<number, number>();
   for (const orb of orbits.values()) {
     // Where [lower, upper] or [upper, lower] is right, SimpleFold needs no entry.
-    if (orb.length === 2 && upperOf(orb[0]!) === orb[1] && lowerOf(orb[1]!) === orb[0]) continue;
-    if (orb.length === 2 && upperOf(orb[1]!) === orb[0] && lowerOf(orb[0]!) === orb[1]) continue;
+    if (orb.length === 2 && upperOf(orb[0]!) === orb[1] && lowerOf(orb[1]) === orb[0]) continue;
+    if (orb.length === 2 && upperOf(orb[1]!) === orb[0] && lowerOf(orb[0]) === orb[1]) continue;
     const sorted = [...orb].sort((a, b) => a - b);
     for (let i = 0; i < sorted.length; i++) next.set(sorted[i]!, sorted[(i + 1) % sorted.length]!);
   }
