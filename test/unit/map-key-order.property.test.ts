@@ -95,7 +95,7 @@ describe("Go maps are written with keys in UTF-8 byte order", () => {
 
   it("keys that would be written as one key (lone surrogates, each written U+FFFD) are refused by the writer, as the reader refuses the duplicate", () => {
     const site = sites.find((s) => s.id === "SessionStarted/manifest-v3-internal")!;
-    const event = decodeEvent(site.json) as unknown as { manifest: { appFields: Record<string, string> } };
+    const event = decodeEvent<{ manifest: { appFields: Record<string, string> } }>(site.json);
     event.manifest.appFields = { "a\ud800": "x", "a\udc00": "y" };
     expect(() => encodeEvent(event)).toThrow(EventEncodeError);
     event.manifest.appFields = { "a\ud800": "x", b: "y" };

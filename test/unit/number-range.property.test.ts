@@ -181,7 +181,7 @@ describe("the writer refuses what Go's reader refuses: no overflowing number is 
   });
 
   it("an event cannot carry one either: a raw field given as RawJson text, or as a JavaScript value (±Infinity), is refused before anything is written", () => {
-    const event = decodeEvent(written.find((w) => w.json.includes('"Input":{"command":"npm test"}'))!.json) as unknown as { messages: { blocks: Record<string, unknown>[] }[] };
+    const event = decodeEvent<{ messages: { blocks: Record<string, unknown>[] }[] }>(written.find((w) => w.json.includes(`"Input":{"command":"npm test"}`))!.json);
     const block = event.messages[0]!.blocks.find((b) => b.type === "tool_use")!;
     for (const bad of ["1e309", "-1E400", `{"a":[${"9".repeat(400)}]}`]) expect(() => RawJson.fromText(bad)).toThrow(StrictJsonError);
     for (const bad of [Infinity, -Infinity, { a: [Infinity] }]) {
