@@ -53,6 +53,8 @@ describe("usage counts are recorded verbatim, as the pinned core records them", 
     let n = 0;
     fc.assert(
       fc.property(fc.constantFrom(...sites), usageArb, (site, counts) => {
+        // A turn's usage of five zeros is the zero struct, which Go omits (`omitzero`): another rule.
+        if (site.all && counts.every((c) => c === 0)) return;
         const text = `${site.json.slice(0, site.start)}${usageText(counts, site.all)}${site.json.slice(site.end)}`;
         const r = safeDecodeEvent(text);
         expect(r.success, r.success ? "" : r.error.message).toBe(true);
