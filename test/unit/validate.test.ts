@@ -417,7 +417,8 @@ describe("body rules", () => {
         rule: "is invalid",
       });
       // Recorded verbatim, as the pinned core records it: more reasoning than output is kept.
-      expect(validateEvent({ ...sample(t), messages: [{ role: "assistant", usage: { outputTokens: 1, reasoningTokens: 2 } }] }).messages[0]).toEqual({ role: "assistant", usage: { outputTokens: 1, reasoningTokens: 2 } });
+      const verbatim = validateEvent({ ...sample(t), messages: [{ role: "assistant", usage: { outputTokens: 1, reasoningTokens: 2 } }] }) as { messages: unknown[] };
+      expect(verbatim.messages[0]).toEqual({ role: "assistant", usage: { outputTokens: 1, reasoningTokens: 2 } });
       expectValidationError(() => validateEvent({ ...sample(t), messages: [{ role: "assistant", usage: { inputTokens: -1 } }] }), {
         eventType: t,
         field: "messages.0.usage.inputTokens",
