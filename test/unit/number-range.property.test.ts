@@ -146,7 +146,7 @@ describe("a number past float64 is refused wherever it stands, as Go's whole-eve
     );
     console.log(`number-range: ${n} overflowing numbers in typed fields`);
     expect(n).toBeGreaterThan(100);
-  });
+  }, 60_000);
 
   it("underflow reads as Go reads it: raw JSON keeps its text and writes it back byte for byte", () => {
     const base = written.find((w) => w.json.includes('"Input":{"command":"npm test"}'))!.json;
@@ -178,7 +178,7 @@ describe("the writer refuses what Go's reader refuses: no overflowing number is 
     );
     console.log(`number-range: ${n} overflowing raw texts refused by the writer`);
     expect(n).toBeGreaterThan(100);
-  });
+  }, 60_000);
 
   it("an event cannot carry one either: a raw field given as RawJson text, or as a JavaScript value (±Infinity), is refused before anything is written", () => {
     const event = decodeEvent<{ messages: { blocks: Record<string, unknown>[] }[] }>(written.find((w) => w.json.includes(`"Input":{"command":"npm test"}`))!.json);

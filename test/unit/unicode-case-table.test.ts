@@ -65,7 +65,7 @@ describe("the Unicode 15.0.0 case table", () => {
     for (const [from, to] of pairs) expect(orbit.get(from!), from!.toString(16)).toBe(to);
     // Cherokee's two-rune orbits are its upper and lower case the other way round: no entry.
     expect(orbit.has(0x13a0)).toBe(false);
-  });
+  }, 30_000);
 
   it("every code point whose lower case differs between Unicode 15 and the engine is lower-cased by the table, in keys too", () => {
     const differs = [...nonAscii()].filter((cp) => engineLower(cp) !== (lowerTable.get(cp) ?? cp));
@@ -73,7 +73,7 @@ describe("the Unicode 15.0.0 case table", () => {
     // İ alone differs on any engine: toLowerCase's full mapping adds a combining dot.
     expect(differs).toContain(0x130);
     expect(differs.filter((cp) => goLower(str(cp)) !== str(lowerTable.get(cp) ?? cp))).toEqual([]);
-  });
+  }, 30_000);
 
   it("every code point folds by the table (foldName), whether or not the engine has a case for it", () => {
     // Code points the engine gives a case (a single-code-point lower or upper case other
@@ -135,5 +135,5 @@ describe("keys Go keeps apart and the engine would merge", () => {
       const text = withKeys([str(a), str(b)]);
       expect(new TextDecoder().decode(marshalEvent(unmarshalEvent(text)))).toBe(text);
     }
-  });
+  }, 30_000);
 });
