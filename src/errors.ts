@@ -105,6 +105,8 @@ export type DecodeFailure =
   | "too_deep"
   | "not_an_object"
   | "missing_type"
+  /** A number past the range of a float64 (`1e309`), anywhere in the text: Go's reader refuses it. */
+  | "number_out_of_range"
   /** A number whose text JavaScript cannot read exactly (`1.0`, `1e2`, beyond 2^53). */
   | "inexact_number"
   /** A key that names a field only ignoring letter case (`"Type"` for `type`). */

@@ -14,6 +14,7 @@ import {
 import { defaultRegistry, type JetloopEvent } from "../events/catalogue.js";
 import type { EventRegistry, EventTypeDefinition } from "../events/registry.js";
 import { definitionFor, type SafeResult, validateWith } from "../events/validate.js";
+import { goFold } from "../wire/go-fold.js";
 import { encodePooled } from "../wire/pooled-utf8.js";
 import { isWellFormed, type JsonGuide, MAX_DEPTH, parseStrictJson, scanJson, StrictJsonError } from "../wire/strict-json.js";
 import { fromWire, guideFor, mergeGuides, sortedKeys, takeDeepestRaw, toWireJson, UnwritableJsonError, WireKeyError } from "../wire/wire.js";
@@ -203,7 +204,7 @@ export function decodeEvent<E = JetloopEvent>(input: Uint8Array | string, option
   }
   const envelope = json as Record<string, unknown>;
   if (envelope.type === undefined) {
-    if (Object.keys(envelope).some((k) => k.toLowerCase() === "type")) {
+    if (Object.keys(envelope).some((k) => goFold(k) === "TYPE")) {
       throw new EventDecodeError("letter_case_key", "the type key differs from `type` only in letter case");
     }
     throw new EventDecodeError("missing_type", "event has no type");

@@ -134,11 +134,12 @@ const usageShape = (always: boolean) => ({
   cacheCreationTokens: wireField(count.optional(), { name: "CacheCreationTokens", always }),
   reasoningTokens: wireField(count.optional(), { name: "ReasoningTokens", always }),
 });
-/** Token usage of one model response (zero counts omitted). */
-export const messageUsageSchema = z.object(usageShape(false)).refine((u) => (u.reasoningTokens ?? 0) <= (u.outputTokens ?? 0), {
-  message: "reasoning tokens must not exceed output tokens",
-  path: ["reasoningTokens"],
-});
+/**
+ * Token usage of one model response (zero counts omitted). Recorded verbatim, as the pinned
+ * core records it in both directions (content/message.go): a provider may report more
+ * reasoning than output tokens, and core's ReasoningWithinOutput is a predicate, no gate.
+ */
+export const messageUsageSchema = z.object(usageShape(false));
 /** Token usage of a whole turn: all five counts written. */
 export const turnUsageSchema = z.object(usageShape(true));
 export type Usage = z.output<typeof turnUsageSchema>;

@@ -4,6 +4,7 @@
  */
 import { z } from "zod";
 import type { SessionHandle } from "../session.js";
+import { goFold } from "../wire/go-fold.js";
 import { parseStrictJson, StrictJsonError } from "../wire/strict-json.js";
 import { fromWire, WireKeyError } from "../wire/wire.js";
 import { type ContentBlock, contentBlockSchema, MAX_BLOCKS } from "../events/content.js";
@@ -37,7 +38,7 @@ export function decodeInputBody(body: string): ContentBlock[] | undefined {
   }
   if (typeof v !== "object" || v === null || Array.isArray(v)) return undefined;
   const o = v as Record<string, unknown>;
-  const key = "blocks" in o ? "blocks" : Object.keys(o).find((k) => k.toLowerCase() === "blocks");
+  const key = "blocks" in o ? "blocks" : Object.keys(o).find((k) => goFold(k) === "BLOCKS");
   const raw = key === undefined ? undefined : o[key];
   if (!Array.isArray(raw) || raw.length === 0) return undefined;
   try {

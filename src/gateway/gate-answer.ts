@@ -7,6 +7,7 @@ import type { Jetloop } from "../bus.js";
 import type { AnswerInput } from "../commands/protocol.js";
 import { CommandError } from "../errors.js";
 import { derivedId } from "../events/ids.js";
+import { goFold } from "../wire/go-fold.js";
 import type { GatewayErrorName } from "./envelope.js";
 
 /** The decoded body: Go's lenient decoding (unknown keys ignored, key case ignored). */
@@ -47,15 +48,6 @@ export function decodeGateRequest(body: string): GateRequest | undefined {
     }
   }
   return { action, values };
-}
-
-/**
- * A key as Go's encoding/json folds it to match a field (bytes.EqualFold): ASCII upper
- * case, and the two non-ASCII runes whose fold set holds an ASCII letter, ſ (S) and the
- * Kelvin sign (K). Other runes stay as they are; no field name of ours has them.
- */
-function goFold(key: string): string {
-  return key.replace(/[a-z\u017f\u212a]/g, (c) => (c === "\u017f" ? "S" : c === "\u212a" ? "K" : c.toUpperCase()));
 }
 
 /**

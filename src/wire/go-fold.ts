@@ -1,73 +1,32 @@
 /**
- * Letter case as Go's encoding/json and the runtime's duplicate-key check see it.
+ * Letter case as Go's encoding/json and the runtime's duplicate-key check see it, from
+ * Go's own tables: Unicode 15.0.0 (`unicode-case-table.ts`, generated from that version's
+ * data by scripts/unicode-case-table.ts), never the JavaScript engine's, whose Unicode
+ * version follows Node's (Node 20 here has 17.0: U+1C89 lower-cases to U+1C8A there, and
+ * to itself in Go 1.26).
  *
  * - `goFold` is encoding/json's foldName: how a key is matched to a struct field when it
  *   is not the field's exact name. ASCII letters fold to upper case; every other code
- *   point to the smallest code point of its simple case folding class (unicode.SimpleFold's
- *   orbit), so `ſ` (U+017F) folds with `s` and `K` (U+212A, Kelvin) with `k`.
- * - `goLower` is strings.ToLower (unicode.ToLower per code point, the simple mapping): the
- *   runtime's UnmarshalEvent refuses two keys of one object whose ToLower is equal, at
- *   every depth.
- *
- * JavaScript's own toLowerCase uses full mappings and context (`İ` → `i̇`, a final `Σ` →
- * `ς`), so both are computed one code point at a time, in isolation.
+ *   point to foldRune of it, the smallest code point of its unicode.SimpleFold orbit, so
+ *   `ſ` (U+017F) folds with `s` and `K` (U+212A, Kelvin) with `k`, while `İ` (U+0130) and
+ *   `ı` (U+0131) fold with nothing.
+ * - `goLower` is strings.ToLower: unicode.ToLower per code point, the simple mapping of
+ *   UnicodeData.txt (`İ` → `i`, no context: a final `Σ` is `σ`). The runtime's
+ *   UnmarshalEvent refuses two keys of one object whose ToLower is equal, at every depth.
  */
+import { FOLD_RUNS, LOWER_RUNS } from "./unicode-case-table.js";
 
-/** Code point → the smallest member of its case folding class, for the non-ASCII ones that have one. */
-let foldTable: Map<number, number> | undefined;
-
-/** The largest code point with a case mapping (Adlam) and a little room. */
-const LAST_CASED = 0x1e95f;
-
-function singleCodePoint(s: string): number | undefined {
-  const cp = s.codePointAt(0)!;
-  return s.length === (cp > 0xffff ? 2 : 1) ? cp : undefined;
-}
-
-/**
- * Built once, on the first non-ASCII key: the classes linked by each code point's simple
- * lower and upper case (a union-find over the whole cased range), each mapped to its
- * smallest member. Simple mappings are the single-code-point results of toLowerCase and
- * toUpperCase; U+0130 `İ` and U+0131 `ı` (a case mapping to `i`/`I` but no case folding:
- * unicode.SimpleFold returns each unchanged) stay alone, as foldName leaves them matching
- * only themselves.
- */
-function buildFoldTable(): Map<number, number> {
-  const parent = new Map<number, number>();
-  const find = (x: number): number => {
-    let r = x;
-    while (parent.has(r) && parent.get(r) !== r) r = parent.get(r)!;
-    let c = x;
-    while (c !== r) {
-      const next = parent.get(c)!;
-      parent.set(c, r);
-      c = next;
-    }
-    return r;
-  };
-  const union = (a: number, b: number): void => {
-    const ra = find(a);
-    const rb = find(b);
-    if (ra === rb) return;
-    // The smaller code point is the root: a class's root is its smallest member.
-    if (ra < rb) parent.set(rb, ra);
-    else parent.set(ra, rb);
-    if (!parent.has(ra)) parent.set(ra, ra);
-    if (!parent.has(rb)) parent.set(rb, rb);
-  };
-  for (let cp = 0x41; cp <= LAST_CASED; cp++) {
-    if (cp >= 0xd800 && cp <= 0xdfff) continue;
-    if (cp === 0x130 || cp === 0x131) continue;
-    const s = String.fromCodePoint(cp);
-    const lower = singleCodePoint(s.toLowerCase());
-    const upper = singleCodePoint(s.toUpperCase());
-    if (lower !== undefined && lower !== cp) union(cp, lower);
-    if (upper !== undefined && upper !== cp) union(cp, upper);
+/** A table's runs (`first, count, stride, delta`) as a map, built on the first non-ASCII key. */
+function decodeRuns(runs: readonly number[]): Map<number, number> {
+  const map = new Map<number, number>();
+  for (let i = 0; i < runs.length; i += 4) {
+    for (let k = 0, r = runs[i]!; k < runs[i + 1]!; k++, r += runs[i + 2]!) map.set(r, r + runs[i + 3]!);
   }
-  const table = new Map<number, number>();
-  for (const cp of parent.keys()) if (cp >= 0x80) table.set(cp, find(cp));
-  return table;
+  return map;
 }
+
+let foldTable: Map<number, number> | undefined;
+let lowerTable: Map<number, number> | undefined;
 
 function isPlainAscii(s: string, upperOk: boolean): boolean {
   for (let i = 0; i < s.length; i++) {
@@ -87,7 +46,7 @@ export function goFold(key: string): string {
       out += cp >= 0x61 && cp <= 0x7a ? String.fromCharCode(cp - 0x20) : ch;
       continue;
     }
-    foldTable ??= buildFoldTable();
+    foldTable ??= decodeRuns(FOLD_RUNS);
     const folded = foldTable.get(cp);
     out += folded === undefined ? ch : String.fromCodePoint(folded);
   }
@@ -104,12 +63,9 @@ export function goLower(key: string): string {
       out += cp >= 0x41 && cp <= 0x5a ? String.fromCharCode(cp + 0x20) : ch;
       continue;
     }
-    if (cp === 0x130) {
-      out += "i"; // İ: its simple lower case; the full mapping adds a combining dot
-      continue;
-    }
-    const lower = ch.toLowerCase();
-    out += singleCodePoint(lower) !== undefined ? lower : ch;
+    lowerTable ??= decodeRuns(LOWER_RUNS);
+    const lower = lowerTable.get(cp);
+    out += lower === undefined ? ch : String.fromCodePoint(lower);
   }
   return out;
 }

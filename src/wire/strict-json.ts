@@ -11,6 +11,10 @@
  * - two keys of one object are refused when strings.ToLower makes them equal, at every
  *   depth (the runtime's UnmarshalEvent refuses them: an exact repeat is `duplicate_key`,
  *   a repeat ignoring case `letter_case_key`);
+ * - a number whose magnitude rounds past the largest float64 is refused wherever it
+ *   stands, raw JSON and ignored keys included (`number_out_of_range`): that same scan
+ *   reads every number as a float64, and strconv.ParseFloat's ErrRange refuses the event.
+ *   A number that underflows reads as zero there, and is no error;
  * - a raw value (a json.RawMessage) is kept as text: any number form, order and escapes
  *   as written, compacted and HTML-escaped as Go writes it back (RawJson);
  * - a quoted value (a time.Time) is refused when its quoted text holds an escape: Go parses
@@ -20,7 +24,7 @@
  */
 import { goLower } from "./go-fold.js";
 
-export type StrictJsonFailure = "malformed_json" | "duplicate_key" | "letter_case_key" | "too_deep" | "inexact_number" | "escaped_time";
+export type StrictJsonFailure = "malformed_json" | "duplicate_key" | "letter_case_key" | "too_deep" | "number_out_of_range" | "inexact_number" | "escaped_time";
 
 export class StrictJsonError extends Error {
   constructor(
@@ -238,8 +242,30 @@ function numberEnd(text: string, i: number): number {
   return NUMBER.lastIndex;
 }
 
+/**
+ * Refuses the number text[start, end) if it overflows float64, as the runtime's whole-event
+ * scan does (harness pkg/event/marshal.go, rejectDuplicateJSONKeys: json.Decoder.Token reads
+ * each number into an interface{}, a float64, and strconv.ParseFloat's ErrRange refuses it).
+ * JavaScript's Number() rounds as ParseFloat does (to nearest, ties to even), so the two
+ * overflow on the same texts. Only a number with an exponent or more than 308 characters can
+ * overflow: the usual number costs a look at its few characters, no conversion.
+ */
+function checkRange(text: string, start: number, end: number): void {
+  if (end - start <= 308) {
+    let j = start;
+    while (j < end && (text.charCodeAt(j) | 0x20) !== 0x65) j++;
+    if (j === end) return;
+  }
+  if (!Number.isFinite(Number(text.slice(start, end)))) outOfRange(text.slice(start, end), start);
+}
+
+function outOfRange(token: string, at: number): never {
+  throw new StrictJsonError("number_out_of_range", `the number ${token.length > 40 ? `${token.slice(0, 40)}…` : token} is out of the range of a float64, which Go's reader refuses`, at);
+}
+
 function exactNumber(token: string, at: number): number {
   const v = Number(token);
+  if (!Number.isFinite(v)) outOfRange(token, at);
   if (String(v) !== token || (Number.isInteger(v) && !Number.isSafeInteger(v))) {
     throw new StrictJsonError("inexact_number", `the number ${token} cannot be read exactly`, at);
   }
@@ -319,6 +345,7 @@ export function scanJson(text: string, start: number, options: ScanOptions): Sca
       else if (c === MINUS || (c >= 0x30 && c <= 0x39)) {
         const end = numberEnd(text, i);
         if (options.exactNumbers) exactNumber(text.slice(i, end), i);
+        else checkRange(text, i, end);
         i = end;
       } else i = literalEnd(text, i);
       expectValue = false;

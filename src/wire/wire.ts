@@ -6,7 +6,8 @@
  * - a field's wire name is its snake_case name, or the one `wireField` gives (the model's
  *   content blocks keep Go's PascalCase field names: `Text`, `ID`, `Input`);
  * - an object's fields are written in schema order (Go's struct order), or sorted by wire
- *   name where Go writes a map (the event envelope, content blocks, `map[string]X`);
+ *   name where Go writes a map (the event envelope, content blocks, `map[string]X`), in
+ *   Go's order: by UTF-8 bytes, not UTF-16 code units (`compareUtf8`);
  * - zero values ("", 0, false, empty arrays, objects with nothing to write) are omitted,
  *   as Go's `omitempty`/`omitzero`, except for fields `wireField` marks `always` (Go fields
  *   without omitempty), which write their zero when absent;
@@ -234,7 +235,39 @@ function addField(node: ObjectNode, field: Field): void {
 }
 
 function finish(node: ObjectNode): void {
-  if (node.sorted) node.fields.sort((a, b) => (a.wire < b.wire ? -1 : a.wire > b.wire ? 1 : 0));
+  if (node.sorted) node.fields.sort((a, b) => compareUtf8(a.wire, b.wire));
+}
+
+const SURROGATE = /[\ud800-\udfff]/;
+
+/**
+ * Go's order of map keys (strings.Compare of their UTF-8 bytes, which is code point order).
+ * It differs from UTF-16 code unit order only where one string has a surrogate (a code
+ * point past U+FFFF) and the other a unit from U+E000 to U+FFFF at the same place.
+ */
+export function compareUtf8(a: string, b: string): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    const x = a.charCodeAt(i);
+    const y = b.charCodeAt(i);
+    if (x === y) continue;
+    if (x >= 0xd800 && y >= 0xd800 && x < 0xe000 !== y < 0xe000) return x < 0xe000 ? 1 : -1;
+    return x - y;
+  }
+  return a.length - b.length;
+}
+
+/**
+ * A map's keys as Go writes them, in Go's order: each as the UTF-8 text it stands for (a
+ * lone surrogate is written U+FFFD), sorted by UTF-8 bytes. The usual keys (no surrogate)
+ * take one native sort, whose UTF-16 order is then Go's order; only a key with a surrogate
+ * costs the code point comparison.
+ */
+function goMapKeys(value: Record<string, unknown>): { written: string[]; keys: string[] } {
+  const keys = Object.keys(value).sort();
+  if (!keys.some((k) => SURROGATE.test(k))) return { written: keys, keys };
+  const pairs = keys.map((k) => ({ k, w: wellFormedText(k) })).sort((a, b) => compareUtf8(a.w, b.w));
+  return { written: pairs.map((p) => p.w), keys: pairs.map((p) => p.k) };
 }
 
 function compile(schema: z.ZodType): WireNode {
@@ -390,7 +423,8 @@ export function goJson(v: unknown): string {
     return `${out}]`;
   }
   const keys = Object.keys(v);
-  checkFoldedKeys(keys);
+  // Checked as written: two keys with lone surrogates can be written as one (U+FFFD).
+  checkFoldedKeys(keys.some((k) => SURROGATE.test(k)) ? keys.map(wellFormedText) : keys);
   let out = "{";
   for (let i = 0; i < keys.length; i++) {
     const k = keys[i]!;
@@ -492,13 +526,13 @@ function writeArray(values: readonly unknown[], element: WireNode): string {
   return `${out}]`;
 }
 
+/** A Go map: keys in Go's order (`goMapKeys`), none that the reader would refuse as a repeat. */
 function writeRecord(value: Record<string, unknown>, node: { element: WireNode }): string {
-  const keys = Object.keys(value).sort();
-  checkFoldedKeys(keys);
+  const { written, keys } = goMapKeys(value);
+  checkFoldedKeys(written);
   let out = "{";
   for (let i = 0; i < keys.length; i++) {
-    const k = keys[i]!;
-    out += `${i === 0 ? "" : ","}${goString(k)}:${writeValue(value[k], node.element)}`;
+    out += `${i === 0 ? "" : ","}${goString(written[i]!)}:${writeValue(value[keys[i]!], node.element)}`;
   }
   return `${out}}`;
 }
