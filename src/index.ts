@@ -248,6 +248,7 @@ export {
   CAPABILITIES_JSON,
   createGatewayHandler,
   isLoopback,
+  JETLOOP_CAPABILITIES_JSON,
   startGateway,
   type Authenticate,
   type GatewayHandler,

@@ -28,10 +28,22 @@ import { observeGateway, routeOf, tracedHttp } from "../telemetry/index.js";
  * jetloop's names for the session controls it carries too (the Go document names no
  * control; session creation and restore are not served, so nothing names them).
  */
-export const CAPABILITIES_JSON = '{"protocol":"looprig.serve","version":1,"features":["journal","live_sse","ephemeral_sse","gate_response","input","interrupt"]}';
+/**
+ * `GET /v1/capabilities`: exactly the pinned Go handler's full-surface document, byte for
+ * byte. A client written for the Go runtime checks the list against the Go contract (its
+ * schema admits only these four names, in this order) and refuses a server naming more.
+ */
+export const CAPABILITIES_JSON = '{"protocol":"looprig.serve","version":1,"features":["journal","live_sse","ephemeral_sse","gate_response"]}';
+
+/**
+ * `GET /jetloop/capabilities`: what this gateway serves beyond the Go document, on a route
+ * no Go client reads: the session controls (input, interrupt: the Go document names no
+ * control).
+ */
+export const JETLOOP_CAPABILITIES_JSON = '{"protocol":"jetloop.gateway","version":1,"features":["input","interrupt"]}';
 
 /** Routes answered without NATS. */
-const STATIC_ROUTES: ReadonlySet<RouteName> = new Set(["page", "script", "capabilities"]);
+const STATIC_ROUTES: ReadonlySet<RouteName> = new Set(["page", "script", "capabilities", "jetloop-capabilities"]);
 
 export type GatewayHandler = ((req: IncomingMessage, res: ServerResponse) => void) & {
   /** Whether every request is authenticated (a public bind requires it). */
@@ -84,6 +96,8 @@ export function createGatewayHandler(bus: Jetloop, options: GatewayOptions = {})
         return sendAsset(res, r.name);
       case "capabilities":
         return sendJson(res, 200, CAPABILITIES_JSON);
+      case "jetloop-capabilities":
+        return sendJson(res, 200, JETLOOP_CAPABILITIES_JSON);
       case "sessions":
         return listSessions(ctx, res, r.query);
       case "status":

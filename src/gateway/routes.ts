@@ -6,7 +6,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { sendMethodNotAllowed, sendNotFound } from "./envelope.js";
 
-export type RouteName = "page" | "script" | "capabilities" | "sessions" | "status" | "journal" | "events" | "gate" | "input" | "interrupt";
+export type RouteName = "page" | "script" | "capabilities" | "jetloop-capabilities" | "sessions" | "status" | "journal" | "events" | "gate" | "input" | "interrupt";
 
 interface Pattern {
   readonly method: "GET" | "POST";
@@ -23,6 +23,8 @@ const ROUTES: readonly Pattern[] = [
   pattern("GET", "/", "page"),
   pattern("GET", "/app.js", "script"),
   pattern("GET", "/v1/capabilities", "capabilities"),
+  // Outside /v1, where the Go surface lives: jetloop's own features (handler.ts).
+  pattern("GET", "/jetloop/capabilities", "jetloop-capabilities"),
   pattern("GET", "/v1/sessions", "sessions"),
   pattern("GET", "/v1/sessions/{sid}/status", "status"),
   pattern("GET", "/v1/sessions/{sid}/journal", "journal"),
