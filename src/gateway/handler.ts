@@ -7,7 +7,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Jetloop } from "../bus.js";
 import { isCanonicalUuid } from "../events/ids.js";
 import { authenticate, bearerToken, type Authenticate, type GatewayPrincipal } from "./auth.js";
-import { answerPreflight, checkRequest, isJsonContentType, isPreflight, setCorsHeaders } from "./boundary.js";
+import { answerPreflight, checkRequest, isJsonContentType, isPreflight, mayPostUntyped, setCorsHeaders } from "./boundary.js";
 import { type GatewayErrorName, sendError, sendJson } from "./envelope.js";
 import { NatsHealth } from "./nats-health.js";
 import { type ControlAnswer, decodeInputBody, idempotencyKey, sendInput, sendInterrupt } from "./controls.js";
@@ -87,7 +87,8 @@ export function createGatewayHandler(bus: Jetloop, options: GatewayOptions = {})
     const ctx: Context = { bus, settings, principal, streams, health };
     const r = routeOf(req, route(req, res));
     if (r === undefined) return;
-    if (req.method === "POST" && !isJsonContentType(req.headers["content-type"])) return sendError(res, "unsupported_media_type");
+    // A body not declared JSON (or none: the Go client's interrupt) only from a caller no other site's page can be (boundary.ts).
+    if (req.method === "POST" && !isJsonContentType(req.headers["content-type"]) && !mayPostUntyped(req)) return sendError(res, "unsupported_media_type");
     // While the journal's server is away every route that reads it says so at once.
     if (!STATIC_ROUTES.has(r.name) && health.down) return sendError(res, "nats_unavailable");
     switch (r.name) {
