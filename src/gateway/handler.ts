@@ -16,6 +16,7 @@ import { journalPageJson, readJournalPage } from "./journal-page.js";
 import { type GatewayOptions, type GatewaySettings, parseGatewayOptions } from "./options.js";
 import { fromSeqParam, INVALID, lastEventIdParam, limitParam, pathId, skipParam } from "./params.js";
 import { cutUnreadBody, readBody } from "./body.js";
+import { createSession } from "./create.js";
 import { route, type RouteName } from "./routes.js";
 import { sendAsset } from "./web-assets.js";
 import { journalSessions, readSessionStatus, servableStatus, sessionListJson, sortSessions, statusJson } from "./session-status.js";
@@ -43,7 +44,7 @@ export const CAPABILITIES_JSON = '{"protocol":"looprig.serve","version":1,"featu
 export const JETLOOP_CAPABILITIES_JSON = '{"protocol":"jetloop.gateway","version":1,"features":["input","interrupt"]}';
 
 /** Routes answered without NATS. */
-const STATIC_ROUTES: ReadonlySet<RouteName> = new Set(["page", "script", "capabilities", "jetloop-capabilities"]);
+const STATIC_ROUTES: ReadonlySet<RouteName> = new Set(["page", "script", "capabilities", "jetloop-capabilities", "create"]);
 
 export type GatewayHandler = ((req: IncomingMessage, res: ServerResponse) => void) & {
   /** Whether every request is authenticated (a public bind requires it). */
@@ -112,6 +113,8 @@ export function createGatewayHandler(bus: Jetloop, options: GatewayOptions = {})
       case "input":
       case "interrupt":
         return control(ctx, req, res, r.params.sid!, r.name);
+      case "create":
+        return createSession(req, res);
     }
   }
   const close = async () => {

@@ -264,9 +264,10 @@ describe("what the gateway serves", () => {
     expect(own.features.slice(0, 2)).toEqual(["input", "interrupt"]);
   });
 
-  it("answers session creation and restore as a mux without them does, and GET on the controls with 405", async () => {
+  it("answers session creation with no_runtime, restore as a mux without it does, and GET on the controls with 405", async () => {
     const sid = newId();
-    expectGo(await post("/v1/sessions", GO_INPUT), "read-only/post-sessions");
+    const created = await post("/v1/sessions", GO_INPUT);
+    expect([created.status, errorOf(created.body).code]).toEqual([501, "no_runtime"]);
     expectGo(await post(`/v1/sessions/${sid}/restore`, undefined), "mux/not-found");
     for (const path of ["input", "interrupt"]) {
       const r = await request(`${gw.url}/v1/sessions/${sid}/${path}`);

@@ -179,7 +179,8 @@ describe("bounded resources", () => {
     const cases: Record<string, string> = {
       "GET with a body": "GET /v1/capabilities HTTP/1.1",
       "a route that answers 404": "POST /v1/nowhere HTTP/1.1",
-      "a route that answers 405": "POST /v1/sessions HTTP/1.1",
+      "a route that answers 405": "POST /v1/sessions/zzz/status HTTP/1.1",
+      "creation, answered without reading (501)": "POST /v1/sessions HTTP/1.1",
       "a malformed session id": "POST /v1/sessions/zzz/gates/yyy HTTP/1.1",
       "a body that is not JSON (415)": `POST /v1/sessions/${sid}/gates/${newId()} HTTP/1.1`,
       "a session never seen (404)": `POST /v1/sessions/${newId()}/gates/${newId()} HTTP/1.1`,
