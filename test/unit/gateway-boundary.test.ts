@@ -5,7 +5,7 @@
 import type { IncomingMessage } from "node:http";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { checkRequest, isJsonContentType, LOOPBACK_HOSTS, mayPostUntyped, parseBoundaryLists, parseOrigin } from "../../src/gateway/boundary.js";
+import { type BoundarySettings, checkRequest, isJsonContentType, LOOPBACK_HOSTS, mayPostUntyped, parseBoundaryLists, parseOrigin } from "../../src/gateway/boundary.js";
 import { lastEventIdParam, MAX_JOURNAL_SEQ } from "../../src/gateway/params.js";
 import { parseGatewayOptions, parseServerOptions } from "../../src/gateway/options.js";
 import { OptionsError } from "../../src/errors.js";
@@ -13,6 +13,7 @@ import { OptionsError } from "../../src/errors.js";
 const BOUND = "10.9.8.7";
 const lists = parseBoundaryLists([...LOOPBACK_HOSTS, "gw.example"], ["https://app.example", "http://127.0.0.1:3000"]);
 if ("bad" in lists) throw new Error("test lists");
+const settings: BoundarySettings = lists;
 
 function req(headers: Record<string, string | undefined>): IncomingMessage {
   return { headers, socket: { localAddress: `::ffff:${BOUND}` } } as unknown as IncomingMessage;
@@ -138,7 +139,7 @@ describe("Content-Type of a state-changing request", () => {
  */
 function boundary(method: string, headers: Record<string, string | undefined>): "ok" | "origin_not_allowed" | "unsupported_media_type" | "host_not_allowed" {
   const r = req(headers);
-  const v = checkRequest(r, lists);
+  const v = checkRequest(r, settings);
   if (!v.ok) return v.error as "origin_not_allowed" | "host_not_allowed";
   if (method === "POST" && !isJsonContentType(headers["content-type"]) && !mayPostUntyped(r)) return "unsupported_media_type";
   return "ok";
