@@ -39,9 +39,9 @@ export const CAPABILITIES_JSON = '{"protocol":"looprig.serve","version":1,"featu
 /**
  * `GET /jetloop/capabilities`: what this gateway serves beyond the Go document, on a route
  * no Go client reads: the session controls (input, interrupt: the Go document names no
- * control).
+ * control) and the workspace rules behind "Approve always for this workspace".
  */
-export const JETLOOP_CAPABILITIES_JSON = '{"protocol":"jetloop.gateway","version":1,"features":["input","interrupt"]}';
+export const JETLOOP_CAPABILITIES_JSON = '{"protocol":"jetloop.gateway","version":1,"features":["input","interrupt","workspace_rules"]}';
 
 /** Routes answered without NATS. */
 const STATIC_ROUTES: ReadonlySet<RouteName> = new Set(["page", "script", "capabilities", "jetloop-capabilities", "create"]);

@@ -117,7 +117,7 @@ describe("gateway conformance with the Go handler", () => {
   it("answers capabilities with the full-surface document byte for byte, and jetloop's own features where no Go client looks", async () => {
     expectBody(await request(`${gw.url}/v1/capabilities`), "capabilities/full");
     const own = await request(`${gw.url}/jetloop/capabilities`);
-    expect({ status: own.status, body: own.body }).toEqual({ status: 200, body: '{"protocol":"jetloop.gateway","version":1,"features":["input","interrupt"]}\n' });
+    expect({ status: own.status, body: own.body }).toEqual({ status: 200, body: '{"protocol":"jetloop.gateway","version":1,"features":["input","interrupt","workspace_rules"]}\n' });
     expect(own.headers.get("content-type")).toBe("application/json");
   });
 
