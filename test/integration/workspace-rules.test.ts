@@ -192,6 +192,17 @@ describe("workspace rules", () => {
     }
   });
 
+  it("a namespace whose bucket was never written has no rules: nothing covered, nothing listed, nothing to remove", async () => {
+    const fresh = await connect({ servers: natsServers(), namespace: uniqueNamespace("wrf") });
+    try {
+      expect(await fresh.rules.covers([{ kind: "fs.write", match: "/x" }])).toEqual([false]);
+      expect(await fresh.rules.list()).toEqual({ rules: [], more: false });
+      expect(await fresh.rules.remove(ruleId("fs.write", "/x"))).toBe(false);
+    } finally {
+      await fresh.close();
+    }
+  });
+
   it("refuses a batch with a candidate lacking a kind or a match whole: nothing persisted", async () => {
     const good = { kind: "fs.write", match: `/batch/${newId()}` };
     await expect(bus.rules.write([good, { kind: "fs.write", match: "" }], { sessionId: sid, loopId, gateId: newId() })).rejects.toMatchObject({ code: "COMMAND_FAILED" });
