@@ -5,6 +5,7 @@
  * refuses an import of bus.ts below it. Namespace and stream live in `settings` only.
  */
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
+import type { WorkspaceRules } from "./commands/workspace-rules.js";
 import type { NatsConnection, PermissionViolationError } from "@nats-io/transport-node";
 import type { Logger } from "pino";
 import type { BusSettings } from "./connection/options.js";
@@ -27,6 +28,8 @@ export interface BusContext<E> {
   readonly registry: EventRegistry<E>;
   readonly log: Logger;
   readonly parked: ParkedStore;
+  /** The namespace's workspace rules ("Approve always for this workspace"). */
+  readonly rules: WorkspaceRules;
   /** The feeds the bus's feed subscriptions share (subscribe/feed/). */
   readonly feeds: Feeds;
   /** The bus's open subscriptions: closed with the bus, watched together. */

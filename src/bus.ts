@@ -38,6 +38,7 @@ import type { RetentionWarning } from "./streams/retention.js";
 import { type Durability, type DurabilityWarning, durabilityWarnings, type SyncSetting } from "./streams/durability.js";
 import { type ConsumersOptions, parseConsumersOptions, parseProvisionRequest, type ProvisionRequest } from "./streams/provision-options.js";
 import { type Parked, ParkedStore } from "./parking/parked-store.js";
+import { WorkspaceRuleStore, type WorkspaceRules } from "./commands/workspace-rules.js";
 import { type GroupReport, groupsReport } from "./subscribe/group/groups-report.js";
 import type { Delivery } from "./subscribe/delivery.js";
 import type { EventFilter } from "./subscribe/filter.js";
@@ -96,6 +97,8 @@ export interface Jetloop<E = JetloopEvent> {
   readonly serverVersion: string;
   /** Durable deliveries kept after their last attempt, for replay or drop. */
   readonly parked: Parked;
+  /** The namespace's workspace rules: what "Approve always for this workspace" persisted (src/commands/README.md). */
+  readonly rules: WorkspaceRules;
   readonly namespace: string;
   /** The events stream; for a namespace split in shards, the base of the shards' stream names. */
   readonly stream: string;
@@ -236,6 +239,7 @@ class BusImpl<E = JetloopEvent> implements Jetloop<E> {
   readonly log: Logger;
   readonly serverVersion: string;
   readonly parked: Parked;
+  readonly rules: WorkspaceRules;
   /** The bus core the layers below get (bus-context.ts); never handed to users (`busContext` is for jetloop's tests). */
   readonly context: BusContext<E>;
   readonly #ownsConnection: boolean;
@@ -266,6 +270,8 @@ class BusImpl<E = JetloopEvent> implements Jetloop<E> {
     const jsm = () => this.jetstreamManager();
     const parked = new ParkedStore(nc, jsm, settings.namespace, defaultParkedStreamName(settings.namespace), settings.shards);
     this.parked = refusalsTyped(parked);
+    const rules: WorkspaceRules = new WorkspaceRuleStore(nc, settings.namespace);
+    this.rules = rules;
     const js = jetstream(nc);
     const reads = this.#reads;
     const inboxPrefix = inboxPrefixOf(nc);
@@ -319,6 +325,7 @@ class BusImpl<E = JetloopEvent> implements Jetloop<E> {
       registry: this.registry,
       log,
       parked,
+      rules,
       feeds: new Feeds({ nc, shards: { count: shards.length, all: shards, of }, namespace: settings.namespace, log }),
       subscriptions: new OpenSubscriptions(nc, log, onPermissionViolation),
       decoding: (includeInternal) => decoding[includeInternal ? 1 : 0],

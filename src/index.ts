@@ -207,6 +207,7 @@ export {
   type StepCoordinates,
 } from "./commands/gate-server.js";
 export type { AnswerOptions } from "./commands/answer.js";
+export { MAX_RULES_LISTED, ruleId, rulesBucketName, type RuleCandidate, type RuleProvenance, type WorkspaceRule, type WorkspaceRules } from "./commands/workspace-rules.js";
 export type { Answer, AnswerInput, AnswerOutcome } from "./commands/protocol.js";
 export { type ControlServer, type ControlHandlers, type InputResult, type InterruptResult } from "./commands/controls-server.js";
 export type { ControlOptions, ControlResult } from "./commands/controls-client.js";
@@ -248,6 +249,7 @@ export {
   CAPABILITIES_JSON,
   createGatewayHandler,
   isLoopback,
+  JETLOOP_CAPABILITIES_JSON,
   startGateway,
   type Authenticate,
   type GatewayHandler,

@@ -79,7 +79,7 @@ async function simulateSession(bus: Jetloop, n: number, o: SimulatedLoopOptions)
     o.log(`${name}: waiting for approval of ${call.toolName}: ${call.summary}`);
     const decision = await unlessAborted(gates.requestPermission({ turnId, stepId, toolExecutionId, request, timeoutMs: GATE_TIMEOUT_MS }), o.signal);
     if (decision === undefined) return;
-    o.log(`${name}: ${decision.effect}${decision.answered ? "" : " (no answer in time)"}${decision.reason ? `: ${decision.reason}` : ""}`);
+    o.log(`${name}: ${decision.effect}${decision.byRule ? " (a workspace rule)" : decision.answered ? "" : " (no answer in time)"}${decision.reason ? `: ${decision.reason}` : ""}`);
     const approved = decision.effect === "approve";
     if (approved) await runTool(bus, { sessionId, loopId, turnId }, call.toolName, call.summary, call.output, o.signal, { stepId, toolExecutionId });
     else await stepDone(bus, { sessionId, loopId, turnId, stepId }, toolExecutionId, call.toolName, `denied: ${decision.reason ?? "no reason"}`, true);

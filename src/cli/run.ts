@@ -11,6 +11,7 @@ import { gatewayCommand, gatewayHelp } from "./gateway.js";
 import { parkedCommand, parkedHelp } from "./parked.js";
 import { provisionCommand, provisionHelp } from "./provision.js";
 import { replayCommand, replayHelp } from "./replay.js";
+import { rulesCommand, rulesHelp } from "./rules.js";
 import { tailCommand, tailHelp } from "./tail.js";
 
 export const usage = `jetloop — the event journal for agent runtimes on NATS JetStream
@@ -23,6 +24,7 @@ Commands:
   replay      print a bounded range of a session's journal
   parked      list, show, replay or drop parked durable deliveries
   consumers   list the durables with their lag and parked counts
+  rules       list or remove the workspace rules "Approve always" persisted
   demo        run a tool approval sequence end to end (approve and deny)
   gateway     serve the runtime's HTTP surface (journal, SSE, gate answers) and a web page
   dev         a local nats-server, the gateway and a simulated loop, in one step
@@ -42,6 +44,7 @@ const commands: Record<string, Command> = {
   replay: { run: (a, io) => replayCommand(a, io.out, io.err), help: replayHelp },
   parked: { run: (a, io) => parkedCommand(a, io.out, io.err), help: parkedHelp },
   consumers: { run: (a, io) => consumersCommand(a, io.out, io.err), help: consumersHelp },
+  rules: { run: (a, io) => rulesCommand(a, io.out, io.err), help: rulesHelp },
   demo: { run: (a, io) => demoCommand(a, io.out, io.err), help: demoHelp },
   gateway: { run: (a, io) => gatewayCommand(a, io.out, io.err), help: gatewayHelp },
   dev: { run: (a, io) => devCommand(a, io.out), help: devHelp },

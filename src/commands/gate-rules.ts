@@ -15,6 +15,7 @@ import { AGENCY_USER } from "../events/header.js";
 import type { GateAudit, GatePrompt } from "../events/gate.js";
 import type { PermissionRequestInput } from "../events/request.js";
 import { type Answer, type AnswerOutcome, decodeAnswer, type Reply } from "./protocol.js";
+import type { RuleCandidate } from "./workspace-rules.js";
 
 export interface StepCoordinates {
   readonly turnId: string;
@@ -30,10 +31,16 @@ export interface StepCoordinates {
 /** The permission controls of the Go gate model (gate.ApprovalAction): the only actions a permission gate offers. */
 export const PERMISSION_ACTIONS = ["Approve", "Approve always for this workspace", "Deny"] as const;
 export type PermissionAction = (typeof PERMISSION_ACTIONS)[number];
-/** What each permission control means to the tool call; "always" is the loop's to honour (a rule candidate). */
+/** What each permission control means to the tool call; "always" also persists the gate's rule candidates first (workspace-rules.ts). */
 const EFFECT_OF: Record<PermissionAction, PermissionEffect> = { Approve: "approve", "Approve always for this workspace": "approve", Deny: "deny" };
-/** The controls a permission gate offers unless told otherwise. */
-export const DEFAULT_PERMISSION_ACTIONS: readonly PermissionAction[] = ["Approve", "Deny"];
+/** The control that persists workspace rules before the approval is journaled. */
+export const APPROVE_ALWAYS: PermissionAction = "Approve always for this workspace";
+/**
+ * The controls a permission gate offers unless told otherwise: the Go runtime's three
+ * (gate.ApprovalControls), all honest, as its interactive evaluator requires: "always" has
+ * a rule writer behind it (the namespace's rules bucket).
+ */
+export const DEFAULT_PERMISSION_ACTIONS: readonly PermissionAction[] = PERMISSION_ACTIONS;
 
 /** What the rules need to know of a gate. */
 export interface GateState extends StepCoordinates {
@@ -45,6 +52,8 @@ export interface GateState extends StepCoordinates {
   readonly controls?: readonly PermissionAction[] | undefined;
   /** What the audit of a permission gate's resolution records. */
   readonly requirementDescriptions?: string[] | undefined;
+  /** The reusable candidates the gate displayed (its unmet requirements'): what "always" persists. */
+  readonly candidates?: readonly RuleCandidate[] | undefined;
 }
 
 /** Why a gate closed: the Go gate model's close reasons jetloop writes. */

@@ -16,6 +16,7 @@ import { commandSubject } from "../subjects/subjects.js";
 import { replay } from "../subscribe/replay.js";
 import { requestFailure } from "./answer.js";
 import {
+  APPROVE_ALWAYS,
   effectOf,
   failureReply,
   GateBook,
@@ -41,8 +42,9 @@ export interface PermissionGate extends StepCoordinates {
   readonly title?: string;
   /**
    * The controls offered, of the Go gate model's three: "Approve", "Approve always for
-   * this workspace", "Deny". Default Approve and Deny. The chosen one reaches the loop as
-   * `action`; what "always" means (a rule candidate to save) is the loop's to decide.
+   * this workspace", "Deny". Default all three, as every Go permission gate. The chosen one
+   * reaches the loop as `action`; "always" first persists the candidates the gate displayed
+   * as workspace rules (`bus.rules`), so a later request they cover is approved without a gate.
    */
   readonly controls?: readonly PermissionAction[];
   /** Deny (fail closed) when nobody answers in time. Default: wait forever. */
@@ -58,14 +60,17 @@ export interface InputGate extends StepCoordinates {
 
 export interface PermissionAnswer {
   readonly effect: PermissionEffect;
-  /** The control chosen, e.g. "Approve always for this workspace"; "Deny" for a timeout. */
+  /** The control chosen, e.g. "Approve always for this workspace"; "Deny" for a timeout; "Approve" when a workspace rule covered the request. */
   readonly action: PermissionAction;
   readonly reason?: string | undefined;
-  readonly gateId: string;
+  /** The gate that asked; undefined when workspace rules covered every requirement and no gate opened. */
+  readonly gateId: string | undefined;
   /** Journal sequence of the PermissionDecided. */
   readonly journalSeq: number;
-  /** False when the gate timed out and was denied without an answer. */
+  /** False when the gate timed out and was denied without an answer, or when no gate was needed (`byRule`). */
   readonly answered: boolean;
+  /** True when workspace rules covered every requirement: approved without asking (reason `access_evaluated`, as the Go runtime journals it). */
+  readonly byRule: boolean;
 }
 
 export interface InputAnswer {
@@ -121,6 +126,17 @@ export interface GateServer {
 export function serveGates(bus: BusContext<JetloopEvent>, sessionId: string, loopId: string, options: ServeGatesOptions = {}): Promise<GateServer> {
   return new GateServerImpl(bus, sessionId, loopId).serve(parseServeGatesOptions(options));
 }
+
+/** An event's coordinates on this server's loop. */
+interface Coords {
+  readonly sessionId: string;
+  readonly loopId: string;
+  readonly turnId: string;
+  readonly stepId: string;
+}
+
+/** The Go runtime's reason for a decision made without a prompt (rules covered the request). */
+const ACCESS_EVALUATED = "access_evaluated";
 
 /** How often a decision whose GateResolved is written is tried again before the loop fails closed. */
 const DECISION_ATTEMPTS = 3;
@@ -209,16 +225,49 @@ class GateServerImpl implements GateServer {
 
   async requestPermission(gate: PermissionGate): Promise<PermissionAnswer> {
     this.#checkOpen("controls", gate.controls, "permission", gate.timeoutMs);
-    const gateId = newId();
     const coords = this.#coords(gate);
-    const asked = createEvent("PermissionRequested", { ...coords, toolExecutionId: gate.toolExecutionId, request: gate.request });
-    const opened = createEvent("GateOpened", { ...coords, gate: openedGate(gateId, "permission", gate, permissionPrompt(gate.request, gate.title, gate.controls)) });
-    const descriptions = gate.request.requirements?.map((r) => r.description);
-    const { resolution: r, journalSeq } = await this.#open(gateId, "permission", gate, { controls: gate.controls, requirementDescriptions: descriptions }, [asked, opened]);
+    // The Go evaluator's order: stored allow rules first; a request they cover entirely is
+    // approved without a gate; otherwise the gate displays only the requirements left.
+    // The request is checked whatever covers it: one the journal would refuse is refused here too.
+    this.#check(createEvent("PermissionRequested", { ...coords, toolExecutionId: gate.toolExecutionId, request: gate.request }));
+    const requirements = gate.request.requirements ?? [];
+    const covered = requirements.length === 0 ? [] : await this.#covered(requirements);
+    if (requirements.length > 0 && covered.every(Boolean)) return this.#approvedByRule(gate, coords);
+    const request = covered.some(Boolean) ? { ...gate.request, requirements: requirements.filter((_, i) => !covered[i]) } : gate.request;
+    const gateId = newId();
+    const asked = createEvent("PermissionRequested", { ...coords, toolExecutionId: gate.toolExecutionId, request });
+    const opened = createEvent("GateOpened", { ...coords, gate: openedGate(gateId, "permission", gate, permissionPrompt(request, gate.title, gate.controls)) });
+    const descriptions = request.requirements?.map((r) => r.description);
+    const candidates = request.requirements?.flatMap((r) => r.candidates ?? []);
+    const { resolution: r, journalSeq } = await this.#open(gateId, "permission", gate, { controls: gate.controls, requirementDescriptions: descriptions, candidates }, [asked, opened]);
     if (r.reason === "answered" && r.answer.kind === "permission") {
-      return { effect: effectOf(r.action!), action: r.action!, reason: r.answer.reason, gateId, journalSeq, answered: true };
+      return { effect: effectOf(r.action!), action: r.action!, reason: r.answer.reason, gateId, journalSeq, answered: true, byRule: false };
     }
-    return { effect: "deny", action: "Deny", reason: NO_ANSWER, gateId, journalSeq, answered: false };
+    return { effect: "deny", action: "Deny", reason: NO_ANSWER, gateId, journalSeq, answered: false, byRule: false };
+  }
+
+  /** Which requirements a workspace rule covers; a rules read that fails covers none (the gate asks: fail closed). */
+  async #covered(requirements: readonly { kind: string; match: string }[]): Promise<boolean[]> {
+    try {
+      return await this.#bus.rules.covers(requirements);
+    } catch (e) {
+      this.#bus.log.warn({ code: (e as { code?: string }).code, err: e }, "could not read the workspace rules; asking");
+      return requirements.map(() => false);
+    }
+  }
+
+  /**
+   * A request workspace rules cover entirely: approved without asking, journaled as the Go
+   * runtime journals a decision no prompt made (`emitAccessDecided`): one PermissionDecided,
+   * effect approve, reason `access_evaluated`, the tool's name as its subject, the request's
+   * summary (else the tool's name) as its audit; no PermissionRequested, no gate.
+   */
+  async #approvedByRule(gate: PermissionGate, coords: Coords): Promise<PermissionAnswer> {
+    const { toolName, summary } = gate.request;
+    const decided = createEvent("PermissionDecided", { ...coords, toolExecutionId: gate.toolExecutionId, effect: "approve", reason: ACCESS_EVALUATED, subject: toolName, audit: summary ?? toolName });
+    this.#check(decided);
+    const { journalSeq } = await this.#bus.publish(decided);
+    return { effect: "approve", action: "Approve", reason: ACCESS_EVALUATED, gateId: undefined, journalSeq, answered: false, byRule: true };
   }
 
   async requestInput(gate: InputGate): Promise<InputAnswer> {
@@ -237,7 +286,7 @@ class GateServerImpl implements GateServer {
     gateId: string,
     kind: OpenGate["kind"],
     c: StepCoordinates & { timeoutMs?: number },
-    extra: Pick<GateState, "controls" | "choices" | "requirementDescriptions">,
+    extra: Pick<GateState, "controls" | "choices" | "requirementDescriptions" | "candidates">,
     records: JetloopEvent[],
   ): Promise<Settled> {
     for (const e of records) this.#check(e);
@@ -444,7 +493,7 @@ class GateServerImpl implements GateServer {
     if (timeoutMs !== undefined && (!Number.isSafeInteger(timeoutMs) || timeoutMs < 0)) throw new OptionsError("timeoutMs", "must be a non-negative integer");
   }
 
-  #coords(c: StepCoordinates) {
+  #coords(c: StepCoordinates): Coords {
     return { sessionId: this.#sessionId, loopId: this.#loopId, turnId: c.turnId, stepId: c.stepId };
   }
 
@@ -566,6 +615,9 @@ class GateServerImpl implements GateServer {
     }
     let journalSeq: number;
     try {
+      // "Always": the rules persisted before the approval is journaled (Go's Resolve writes
+      // them before any grant); if they cannot be, nothing is journaled and the gate stays open.
+      if (resolution.action === APPROVE_ALWAYS) await this.#bus.rules.write(gate.candidates ?? [], { sessionId: this.#sessionId, loopId: this.#loopId, gateId: gate.gateId });
       journalSeq = await this.#write(gate, resolution);
     } catch (e) {
       if (e instanceof ResolutionIncompleteError) {

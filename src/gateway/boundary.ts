@@ -7,9 +7,13 @@
  * - `Origin`, when present, must be the gateway's own (the scheme and the `Host`) or on the
  *   allowlist; any other, `null` included, is refused. Requests without `Origin` come from
  *   non-browser clients (browsers send it on every POST and every cross-origin request).
- * - A state-changing request also needs `Content-Type: application/json`: a cross-origin
- *   page can send JSON only after a CORS preflight, and preflights succeed only for
- *   allowed origins.
+ * - A state-changing request (every POST) with a body not declared JSON, or with none, is
+ *   taken only from a caller that no page of another site can be: no `Origin` (a
+ *   non-browser client: the Go runtime's own client posts interrupt with no body and no
+ *   Content-Type) or the gateway's own, and `Sec-Fetch-Site` absent or `same-origin`. A page
+ *   can send such a request cross-site without a preflight (a form, a no-cors fetch,
+ *   sendBeacon), and every browser sends its `Origin` on a POST; JSON from another origin
+ *   needs a preflight first, which only allowed origins pass.
  *
  * Every value is parsed strictly (no userinfo, no trailing dot, no empty port); one that
  * does not parse is refused, never normalised into something allowed.
@@ -114,9 +118,27 @@ export function checkRequest(req: IncomingMessage, s: BoundarySettings): Verdict
 
 const JSON_TYPE = /^application\/json[ \t]*(?:;[^,]*)?$/i;
 
-/** A state-changing request's body type: `application/json` (parameters allowed), for every POST, an empty body included. */
+/** A body declared JSON: `application/json`, parameters allowed. */
 export function isJsonContentType(value: string | undefined): boolean {
   return value !== undefined && JSON_TYPE.test(value);
+}
+
+/**
+ * Whether a POST whose body is not declared JSON (another type, or none) may go on: only
+ * from the gateway's own origin or a non-browser caller (no `Origin`), and never when the
+ * browser says the request crosses sites (`Sec-Fetch-Site` other than `same-origin`;
+ * `none`, a user's own navigation, never posts). Runs after `checkRequest`, so `Host` is
+ * the gateway's and an `Origin` is the gateway's own or an allowed one; an allowed foreign
+ * origin is cross-site here and must send JSON (after its preflight).
+ */
+export function mayPostUntyped(req: IncomingMessage): boolean {
+  const site = req.headers["sec-fetch-site"];
+  if (site !== undefined && site !== "same-origin") return false;
+  const origin = req.headers.origin;
+  if (origin === undefined) return true;
+  const hp = parseHostHeader(req.headers.host);
+  const o = parseOrigin(origin);
+  return hp !== undefined && o !== undefined && (o === serializeOrigin("http", hp) || o === serializeOrigin("https", hp));
 }
 
 /** What an allowed cross-origin caller may send. */

@@ -45,6 +45,8 @@ export const GATEWAY_ERRORS = {
   // jetloop's own: the journal's server unreachable, or the namespace never provisioned.
   nats_unavailable: [503, "nats_unavailable", "journal server unavailable"],
   not_provisioned: [503, "not_provisioned", "namespace not provisioned: run jetloop provision"],
+  // jetloop's own: POST /v1/sessions with no runtime behind the gateway to create it (create.ts).
+  no_runtime: [501, "no_runtime", "no runtime behind this gateway to create a session"],
 } as const satisfies Record<string, readonly [number, string, string]>;
 
 export type GatewayErrorName = keyof typeof GATEWAY_ERRORS;

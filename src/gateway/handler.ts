@@ -7,7 +7,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Jetloop } from "../bus.js";
 import { isCanonicalUuid } from "../events/ids.js";
 import { authenticate, bearerToken, type Authenticate, type GatewayPrincipal } from "./auth.js";
-import { answerPreflight, checkRequest, isJsonContentType, isPreflight, setCorsHeaders } from "./boundary.js";
+import { answerPreflight, checkRequest, isJsonContentType, isPreflight, mayPostUntyped, setCorsHeaders } from "./boundary.js";
 import { type GatewayErrorName, sendError, sendJson } from "./envelope.js";
 import { NatsHealth } from "./nats-health.js";
 import { type ControlAnswer, decodeInputBody, idempotencyKey, sendInput, sendInterrupt } from "./controls.js";
@@ -16,6 +16,7 @@ import { journalPageJson, readJournalPage } from "./journal-page.js";
 import { type GatewayOptions, type GatewaySettings, parseGatewayOptions } from "./options.js";
 import { fromSeqParam, INVALID, lastEventIdParam, limitParam, pathId, skipParam } from "./params.js";
 import { cutUnreadBody, readBody } from "./body.js";
+import { createSession } from "./create.js";
 import { route, type RouteName } from "./routes.js";
 import { sendAsset } from "./web-assets.js";
 import { journalSessions, readSessionStatus, servableStatus, sessionListJson, sortSessions, statusJson } from "./session-status.js";
@@ -28,10 +29,22 @@ import { observeGateway, routeOf, tracedHttp } from "../telemetry/index.js";
  * jetloop's names for the session controls it carries too (the Go document names no
  * control; session creation and restore are not served, so nothing names them).
  */
-export const CAPABILITIES_JSON = '{"protocol":"looprig.serve","version":1,"features":["journal","live_sse","ephemeral_sse","gate_response","input","interrupt"]}';
+/**
+ * `GET /v1/capabilities`: exactly the pinned Go handler's full-surface document, byte for
+ * byte. A client written for the Go runtime checks the list against the Go contract (its
+ * schema admits only these four names, in this order) and refuses a server naming more.
+ */
+export const CAPABILITIES_JSON = '{"protocol":"looprig.serve","version":1,"features":["journal","live_sse","ephemeral_sse","gate_response"]}';
+
+/**
+ * `GET /jetloop/capabilities`: what this gateway serves beyond the Go document, on a route
+ * no Go client reads: the session controls (input, interrupt: the Go document names no
+ * control) and the workspace rules behind "Approve always for this workspace".
+ */
+export const JETLOOP_CAPABILITIES_JSON = '{"protocol":"jetloop.gateway","version":1,"features":["input","interrupt","workspace_rules"]}';
 
 /** Routes answered without NATS. */
-const STATIC_ROUTES: ReadonlySet<RouteName> = new Set(["page", "script", "capabilities"]);
+const STATIC_ROUTES: ReadonlySet<RouteName> = new Set(["page", "script", "capabilities", "jetloop-capabilities", "create"]);
 
 export type GatewayHandler = ((req: IncomingMessage, res: ServerResponse) => void) & {
   /** Whether every request is authenticated (a public bind requires it). */
@@ -75,7 +88,8 @@ export function createGatewayHandler(bus: Jetloop, options: GatewayOptions = {})
     const ctx: Context = { bus, settings, principal, streams, health };
     const r = routeOf(req, route(req, res));
     if (r === undefined) return;
-    if (req.method === "POST" && !isJsonContentType(req.headers["content-type"])) return sendError(res, "unsupported_media_type");
+    // A body not declared JSON (or none: the Go client's interrupt) only from a caller no other site's page can be (boundary.ts).
+    if (req.method === "POST" && !isJsonContentType(req.headers["content-type"]) && !mayPostUntyped(req)) return sendError(res, "unsupported_media_type");
     // While the journal's server is away every route that reads it says so at once.
     if (!STATIC_ROUTES.has(r.name) && health.down) return sendError(res, "nats_unavailable");
     switch (r.name) {
@@ -84,6 +98,8 @@ export function createGatewayHandler(bus: Jetloop, options: GatewayOptions = {})
         return sendAsset(res, r.name);
       case "capabilities":
         return sendJson(res, 200, CAPABILITIES_JSON);
+      case "jetloop-capabilities":
+        return sendJson(res, 200, JETLOOP_CAPABILITIES_JSON);
       case "sessions":
         return listSessions(ctx, res, r.query);
       case "status":
@@ -97,6 +113,8 @@ export function createGatewayHandler(bus: Jetloop, options: GatewayOptions = {})
       case "input":
       case "interrupt":
         return control(ctx, req, res, r.params.sid!, r.name);
+      case "create":
+        return createSession(req, res);
     }
   }
   const close = async () => {

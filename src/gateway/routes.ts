@@ -6,7 +6,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { sendMethodNotAllowed, sendNotFound } from "./envelope.js";
 
-export type RouteName = "page" | "script" | "capabilities" | "sessions" | "status" | "journal" | "events" | "gate" | "input" | "interrupt";
+export type RouteName = "page" | "script" | "capabilities" | "jetloop-capabilities" | "sessions" | "status" | "journal" | "events" | "gate" | "input" | "interrupt" | "create";
 
 interface Pattern {
   readonly method: "GET" | "POST";
@@ -16,14 +16,17 @@ interface Pattern {
 
 const pattern = (method: "GET" | "POST", path: string, name: RouteName): Pattern => ({ method, segments: path.split("/").slice(1), name });
 
-// The runtime's create and restore routes are not served: a gateway does not start or
-// rebuild sessions (their loop actors do). They answer as a mux without them does: 405
-// on /v1/sessions (its GET exists), 404 on …/restore.
+// A gateway does not start or rebuild sessions (their loop actors do). Create answers in
+// the Go error envelope why (create.ts), so a Go client reads it; restore is not served and
+// answers as a mux without it does: 404 on …/restore.
 const ROUTES: readonly Pattern[] = [
   pattern("GET", "/", "page"),
   pattern("GET", "/app.js", "script"),
   pattern("GET", "/v1/capabilities", "capabilities"),
+  // Outside /v1, where the Go surface lives: jetloop's own features (handler.ts).
+  pattern("GET", "/jetloop/capabilities", "jetloop-capabilities"),
   pattern("GET", "/v1/sessions", "sessions"),
+  pattern("POST", "/v1/sessions", "create"),
   pattern("GET", "/v1/sessions/{sid}/status", "status"),
   pattern("GET", "/v1/sessions/{sid}/journal", "journal"),
   pattern("GET", "/v1/sessions/{sid}/events", "events"),

@@ -48,7 +48,8 @@ async function loopWithGates(n: number, summary: (i: number) => string = () => "
   const gates = await bus.serveGates(session, loop);
   cleanup.push(() => gates.close());
   const answers = Array.from({ length: n }, (_, i) =>
-    gates.requestPermission({ turnId: newId(), stepId: newId(), toolExecutionId: newId(), request: { toolName: "fs_read", summary: summary(i), requirements: [{ kind: "fs.read", scope: "", match: "/tmp/a", description: "read /tmp/a" }] } }),
+    // Two controls (the loop narrows the Go three), so "always" is a control these gates do not offer.
+    gates.requestPermission({ turnId: newId(), stepId: newId(), toolExecutionId: newId(), controls: ["Approve", "Deny"], request: { toolName: "fs_read", summary: summary(i), requirements: [{ kind: "fs.read", scope: "", match: "/tmp/a", description: "read /tmp/a" }] } }),
   );
   // A gate left open is closed (owner_closed) by the cleanup: that rejection is expected.
   for (const a of answers) a.catch(() => undefined);

@@ -111,7 +111,8 @@ describe("GateBook.judge", () => {
     const onlyAlways = permissionGate({ controls: ["Approve always for this workspace", "Deny"] });
     const v = bookOf(onlyAlways).judge(encodeAnswer(approve(onlyAlways)));
     expect("resolve" in v && v.resolution.action).toBe("Approve always for this workspace");
-    const two = permissionGate();
+    // A gate listing two controls (a loop may narrow them) takes neither the third nor a control that does not do the effect named.
+    const two = permissionGate({ controls: ["Approve", "Deny"] });
     expect(refusal(bookOf(two).judge(encodeAnswer(approve(two, { effect: undefined, action: "Approve always for this workspace" }))))).toEqual({
       code: "COMMAND_INVALID",
       message: '"Approve always for this workspace" is not one of the gate\'s controls',
@@ -342,7 +343,7 @@ describe("gateOptionsProblem: what a gate may offer", () => {
 });
 
 describe("the opened gate and its prompt", () => {
-  it("a permission gate blocks the tool call, is resolved by the loop and offers Approve and Deny", () => {
+  it("a permission gate blocks the tool call, is resolved by the loop and offers the Go runtime's three controls by default", () => {
     const g = permissionGate({ toolUseId: "toolu_01" });
     const prompt = permissionPrompt(minimalRequest(), "Run it?");
     const gate = openedGate(g.gateId, "permission", g, prompt);
@@ -353,7 +354,14 @@ describe("the opened gate and its prompt", () => {
       blocks: "tool_call",
       effect: "resume",
       subject: { toolExecutionId: g.toolExecutionId, toolUseId: "toolu_01", turnId: ID.turn, stepId: ID.step },
-      prompt: { title: "Run it?", controls: [{ action: "Approve", label: "Approve" }, { action: "Deny", label: "Deny" }] },
+      prompt: {
+        title: "Run it?",
+        controls: [
+          { action: "Approve", label: "Approve" },
+          { action: "Approve always for this workspace", label: "Approve always for this workspace" },
+          { action: "Deny", label: "Deny" },
+        ],
+      },
     });
     createEvent("GateOpened", { ...STEP_COORDS, gate });
   });

@@ -5,7 +5,7 @@
 import type { IncomingMessage } from "node:http";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { checkRequest, isJsonContentType, LOOPBACK_HOSTS, parseBoundaryLists, parseOrigin } from "../../src/gateway/boundary.js";
+import { type BoundarySettings, checkRequest, isJsonContentType, LOOPBACK_HOSTS, mayPostUntyped, parseBoundaryLists, parseOrigin } from "../../src/gateway/boundary.js";
 import { lastEventIdParam, MAX_JOURNAL_SEQ } from "../../src/gateway/params.js";
 import { parseGatewayOptions, parseServerOptions } from "../../src/gateway/options.js";
 import { OptionsError } from "../../src/errors.js";
@@ -13,6 +13,7 @@ import { OptionsError } from "../../src/errors.js";
 const BOUND = "10.9.8.7";
 const lists = parseBoundaryLists([...LOOPBACK_HOSTS, "gw.example"], ["https://app.example", "http://127.0.0.1:3000"]);
 if ("bad" in lists) throw new Error("test lists");
+const settings: BoundarySettings = lists;
 
 function req(headers: Record<string, string | undefined>): IncomingMessage {
   return { headers, socket: { localAddress: `::ffff:${BOUND}` } } as unknown as IncomingMessage;
@@ -129,6 +130,69 @@ describe("Content-Type of a state-changing request", () => {
         expect(isJsonContentType(c.text), c.text).toBe(c.ok);
       }),);
     expect(isJsonContentType(undefined)).toBe(false);
+  });
+});
+
+/**
+ * A request's whole boundary as the handler applies it: Host and Origin for every method,
+ * then, for a POST whose body is not declared JSON (or has none), the caller.
+ */
+function boundary(method: string, headers: Record<string, string | undefined>): "ok" | "origin_not_allowed" | "unsupported_media_type" | "host_not_allowed" {
+  const r = req(headers);
+  const v = checkRequest(r, settings);
+  if (!v.ok) return v.error as "origin_not_allowed" | "host_not_allowed";
+  if (method === "POST" && !isJsonContentType(headers["content-type"]) && !mayPostUntyped(r)) return "unsupported_media_type";
+  return "ok";
+}
+
+type OriginKind = "absent" | "own" | "allowed-foreign" | "refused-foreign";
+const ORIGINS: Record<OriginKind, fc.Arbitrary<string | undefined>> = {
+  absent: fc.constant(undefined),
+  own: fc.constantFrom("http://localhost:8080", "https://localhost:8080").chain(randomCase),
+  "allowed-foreign": fc.constantFrom("https://app.example", "http://127.0.0.1:3000"),
+  "refused-foreign": fc.constantFrom("https://attacker.example", "null", "http://localhost:8081", "http://127.0.0.1:3001"),
+};
+type BodyKind = "json" | "other" | "none";
+const BODY_TYPES: Record<BodyKind, fc.Arbitrary<string | undefined>> = {
+  json: fc.tuple(randomCase("application/json"), fc.constantFrom("", "; charset=utf-8")).map(([t, p]) => t + p),
+  other: fc.constantFrom("text/plain", "text/plain;charset=UTF-8", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", "application/octet-stream", "application/jsonx", ""),
+  none: fc.constant(undefined),
+};
+const SITES = [undefined, "same-origin", "same-site", "cross-site", "none"] as const;
+
+describe("a POST whose body is not declared JSON, or has none (the Go client's interrupt)", () => {
+  it("goes on from the gateway's own origin or a non-browser caller, and from nothing that crosses sites: methods x body types x Origin x Sec-Fetch-Site", () => {
+    const cases = fc.record({
+      method: fc.constantFrom("POST", "GET", "HEAD"),
+      originKind: fc.constantFrom<OriginKind>("absent", "own", "allowed-foreign", "refused-foreign"),
+      bodyKind: fc.constantFrom<BodyKind>("json", "other", "none"),
+      site: fc.constantFrom(...SITES),
+    });
+    fc.assert(
+      fc.property(
+        cases.chain((c) => fc.tuple(fc.constant(c), ORIGINS[c.originKind], BODY_TYPES[c.bodyKind])),
+        ([c, origin, type]) => {
+          // The rule, from its parts: a foreign origin off the list, or a browser that hides
+          // its origin on a cross-site request, is refused on every method; a POST not
+          // declared JSON goes on only from the own origin or none, within one site.
+          const crossesSites = c.site === "same-site" || c.site === "cross-site";
+          let want: string = "ok";
+          if (c.originKind === "refused-foreign" || (c.originKind === "absent" && crossesSites)) want = "origin_not_allowed";
+          else if (c.method === "POST" && c.bodyKind !== "json" && (c.originKind === "allowed-foreign" || (c.site !== undefined && c.site !== "same-origin"))) want = "unsupported_media_type";
+          const got = boundary(c.method, { host: HOST, origin, "content-type": type, "sec-fetch-site": c.site });
+          expect(got, JSON.stringify({ ...c, origin, type })).toBe(want);
+        },
+      ),
+      { numRuns: 3000, seed: 3801 },
+    );
+  });
+
+  it("a non-browser caller's interrupt (no Origin, no Sec-Fetch-Site, no Content-Type) goes on; the same from a page of another site does not", () => {
+    expect(boundary("POST", { host: HOST })).toBe("ok");
+    expect(boundary("POST", { host: HOST, origin: "http://localhost:8080", "sec-fetch-site": "same-origin" })).toBe("ok");
+    expect(boundary("POST", { host: HOST, origin: "https://app.example", "sec-fetch-site": "cross-site" })).toBe("unsupported_media_type");
+    expect(boundary("POST", { host: HOST, "sec-fetch-site": "cross-site" })).toBe("origin_not_allowed");
+    expect(boundary("POST", { host: HOST, origin: "https://attacker.example", "sec-fetch-site": "cross-site", "content-type": "text/plain" })).toBe("origin_not_allowed");
   });
 });
 

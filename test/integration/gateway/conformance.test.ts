@@ -114,12 +114,11 @@ describe("gateway conformance with the Go handler", () => {
     expect(got[samples.length]).toContain("000000000598");
   });
 
-  it("answers capabilities with the full-surface document, then the session controls it serves too", async () => {
-    const full = go("capabilities/full").body;
-    const r = await request(`${gw.url}/v1/capabilities`);
-    // The Go document's bytes with jetloop's two names appended to its features, in order.
-    expect({ status: r.status, body: r.body }).toEqual({ status: 200, body: full.replace('"gate_response"]', '"gate_response","input","interrupt"]') });
-    expect(r.headers.get("content-type")).toBe("application/json");
+  it("answers capabilities with the full-surface document byte for byte, and jetloop's own features where no Go client looks", async () => {
+    expectBody(await request(`${gw.url}/v1/capabilities`), "capabilities/full");
+    const own = await request(`${gw.url}/jetloop/capabilities`);
+    expect({ status: own.status, body: own.body }).toEqual({ status: 200, body: '{"protocol":"jetloop.gateway","version":1,"features":["input","interrupt","workspace_rules"]}\n' });
+    expect(own.headers.get("content-type")).toBe("application/json");
   });
 
   it("pages the journal as the Go handler does", async () => {
@@ -153,9 +152,15 @@ describe("gateway conformance with the Go handler", () => {
       ["mux/not-found", "/v1/nope"],
       ["mux/method-not-allowed", `/v1/sessions/${S}/status`, { method: "DELETE" }],
       ["mux/trailing-slash", "/v1/sessions/"],
-      ["read-only/post-sessions", "/v1/sessions", { method: "POST" }],
     ];
     for (const [id, path, init] of cases) expectBody(await request(`${gw.url}${path}`, init), id);
+    // Creation: no runtime behind the gateway. Not the read-only mux's plain 405 (no JSON a Go
+    // client can read): Go's error envelope and headers, as its create failure (error/create-failed) has them, with jetloop's code.
+    const created = await request(`${gw.url}/v1/sessions`, { method: "POST" });
+    const goFailure = go("error/create-failed");
+    expect({ status: created.status, body: created.body }).toEqual({ status: 501, body: '{"error":{"code":"no_runtime","message":"no runtime behind this gateway to create a session","retryable":false}}\n' });
+    expect(Object.keys(JSON.parse(created.body) as object)).toEqual(Object.keys(JSON.parse(goFailure.body) as object));
+    expect(created.headers.get("content-type")).toBe(goFailure.content_type ?? "application/json");
     // Restore is not served: answered as a mux without it does (input and interrupt: controls.test.ts).
     expectBody(await request(`${gw.url}/v1/sessions/${S}/restore`, { method: "POST", body: "{}", headers: JSON_TYPE }), "mux/not-found");
   });

@@ -228,12 +228,12 @@ describe("a loop that serves input and interrupt, over HTTP", () => {
     expect(actor.inputs.length).toBe(before);
   });
 
-  it("is behind the browser boundary: a foreign Origin or a non-JSON body type is refused before the loop", async () => {
+  it("is behind the browser boundary: a foreign Origin, or a body not declared JSON from a page crossing sites, is refused before the loop", async () => {
     const before = [actor.inputs.length, actor.interrupts.length];
     for (const path of ["input", "interrupt"]) {
       const foreign = await post(`/v1/sessions/${actor.sid}/${path}`, GO_INPUT, { Origin: "https://attacker.example" });
       expect([foreign.status, errorOf(foreign.body).code]).toEqual([403, "origin_not_allowed"]);
-      const plain = await request(`${gw.url}/v1/sessions/${actor.sid}/${path}`, { method: "POST", body: GO_INPUT, headers: { "Content-Type": "text/plain" } });
+      const plain = await rawPost(`${gw.url}/v1/sessions/${actor.sid}/${path}`, { "Content-Type": "text/plain", Origin: gw.url, "Sec-Fetch-Site": "cross-site" }, GO_INPUT);
       expect([plain.status, errorOf(plain.body).code]).toEqual([415, "unsupported_media_type"]);
       const rebound = await rawPost(`${gw.url}/v1/sessions/${actor.sid}/${path}`, { Host: "attacker.example" }, GO_INPUT);
       expect([rebound.status, errorOf(rebound.body).code]).toEqual([403, "host_not_allowed"]);
@@ -268,15 +268,16 @@ describe("no loop actor, or a slow one", () => {
 });
 
 describe("what the gateway serves", () => {
-  it("names input and interrupt in its capabilities, after the Go full document's features", async () => {
-    const r = await request(`${gw.url}/v1/capabilities`);
-    const full = JSON.parse(go("capabilities/full").body) as { features: string[] };
-    expect(JSON.parse(r.body)).toEqual({ ...full, features: [...full.features, "input", "interrupt"] });
+  it("names input and interrupt in jetloop's capabilities, not in the Go document", async () => {
+    expectGo(await request(`${gw.url}/v1/capabilities`), "capabilities/full");
+    const own = JSON.parse((await request(`${gw.url}/jetloop/capabilities`)).body) as { features: string[] };
+    expect(own.features.slice(0, 2)).toEqual(["input", "interrupt"]);
   });
 
-  it("answers session creation and restore as a mux without them does, and GET on the controls with 405", async () => {
+  it("answers session creation with no_runtime, restore as a mux without it does, and GET on the controls with 405", async () => {
     const sid = newId();
-    expectGo(await post("/v1/sessions", GO_INPUT), "read-only/post-sessions");
+    const created = await post("/v1/sessions", GO_INPUT);
+    expect([created.status, errorOf(created.body).code]).toEqual([501, "no_runtime"]);
     expectGo(await post(`/v1/sessions/${sid}/restore`, undefined), "mux/not-found");
     for (const path of ["input", "interrupt"]) {
       const r = await request(`${gw.url}/v1/sessions/${sid}/${path}`);

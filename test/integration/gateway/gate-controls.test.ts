@@ -56,9 +56,20 @@ describe("a gate's controls over HTTP", () => {
     expect(resolved).toEqual([action]);
   });
 
-  it("refuses a control the gate did not list, and any other action: 400 gate_action_invalid, the gate still open", async () => {
+  it("opens every permission gate with the Go runtime's three controls unless the loop narrows them", async () => {
     const c = coords();
     const decision = gates.requestPermission({ ...c, request: request0 });
+    const gid = await gateOf(c.toolExecutionId);
+    let controls: unknown;
+    for await (const { event: e } of bus.session(sid).replay({ enduring: "all", types: ["GateOpened"] })) if (e.type === "GateOpened" && e.gate?.id === gid) controls = e.gate.prompt?.controls;
+    expect(controls).toEqual(THREE.map((action) => ({ action, label: action })));
+    expect((await post(`${gw.url}/v1/sessions/${sid}/gates/${gid}`, '{"action":"Deny"}')).status).toBe(202);
+    expect((await decision).action).toBe("Deny");
+  });
+
+  it("refuses a control the gate did not list, and any other action: 400 gate_action_invalid, the gate still open", async () => {
+    const c = coords();
+    const decision = gates.requestPermission({ ...c, request: request0, controls: ["Approve", "Deny"] });
     const gid = await gateOf(c.toolExecutionId);
     const url = `${gw.url}/v1/sessions/${sid}/gates/${gid}`;
     for (const action of ["Approve always for this workspace", "Maybe", "approve", ""]) {

@@ -3,6 +3,7 @@
 // caps, the journal-sequence range, and a namespace never provisioned.
 import { request as httpRequest } from "node:http";
 import { connect as netConnect, type Socket } from "node:net";
+import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connect, createEvent, type Jetloop, newId, startGateway, type RunningGateway } from "../../../src/index.js";
 import { natsServers, uniqueNamespace } from "../../harness/context.js";
@@ -36,6 +37,18 @@ function raw(url: string, headers: Record<string, string>, method = "GET"): Prom
   });
 }
 
+/** A POST with headers fetch will not let a caller set (Host, Sec-Fetch-Site); no body when `body` is undefined. */
+function rawPost(url: string, headers: Record<string, string>, body: string | undefined): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(url, { method: "POST", headers }, (res) => {
+      let text = "";
+      res.setEncoding("utf8").on("data", (c: string) => (text += c));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, body: text }));
+    });
+    req.on("error", reject).end(body);
+  });
+}
+
 const errorOf = (body: string) => (JSON.parse(body) as { error: { code: string; retryable: boolean } }).error;
 
 function openSocket(url: string): Promise<Socket> {
@@ -64,6 +77,43 @@ function untilClosed(s: Socket): Promise<string> {
   return new Promise((resolve) => s.on("close", () => resolve(text)));
 }
 
+describe("a POST not declared JSON, over every POST route: generated methods x body types x Origin x Sec-Fetch-Site", () => {
+  it("goes on from the own origin or a non-browser caller, is refused from any page crossing sites", async () => {
+    const allowing = await startGateway(bus, { listen: "127.0.0.1:0", allowedOrigins: ["https://app.example"] });
+    try {
+      const host = new URL(allowing.url).host;
+      const routes = [`/v1/sessions/${sid}/gates/${newId()}`, `/v1/sessions/${sid}/input`, `/v1/sessions/${sid}/interrupt`, `/v1/sessions/${newId()}/interrupt`];
+      const cases = fc.sample(
+        fc.record({
+          route: fc.constantFrom(...routes),
+          origin: fc.constantFrom(undefined, allowing.url, "https://app.example", "https://attacker.example"),
+          type: fc.constantFrom(undefined, "text/plain;charset=UTF-8", "application/x-www-form-urlencoded", "application/json"),
+          body: fc.boolean(),
+          site: fc.constantFrom(undefined, "same-origin", "same-site", "cross-site"),
+        }),
+        { numRuns: 48, seed: 3802 },
+      );
+      for (const c of cases) {
+        const headers: Record<string, string> = { Host: host };
+        if (c.origin !== undefined) headers.Origin = c.origin;
+        if (c.type !== undefined) headers["Content-Type"] = c.type;
+        if (c.site !== undefined) headers["Sec-Fetch-Site"] = c.site;
+        const r = await rawPost(`${allowing.url}${c.route}`, headers, c.body ? '{"action":"Deny","blocks":[{"type":"text","Text":"x"}]}' : undefined);
+        const crosses = c.site === "same-site" || c.site === "cross-site";
+        let want: string | undefined;
+        if (c.origin === "https://attacker.example" || (c.origin === undefined && crosses)) want = "origin_not_allowed";
+        else if (c.type !== "application/json" && (c.origin === "https://app.example" || (c.site !== undefined && c.site !== "same-origin"))) want = "unsupported_media_type";
+        const code = errorOf(r.body).code;
+        if (want !== undefined) expect([code, r.status], JSON.stringify(c)).toEqual([want, want === "origin_not_allowed" ? 403 : 415]);
+        // Past the boundary: what the route says of an unknown gate, a session with no actor, or one never seen.
+        else expect(["gate_not_found", "session_not_found", "invalid_body"], `${JSON.stringify(c)}: ${r.body}`).toContain(code);
+      }
+    } finally {
+      await allowing.close();
+    }
+  });
+});
+
 describe("the browser boundary over plain HTTP", () => {
   it("refuses a foreign Host before anything else, and answers the bound address", async () => {
     const port = new URL(gw.url).port;
@@ -75,13 +125,17 @@ describe("the browser boundary over plain HTTP", () => {
     for (const host of [`127.0.0.1:${port}`, `LOCALHOST:${port}`, "localhost", `[::1]:${port}`]) expect((await raw(`${gw.url}/v1/sessions`, { Host: host })).status, host).toBe(200);
   });
 
-  it("refuses a POST from a foreign Origin, and one that is not JSON", async () => {
+  it("refuses a POST from a foreign Origin, and one not declared JSON from a page that crosses sites", async () => {
     const url = `${gw.url}/v1/sessions/${sid}/gates/${newId()}`;
     const foreign = await request(url, { method: "POST", headers: { Origin: "http://localhost:1", "Content-Type": "application/json" }, body: '{"action":"Approve"}' });
     expect([foreign.status, errorOf(foreign.body).code]).toEqual([403, "origin_not_allowed"]);
     for (const type of ["text/plain", "application/x-www-form-urlencoded", undefined]) {
-      const r = await request(url, { method: "POST", headers: type === undefined ? {} : { "Content-Type": type }, body: type === undefined ? undefined : '{"action":"Approve"}' });
+      const headers: Record<string, string> = { Host: new URL(gw.url).host, Origin: gw.url, "Sec-Fetch-Site": "cross-site", ...(type === undefined ? {} : { "Content-Type": type }) };
+      const r = await rawPost(url, headers, type === undefined ? undefined : '{"action":"Approve"}');
       expect([type, r.status, errorOf(r.body).code]).toEqual([type, 415, "unsupported_media_type"]);
+      // The same request from a non-browser caller (no Origin, no Sec-Fetch-Site) passes the boundary: the gate is unknown.
+      const plain = await request(url, { method: "POST", headers: type === undefined ? {} : { "Content-Type": type }, body: type === undefined ? undefined : '{"action":"Approve"}' });
+      expect([type, plain.status, errorOf(plain.body).code]).toEqual([type, 404, "gate_not_found"]);
     }
     const own = await request(url, { method: "POST", headers: { Origin: gw.url, "Content-Type": "application/json; charset=utf-8" }, body: '{"action":"Approve"}' });
     expect(errorOf(own.body).code).toBe("gate_not_found"); // past the boundary
@@ -137,7 +191,8 @@ describe("bounded resources", () => {
     const cases: Record<string, string> = {
       "GET with a body": "GET /v1/capabilities HTTP/1.1",
       "a route that answers 404": "POST /v1/nowhere HTTP/1.1",
-      "a route that answers 405": "POST /v1/sessions HTTP/1.1",
+      "a route that answers 405": "POST /v1/sessions/zzz/status HTTP/1.1",
+      "creation, answered without reading (501)": "POST /v1/sessions HTTP/1.1",
       "a malformed session id": "POST /v1/sessions/zzz/gates/yyy HTTP/1.1",
       "a body that is not JSON (415)": `POST /v1/sessions/${sid}/gates/${newId()} HTTP/1.1`,
       "a session never seen (404)": `POST /v1/sessions/${newId()}/gates/${newId()} HTTP/1.1`,
@@ -150,7 +205,9 @@ describe("bounded resources", () => {
         const reply = untilClosed(s);
         const type = name.includes("415") ? "text/plain" : "application/json";
         const length = name.includes("over the cap") ? "Content-Length: 2000000" : framing;
-        s.write(`${line}\r\nHost: ${host}\r\nContent-Type: ${type}\r\n${length}\r\n\r\n`);
+        // Not JSON from a page crossing sites: 415 (from a non-browser caller it would pass the boundary).
+        const crossSite = name.includes("415") ? "Sec-Fetch-Site: cross-site\r\nOrigin: http://" + host + "\r\n" : "";
+        s.write(`${line}\r\nHost: ${host}\r\nContent-Type: ${type}\r\n${crossSite}${length}\r\n\r\n`);
         const chunk = length.startsWith("Transfer") ? "1\r\n \r\n" : " ";
         const drip = setInterval(() => s.writable && s.write(chunk), 100);
         const started = Date.now();

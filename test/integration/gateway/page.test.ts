@@ -143,7 +143,7 @@ describe("the web page", () => {
       const decision = gates.requestPermission({ ...ids, toolExecutionId, toolUseId: `toolu_${action}`, request: { toolName: "bash", summary: `rm -rf build (${action})` } });
       const buttons = tool(page, toolExecutionId).locator(".controls button");
       await buttons.first().waitFor();
-      expect(await buttons.evaluateAll((bs) => bs.map((b) => b.getAttribute("data-action")))).toEqual(["Approve", "Deny"]);
+      expect(await buttons.evaluateAll((bs) => bs.map((b) => b.getAttribute("data-action")))).toEqual(["Approve", "Approve always for this workspace", "Deny"]);
       const posted = page.waitForRequest((r) => r.method() === "POST" && r.url().includes("/gates/"));
       await tool(page, toolExecutionId).locator(`button[data-action="${action}"]`).click();
       const req = await posted;

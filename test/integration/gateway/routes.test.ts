@@ -58,7 +58,8 @@ describe("gate answers", () => {
   it("approves a permission gate, idempotently, and maps the runtime's errors", async () => {
     const c = coords();
     await bus.publish(createEvent("TurnStarted", { sessionId: sid, loopId: loop, turnId: c.turnId }));
-    const decision = gates.requestPermission({ ...c, request: request0 });
+    // Two controls (the loop narrows the Go three): the third is then not one of its own.
+    const decision = gates.requestPermission({ ...c, request: request0, controls: ["Approve", "Deny"] });
     const gid = await openGate(gw.url, sid);
     const s = await status(gw.url, sid);
     expect(s).toMatchObject({ session_id: sid, state: "waiting_on_gate", waiting_gate_id: gid, active_turn_id: c.turnId });
