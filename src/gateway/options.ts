@@ -73,6 +73,18 @@ const serverShape = z.strictObject({
   headersTimeoutMs: durationMs(1).default(5000),
   /** Open connections per client address; past it the new connection is answered 503 and closed. Default 128. */
   maxConnectionsPerClient: z.number().int().min(1).default(128),
+  /**
+   * Open connections in all, whatever their address; past it the new connection is answered
+   * 503 and closed. With `maxHeaderBytes` it bounds what strangers can make the gateway hold
+   * before authentication: 1024 × 16 KiB = 16 MiB of headers. Default 1024.
+   */
+  maxConnections: z.number().int().min(1).default(1024),
+  /**
+   * Bytes of a request line and headers read before answering 431 and closing (node:http's
+   * `maxHeaderSize`). 16 KiB is ample for a bearer token; Go's 1 MiB let 512 connections
+   * make the gateway hold 600 MiB before it knew who was calling. Default 16384.
+   */
+  maxHeaderBytes: z.number().int().min(1024).max(1024 * 1024).default(16 * 1024),
 });
 
 export type ServerOptions = z.input<typeof serverShape>;
