@@ -49,6 +49,12 @@ export const gatewayShape = z.strictObject({
   allowedOrigins: z.array(z.string()).default([]),
   /** How long a request body may take to arrive; past it 408 and the connection is closed. Default 10000 ms. */
   bodyTimeoutMs: durationMs(1).default(10_000),
+  /**
+   * Bytes of one journal page (`GET …/journal`). A page ends before an event that would take
+   * it past this (it always holds one), saying done:false and the next sequence, as a page
+   * cut by `limit` does. Pages are streamed, never held whole. Default 16 MiB.
+   */
+  maxPageBytes: z.number().int().min(1024).default(16 * 1024 * 1024),
   /** Open SSE streams per client address; past it 429 too_many_streams (retryable). Default 32. */
   maxStreamsPerClient: z.number().int().min(1).default(32),
 });
