@@ -9,10 +9,8 @@
 // 32 events of 1 MB instead of 70: the test stays a few seconds per path.
 import type { DurableDelivery } from "../../src/index.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { encodeValidated } from "../../src/codec/codec.js";
-import { AGENCY_USER } from "../../src/events/header.js";
 import { connect, createEvent, type Jetloop, type JetloopEvent, newId, startGateway, type RunningGateway } from "../../src/index.js";
-import { journalHeaderRoom } from "../../src/publish/journal-writer.js";
+import { eventCapOf, eventOfSize } from "../harness/big-events.js";
 import { uniqueNamespace } from "../harness/context.js";
 import { startServer, type NatsServer } from "../harness/server.js";
 import { request, SseReader } from "./gateway/http.js";
@@ -29,27 +27,6 @@ const quiet = newId();
 let viewers: SseReader[] = [];
 const bigSeqs: number[] = [];
 
-/** An event whose encoding is exactly `cap` bytes: a PermissionDecided with a long reason. */
-function eventAt(cap: number, sessionId: string): JetloopEvent {
-  const coords = { sessionId, loopId: newId(), turnId: newId(), stepId: newId() };
-  const toolExecutionId = newId();
-  const make = (n: number) => createEvent("PermissionDecided", { ...coords, cause: { commandId: newId(), toolExecutionId, agency: AGENCY_USER }, toolExecutionId, effect: "approve", reason: "r".repeat(n) });
-  // Sized by trial: an empty reason is left out of the encoding, and a timestamp's
-  // fraction is written without its trailing zeros, so the size moves by a few bytes.
-  let n = cap - encodeValidated(make(1)).bytes.length;
-  let e = make(n);
-  for (let tries = 0; encodeValidated(e).bytes.length !== cap; tries++) {
-    if (tries === 10) throw new Error(`no event of exactly ${cap} bytes after ${tries} tries`);
-    e = make((n += cap - encodeValidated(e).bytes.length));
-  }
-  return e;
-}
-
-function capOf(b: Jetloop): number {
-  const maxPayload = b.nc.info!.max_payload;
-  return Math.min(b.settings.maxEventBytes, maxPayload - journalHeaderRoom(b.stream, b.namespace));
-}
-
 beforeAll(async () => {
   server = await startServer({ configText: "max_pending: 24MB\n" });
   const namespace = uniqueNamespace("mb");
@@ -59,8 +36,8 @@ beforeAll(async () => {
   void (async () => {
     for await (const s of bus.nc.status()) if (s.type === "disconnect" || s.type === "error" || s.type === "slowConsumer") disconnects.push(s.type);
   })();
-  const cap = capOf(writer);
-  for (let i = 0; i < EVENTS; i++) bigSeqs.push((await writer.publish(eventAt(cap, big))).journalSeq);
+  const cap = eventCapOf(writer);
+  for (let i = 0; i < EVENTS; i++) bigSeqs.push((await writer.publish(eventOfSize(cap, big))).journalSeq);
   await writer.publish(createEvent("SessionStarted", { sessionId: quiet }));
   gw = await startGateway(bus, { listen: "127.0.0.1:0", maxStreamsPerClient: VIEWERS + 10, maxConnectionsPerClient: VIEWERS + 50 });
   viewers = await Promise.all(Array.from({ length: VIEWERS }, () => SseReader.open(`${gw.url}/v1/sessions/${quiet}/events`)));
@@ -145,9 +122,9 @@ describe(`${EVENTS} events at the size limit on every read path, while ${VIEWERS
         if (seqs.length === 8) break;
       }
     })();
-    const cap = capOf(writer);
+    const cap = eventCapOf(writer);
     const published: number[] = [];
-    for (let i = 0; i < 8; i++) published.push((await writer.publish(eventAt(cap, session))).journalSeq);
+    for (let i = 0; i < 8; i++) published.push((await writer.publish(eventOfSize(cap, session))).journalSeq);
     try {
       await path("group member", async () => (await got, seqs), published);
     } finally {

@@ -7,8 +7,10 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { connect as netConnect, type Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connect, createEvent, type Jetloop, newId, startGateway } from "../../../src/index.js";
-import { natsServers, natsUrl, uniqueNamespace } from "../../harness/context.js";
+import { natsServers, natsServerVersion, natsUrl, uniqueNamespace } from "../../harness/context.js";
 import { rssMiB, startHeaderFlood } from "../../harness/header-flood.js";
+import { saveRecord } from "../../harness/reliability/save.js";
+import { serverFlavor } from "../../harness/server.js";
 import { request, SseReader } from "./http.js";
 
 const TOKEN = "flood-test-token";
@@ -79,6 +81,7 @@ describe("a header flood from several source addresses", () => {
     const before = await rssMiB(pid);
     // The issue's attack: 4 addresses × 128 connections (the per-address cap), each sending
     // headers of almost 1 MiB (what the gateway read before authentication).
+    const floodStarted = Date.now();
     const flood = startHeaderFlood({ url, sources: ["127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"], perSource: 128, headerBytes: 1024 * 1024 - 4096 });
     let peak = before;
     let answered = 0;
@@ -112,6 +115,27 @@ describe("a header flood from several source addresses", () => {
     }
     const cpu = (await cpuMs(pid)) - cpu0;
     console.log(`[header-flood] quiet answer ${quiet} ms, gateway cpu ${cpu} ms; gateway RSS ${before.toFixed(0)} MiB before, peak ${peak.toFixed(0)} MiB under the flood (${flood.opened()} flood connections opened, ${flood.cut()} cut); ${answered} authenticated answers (ms: ${latencies.join(", ")})`);
+    saveRecord({
+      id: "16-header-flood",
+      title: "16. A header flood before authentication",
+      run: serverFlavor(),
+      serverVersion: natsServerVersion(),
+      finishedAt: new Date().toISOString(),
+      durationMs: Date.now() - floodStarted,
+      rows: [],
+      facts: {
+        "source addresses × connections each": "4 × 128",
+        "header bytes each connection tries to send": 1024 * 1024 - 4096,
+        "flood connections opened": flood.opened(),
+        "flood connections cut by the gateway": flood.cut(),
+        "gateway RSS before (MiB, under tsx)": Math.round(before),
+        "gateway RSS peak under the flood (MiB)": Math.round(peak),
+        "growth under the flood (MiB)": Math.round(peak - before),
+        "authenticated answers during the flood": answered,
+        "slowest authenticated answer (ms)": Math.max(...latencies),
+        "quiet answer before the flood (ms)": quiet,
+      },
+    });
     expect(answered).toBeGreaterThan(0);
     // The compiled gateway rests at ~74 MiB (the issue's measure); under tsx this process
     // rests higher, so the bound is on what the flood adds: 150 − 74 MiB.
