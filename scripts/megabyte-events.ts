@@ -55,7 +55,9 @@ const viewerIds = await Promise.all(
     void (async () => {
       const decoder = new TextDecoder();
       let text = "";
-      for await (const chunk of res.body! as AsyncIterable<Uint8Array>) {
+      for (const reader = res.body!.getReader(); ; ) {
+        const { done, value: chunk } = await reader.read();
+        if (done) break;
         text += decoder.decode(chunk, { stream: true });
         for (const m of text.matchAll(/^id: (\d+)$/gm)) ids.add(Number(m[1]));
         text = text.slice(text.lastIndexOf("\n") + 1);

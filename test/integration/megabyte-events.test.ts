@@ -162,7 +162,9 @@ describe(`${EVENTS} events at the size limit on every read path, while ${VIEWERS
       let line = "";
       const deadline = AbortSignal.timeout(30_000);
       try {
-        for await (const chunk of res.body! as AsyncIterable<Uint8Array>) {
+        for (const reader = res.body!.getReader(); ; ) {
+          const { done, value: chunk } = await reader.read();
+          if (done) break;
           if (deadline.aborted) throw new Error(`SSE: ${seqs.length} events in 30 s`);
           const parts = (line + decoder.decode(chunk, { stream: true })).split("\n");
           line = parts.pop()!;
