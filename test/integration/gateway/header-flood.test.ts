@@ -16,7 +16,7 @@ import { request, SseReader } from "./http.js";
 const TOKEN = "flood-test-token";
 const auth = { Authorization: `Bearer ${TOKEN}` };
 let bus: Jetloop;
-let child: ChildProcess;
+let child: ChildProcess | undefined;
 let url: string;
 const sid = newId();
 
@@ -24,27 +24,29 @@ beforeAll(async () => {
   bus = await connect({ servers: natsServers(), namespace: uniqueNamespace("gf") });
   await bus.provision();
   await bus.publish(createEvent("SessionStarted", { sessionId: sid }));
-  child = spawn(process.execPath, ["--import", "tsx", "src/cli/main.ts", "gateway", "--listen", "127.0.0.1:0", "--auth-token-env", "JL_FLOOD_TOKEN", "--server", natsUrl(), "--namespace", bus.namespace], {
+  const proc = spawn(process.execPath, ["--import", "tsx", "src/cli/main.ts", "gateway", "--listen", "127.0.0.1:0", "--auth-token-env", "JL_FLOOD_TOKEN", "--server", natsUrl(), "--namespace", bus.namespace], {
     env: { ...process.env, JL_FLOOD_TOKEN: TOKEN },
     stdio: ["ignore", "pipe", "pipe"],
   });
+  child = proc;
   let out = "";
   let err = "";
   url = await new Promise<string>((resolve, reject) => {
-    child.stdout!.on("data", (b: Buffer) => {
+    proc.stdout.on("data", (b: Buffer) => {
       out += b.toString();
       const m = /listening on (http:\/\/\S+)/.exec(out);
       if (m) resolve(m[1]!);
     });
-    child.stderr!.on("data", (b: Buffer) => (err += b.toString()));
-    child.once("exit", (code) => reject(new Error(`the gateway exited (${code}): ${err}`)));
+    proc.stderr.on("data", (b: Buffer) => (err += b.toString()));
+    proc.once("exit", (code) => reject(new Error(`the gateway exited (${code}): ${err}`)));
   });
 }, 60_000);
 
 afterAll(async () => {
-  if (child.exitCode === null) {
-    const exited = new Promise((r) => child.once("exit", r));
-    child.kill("SIGTERM");
+  const proc = child;
+  if (proc !== undefined && proc.exitCode === null) {
+    const exited = new Promise((r) => proc.once("exit", r));
+    proc.kill("SIGTERM");
     await exited;
   }
   await bus.close();
@@ -72,7 +74,7 @@ function untilClosed(s: Socket): Promise<string> {
 
 describe("a header flood from several source addresses", () => {
   it("keeps the gateway's memory bounded while authenticated viewers keep getting answers", async () => {
-    const pid = child.pid!;
+    const pid = child!.pid!;
     const sse = await SseReader.open(`${url}/v1/sessions/${sid}/events`, auth);
     const t = Date.now();
     expect((await request(`${url}/v1/sessions/${sid}/status`, { headers: auth })).status).toBe(200);
