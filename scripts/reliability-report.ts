@@ -513,6 +513,51 @@ killed member). The move time is the lease (the killed member's lease goes stale
 to a third of it (the next check), plus the new owner's consumer start; the first event of a
 moved partition can wait for the killed member's unsettled delivery's ack wait.`,
   },
+  "15-megabyte-events": {
+    title: "15. Events at the size limit on a shared connection",
+    method: `\`scripts/megabyte-events.ts\` (run \`soak-*\`): a private nats-server with its defaults
+(max_payload 1 MB, max_pending 64 MB) holds 300 events of one session at the size limit
+(the largest encoded event the bus publishes, ~1 MB). On the gateway's own connection,
+which 100 SSE viewers of another session share, the session is replayed (\`replay\`, default
+options) and then paged through the gateway at \`limit=1000\` until \`done\`. After each,
+an event is published to the viewers' session and each viewer must receive it; the
+connection's status is watched for a disconnect or a slow-consumer cut. The suite's lean
+version, \`test/integration/megabyte-events.test.ts\`, reads 32 such events on every read
+path (replay, feed history, durable, group member, journal pages, SSE resumed from 0) on a
+server whose max_pending is 24 MB, with the same viewers' check after each.
+
+Asserted: every event read once on each path, the connection never cut, every viewer
+still receiving.`,
+    notes: `Before every pull was bounded in bytes (src/subscribe/pull-size.ts: at most 8 MiB, at least
+one message of the connection's max_payload), a replay pulled 512 events at once: 300 events
+of 1 MB gave 99 in 30 s while the server cut the connection as a slow consumer again and
+again, and one page at \`limit=1000\` cut the gateway's connection for every viewer. Pages are
+now streamed and end at \`maxPageBytes\` (16 MiB) with \`done:false\` (src/gateway/README.md).
+The bound is per pull: many megabyte reads at once on one connection can still owe it more
+than max_pending together.`,
+  },
+  "16-header-flood": {
+    title: "16. A header flood before authentication",
+    method: `\`test/integration/gateway/header-flood.test.ts\`: \`jetloop gateway\` runs as its own process
+(token auth, default caps). From four loopback source addresses (127.0.0.2 to 127.0.0.5),
+128 connections each (the per-address cap) send a request line and then headers of almost
+1 MiB that never end, and open a new connection 10 ms after the gateway closes one, for
+4 s. Meanwhile an authenticated client asks for a session's status again and again, and an
+authenticated SSE stream is open; at the end an event is published and the stream must
+deliver it. The gateway's resident memory is sampled every 100 ms from /proc.
+
+Asserted: every authenticated request answered 200, the SSE stream delivered the event,
+the flood's connections were cut by the gateway, and the gateway grew by less than 76 MiB
+(from the compiled gateway's 74 MiB at rest, under 150 MiB).`,
+    notes: `Before the caps (headers read up to 1 MiB, Go's MaxHeaderBytes), the same flood took the
+gateway from 118 to 684 MiB, holding every connection's headers. Now headers are capped at
+16 KiB (\`maxHeaderBytes\`, 431), connections at 128 per address and 1024 in all
+(\`maxConnections\`, 503), and the time to send headers at 5 s (\`headersTimeoutMs\`): at most
+1024 × (16 KiB + Node's 64 KiB read buffer) held before authentication. The test's gateway
+runs under tsx, which rests at ~120 MiB: the bound asserted is the growth. The answers'
+latency under the flood on a loaded two-core machine was 0.1 to 3 s (the flood's client
+runs in the same machine).`,
+  },
 };
 
 function cell(v: string | number | boolean | null | undefined): string {

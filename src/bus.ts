@@ -281,6 +281,7 @@ class BusImpl<E = JetloopEvent> implements Jetloop<E> {
       const journal: JournalSource = {
         placement: { leader: async () => (await position.state()).leader, log },
         lastSeq: async () => (await position.state()).lastSeq,
+        maxPayload: () => nc.info?.max_payload,
         turns: supports(this.serverVersion, "atomicBatch"),
         js,
         stream,

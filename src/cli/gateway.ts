@@ -26,6 +26,10 @@ Runs until interrupted (Ctrl-C).
   --allow-origin ORIGIN    a scheme://host[:port] whose pages may call the gateway
                            (CORS; repeatable; default: none, only the gateway's own page)
   --max-connections-per-client N   open connections per client address (default 128)
+  --max-connections N      open connections in all (default 1024)
+  --max-header-bytes N     request line and headers read before 431 (default 16384)
+  --max-page-bytes N       bytes of one journal page; a longer one ends early with
+                           done:false and the next sequence (default 16777216)
   --max-streams-per-client N       open SSE streams per client address (default 32)
   --metrics HOST:PORT      serve jetloop's metrics in Prometheus text format on
                            http://HOST:PORT/metrics (needs the packages @opentelemetry/api,
@@ -46,6 +50,9 @@ export async function gatewayCommand(argv: string[], out: (s: string) => void, e
     "allow-host": { type: "string", multiple: true },
     "allow-origin": { type: "string", multiple: true },
     "max-connections-per-client": { type: "string" },
+    "max-connections": { type: "string" },
+    "max-header-bytes": { type: "string" },
+    "max-page-bytes": { type: "string" },
     "max-streams-per-client": { type: "string" },
     metrics: { type: "string" },
     "insecure-public-metrics": { type: "boolean" },
@@ -80,6 +87,9 @@ export async function gatewayCommand(argv: string[], out: (s: string) => void, e
     allowedHosts: values["allow-host"],
     allowedOrigins: values["allow-origin"],
     maxConnectionsPerClient: positiveInt("max-connections-per-client", values["max-connections-per-client"]),
+    maxConnections: positiveInt("max-connections", values["max-connections"]),
+    maxHeaderBytes: positiveInt("max-header-bytes", values["max-header-bytes"]),
+    maxPageBytes: positiveInt("max-page-bytes", values["max-page-bytes"]),
     maxStreamsPerClient: positiveInt("max-streams-per-client", values["max-streams-per-client"]),
   };
   checkListenOptions(options); // before dialing: a bad flag fails fast

@@ -12,7 +12,7 @@ import { type GatewayErrorName, sendError, sendJson } from "./envelope.js";
 import { NatsHealth } from "./nats-health.js";
 import { type ControlAnswer, decodeInputBody, idempotencyKey, sendInput, sendInterrupt } from "./controls.js";
 import { commandIdFor, decodeGateRequest, findGate, sendAnswer, toAnswer } from "./gate-answer.js";
-import { journalPageJson, readJournalPage } from "./journal-page.js";
+import { journalPageJson, type PageSink, streamJournalPage } from "./journal-page.js";
 import { type GatewayOptions, type GatewaySettings, parseGatewayOptions } from "./options.js";
 import { fromSeqParam, INVALID, lastEventIdParam, limitParam, pathId, skipParam } from "./params.js";
 import { cutUnreadBody, readBody } from "./body.js";
@@ -204,10 +204,68 @@ async function journal(ctx: Context, res: ServerResponse, raw: string, q: URLSea
   // The journal route never answers 404 (reference §4): an unseen session reads as empty.
   if (hidden(ctx, sid)) return sendJson(res, 200, journalPageJson({ events: [], nextSeq: 0, done: true }));
   try {
-    sendJson(res, 200, journalPageJson(await readJournalPage(ctx.bus, sid, from, limit)));
+    const empty = await streamJournalPage(ctx.bus, sid, from, limit, ctx.settings.maxPageBytes, responseSink(res, ctx.settings.slowClientMs));
+    if (empty !== undefined) sendJson(res, 200, empty);
   } catch (e) {
+    // Once the page has begun its status is sent: cut it short, so that the client sees a
+    // broken body and never a well-formed page that lacks events. A client that left is no failure.
+    if (res.headersSent) {
+      if (!res.destroyed) ctx.health.failure(e, "journal_failed", { sessionId: sid }, "could not read session journal");
+      res.destroy();
+      return;
+    }
     sendError(res, ctx.health.failure(e, "journal_failed", { sessionId: sid }, "could not read session journal"));
   }
+}
+
+/**
+ * Go's net/http buffers the first 2 KiB of an answer: one that ends within them goes out
+ * with its Content-Length, a longer one chunked. The page sink does the same, so a short
+ * page's bytes and headers are the Go handler's.
+ */
+const GO_CHUNKING_BYTES = 2048;
+
+/**
+ * A streamed JSON answer: past its first 2 KiB, writes wait while the client has not taken
+ * the last ones, so a page is never held whole; a client that takes none for `slowMs`, or
+ * is gone, fails the write (the page's read stops).
+ */
+function responseSink(res: ServerResponse, slowMs: number): PageSink {
+  let held: string[] | undefined = [];
+  let heldBytes = 0;
+  const send = (chunk: string): Promise<void> =>
+    new Promise<void>((resolve, reject) => {
+      if (res.destroyed) return reject(new Error("the client is gone"));
+      if (res.write(chunk)) return resolve();
+      const timer = setTimeout(() => done(new Error(`the client took nothing for ${slowMs} ms`)), slowMs);
+      const done = (e?: Error) => {
+        clearTimeout(timer);
+        res.off("drain", onDrain).off("close", onClose);
+        if (e === undefined) resolve();
+        else reject(e);
+      };
+      const onDrain = () => done();
+      const onClose = () => done(new Error("the client is gone"));
+      res.once("drain", onDrain).once("close", onClose);
+    });
+  return {
+    write: (chunk) => {
+      if (held === undefined) return send(chunk);
+      held.push(chunk);
+      heldBytes += Buffer.byteLength(chunk);
+      if (heldBytes <= GO_CHUNKING_BYTES) return Promise.resolve();
+      const all = held.join("");
+      held = undefined;
+      res.writeHead(200, { "Content-Type": "application/json" });
+      return send(all);
+    },
+    end: (chunk) => {
+      if (held === undefined) return void res.end(chunk);
+      const body = Buffer.from(held.join("") + chunk, "utf8");
+      res.writeHead(200, body.length <= GO_CHUNKING_BYTES ? { "Content-Type": "application/json", "Content-Length": body.length } : { "Content-Type": "application/json" });
+      res.end(body);
+    },
+  };
 }
 
 /** `Last-Event-ID` from the header, else the `last_event_id` query parameter (EventSource cannot set headers on a first connect). */

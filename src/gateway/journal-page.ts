@@ -29,15 +29,56 @@ export function storedEventJson(d: Delivery<JetloopEvent>): string {
   return compactJson(decoder.decode(d.data));
 }
 
-export async function readJournalPage(bus: Jetloop, sessionId: string, fromSeq: number, limit: number): Promise<JournalPage> {
-  const events: { journalSeq: number; json: string }[] = [];
-  // One more than the page so that the read does not pull far past what it returns.
-  for await (const d of bus.session(sessionId).replay({ enduring: "all" }, { fromSeq: Math.max(fromSeq, 1), batch: Math.min(limit + 1, 512) })) {
-    events.push({ journalSeq: d.journalSeq, json: storedEventJson(d) });
-    // An exact fill says done:false (the Go reader stops at limit without looking further).
-    if (events.length === limit) return { events, nextSeq: d.journalSeq + 1, done: false };
+/** Where a page is written as it is read. */
+export interface PageSink {
+  /** Resolves once the client can take more (backpressure); rejects when it is gone or too slow. */
+  write(chunk: string): Promise<void>;
+  end(chunk: string): void;
+}
+
+/** The longest tail a page ends with: `],"next_journal_seq":<2^53>,"done":false}` and a newline. */
+const TAIL_ROOM = 64;
+
+/**
+ * Streams a page to `sink` as it reads the journal: one event in memory at a time, not the
+ * whole page (1000 events of 1 MB are 1 GB). The first read happens before anything is
+ * written, so a journal that cannot be read is still an error answer; an empty page is returned whole
+ * (`undefined` when written, else the page's JSON) so that it goes out as before, with its
+ * length. A page ends at `limit` events, or before an event that would take it past
+ * `maxBytes` (it always holds at least one): then it says done:false and the next
+ * sequence, as a page that reached `limit` does, and the client reads on from there.
+ */
+export async function streamJournalPage(bus: Jetloop, sessionId: string, fromSeq: number, limit: number, maxBytes: number, sink: PageSink): Promise<string | undefined> {
+  // One more than the page so that the read does not pull far past what it returns (its
+  // pulls are bounded in bytes as well: subscribe/pull-size.ts).
+  const read = bus.session(sessionId).replay({ enduring: "all" }, { fromSeq: Math.max(fromSeq, 1), batch: Math.min(limit + 1, 512) })[Symbol.asyncIterator]();
+  try {
+    let next = await read.next();
+    if (next.done) return journalPageJson({ events: [], nextSeq: 0, done: true });
+    const head = '{"events":[';
+    await sink.write(head);
+    let bytes = head.length;
+    let count = 0;
+    let lastSeq = 0;
+    const tail = (nextSeq: number, done: boolean) => `],"next_journal_seq":${nextSeq},"done":${String(done)}}\n`;
+    while (!next.done) {
+      const d = next.value;
+      const entry = `${count === 0 ? "" : ","}{"journal_seq":${d.journalSeq},"event":${storedEventJson(d)}}`;
+      const size = Buffer.byteLength(entry);
+      if (count > 0 && bytes + size + TAIL_ROOM > maxBytes) break;
+      await sink.write(entry);
+      bytes += size;
+      count++;
+      lastSeq = d.journalSeq;
+      // An exact fill says done:false (the Go reader stops at limit without looking further).
+      if (count === limit) break;
+      next = await read.next();
+    }
+    sink.end(next.done ? tail(0, true) : tail(lastSeq + 1, false));
+    return undefined;
+  } finally {
+    await read.return?.();
   }
-  return { events, nextSeq: 0, done: true };
 }
 
 export function journalPageJson(page: JournalPage): string {

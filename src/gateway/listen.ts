@@ -40,26 +40,29 @@ export function checkListenOptions(options: ListenOptions): { host: string; port
   return { host, port, limits, handlerOptions };
 }
 
-const REFUSED = "HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: 33\r\n\r\ntoo many connections from client\n";
+const REFUSED = "HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: 21\r\n\r\ntoo many connections\n";
 
 /**
- * At most `max` open connections per client address: one more is answered 503 and closed.
- * The HTTP parser may still read a request from it; that request is never handled.
- * Returns the guard the request handler goes through.
+ * At most `perClient` open connections per client address and `total` in all: one more is
+ * answered 503 and closed. The HTTP parser may still read a request from it; that request
+ * is never handled. Returns the guard the request handler goes through.
  */
-function capConnections(server: Server, max: number): (socket: Socket) => boolean {
+function capConnections(server: Server, perClient: number, total: number): (socket: Socket) => boolean {
   const open = new Map<string, number>();
+  let all = 0;
   const refused = new WeakSet<Socket>();
   server.on("connection", (socket: Socket) => {
     const client = socket.remoteAddress ?? "";
     const n = (open.get(client) ?? 0) + 1;
-    if (n > max) {
+    if (n > perClient || all + 1 > total) {
       refused.add(socket);
       socket.end(REFUSED, () => socket.destroy());
       return;
     }
     open.set(client, n);
+    all++;
     socket.once("close", () => {
+      all--;
       const left = (open.get(client) ?? 1) - 1;
       if (left === 0) open.delete(client);
       else open.set(client, left);
@@ -85,9 +88,10 @@ export async function startGateway(bus: Jetloop, options: ListenOptions): Promis
     headersTimeout: limits.headersTimeoutMs,
     connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(limits.headersTimeoutMs / 4))),
     keepAliveTimeout: 60_000,
-    maxHeaderSize: 1024 * 1024,
+    // Read before authentication, so capped well under Go's 1 MiB (options.ts).
+    maxHeaderSize: limits.maxHeaderBytes,
   });
-  const admitted = capConnections(server, limits.maxConnectionsPerClient);
+  const admitted = capConnections(server, limits.maxConnectionsPerClient, limits.maxConnections);
   server.on("request", (req: IncomingMessage, res: ServerResponse) => (admitted(req.socket) ? handler(req, res) : req.socket.destroy()));
   await new Promise<void>((resolve, reject) => {
     server.once("error", (e) => reject(new GatewayBindError(listen, e.message, { cause: e })));

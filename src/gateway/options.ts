@@ -49,6 +49,12 @@ export const gatewayShape = z.strictObject({
   allowedOrigins: z.array(z.string()).default([]),
   /** How long a request body may take to arrive; past it 408 and the connection is closed. Default 10000 ms. */
   bodyTimeoutMs: durationMs(1).default(10_000),
+  /**
+   * Bytes of one journal page (`GET …/journal`). A page ends before an event that would take
+   * it past this (it always holds one), saying done:false and the next sequence, as a page
+   * cut by `limit` does. Pages are streamed, never held whole. Default 16 MiB.
+   */
+  maxPageBytes: z.number().int().min(1024).default(16 * 1024 * 1024),
   /** Open SSE streams per client address; past it 429 too_many_streams (retryable). Default 32. */
   maxStreamsPerClient: z.number().int().min(1).default(32),
 });
@@ -73,6 +79,18 @@ const serverShape = z.strictObject({
   headersTimeoutMs: durationMs(1).default(5000),
   /** Open connections per client address; past it the new connection is answered 503 and closed. Default 128. */
   maxConnectionsPerClient: z.number().int().min(1).default(128),
+  /**
+   * Open connections in all, whatever their address; past it the new connection is answered
+   * 503 and closed. With `maxHeaderBytes` it bounds what strangers can make the gateway hold
+   * before authentication: 1024 × 16 KiB = 16 MiB of headers. Default 1024.
+   */
+  maxConnections: z.number().int().min(1).default(1024),
+  /**
+   * Bytes of a request line and headers read before answering 431 and closing (node:http's
+   * `maxHeaderSize`). 16 KiB is ample for a bearer token; Go's 1 MiB let 512 connections
+   * make the gateway hold 600 MiB before it knew who was calling. Default 16384.
+   */
+  maxHeaderBytes: z.number().int().min(1024).max(1024 * 1024).default(16 * 1024),
 });
 
 export type ServerOptions = z.input<typeof serverShape>;

@@ -29,6 +29,7 @@ import { checkDurableOptions, durableDrift, liveDurable, MAX_DELIVER_KEY, record
 import { journalShardOf, parkedFilter, replayConsumerName } from "../subjects/subjects.js";
 import { OptionsError } from "../errors.js";
 import { consumerError } from "./consumer-errors.js";
+import { pullSize } from "./pull-size.js";
 import { decodeMessage, hiddenFrom } from "./delivery.js";
 import { acknowledge, durableDelivery, type Lease, type Original, park, type Settler } from "./durable-settlement.js";
 import type { DurableSettings, StartPosition } from "./options.js";
@@ -156,7 +157,7 @@ export class DurableSource<E> implements Source {
     await this.prepare();
     try {
       const consumer = await this.#ctx.js.consumers.get(this.#ctx.stream, this.#name);
-      this.#messages = await consumer.consume({ max_messages: this.#ctx.settings.batch, ...this.#expires() });
+      this.#messages = await consumer.consume({ ...this.#pull(), ...this.#expires() });
     } catch (e) {
       this.#messages?.stop();
       throw consumerError(e, this.#ctx.stream, `consuming durable ${this.#name}`);
@@ -195,7 +196,7 @@ export class DurableSource<E> implements Source {
   async #consumeReplays(): Promise<ConsumerMessages> {
     try {
       const replays = await this.#ctx.js.consumers.get(this.#parked.stream, this.#replayScope.name);
-      return (this.#replays = await replays.consume({ max_messages: this.#ctx.settings.batch, ...this.#expires() }));
+      return (this.#replays = await replays.consume({ ...this.#pull(), ...this.#expires() }));
     } catch (e) {
       throw consumerError(e, this.#ctx.stream, `consuming durable ${this.#name}`);
     }
@@ -203,6 +204,11 @@ export class DurableSource<E> implements Source {
 
   #pumpReplays(replays: ConsumerMessages): void {
     this.#pumps.push(this.#run(replays, (m) => this.#fromParked(m)), this.#watchStatus(replays, () => this.#ensureReplayConsumer()));
+  }
+
+  /** A pull's size: the batch, bounded in bytes by the connection's max_payload (pull-size.ts). */
+  #pull(): ReturnType<typeof pullSize> {
+    return pullSize(this.#ctx.settings.batch, this.#ctx.nc.info?.max_payload);
   }
 
   #expires(): { expires?: number } {

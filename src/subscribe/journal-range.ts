@@ -12,6 +12,7 @@ import { ConnectionClosedError, NotProvisionedError, PermissionDeniedError, Read
 import { consumerError, permissionViolation } from "./consumer-errors.js";
 import type { OpenReads } from "./open-reads.js";
 import type { ReadConsumerPool } from "./read-consumers.js";
+import { pullSize } from "./pull-size.js";
 import { placeOnLeader, type PlacementDeps } from "./read-placement.js";
 import { turnSpanOf, wholeTurnEnd } from "./turn-span.js";
 
@@ -111,6 +112,8 @@ export interface JournalSource {
   readonly placement: PlacementDeps;
   /** The stream's last sequence now: a read going on to a turn's end waits until the stream holds it. */
   lastSeq(): Promise<number>;
+  /** The server's max_payload on the connection now (it may differ after a reconnect): pulls are sized from it (pull-size.ts). */
+  maxPayload(): number | undefined;
   /**
    * Whether batch headers can name a turn (turn-span.ts): the server has atomic batches
    * (2.12+) and so checks a batch's sequences. A server before them stores any batch
@@ -313,13 +316,14 @@ async function openOrdered(
         const prefix = nuid.next();
         if (push) {
           const c = await js.consumers.getPushConsumer(stream, { ...opts, name_prefix: prefix, deliver_prefix: createInbox(source.inboxPrefix) });
+          // A push consumer is paced by the server's flow control, not by pulls.
           return { prefix, info: await c.info(true), consume: () => c.consume(), delete: () => c.delete() };
         }
         const c = await js.consumers.get(stream, { ...opts, name_prefix: prefix }).catch((e: unknown) => {
           deleteInBackground(deleteByName(js, stream, `${prefix}_1`), source.reads.closed, CREATE_TIMEOUT_MS);
           throw e;
         });
-        return { prefix, info: await c.info(true), consume: () => c.consume({ max_messages: range.batch, expires: PULL_EXPIRES_MS }), delete: () => c.delete() };
+        return { prefix, info: await c.info(true), consume: () => c.consume({ ...pullSize(range.batch, source.maxPayload()), expires: PULL_EXPIRES_MS }), delete: () => c.delete() };
       },
       // A push read has no DELETE grant to rely on: its consumer is left to expire.
       (c) => {
@@ -413,7 +417,7 @@ async function* readPooled(source: JournalSource, pool: ReadConsumerPool, range:
       if (pending === 0) return;
       let messages: ConsumerMessages;
       try {
-        messages = await js.consumers.getConsumerFromInfo(info).consume({ max_messages: range.batch, expires: POOL_PULL_EXPIRES_MS, abort_on_missing_resource: true });
+        messages = await js.consumers.getConsumerFromInfo(info).consume({ ...pullSize(range.batch, source.maxPayload()), expires: POOL_PULL_EXPIRES_MS, abort_on_missing_resource: true });
       } catch (e) {
         throw consumerError(e, stream, what);
       }

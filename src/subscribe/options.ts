@@ -51,7 +51,7 @@ export const feedShape = z.strictObject({
   start: start.default("new"),
   /** How to follow the feed, `loop` or `namespace`. Default: the bus option `feed`. */
   feed: feedModeSchema.optional(),
-  /** Messages pulled at once from the journal (history, gap repairs). Default 256. */
+  /** Messages pulled at once from the journal (history, gap repairs), at most 8 MiB of them (pull-size.ts). Default 256. */
   batch: z.number().int().min(1).max(10_000).default(256),
   /** Journal deliveries buffered before the source waits. Default 256. */
   enduringBuffer: z.number().int().min(1).default(256),
@@ -95,7 +95,7 @@ export const durableShape = z.strictObject({
   backoffMs: z.array(z.number().int().min(1)).min(1).optional(),
   /** Unacknowledged deliveries outstanding at once. Default 1000 (streams/consumers.json). */
   maxAckPending: z.number().int().min(1).optional(),
-  /** Messages pulled at once. Their ack-wait clock starts at delivery: keep it small for slow handlers. Default 16. */
+  /** Messages pulled at once, at most 8 MiB of them (pull-size.ts). Their ack-wait clock starts at delivery: keep it small for slow handlers. Default 16. */
   batch: z.number().int().min(1).max(10_000).default(16),
   /** Keep extending the ack of an unsettled delivery for this long, in ms. Default 15 min. */
   autoExtendMs: z.number().int().min(0).default(15 * 60_000),
@@ -169,7 +169,7 @@ export const replayShape = z.strictObject({
   toSeq: z.number().int().min(1).optional(),
   /** Start after these shard positions (a subscription's `positions()`, or a replay's last deliveries per shard); instead of `fromSeq`. */
   after: positions.optional(),
-  /** Messages pulled at once. Default 512. */
+  /** Messages pulled at once, at most 8 MiB of them (pull-size.ts). Default 512. */
   batch: z.number().int().min(1).max(10_000).default(512),
   /** Malformed messages in the range are reported here (`poison`) and skipped. */
   onReport,

@@ -32,6 +32,18 @@ describe("jetloop CLI", () => {
     expect([unset.code, unset.stderr.includes("JETLOOP_TEST_UNSET_TOKEN")]).toEqual([2, true]);
   }, 60_000);
 
+  it("gateway checks its caps before connecting: headers of at least 1 KiB, connections and page bytes positive", async () => {
+    for (const [flag, value, option] of [
+      ["--max-header-bytes", "512", "maxHeaderBytes"],
+      ["--max-header-bytes", "2097152", "maxHeaderBytes"],
+      ["--max-page-bytes", "100", "maxPageBytes"],
+      ["--max-connections", "0", "max-connections"],
+    ] as const) {
+      const r = await jetloopIn(["gateway", "--listen", "127.0.0.1:0", flag, value, "--server", "nats://127.0.0.1:1"]);
+      expect([flag, value, r.code, r.stderr]).toEqual([flag, value, 2, expect.stringContaining(option)]);
+    }
+  }, 60_000);
+
   it("every command on a namespace that is not provisioned says NOT_PROVISIONED and how to fix it, as replay does", async () => {
     const base = ["--server", natsUrl(), "--namespace", uniqueNamespace()];
     const runs = [

@@ -236,3 +236,20 @@ describe("time options", () => {
     expect(parseServerOptions({ headersTimeoutMs: TIMER_MAX }).headersTimeoutMs).toBe(TIMER_MAX);
   });
 });
+
+describe("what a stranger can make the server hold (maxHeaderBytes, maxConnections)", () => {
+  it("defaults to 16 KiB of headers and 1024 connections, and refuses every value outside the range", () => {
+    expect(parseServerOptions({})).toMatchObject({ maxHeaderBytes: 16 * 1024, maxConnections: 1024, maxConnectionsPerClient: 128 });
+    fc.assert(
+      fc.property(fc.oneof(fc.integer({ min: -(2 ** 40), max: 1023 }), fc.integer({ min: 1024 * 1024 + 1, max: 2 ** 40 }), fc.double({ noInteger: true })), (n) => {
+        expect(() => parseServerOptions({ maxHeaderBytes: n })).toThrow(OptionsError);
+      }),
+    );
+    fc.assert(
+      fc.property(fc.oneof(fc.integer({ min: -(2 ** 40), max: 0 }), fc.double({ noInteger: true })), (n) => {
+        expect(() => parseServerOptions({ maxConnections: n })).toThrow(OptionsError);
+      }),
+    );
+    for (const n of [1024, 16 * 1024, 1024 * 1024]) expect(parseServerOptions({ maxHeaderBytes: n }).maxHeaderBytes).toBe(n);
+  });
+});

@@ -55,7 +55,7 @@ const ENTRY_POINTS: readonly EntryPoint[] = [
       return { bind, limits, handler: parseGatewayOptions(handlerOptions) };
     },
     base: { listen: "127.0.0.1:0" },
-    values: { token: "s3cret", maxBodyBytes: 10, headersTimeoutMs: 100, maxConnectionsPerClient: 3, insecurePublicBind: true, feed: "loop", allowedHosts: ["example.com"] },
+    values: { token: "s3cret", maxBodyBytes: 10, headersTimeoutMs: 100, maxConnectionsPerClient: 3, maxConnections: 9, maxHeaderBytes: 4096, insecurePublicBind: true, feed: "loop", allowedHosts: ["example.com"] },
   },
   {
     name: "subscribe (durable)",
