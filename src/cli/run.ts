@@ -11,6 +11,7 @@ import { gatewayCommand, gatewayHelp } from "./gateway.js";
 import { parkedCommand, parkedHelp } from "./parked.js";
 import { provisionCommand, provisionHelp } from "./provision.js";
 import { replayCommand, replayHelp } from "./replay.js";
+import { catalogCommand, catalogHelp, sessionsCommand, sessionsHelp } from "./sessions.js";
 import { tailCommand, tailHelp } from "./tail.js";
 
 export const usage = `jetloop — the event journal for agent runtimes on NATS JetStream
@@ -21,6 +22,8 @@ Commands:
   provision   create or update the events stream; print drift
   tail        follow events live, decoded and filterable
   replay      print a bounded range of a session's journal
+  sessions    list the sessions (the session catalog, in the Go runtime's order)
+  catalog     rebuild the session catalog from the journal
   parked      list, show, replay or drop parked durable deliveries
   consumers   list the durables with their lag and parked counts
   demo        run a tool approval sequence end to end (approve and deny)
@@ -40,6 +43,8 @@ const commands: Record<string, Command> = {
   provision: { run: (a, io) => provisionCommand(a, io.out, io.err), help: provisionHelp },
   tail: { run: (a, io) => tailCommand(a, io.out, io.err), help: tailHelp },
   replay: { run: (a, io) => replayCommand(a, io.out, io.err), help: replayHelp },
+  sessions: { run: (a, io) => sessionsCommand(a, io.out), help: sessionsHelp },
+  catalog: { run: (a, io) => catalogCommand(a, io.out), help: catalogHelp },
   parked: { run: (a, io) => parkedCommand(a, io.out, io.err), help: parkedHelp },
   consumers: { run: (a, io) => consumersCommand(a, io.out, io.err), help: consumersHelp },
   demo: { run: (a, io) => demoCommand(a, io.out, io.err), help: demoHelp },
