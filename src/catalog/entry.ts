@@ -11,7 +11,7 @@ import { isCanonicalUuid } from "../events/ids.js";
 import type { LedgerGate } from "../projection/gate-ledger.js";
 import { goJson } from "../wire/wire.js";
 import { parseStrictJson, StrictJsonError } from "../wire/strict-json.js";
-import { type FoldState, type StatusFold, TITLE_MAX_RUNES } from "./fold.js";
+import { type FoldState, isDerivedTitle, type StatusFold, TITLE_MAX_RUNES } from "./fold.js";
 
 /** The key prefix of session entries (`sessions.<uuid>`): a watch of `sessions.>` reads them all, nothing else. */
 export const ENTRY_PREFIX = "sessions.";
@@ -86,7 +86,7 @@ const time = z.string().regex(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,9})?(Z|[+-
 
 const valueShape = z.strictObject({
   session_id: uuid,
-  title: z.string().min(1).refine((t) => [...t].length <= TITLE_MAX_RUNES, `is longer than ${TITLE_MAX_RUNES} runes`).optional(),
+  title: z.string().refine(isDerivedTitle, `is not a title the fold derives (one trimmed line of at most ${TITLE_MAX_RUNES} runes)`).optional(),
   created_at: time.optional(),
   last_active_at: time.optional(),
   status: z.enum(["active", "stopped"]).optional(),

@@ -48,6 +48,19 @@ export function deriveTitle(message: UserMessage | undefined): string {
   return "";
 }
 
+const LEADING = new RegExp(`^[${GO_SPACE}]`, "u");
+const TRAILING = new RegExp(`[${GO_SPACE}]$`, "u");
+
+/**
+ * Whether `t` is a title `deriveTitle` can return: not empty, one line, no Go space first,
+ * at most `TITLE_MAX_RUNES` code points, and no Go space last unless the cut made it so.
+ */
+export function isDerivedTitle(t: string): boolean {
+  const runes = [...t].length;
+  if (t === "" || t.includes("\n") || runes > TITLE_MAX_RUNES || LEADING.test(t)) return false;
+  return runes === TITLE_MAX_RUNES || !TRAILING.test(t);
+}
+
 /** Go's `SessionStatus`: the lifecycle phase kept beside the richer `state`. */
 export type SessionLifecycle = "active" | "stopped";
 
