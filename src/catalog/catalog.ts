@@ -8,13 +8,14 @@ import { Kvm, type KV, type KvWatchEntry } from "@nats-io/kv";
 import { jetstream } from "@nats-io/jetstream";
 import type { QueuedIterator } from "@nats-io/nats-core";
 import type { Jetloop } from "../bus.js";
-import { CatalogEntryError, CatalogError, OptionsError } from "../errors.js";
+import { CatalogEntryError, CatalogError } from "../errors.js";
 import type { JetloopEvent } from "../events/catalogue.js";
 import { defaultCatalogBucketName } from "../streams/declared.js";
 import { permissionRefusal } from "../subscribe/consumer-errors.js";
 import type { Delivery } from "../subscribe/delivery.js";
 import { type CatalogEntry, type CatalogRow, compareKeyed, ENTRY_PREFIX, decodeEntry, encodeEntry, entryKey, entryOf, type Keyed, keyed, keySession, rowOf } from "./entry.js";
 import { StatusFold } from "./fold.js";
+import { type CatalogSettings, parseCatalogOptions, parseListOptions } from "./options.js";
 
 /** What a catalog tells its owner besides its answers. */
 export type CatalogReport =
@@ -134,12 +135,12 @@ class SessionCatalogImpl implements SessionCatalog {
   #next: Promise<CatchUpReport> | undefined;
   #closed = false;
 
-  constructor(bus: Jetloop, kv: KV, bucket: string, options: SessionCatalogOptions) {
+  constructor(bus: Jetloop, kv: KV, bucket: string, settings: CatalogSettings) {
     this.#bus = bus;
     this.#kv = kv;
     this.bucket = bucket;
-    this.#report = options.onReport ?? ((r) => bus.log.warn({ report: r.kind, key: "key" in r ? r.key : r.sessionId, err: r.error }, "session catalog"));
-    this.#syncTimeoutMs = options.syncTimeoutMs ?? 10_000;
+    this.#report = (settings.onReport as ((r: CatalogReport) => void) | undefined) ?? ((r) => bus.log.warn({ report: r.kind, key: "key" in r ? r.key : r.sessionId, err: r.error }, "session catalog"));
+    this.#syncTimeoutMs = settings.syncTimeoutMs;
   }
 
   catchUp(): Promise<CatchUpReport> {
@@ -352,13 +353,9 @@ class SessionCatalogImpl implements SessionCatalog {
   }
 
   async list(options: SessionListOptions = {}): Promise<SessionPage> {
-    const skip = options.skip ?? 0;
-    const limit = options.limit ?? 100;
-    if (!Number.isSafeInteger(skip) || skip < 0) throw new OptionsError("skip", "must be a whole number of 0 or more");
-    if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new OptionsError("limit", "must be a whole number from 1 to 1000");
+    const { skip, limit, visible } = parseListOptions(options);
     await this.catchUp();
     await this.#synced();
-    const visible = options.visible;
     const sessions: CatalogRow[] = [];
     let passed = 0;
     for (const k of this.#sorted) {
@@ -478,16 +475,12 @@ class SessionCatalogImpl implements SessionCatalog {
 
 /** Opens the namespace's session catalog, creating its bucket when missing (one value per key, file storage, one replica). */
 export async function openSessionCatalog(bus: Jetloop, options: SessionCatalogOptions = {}): Promise<SessionCatalog> {
-  if (options.syncTimeoutMs !== undefined && (!Number.isInteger(options.syncTimeoutMs) || options.syncTimeoutMs < 1 || options.syncTimeoutMs > 2 ** 31 - 1)) {
-    throw new OptionsError("syncTimeoutMs", "must be a whole number of ms from 1 to 2^31-1");
-  }
-  for (const k of Object.keys(options)) if (k !== "onReport" && k !== "syncTimeoutMs") throw new OptionsError(k, "is not an option of the session catalog");
-  if (options.onReport !== undefined && typeof options.onReport !== "function") throw new OptionsError("onReport", "must be a function");
+  const settings = parseCatalogOptions(options);
   const bucket = defaultCatalogBucketName(bus.namespace);
   try {
     // No account-info check ($JS.API.INFO): a restricted user is granted the bucket's own subjects only.
     const kv = await new Kvm(jetstream(bus.nc, { checkAPI: false })).create(bucket, { history: 1 });
-    return new SessionCatalogImpl(bus, kv, bucket, options);
+    return new SessionCatalogImpl(bus, kv, bucket, settings);
   } catch (e) {
     const refused = permissionRefusal(e);
     throw refused !== e ? refused : new CatalogError(`could not open the session catalog ${bucket}: ${e instanceof Error ? e.message : String(e)}`, { cause: e });

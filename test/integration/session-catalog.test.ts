@@ -208,7 +208,7 @@ describe("the session catalog against a full fold", () => {
           await b.close();
         }
       }),
-      { numRuns: 4, seed: Number(process.env.JETLOOP_SEED ?? 3801), endOnFailure: true },
+      { numRuns: 3, seed: Number(process.env.JETLOOP_SEED ?? 3801), endOnFailure: true },
     );
   });
 });
