@@ -186,11 +186,14 @@ class SessionCatalogImpl implements SessionCatalog {
     const bus = this.#bus;
     const jsm = await bus.jetstreamManager();
     const shards = bus.journals();
+    // Checkpoints first, then the ends: an honest checkpoint is then never past the end read.
+    const read = fresh ? shards.map(() => ({ seq: 0, revision: 0 })) : await Promise.all(shards.map((_, k) => this.#checkpoint(k)));
     const ends = await Promise.all(shards.map(async (j) => (await jsm.streams.info(j.stream)).state.last_seq));
-    const marks = fresh ? shards.map(() => ({ seq: 0, revision: 0 })) : await Promise.all(shards.map((_, k) => this.#checkpoint(k)));
+    // One past the journal's end was not written by an updater: read as none (every record offered again, which changes nothing).
+    const marks = read.map((m, k) => (m.seq > ends[k]! ? { seq: 0, revision: m.revision } : m));
     if (!fresh && marks.every((m, k) => m.seq >= ends[k]!)) return { read: 0, written: 0 };
     const held = new Map<string, Held>();
-    let read = 0;
+    let folded = 0;
     let written = 0;
     let failed = false;
     let chunk: Delivery<JetloopEvent>[] = [];
@@ -219,7 +222,7 @@ class SessionCatalogImpl implements SessionCatalog {
       const sid = d.event.sessionId;
       // A record of a session stored in another shard than its own is not the session's (its own shard's reader never sees it).
       if (sid === undefined || bus.journalOf(sid).shard.index !== d.shard) continue;
-      read++;
+      folded++;
       chunk.push(d);
       if (chunk.length >= CHUNK) await flush();
     }
@@ -227,7 +230,7 @@ class SessionCatalogImpl implements SessionCatalog {
     if (fresh) for (const sid of held.keys()) this.#rebuilt.add(sid);
     // A failed write leaves its session below the checkpoint would claim: the checkpoint stays, and the next update folds again (skipping what is folded).
     if (!failed) await Promise.all(shards.map((_, k) => this.#advance(k, ends[k]!)));
-    return { read, written };
+    return { read: folded, written };
   }
 
   async #freshHeld(sid: string): Promise<Held> {
@@ -337,11 +340,18 @@ class SessionCatalogImpl implements SessionCatalog {
     return { seq: /^(0|[1-9]\d{0,15})$/.test(text) ? Number(text) : 0, revision: got.revision };
   }
 
-  /** Moves a checkpoint forward only (compare-and-set; one that moved further meanwhile stays). */
+  /**
+   * Moves a checkpoint forward only (compare-and-set): one another updater moved further
+   * meanwhile stays, unless it is past the journal's end now (nobody folded that far).
+   */
   async #advance(shard: number, seq: number): Promise<void> {
     for (let attempt = 0; attempt < CAS_ATTEMPTS; attempt++) {
       const cur = await this.#checkpoint(shard);
-      if (cur.seq >= seq) return;
+      if (cur.seq === seq) return;
+      if (cur.seq > seq) {
+        const end = (await (await this.#bus.jetstreamManager()).streams.info(this.#bus.journals()[shard]!.stream)).state.last_seq;
+        if (cur.seq <= end) return;
+      }
       try {
         if (cur.revision === 0) await this.#kv.create(checkpointKey(shard), String(seq));
         else await this.#kv.update(checkpointKey(shard), String(seq), cur.revision);
