@@ -46,7 +46,7 @@ export default tseslint.config(
     // BusContext (bus-context.ts), never on the Jetloop class.
     files: ["src/**/*.ts", "src/**/*.cts"],
     // Above the facade: the CLI and the gateway are the SDK's own users.
-    ignores: ["src/bus.ts", "src/index.ts", "src/cli/**", "src/gateway/**"],
+    ignores: ["src/bus.ts", "src/index.ts", "src/cli/**", "src/gateway/**", "src/catalog/**"],
     rules: {
       "no-restricted-imports": [
         "error",
@@ -54,7 +54,7 @@ export default tseslint.config(
           patterns: [
             { regex: "(^|/)bus\\.js$", message: "Below the facade: depend on BusContext (src/bus-context.ts), not on bus.ts." },
             { regex: "^(\\.\\.?/)+index\\.js$", message: "Below the facade: import the module itself, not the package surface (src/index.ts)." },
-            { regex: "^(\\.\\.?/)+(cli|gateway|web)/", message: "Below the facade: cli/, gateway/ and web/ are the SDK's users; nothing below imports them (src/README.md)." },
+            { regex: "^(\\.\\.?/)+(cli|gateway|web|catalog)/", message: "Below the facade: cli/, gateway/, catalog/ and web/ are the SDK's users; nothing below imports them (src/README.md)." },
           ],
         },
       ],
@@ -74,7 +74,7 @@ export default tseslint.config(
     // The facade: bus.ts takes the runtime only; index.ts (the package surface) also the gateway.
     files: ["src/bus.ts"],
     rules: {
-      "no-restricted-imports": ["error", { patterns: [{ regex: "^\\./(cli|gateway|web)/", message: "bus.ts is the facade: cli/, gateway/ and web/ are its users (src/README.md)." }] }],
+      "no-restricted-imports": ["error", { patterns: [{ regex: "^\\./(cli|gateway|web|catalog)/", message: "bus.ts is the facade: cli/, gateway/, catalog/ and web/ are its users (src/README.md)." }] }],
     },
   },
   {
@@ -88,6 +88,16 @@ export default tseslint.config(
     files: ["src/cli/**/*.ts"],
     rules: {
       "no-restricted-imports": ["error", { patterns: [{ regex: "^\\.\\./web/", message: "src/web/ is the browser page: the CLI never imports it (src/README.md)." }] }],
+    },
+  },
+  {
+    // The session catalog sits on the facade, under the gateway and the CLI, which read it, and the package surface, which exports it.
+    files: ["src/catalog/**/*.ts"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        { patterns: [{ regex: "^\\.\\./(cli/|gateway/|web/|index\\.js$)", message: "src/catalog/ is read by the gateway and the CLI and exported by index.ts; it imports none of them, nor web/ (src/README.md)." }] },
+      ],
     },
   },
   {

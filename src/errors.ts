@@ -42,7 +42,9 @@ export type JetloopErrorCode =
   | "POLICY_TIMEOUT"
   | "BATCH_TOO_LARGE"
   | "READ_CONSUMERS_BUSY"
-  | "SHARD_LAYOUT";
+  | "SHARD_LAYOUT"
+  | "CATALOG_ENTRY_INVALID"
+  | "CATALOG_FAILED";
 
 export class JetloopError extends Error {
   readonly code: JetloopErrorCode;
@@ -556,5 +558,26 @@ export class ReadConsumersBusyError extends JetloopError {
       `no read consumer of pool "${prefix}" (size ${size}) was free within ${waitMs} ms` +
         (heldElsewhere > 0 ? `: ${heldElsewhere} held on the server by another process using the same prefix` : ": all in use by this process's reads"),
     );
+  }
+}
+
+/**
+ * A session catalog entry that is not read exactly as the catalog writes it (catalog/entry.ts):
+ * malformed, ambiguous, out of range, or naming another session than its key.
+ */
+export class CatalogEntryError extends JetloopError {
+  constructor(
+    readonly key: string,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super("CATALOG_ENTRY_INVALID", `catalog entry ${key}: ${message}`, options);
+  }
+}
+
+/** The session catalog could not be read or brought up to the journal (its bucket, its journal reads). */
+export class CatalogError extends JetloopError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super("CATALOG_FAILED", message, options);
   }
 }

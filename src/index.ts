@@ -10,6 +10,8 @@ export {
   EventEncodeError,
   EventNotPersistableError,
   EventValidationError,
+  CatalogEntryError,
+  CatalogError,
   GatewayBindError,
   isJetloopError,
   JetloopError,
@@ -258,6 +260,17 @@ export {
   type ListenOptions,
   type RunningGateway,
 } from "./gateway/index.js";
+// The session catalog (src/catalog/README.md): one entry per session, what lists read.
+export {
+  openSessionCatalog,
+  type CatalogReport,
+  type CatchUpReport,
+  type SessionCatalog,
+  type SessionCatalogOptions,
+  type SessionListOptions,
+  type SessionPage,
+} from "./catalog/catalog.js";
+export type { CatalogRow } from "./catalog/entry.js";
 export {
   servePolicy,
   type PermissionCase,

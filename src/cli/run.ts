@@ -12,6 +12,7 @@ import { parkedCommand, parkedHelp } from "./parked.js";
 import { provisionCommand, provisionHelp } from "./provision.js";
 import { replayCommand, replayHelp } from "./replay.js";
 import { rulesCommand, rulesHelp } from "./rules.js";
+import { catalogCommand, catalogHelp, sessionsCommand, sessionsHelp } from "./sessions.js";
 import { tailCommand, tailHelp } from "./tail.js";
 
 export const usage = `jetloop — the event journal for agent runtimes on NATS JetStream
@@ -22,6 +23,8 @@ Commands:
   provision   create or update the events stream; print drift
   tail        follow events live, decoded and filterable
   replay      print a bounded range of a session's journal
+  sessions    list the sessions (the session catalog, in the Go runtime's order)
+  catalog     rebuild the session catalog from the journal
   parked      list, show, replay or drop parked durable deliveries
   consumers   list the durables with their lag and parked counts
   rules       list or remove the workspace rules "Approve always" persisted
@@ -42,6 +45,8 @@ const commands: Record<string, Command> = {
   provision: { run: (a, io) => provisionCommand(a, io.out, io.err), help: provisionHelp },
   tail: { run: (a, io) => tailCommand(a, io.out, io.err), help: tailHelp },
   replay: { run: (a, io) => replayCommand(a, io.out, io.err), help: replayHelp },
+  sessions: { run: (a, io) => sessionsCommand(a, io.out), help: sessionsHelp },
+  catalog: { run: (a, io) => catalogCommand(a, io.out), help: catalogHelp },
   parked: { run: (a, io) => parkedCommand(a, io.out, io.err), help: parkedHelp },
   consumers: { run: (a, io) => consumersCommand(a, io.out, io.err), help: consumersHelp },
   rules: { run: (a, io) => rulesCommand(a, io.out, io.err), help: rulesHelp },

@@ -19,7 +19,8 @@ import { cutUnreadBody, readBody } from "./body.js";
 import { createSession } from "./create.js";
 import { route, type RouteName } from "./routes.js";
 import { sendAsset } from "./web-assets.js";
-import { journalSessions, readSessionStatus, servableStatus, sessionListJson, sortSessions, statusJson } from "./session-status.js";
+import { readSessionStatus, servableStatus, sessionListJson, statusJson } from "./session-status.js";
+import { openSessionCatalog, type SessionCatalog } from "../catalog/catalog.js";
 import { FrameCache } from "./sse-frames.js";
 import { serveEvents, type SharedStreams } from "./sse-stream.js";
 import { observeGateway, routeOf, tracedHttp } from "../telemetry/index.js";
@@ -60,6 +61,8 @@ interface Context {
   readonly principal: GatewayPrincipal;
   readonly streams: SharedStreams;
   readonly health: NatsHealth;
+  /** The session catalog the list reads, opened at the first list (again after a failed open). */
+  readonly catalog: () => Promise<SessionCatalog>;
 }
 
 export function createGatewayHandler(bus: Jetloop, options: GatewayOptions = {}): GatewayHandler {
@@ -67,6 +70,13 @@ export function createGatewayHandler(bus: Jetloop, options: GatewayOptions = {})
   const auth: Authenticate | undefined = settings.authenticate ?? (settings.token === undefined ? undefined : bearerToken(settings.token));
   const streams: SharedStreams = { open: new Set(), perClient: new Map(), counters: { open: 0, previewsDropped: 0, slowDisconnects: 0 }, frames: new FrameCache() };
   const health = new NatsHealth(bus);
+  // One catalog for the gateway's life: its index's watch is the one consumer every list shares.
+  let opened: Promise<SessionCatalog> | undefined;
+  const catalog = () =>
+    (opened ??= openSessionCatalog(bus).catch((e: unknown) => {
+      opened = undefined;
+      throw e;
+    }));
   observeGateway(streams.counters);
   const handler = (req: IncomingMessage, res: ServerResponse): void => {
     res.once("finish", () => cutUnreadBody(req, settings.bodyTimeoutMs));
@@ -85,7 +95,7 @@ export function createGatewayHandler(bus: Jetloop, options: GatewayOptions = {})
     if (isPreflight(req)) return answerPreflight(res);
     const principal = await authenticate(auth, req);
     if (principal === undefined) return sendError(res, "unauthorized");
-    const ctx: Context = { bus, settings, principal, streams, health };
+    const ctx: Context = { bus, settings, principal, streams, health, catalog };
     const r = routeOf(req, route(req, res));
     if (r === undefined) return;
     // A body not declared JSON (or none: the Go client's interrupt) only from a caller no other site's page can be (boundary.ts).
@@ -120,6 +130,7 @@ export function createGatewayHandler(bus: Jetloop, options: GatewayOptions = {})
   const close = async () => {
     health.stop();
     await Promise.all([...streams.open].map((s) => s.close()));
+    await opened?.then((c) => c.close()).catch(() => undefined);
   };
   return Object.assign(handler, { authenticated: auth !== undefined, counters: streams.counters, close });
 }
@@ -175,9 +186,10 @@ async function listSessions(ctx: Context, res: ServerResponse, q: URLSearchParam
   const limit = limitParam(q);
   if (skip === INVALID || limit === INVALID) return sendError(res, "invalid_query");
   try {
-    const ids = (await journalSessions(ctx.bus)).filter((s) => ctx.principal.canSee?.(s) ?? true);
-    const all = (await Promise.all(ids.map((s) => readSessionStatus(ctx.bus, s)))).filter((s) => s !== undefined);
-    sendJson(res, 200, sessionListJson({ sessions: sortSessions(all).slice(skip, skip + limit), skip, limit }));
+    // A page of the catalog, brought up to the journal first: no journal is folded here beyond what was stored since the last list.
+    const catalog = await ctx.catalog();
+    const canSee = ctx.principal.canSee;
+    sendJson(res, 200, sessionListJson(await catalog.list({ skip, limit, visible: canSee && ((sid) => canSee(sid)) })));
   } catch (e) {
     sendError(res, ctx.health.failure(e, "list_failed", {}, "could not list sessions"));
   }

@@ -4,9 +4,7 @@
  * skipped, which leaves gaps, and `limit` counts what is returned.
  */
 import type { Jetloop } from "../bus.js";
-import type { JetloopEvent } from "../events/catalogue.js";
-import type { Delivery } from "../subscribe/delivery.js";
-import { compactJson } from "../wire/strict-json.js";
+import { storedEventJson } from "../catalog/fold.js";
 
 export interface JournalPage {
   readonly events: readonly { readonly journalSeq: number; readonly json: string }[];
@@ -16,18 +14,8 @@ export interface JournalPage {
   readonly done: boolean;
 }
 
-const decoder = new TextDecoder();
-
-/**
- * An enduring event as the journal stores it, embedded as Go's json.Encoder embeds it
- * (compact, HTML-safe: what Go's writer and jetloop's encoder store already). From the
- * stored bytes, not re-encoded: the delivery was decoded (so the reader accepted it, and
- * filtering saw it), and the bytes are what every other reader of the journal gets.
- */
-export function storedEventJson(d: Delivery<JetloopEvent>): string {
-  if (d.data === undefined) throw new Error(`the delivery of journal sequence ${d.journalSeq} carries no stored bytes`);
-  return compactJson(decoder.decode(d.data));
-}
+// The stored bytes as Go embeds them: one function, the fold's (the status summaries use it too).
+export { storedEventJson } from "../catalog/fold.js";
 
 /** Where a page is written as it is read. */
 export interface PageSink {

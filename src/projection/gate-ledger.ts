@@ -58,6 +58,16 @@ export class GateLedger {
     return this.#gates.get(gateId);
   }
 
+  /** Every gate it knows, open or resolved, in the order opened: what `restore` takes back (a fold kept between runs, the session catalog). */
+  all(): LedgerGate[] {
+    return [...this.#gates.values()];
+  }
+
+  /** Takes back a gate `all()` gave, as it was: a fold resumed where it stopped binds resolutions as one that never stopped. */
+  restore(gate: LedgerGate): void {
+    this.#gates.set(gate.gateId, gate);
+  }
+
   /** The gates still open, in the order opened; optionally of one loop. */
   open(filter: { readonly loopId?: string } = {}): LedgerGate[] {
     return [...this.#gates.values()].filter((g) => !g.resolved && (filter.loopId === undefined || g.loopId === filter.loopId));

@@ -125,6 +125,11 @@ export function defaultPartitionedStreamName(namespace: string): string {
   return `${checkNamespace(namespace).replaceAll(".", "_")}_partitioned`;
 }
 
+/** The session catalog's KV bucket for a namespace: `jetloop` → `jetloop_catalog` (its stream `KV_jetloop_catalog`). */
+export function defaultCatalogBucketName(namespace: string): string {
+  return `${checkNamespace(namespace).replaceAll(".", "_")}_catalog`;
+}
+
 /** The group membership store's name for a namespace: `jetloop` → `jetloop_members`. */
 export function defaultMembersStreamName(namespace: string): string {
   return `${checkNamespace(namespace).replaceAll(".", "_")}_members`;

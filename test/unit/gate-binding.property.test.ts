@@ -4,7 +4,7 @@
 // loop's subjects) and resolutions from the right and wrong loop and session.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { StatusFold } from "../../src/gateway/session-status.js";
+import { StatusFold } from "../../src/catalog/fold.js";
 import { createEvent, encodeEvent, GateLedger, ToolActivityProjection } from "../../src/index.js";
 import { STEP_COORDS } from "./fixtures.js";
 

@@ -6,7 +6,16 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { encodeEvent, unmarshalEvent, type JetloopEvent } from "../../src/index.js";
-import { sortSessions, StatusFold } from "../../src/gateway/session-status.js";
+import { compareKeyed, keyed } from "../../src/catalog/entry.js";
+import { StatusFold } from "../../src/catalog/fold.js";
+
+/** The list's order (the catalog index's comparison) over status-shaped rows. */
+function sortSessions<T extends { sessionId: string; updatedAt: string | undefined }>(list: T[]): T[] {
+  return list
+    .map((s) => ({ s, k: keyed({ sessionId: s.sessionId, lastActiveAt: s.updatedAt, state: undefined, title: "", createdAt: undefined }) }))
+    .sort((a, b) => compareKeyed(a.k, b.k))
+    .map((x) => x.s);
+}
 import { readJsonl, type GoWritten } from "../conformance/go-oracle.js";
 
 const S = "6f1c2a3b-4d5e-4f60-8a7b-000000000101";

@@ -23,6 +23,7 @@ const PLACES = {
   projection: "src/projection/types.ts",
   bus: "src/bus.ts",
   index: "src/index.ts",
+  catalog: "src/catalog/catalog.ts",
   gateway: "src/gateway/handler.ts",
   cli: "src/cli/main.ts",
   web: "src/web/app.ts",
@@ -37,7 +38,8 @@ function allowed(from: Place, to: Place): boolean {
   if (FLOOR.includes(from)) return FLOOR.indexOf(to) !== -1 && FLOOR.indexOf(to) < FLOOR.indexOf(from);
   if (from === "web") return to === "codec" || to === "projection";
   if (RUNTIME.includes(from)) return FLOOR.includes(to) || RUNTIME.includes(to);
-  if (from === "bus") return to !== "gateway" && to !== "cli" && to !== "web";
+  if (from === "bus") return to !== "gateway" && to !== "cli" && to !== "web" && to !== "catalog";
+  if (from === "catalog") return to !== "gateway" && to !== "cli" && to !== "web" && to !== "index";
   if (from === "index") return to !== "cli" && to !== "web"; // the package surface exports the gateway
   if (from === "gateway") return to !== "cli" && to !== "web" && to !== "index";
   return to !== "web"; // cli

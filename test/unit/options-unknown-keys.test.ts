@@ -9,6 +9,7 @@ import { OptionsError } from "../../src/errors.js";
 import { answerShape, controlShape, interruptShape, parseAnswerOptions, parseControlOptions, parseInterruptOptions, parseServeGatesOptions, serveGatesShape } from "../../src/commands/options.js";
 import { busShape, connectShape, parseBusOptions, parseConnectOptions } from "../../src/connection/options.js";
 import { gatewayShape, listenShape, parseGatewayOptions, parseListenOptions } from "../../src/gateway/options.js";
+import { catalogShape, listShape, parseCatalogOptions, parseListOptions } from "../../src/catalog/options.js";
 import { parsePublishAllOptions, parsePublishOptions, parseReconcileOptions, publishAllShape, publishShape, reconcileShape } from "../../src/publish/options.js";
 import { consumersShape, parseConsumersOptions, parseProvisionRequest, provisionShape } from "../../src/streams/provision-options.js";
 import { durableShape, feedShape, parseReplayOptions, parseSubscribeOptions, replayShape } from "../../src/subscribe/options.js";
@@ -63,6 +64,8 @@ const ENTRY_POINTS: readonly EntryPoint[] = [
   { name: "consumers", parse: parseConsumersOptions, base: {}, keys: keysOf(consumersShape), nests: [] },
   { name: "createGatewayHandler", parse: parseGatewayOptions, base: { token: "t" }, keys: keysOf(gatewayShape), nests: [] },
   { name: "startGateway", parse: parseListenOptions, base: { listen: "127.0.0.1:0" }, keys: keysOf(listenShape), nests: [] },
+  { name: "openSessionCatalog", parse: parseCatalogOptions, base: { syncTimeoutMs: 5000 }, keys: keysOf(catalogShape), nests: [] },
+  { name: "SessionCatalog.list", parse: parseListOptions, base: { limit: 20 }, keys: keysOf(listShape), nests: [] },
   { name: "publish", parse: parsePublishOptions, base: { expectedLastSeq: 0 }, keys: keysOf(publishShape), nests: [] },
   {
     name: "publishAll",
