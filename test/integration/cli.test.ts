@@ -66,6 +66,26 @@ describe("jetloop CLI", () => {
     expect(drift.stdout).toContain(`max_msg_size: live ${1048576 + room} → declared ${2048 + room}`);
   });
 
+  it("provision says nothing before it refuses, and --verify never says it is provisioning", async () => {
+    const ns = uniqueNamespace();
+    const base = ["--server", natsUrl(), "--namespace", ns];
+    const missing = await jetloopIn(["provision", "--verify", ...base]);
+    expect(missing.code).toBe(2);
+    expect(missing.stdout).not.toContain("provisioning");
+    // A journal of another storage: provision refuses to overwrite it.
+    const bus = await connect({ servers: natsUrl(), namespace: ns });
+    try {
+      const jsm = await jetstreamManager(bus.nc);
+      await jsm.streams.add({ name: `${ns}_journal`, subjects: [`${ns}.journal.>`], storage: "memory" as never });
+    } finally {
+      await bus.close();
+    }
+    const refused = await jetloopIn(["provision", ...base]);
+    expect(refused.code).toBe(1);
+    expect(refused.stdout).toBe("");
+    expect(refused.stderr).toMatch(/^jetloop provision: PROVISION_DRIFT: .*storage/);
+  });
+
   it("replays a bounded range as lines or JSON, reporting malformed messages on stderr", async () => {
     const ns = uniqueNamespace();
     const bus = await connect({ servers: natsUrl(), namespace: ns });
