@@ -42,7 +42,8 @@ export type JetloopErrorCode =
   | "POLICY_TIMEOUT"
   | "BATCH_TOO_LARGE"
   | "READ_CONSUMERS_BUSY"
-  | "SHARD_LAYOUT";
+  | "SHARD_LAYOUT"
+  | "NATS_SERVER_MISSING";
 
 export class JetloopError extends Error {
   readonly code: JetloopErrorCode;
@@ -513,6 +514,17 @@ export class ProjectionDeliveryError extends JetloopError {
 export class UsageError extends JetloopError {
   constructor(message: string) {
     super("OPTIONS_INVALID", message);
+  }
+}
+
+/**
+ * `jetloop demo` / `jetloop dev` were to start a throwaway nats-server and found none (not
+ * NATS_SERVER_BIN, not on PATH). Not bad input: the command line was right, the machine
+ * lacks a program, so the CLI exits with its own code (3) and one line saying how to get it.
+ */
+export class NatsServerMissingError extends JetloopError {
+  constructor(message: string) {
+    super("NATS_SERVER_MISSING", message);
   }
 }
 
