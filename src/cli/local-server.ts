@@ -42,12 +42,12 @@ export function natsServerInstallHint(platform: NodeJS.Platform = process.platfo
  * A throwaway server from findNatsServer(). None found is NatsServerMissingError, one line
  * that says how to get one here (the command line itself was right: no usage text).
  */
-export async function startThrowawayServer(): Promise<LocalServer> {
+export async function startThrowawayServer(options: LocalServerOptions = {}): Promise<LocalServer> {
   const bin = findNatsServer();
   if (!bin) {
     throw new NatsServerMissingError(`no nats-server found (not NATS_SERVER_BIN, not on PATH): ${natsServerInstallHint()}; or set NATS_SERVER_BIN=/path/to/nats-server, or pass --server URL of a running one`);
   }
-  return startLocalServer(bin);
+  return startLocalServer(bin, options);
 }
 
 /**
@@ -70,10 +70,21 @@ function freePort(): Promise<number> {
   });
 }
 
-export async function startLocalServer(bin: string): Promise<LocalServer> {
+export interface LocalServerOptions {
+  /**
+   * Start the server in a process group of its own (default false), so a terminal's Ctrl-C,
+   * which signals the whole foreground group, does not stop it before the command has
+   * closed what it holds on it (`dev`'s gates): the command stops it last, in stop(). Only
+   * for a command that handles SIGINT, SIGTERM and SIGHUP itself: one that dies of a signal
+   * runs no exit hook and would leave the server running.
+   */
+  readonly ownProcessGroup?: boolean;
+}
+
+export async function startLocalServer(bin: string, options: LocalServerOptions = {}): Promise<LocalServer> {
   const port = await freePort();
   const store = mkdtempSync(join(tmpdir(), "jetloop-demo-"));
-  const child = spawn(bin, ["-a", "127.0.0.1", "-p", String(port), "-js", "-sd", store], { stdio: ["ignore", "ignore", "pipe"] });
+  const child = spawn(bin, ["-a", "127.0.0.1", "-p", String(port), "-js", "-sd", store], { stdio: ["ignore", "ignore", "pipe"], detached: options.ownProcessGroup === true });
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
   const cleanup = () => {
     child.kill("SIGKILL");

@@ -4,7 +4,7 @@
 import { execSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
 import { connect, createEvent, newId, type DurableDelivery, type JetloopEvent } from "../../src/index.js";
-import { jetstreamManager } from "@nats-io/jetstream";
+import { jetstreamManager, StorageType } from "@nats-io/jetstream";
 import { jetloop, jetloopIn, jetloopUntil } from "../harness/cli.js";
 import { Reader } from "../harness/reader.js";
 import { waitFor } from "../harness/async.js";
@@ -76,7 +76,7 @@ describe("jetloop CLI", () => {
     const bus = await connect({ servers: natsUrl(), namespace: ns });
     try {
       const jsm = await jetstreamManager(bus.nc);
-      await jsm.streams.add({ name: `${ns}_journal`, subjects: [`${ns}.journal.>`], storage: "memory" as never });
+      await jsm.streams.add({ name: `${ns}_journal`, subjects: [`${ns}.journal.>`], storage: StorageType.Memory });
     } finally {
       await bus.close();
     }
