@@ -107,10 +107,11 @@ export async function gatewayCommand(argv: string[], out: (s: string) => void, e
     throw e;
   });
   try {
-    log.info({ nats_server: bus.serverVersion, namespace: bus.namespace }, "connected to NATS");
     await warnIfNotProvisioned(bus, "jetloop gateway", err);
     const gw = await startGateway(bus, options);
     out(`jetloop gateway listening on ${gw.url} (namespace ${bus.namespace})`);
+    // Once serving: a refusal to start prints its error alone.
+    log.info({ url: gw.url, namespace: bus.namespace, nats_server: bus.serverVersion }, "gateway listening");
     await new Promise<void>((resolve) => {
       process.once("SIGINT", resolve);
       process.once("SIGTERM", resolve);

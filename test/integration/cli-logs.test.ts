@@ -21,21 +21,21 @@ function jsonLine(line: string): { level?: number; msg?: string } | undefined {
 const lines = (s: string) => s.split("\n").filter((l) => l.trim() !== "");
 
 describe("--log-format", () => {
-  const gateway = (format: string[]) => jetloopUntil(["gateway", "--listen", "127.0.0.1:0", "--server", natsUrl(), "--namespace", uniqueNamespace(), ...format], "connected to NATS");
+  const gateway = (format: string[]) => jetloopUntil(["gateway", "--listen", "127.0.0.1:0", "--server", natsUrl(), "--namespace", uniqueNamespace(), ...format], "gateway listening");
 
   it("json, and the default when stderr is not a terminal: every stderr line of the gateway is a pino object", async () => {
     for (const format of [["--log-format", "json"], []]) {
       const r = await gateway(format);
       const logs = lines(r.stderr).filter((l) => !l.startsWith("warning:") && !l.startsWith("jetloop gateway:"));
-      expect({ format, connected: logs.map((l) => jsonLine(l)?.msg ?? `not JSON: ${l}`).includes("connected to NATS") }).toEqual({ format, connected: true });
+      expect({ format, listening: logs.map((l) => jsonLine(l)?.msg ?? `not JSON: ${l}`).includes("gateway listening") }).toEqual({ format, listening: true });
       expect(logs.every((l) => jsonLine(l) !== undefined)).toBe(true);
     }
   }, 60_000);
 
   it("pretty: lines for a person, no JSON", async () => {
     const r = await gateway(["--log-format", "pretty"]);
-    const connected = lines(r.stderr).find((l) => l.includes("connected to NATS"));
-    expect(connected).toMatch(/^\[\d\d:\d\d:\d\d\] INFO \(jetloop-gateway\): connected to NATS \{"nats_server":"[^"]+","namespace":"[^"]+"\}$/);
+    const listening = lines(r.stderr).find((l) => l.includes("gateway listening"));
+    expect(listening).toMatch(/^\[\d\d:\d\d:\d\d\] INFO \(jetloop-gateway\): gateway listening \{"url":"http:\/\/127\.0\.0\.1:\d+","namespace":"[^"]+","nats_server":"[^"]+"\}$/);
     expect(lines(r.stderr).filter((l) => jsonLine(l) !== undefined)).toEqual([]);
   }, 60_000);
 
