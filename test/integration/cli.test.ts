@@ -164,6 +164,20 @@ describe("jetloop CLI", () => {
     expect(r.stdout).toContain(`replay it: npm run jetloop -- replay --server ${natsUrl()} --namespace ${ns} --session ${session}`);
     const replayed = await jetloopIn(["replay", "--namespace", ns!, "--session", session!, "--server", natsUrl()]);
     expect(replayed.stderr).toContain("12 event(s)");
+    // Each call asks for what it needs: listing reads, removing writes.
+    const bus = await connect({ servers: natsUrl(), namespace: ns! });
+    try {
+      const asked: [string | undefined, string | undefined][] = [];
+      for await (const d of bus.replay({ sessions: [session!], enduring: "all" })) {
+        if (d.event.type === "PermissionRequested") asked.push([d.event.request.summary, d.event.request.requirements[0]?.kind]);
+      }
+      expect(asked).toEqual([
+        ["ls -la /tmp", "fs.read"],
+        ["rm -rf /var/cache/app", "fs.write"],
+      ]);
+    } finally {
+      await bus.close();
+    }
   }, 60_000);
 
   it("parked list/show/replay/drop and consumers, as lines or JSON; provision --max-age warns of an unacknowledged backlog", async () => {
