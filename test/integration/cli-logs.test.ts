@@ -53,7 +53,7 @@ describe("jetloop dev in a terminal", () => {
   it("logs pretty lines, and Ctrl-C with gates open stops everything in order: no warning, no JSON, no stack", async () => {
     // script runs the command on a pseudo-terminal; a ^C written to it is the terminal's
     // Ctrl-C (SIGINT to the foreground process group), as a person's would be.
-    const command = `${JSON.stringify(process.execPath)} --import tsx src/cli/main.ts dev --listen 127.0.0.1:0 --every 1`;
+    const command = `${JSON.stringify(process.execPath)} --import tsx src/cli/main.ts dev --listen 127.0.0.1:0 --every 1 --max-open 1`;
     const child = spawn("script", ["-qec", command, "/dev/null"], {
       env: { ...process.env, NATS_URL: "", NATS_SERVER_BIN: findServerBinary() },
       stdio: ["pipe", "pipe", "pipe"],
@@ -65,7 +65,8 @@ describe("jetloop dev in a terminal", () => {
         child.stdout.on("data", (b: Buffer) => {
           output += b.toString();
           // Gates are open once a session waits for approval: the case the order matters for.
-          if (output.includes("waiting for approval")) done();
+          // And with one open at most, dev says it starts no other until it is answered.
+          if (output.includes("waiting for approval") && output.includes("1 session waits for an answer: the next starts once one is answered")) done();
         });
         void exited.then((code) => fail(new Error(`dev exited ${code} before a gate opened: ${output}`)));
       });
@@ -78,6 +79,7 @@ describe("jetloop dev in a terminal", () => {
     }
     const shown = lines(output.replace(/\r/g, ""));
     expect(shown.at(-1)).toMatch(/stopped: simulated loop, gateway, nats-server$/);
+    expect(output).toContain("a new session every 1 s while fewer than 1 wait for an answer");
     expect(shown.find((l) => l.includes("connected to NATS"))).toMatch(/INFO.*\(jetloop-dev\).*connected to NATS/);
     expect(shown.filter((l) => jsonLine(l) !== undefined || /WARN|ERROR|could not|^\s+at /.test(l))).toEqual([]);
   }, 90_000);
