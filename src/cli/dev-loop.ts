@@ -47,8 +47,14 @@ function unlessAborted<T>(p: Promise<T>, signal: AbortSignal): Promise<T | undef
 
 export async function runSimulatedLoops(bus: Jetloop, o: SimulatedLoopOptions): Promise<void> {
   const open = new Set<Promise<void>>();
-  for (let n = 1; !o.signal.aborted; n++) {
-    if (open.size < o.maxOpen) {
+  let full = false;
+  let started = 0;
+  while (!o.signal.aborted) {
+    // Said once each time the loop stops starting sessions: the page shows why none is new.
+    if (open.size >= o.maxOpen && !full) o.log(`${open.size} session${open.size === 1 ? " waits" : "s wait"} for an answer: the next starts once one is answered`);
+    full = open.size >= o.maxOpen;
+    if (!full) {
+      const n = ++started;
       const one: Promise<void> = simulateSession(bus, n, o)
         .catch((e: unknown) => {
           if (!o.signal.aborted) o.log(`session ${n}: failed: ${isJetloopError(e) ? `${e.code}: ${e.message}` : String(e)}`);

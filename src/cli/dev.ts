@@ -17,7 +17,8 @@ export const devHelp = `jetloop dev [--listen HOST:PORT] [--every SECONDS] [--lo
 Starts everything a newcomer needs to see the gateway's page with live sessions:
 a throwaway local nats-server (or the one --server / NATS_URL names), the stream,
 the gateway (loopback only), and a simulated loop that starts a session every
---every seconds. Each session runs a tool call, then asks for approval of another
+--every seconds while fewer than --max-open wait for an answer (it says when it
+stops starting them). Each session runs a tool call, then asks for approval of another
 (every third one also asks a question); answer them on the page. An unanswered
 gate is denied after 5 minutes. Prints the page's URL. Runs until Ctrl-C, which
 stops the loop, the gateway and the throwaway server.
@@ -71,7 +72,7 @@ export async function devCommand(argv: string[], out: (s: string) => void): Prom
         out(`nats-server  ${local ? `${local.url} (throwaway: stopped, with its journal, on exit)` : [options.servers].flat().join(",")}`);
         out(`namespace    ${bus.namespace}`);
         out(`gateway      ${gw.url}`);
-        out(`\nopen ${gw.url}/ — a new session every ${everyMs / 1000} s asks for approval there. Ctrl-C stops all.\n`);
+        out(`\nopen ${gw.url}/ — sessions asking for approval start there every ${everyMs / 1000} s (while fewer than ${maxOpen} wait for an answer). Ctrl-C stops all.\n`);
         await runSimulatedLoops(bus, { everyMs, maxOpen, signal: stopped.signal, log: out });
       } finally {
         await gw.close();

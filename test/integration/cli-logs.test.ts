@@ -79,7 +79,7 @@ describe("jetloop dev in a terminal", () => {
     }
     const shown = lines(output.replace(/\r/g, ""));
     expect(shown.at(-1)).toMatch(/stopped: simulated loop, gateway, nats-server$/);
-    expect(output).toContain("a new session every 1 s while fewer than 1 wait for an answer");
+    expect(output).toContain("sessions asking for approval start there every 1 s (while fewer than 1 wait for an answer)");
     expect(shown.find((l) => l.includes("connected to NATS"))).toMatch(/INFO.*\(jetloop-dev\).*connected to NATS/);
     expect(shown.filter((l) => jsonLine(l) !== undefined || /WARN|ERROR|could not|^\s+at /.test(l))).toEqual([]);
   }, 90_000);
