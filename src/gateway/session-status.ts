@@ -44,7 +44,7 @@ export interface SessionStatus {
  * TurnFailed → failed, `last_turn` (the active turn stays, as in Go); TurnInterrupted →
  * interrupted, nothing else; StepDone → `last_step`, activity; LoopStarted → no field
  * served here; SessionStopped → stopped. Every one of these advances `last_journal_seq`;
- * any other event changes nothing, not even that. jetloop adds one rule (issue 29), the
+ * any other event changes nothing, not even that. jetloop adds one rule, the
  * projection's own (GateLedger): a GateResolved counts only from the loop whose GateOpened
  * opened that gate, and only once; a GateOpened taking over another loop's gate id does
  * not count either.
