@@ -112,16 +112,24 @@ describe("README.md", () => {
     expect(r.stderr).not.toContain("ERR_PACKAGE_PATH_NOT_EXPORTED");
   });
 
-  it("ships source maps that carry their sources, and no map pointing at unshipped files", async () => {
+  it("ships no source maps, and only the declarations index.d.ts reaches (the rest are the inside of the library)", async () => {
     const dist = join(app, "node_modules/jetloop/dist");
     const files = (await readdir(dist, { recursive: true })).map(String);
-    const maps = files.filter((f) => f.endsWith(".map"));
-    expect(maps.filter((f) => f.endsWith(".js.map")).length).toBeGreaterThan(10);
-    expect(maps.filter((f) => f.endsWith(".d.ts.map"))).toEqual([]);
-    for (const f of maps) {
-      const map = JSON.parse(await readFile(join(dist, f), "utf8")) as { sources: string[]; sourcesContent?: (string | null)[] };
-      expect({ f, contents: map.sourcesContent?.filter((c) => typeof c === "string").length }).toEqual({ f, contents: map.sources.length });
+    expect(files.filter((f) => f.endsWith(".map"))).toEqual([]);
+    // Every declaration file a user's compiler can reach from the package's types, and no other.
+    const reached = new Set<string>();
+    const queue = ["index.d.ts", "require.d.cts"].filter((f) => files.includes(f));
+    while (queue.length > 0) {
+      const f = queue.pop()!;
+      if (reached.has(f)) continue;
+      reached.add(f);
+      const text = await readFile(join(dist, f), "utf8");
+      for (const m of text.matchAll(/(?:from\s+|import\()["'](\.{1,2}\/[^"']+)\.js["']/g)) queue.push(join(f, "..", `${m[1]}.d.ts`));
     }
+    const declarations = files.filter((f) => f.endsWith(".d.ts") || f.endsWith(".d.cts"));
+    expect(declarations.filter((f) => !reached.has(f))).toEqual([]);
+    expect([...reached].filter((f) => !declarations.includes(f))).toEqual([]);
+    expect(declarations.length).toBeGreaterThan(10);
   });
 });
 
