@@ -44,6 +44,8 @@ beforeAll(async () => {
   // share dist/ (the package's files: dist, streams, README.md).
   const stage = join(work, "stage");
   await run(process.execPath, [tsc, "-p", join(repo, "tsconfig.build.json"), "--outDir", join(stage, "dist")]);
+  // As `npm run build` does: only the declarations the package's types reach.
+  await run(process.execPath, ["--import", "tsx", "scripts/prune-declarations.ts", join(stage, "dist")], { cwd: repo });
   // The gateway's page too, as `npm run build` makes it: `jetloop dev` serves it.
   await run(process.execPath, ["--import", "tsx", "scripts/build-web.ts", join(stage, "dist")], { cwd: repo });
   await Promise.all(["package.json", "README.md", "streams"].map((f) => cp(join(repo, f), join(stage, f), { recursive: true })));
