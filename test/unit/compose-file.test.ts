@@ -37,6 +37,17 @@ describe("docker-compose.yml", () => {
     expect(major > 2 || (major === 2 && minor >= 12)).toBe(true);
   });
 
+  it("builds the gateway's image with every script `npm run build` runs", () => {
+    const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { scripts: Record<string, string> };
+    const build = `${pkg.scripts.build} ${pkg.scripts["build:web"]}`;
+    const dockerfile = readFileSync(join(root, "deploy/gateway/Dockerfile"), "utf8");
+    const scripts = [...build.matchAll(/scripts\/[\w-]+\.ts/g)].map((m) => m[0]);
+    expect(scripts.length).toBeGreaterThan(0);
+    const copied = /^COPY (scripts\/\S+(?: scripts\/\S+)*) scripts\/$/m.exec(dockerfile)?.[1]?.split(" ") ?? [];
+    expect(scripts.filter((f) => !copied.includes(f))).toEqual([]);
+    expect(dockerfile).toMatch(/^RUN npm run build$/m);
+  });
+
   it("has a gateway service that provisions, then serves over all three nodes, and the README starts it", () => {
     const gateway = /^ {2}gateway:\n((?: {4}.*\n|\n)+)/m.exec(file)?.[1] ?? "";
     expect(gateway).toContain('profiles: ["gateway"]');
