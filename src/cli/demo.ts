@@ -22,7 +22,7 @@ decision, "runs" the approved tool (its output is simulated) and finalizes the
 step. Prints what a UI subscriber sees, then the tool states rebuilt from the
 journal alone. Prints the namespace and session, so the run can be replayed.
 
-With no --server and no NATS_URL, starts a throwaway local nats-server (from
+With no --server, NATS_URL or nats context, starts a throwaway local nats-server (from
 NATS_SERVER_BIN, a source checkout's .nats/, or PATH) and stops it at the end:
 its journal goes with it. Pass --server (a gateway on the same server and
 namespace shows the run) to keep it.

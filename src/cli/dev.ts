@@ -15,7 +15,7 @@ import { commandLogger, logFormat, logFormatFlag } from "./log-format.js";
 export const devHelp = `jetloop dev [--listen HOST:PORT] [--every SECONDS] [--log-format pretty|json] [--server URL]
 
 Starts everything a newcomer needs to see the gateway's page with live sessions:
-a throwaway local nats-server (or the one --server / NATS_URL names), the stream,
+a throwaway local nats-server (or the one --server, NATS_URL or a nats context names), the stream,
 the gateway (loopback only), and a simulated loop that starts a session every
 --every seconds while fewer than --max-open wait for an answer (it says when it
 stops starting them). Each session runs a tool call, then asks for approval of another
