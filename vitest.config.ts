@@ -15,6 +15,8 @@ import LongestFirst from "./test/harness/sequencer.js";
  */
 const NEWEST_ONLY = [
   "test/integration/cli.test.ts",
+  // Processes on a terminal and their logs: nothing of the server version in them.
+  "test/integration/cli-logs.test.ts",
   "test/integration/bad-input.test.ts",
   "test/integration/readme.test.ts",
   "test/integration/walkthroughs.test.ts",

@@ -1,5 +1,5 @@
 /**
- * The HTTP gateway under load (issue 14): SSE clients watching sessions while events are
+ * The HTTP gateway under load: SSE clients watching sessions while events are
  * appended at a fixed rate. Gateways run as their own processes (`jetloop gateway`), the
  * clients and the publisher in this one, so append and frame times share a clock.
  * Reported per trial: append-to-frame latency p50/p99 over every frame, gateway memory per

@@ -1,5 +1,5 @@
 /**
- * Shards on a three-node cluster (issue 26): appends/s of a namespace whose journal is one
+ * Shards on a three-node cluster: appends/s of a namespace whose journal is one
  * R3 stream (S = 1) and of one split in three (S = 3, the leaders spread over the three
  * servers by `provision`), from PRODUCERS producers (each its own connection), the events
  * spread over SESSIONS sessions. Contenders, all in one run on the same cluster:

@@ -1,6 +1,8 @@
 // Bundles the gateway's web page script (src/web/app.ts, with the SDK's projection and
-// codec) for the browser into dist/web/, beside the page itself. Run by `npm run build`.
+// codec) for the browser into dist/web/, beside the page itself. Run by `npm run build`;
+// an argument names another dist folder (the packed-package test builds into a staging copy).
 import { copyFileSync, mkdirSync } from "node:fs";
+import { join } from "node:path";
 import { build, type Plugin } from "esbuild";
 
 // zod's classic namespace re-exports every locale (`z.locales`), which the page never
@@ -14,7 +16,8 @@ const withoutZodLocales: Plugin = {
   },
 };
 
-mkdirSync("dist/web", { recursive: true });
+const web = join(process.argv[2] ?? "dist", "web");
+mkdirSync(web, { recursive: true });
 await build({
   entryPoints: ["src/web/app.ts"],
   bundle: true,
@@ -22,8 +25,8 @@ await build({
   format: "esm",
   platform: "browser",
   target: "es2022",
-  outfile: "dist/web/app.js",
+  outfile: join(web, "app.js"),
   logLevel: "warning",
   plugins: [withoutZodLocales],
 });
-copyFileSync("src/web/page.html", "dist/web/page.html");
+copyFileSync("src/web/page.html", join(web, "page.html"));

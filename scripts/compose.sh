@@ -21,7 +21,7 @@ fi
 case "${1:-}" in
   up)
     "${compose[@]}" up -d
-    for port in 8222 8223 8224; do
+    for port in 18222 18223 18224; do
       for _ in $(seq 120); do
         if curl -sf "http://127.0.0.1:$port/healthz" >/dev/null 2>&1; then continue 2; fi
         sleep 0.5
@@ -30,9 +30,10 @@ case "${1:-}" in
       "${compose[@]}" ps >&2
       exit 1
     done
-    echo "compose: three nodes up: nats://127.0.0.1:4222,nats://127.0.0.1:4223,nats://127.0.0.1:4224"
+    echo "compose: three nodes up: nats://127.0.0.1:14222,nats://127.0.0.1:14223,nats://127.0.0.1:14224"
     ;;
   down)
-    "${compose[@]}" down -v
+    # The gateway's profile too: a container it started is removed with the rest.
+    "${compose[@]}" --profile gateway down -v
     ;;
 esac

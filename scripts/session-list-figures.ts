@@ -1,4 +1,4 @@
-// RELIABILITY.md scenario 15 (the session list over 10,000 sessions, from the session
+// RELIABILITY.md scenario 17 (the session list over 10,000 sessions, from the session
 // catalog), measured on a nats-server process of its own: the gateway's list latency for
 // pages of 20, and the consumers 5 concurrent lists open (from the server's consumer
 // advisories: the peak open at once, not a sample). Writes its record into

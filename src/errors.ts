@@ -44,7 +44,8 @@ export type JetloopErrorCode =
   | "READ_CONSUMERS_BUSY"
   | "SHARD_LAYOUT"
   | "CATALOG_ENTRY_INVALID"
-  | "CATALOG_FAILED";
+  | "CATALOG_FAILED"
+  | "NATS_SERVER_MISSING";
 
 export class JetloopError extends Error {
   readonly code: JetloopErrorCode;
@@ -517,6 +518,17 @@ export class ProjectionDeliveryError extends JetloopError {
 export class UsageError extends JetloopError {
   constructor(message: string) {
     super("OPTIONS_INVALID", message);
+  }
+}
+
+/**
+ * `jetloop demo` / `jetloop dev` were to start a throwaway nats-server and found none (not
+ * NATS_SERVER_BIN, not on PATH). Not bad input: the command line was right, the machine
+ * lacks a program, so the CLI exits with its own code (3) and one line saying how to get it.
+ */
+export class NatsServerMissingError extends JetloopError {
+  constructor(message: string) {
+    super("NATS_SERVER_MISSING", message);
   }
 }
 

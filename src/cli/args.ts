@@ -1,7 +1,9 @@
 import type { ParseArgsConfig } from "node:util";
 import type { ConnectOptions } from "../bus.js";
 import { type OptionsError, UsageError } from "../errors.js";
+import { readFileSync } from "node:fs";
 import { idProblem } from "../events/ids.js";
+import { readNatsContext, selectedContextName } from "./nats-context.js";
 
 /** Flags every command that talks to NATS accepts. */
 export const connectionFlags = {
@@ -16,6 +18,7 @@ export const connectionFlags = {
   "tls-ca": { type: "string" },
   "tls-cert": { type: "string" },
   "tls-key": { type: "string" },
+  context: { type: "string" },
   help: { type: "boolean", short: "h" },
 } as const satisfies ParseArgsConfig["options"];
 
@@ -23,8 +26,12 @@ export const connectionHelp = `Connection:
   -s, --server URL        NATS server(s), comma-separated (default: $NATS_URL, else nats://127.0.0.1:4222)
   -n, --namespace NS      subject namespace (default: $JETLOOP_NAMESPACE, else jetloop)
       --stream NAME       events stream (default: {namespace}_journal)
-      --user U --password P | --token T | --creds FILE | --nkey SEED
-      --tls-ca FILE --tls-cert FILE --tls-key FILE`;
+      --user U --password P | --token T | --creds FILE | --nkey FILE|SEED
+      --tls-ca FILE --tls-cert FILE --tls-key FILE
+      --context NAME      a nats CLI context (~/.config/nats/context/NAME.json): its url,
+                          user/password, token, creds, nkey, cert/key/ca and tls_first
+                          (default: $NATS_CONTEXT, else the one \`nats context select\` chose);
+                          a flag, or NATS_URL for the servers, wins over the context's field`;
 
 /** The flag a library option is given with, for messages about bad input. */
 const FLAG_OF_OPTION: Record<string, string> = {
@@ -105,23 +112,53 @@ type Values = Partial<Record<keyof typeof connectionFlags, string | boolean>>;
 
 export function connectOptions(values: Values): ConnectOptions {
   const str = (k: keyof typeof connectionFlags) => (typeof values[k] === "string" ? values[k] : undefined);
-  const tls = str("tls-ca") || str("tls-cert") || str("tls-key") ? { caFile: str("tls-ca"), certFile: str("tls-cert"), keyFile: str("tls-key") } : undefined;
+  const selected = selectedContextName(str("context"));
+  const ctx = selected === undefined ? undefined : readNatsContext(selected.name, selected.source);
+  // Each TLS file: the flag, else the context's.
+  const tlsFiles = { caFile: str("tls-ca") ?? ctx?.ca, certFile: str("tls-cert") ?? ctx?.cert, keyFile: str("tls-key") ?? ctx?.key };
+  const tls = tlsFiles.caFile || tlsFiles.certFile || tlsFiles.keyFile || ctx?.tlsFirst ? { ...tlsFiles, ...(ctx?.tlsFirst ? { handshakeFirst: true } : {}) } : undefined;
   const opts: ConnectOptions = { name: "jetloop-cli" };
   const server = str("server");
   if (server) opts.servers = serverUrls("--server", server);
   else if (process.env.NATS_URL) opts.servers = serverUrls("NATS_URL", process.env.NATS_URL);
+  else if (ctx?.url) opts.servers = serverUrls(`context ${ctx.name} url`, ctx.url);
   const ns = str("namespace") ?? process.env.JETLOOP_NAMESPACE;
   if (ns !== undefined) opts.namespace = oneTokenNamespace(str("namespace") === undefined ? "JETLOOP_NAMESPACE" : "--namespace", ns, str("stream") !== undefined);
   const stream = str("stream");
   if (stream !== undefined && !/^[A-Za-z0-9_-]{1,255}$/.test(stream)) throw new UsageError(`--stream ${JSON.stringify(stream)} is not a stream name ([A-Za-z0-9_-], 1-255 characters)`);
   if (stream) opts.stream = stream;
-  if (str("user")) opts.user = str("user");
-  if (str("password")) opts.pass = str("password");
-  if (str("token")) opts.token = str("token");
-  if (str("creds")) opts.credsFile = str("creds");
-  if (str("nkey")) opts.nkeySeed = str("nkey");
+  // Authentication as the flags give it; else as the context does (not mixed: a flag's
+  // user with the context's token would be neither the flags' nor the context's identity).
+  const flagAuth = ["user", "password", "token", "creds", "nkey"].some((k) => str(k as keyof typeof connectionFlags) !== undefined);
+  const auth = flagAuth
+    ? { user: str("user"), pass: str("password"), token: str("token"), credsFile: str("creds"), nkey: str("nkey"), nkeySource: "--nkey" }
+    : { user: ctx?.user, pass: ctx?.password, token: ctx?.token, credsFile: ctx?.creds, nkey: ctx?.nkey, nkeySource: `context ${ctx?.name} nkey` };
+  if (auth.user) opts.user = auth.user;
+  if (auth.pass) opts.pass = auth.pass;
+  if (auth.token) opts.token = auth.token;
+  if (auth.credsFile) opts.credsFile = auth.credsFile;
+  if (auth.nkey) opts.nkeySeed = nkeySeed(auth.nkeySource, auth.nkey);
   if (tls) opts.tls = tls;
   return opts;
+}
+
+const USER_SEED = /^SU[A-Z2-7]{56}$/;
+
+/**
+ * An nkey seed given as itself (`SU…`, as --nkey always took it) or, as the nats CLI takes
+ * it, as the path of a file holding it.
+ */
+function nkeySeed(source: string, value: string): string {
+  if (USER_SEED.test(value)) return value;
+  let text: string;
+  try {
+    text = readFileSync(value, "utf8");
+  } catch (e) {
+    throw new UsageError(`${source} ${JSON.stringify(value)} is neither a user seed (SU…) nor a readable file (${(e as NodeJS.ErrnoException).code ?? String(e)})`);
+  }
+  const seeds = text.split(/\s+/).filter((w) => USER_SEED.test(w));
+  if (seeds.length !== 1) throw new UsageError(`${source} ${value} holds ${seeds.length === 0 ? "no user seed (SU…)" : "more than one user seed"}`);
+  return seeds[0]!;
 }
 
 /**

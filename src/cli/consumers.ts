@@ -9,7 +9,8 @@ export const consumersHelp = `jetloop consumers [--json] [--monitor URL]...
 
 Lists every durable consumer of the namespace with its lag: pending (not yet
 delivered), ack pending (delivered, waiting for an ack), redelivered, parked, last
-activity, and how far its ack floor is behind the journal's last sequence; and how it
+activity, and behind (what its filter delivers that it has not acknowledged: pending
+plus ack pending, never other sessions' events); and how it
 redelivers: max deliver (attempts before a failing event is parked) and backoff (the
 delays between them; "-" with a fixed ack wait, shown as ack_wait). Warns on
 stderr when a retention limit of the events stream can remove events a durable has

@@ -22,7 +22,7 @@ decision, "runs" the approved tool (its output is simulated) and finalizes the
 step. Prints what a UI subscriber sees, then the tool states rebuilt from the
 journal alone. Prints the namespace and session, so the run can be replayed.
 
-With no --server and no NATS_URL, starts a throwaway local nats-server (from
+With no --server, NATS_URL or nats context, starts a throwaway local nats-server (from
 NATS_SERVER_BIN, a source checkout's .nats/, or PATH) and stops it at the end:
 its journal goes with it. Pass --server (a gateway on the same server and
 namespace shows the run) to keep it.
@@ -101,8 +101,9 @@ async function runDemo(bus: Jetloop, servers: string | string[], throwaway: bool
   const gates = await bus.serveGates(sessionId, loopId);
   await bus.publish(createEvent("TurnStarted", { sessionId, loopId, turnId }));
   const calls = [
-    { toolName: "bash", summary: "ls -la /tmp", match: "/tmp/**" },
-    { toolName: "bash", summary: "rm -rf /var/cache/app", match: "/var/cache/app/**" },
+    // Each asks for what it needs: a listing reads, a removal writes.
+    { toolName: "bash", summary: "ls -la /tmp", requirement: { kind: "fs.read", match: "/tmp/**", description: "read under /tmp/**" } },
+    { toolName: "bash", summary: "rm -rf /var/cache/app", requirement: { kind: "fs.write", match: "/var/cache/app/**", description: "write under /var/cache/app/**" } },
   ];
   for (const call of calls) {
     const stepId = newId();
@@ -110,7 +111,7 @@ async function runDemo(bus: Jetloop, servers: string | string[], throwaway: bool
     // The model provider's id of the call (a model would have chosen it).
     const toolUseId = `toolu_${toolExecutionId.slice(-12)}`;
     const coords = { sessionId, loopId, turnId, stepId };
-    const request = { toolName: call.toolName, summary: call.summary, requirements: [{ kind: "fs.write", match: call.match, description: `write under ${call.match}` }] };
+    const request = { toolName: call.toolName, summary: call.summary, requirements: [call.requirement] };
     const decision = await gates.requestPermission({ turnId, stepId, toolExecutionId, toolUseId, request, timeoutMs: 30_000 });
     let result: { content: string; isError: boolean };
     if (decision.effect === "approve") {

@@ -26,9 +26,10 @@ const CALLS = [
   { toolName: "bash", summary: "git push origin HEAD", match: "git:remote", output: "pushed to origin" },
 ] as const;
 
-/** Resolves when `signal` aborts, or after `ms`. */
+/** Resolves when `signal` aborts (at once if it has: an abort event fires only once), or after `ms`. */
 function pause(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
     const t = setTimeout(done, ms);
     signal.addEventListener("abort", done, { once: true });
     function done() {
@@ -46,8 +47,14 @@ function unlessAborted<T>(p: Promise<T>, signal: AbortSignal): Promise<T | undef
 
 export async function runSimulatedLoops(bus: Jetloop, o: SimulatedLoopOptions): Promise<void> {
   const open = new Set<Promise<void>>();
-  for (let n = 1; !o.signal.aborted; n++) {
-    if (open.size < o.maxOpen) {
+  let full = false;
+  let started = 0;
+  while (!o.signal.aborted) {
+    // Said once each time the loop stops starting sessions: the page shows why none is new.
+    if (open.size >= o.maxOpen && !full) o.log(`${open.size} session${open.size === 1 ? " waits" : "s wait"} for an answer: the next starts once one is answered`);
+    full = open.size >= o.maxOpen;
+    if (!full) {
+      const n = ++started;
       const one: Promise<void> = simulateSession(bus, n, o)
         .catch((e: unknown) => {
           if (!o.signal.aborted) o.log(`session ${n}: failed: ${isJetloopError(e) ? `${e.code}: ${e.message}` : String(e)}`);
@@ -57,6 +64,9 @@ export async function runSimulatedLoops(bus: Jetloop, o: SimulatedLoopOptions): 
     }
     await pause(o.everyMs, o.signal);
   }
+  // Each open session ends at once on the abort and closes its gates: awaited, so the
+  // caller closes the bus (and stops the server) only after they are closed.
+  await Promise.allSettled(open);
 }
 
 async function simulateSession(bus: Jetloop, n: number, o: SimulatedLoopOptions): Promise<void> {
@@ -73,6 +83,7 @@ async function simulateSession(bus: Jetloop, n: number, o: SimulatedLoopOptions)
   try {
     await runTool(bus, { sessionId, loopId, turnId }, "read_file", "read package.json", '{ "name": "demo" }', o.signal);
 
+    if (o.signal.aborted) return;
     const stepId = newId();
     const toolExecutionId = newId();
     const request = { toolName: call.toolName, summary: call.summary, requirements: [{ kind: "fs.write", match: call.match, description: `write under ${call.match}` }] };

@@ -10,13 +10,15 @@ import { startGateway } from "../gateway/listen.js";
 import { connectionFlags, connectionHelp, connectOptions, parse, positiveInt } from "./args.js";
 import { runSimulatedLoops } from "./dev-loop.js";
 import { startThrowawayServer, type LocalServer } from "./local-server.js";
+import { commandLogger, logFormat, logFormatFlag } from "./log-format.js";
 
-export const devHelp = `jetloop dev [--listen HOST:PORT] [--every SECONDS] [--server URL]
+export const devHelp = `jetloop dev [--listen HOST:PORT] [--every SECONDS] [--log-format pretty|json] [--server URL]
 
 Starts everything a newcomer needs to see the gateway's page with live sessions:
-a throwaway local nats-server (or the one --server / NATS_URL names), the stream,
+a throwaway local nats-server (or the one --server, NATS_URL or a nats context names), the stream,
 the gateway (loopback only), and a simulated loop that starts a session every
---every seconds. Each session runs a tool call, then asks for approval of another
+--every seconds while fewer than --max-open wait for an answer (it says when it
+stops starting them). Each session runs a tool call, then asks for approval of another
 (every third one also asks a question); answer them on the page. An unanswered
 gate is denied after 5 minutes. Prints the page's URL. Runs until Ctrl-C, which
 stops the loop, the gateway and the throwaway server.
@@ -24,12 +26,14 @@ stops the loop, the gateway and the throwaway server.
   --listen HOST:PORT   the gateway's address, a loopback one (default 127.0.0.1:8080)
   --every SECONDS      seconds between new sessions (default 10)
   --max-open N         sessions waiting for an answer at once, at most (default 3)
+  --log-format F       pretty (lines for a person) or json (one object a line, for
+                       machines); default pretty when stderr is a terminal, else json
 
 ${connectionHelp}`;
 
 export async function devCommand(argv: string[], out: (s: string) => void): Promise<number> {
   const { values } = parse(() =>
-    parseArgs({ args: argv, options: { ...connectionFlags, listen: { type: "string" }, every: { type: "string" }, "max-open": { type: "string" } }, strict: true, tokens: true }),
+    parseArgs({ args: argv, options: { ...connectionFlags, listen: { type: "string" }, every: { type: "string" }, "max-open": { type: "string" }, ...logFormatFlag }, strict: true, tokens: true }),
   );
   if (values.help) {
     out(devHelp);
@@ -38,19 +42,29 @@ export async function devCommand(argv: string[], out: (s: string) => void): Prom
   const everyMs = (positiveInt("every", values.every) ?? 10) * 1000;
   const maxOpen = positiveInt("max-open", values["max-open"]) ?? 3;
   const listen = values.listen ?? "127.0.0.1:8080";
+  const log = commandLogger(logFormat(values["log-format"]), "jetloop-dev");
   const options = connectOptions(values);
   let local: LocalServer | undefined;
-  if (options.servers === undefined) {
-    local = await startThrowawayServer();
-    options.servers = local.url;
-  }
+  // The first Ctrl-C stops in order: the loop, its gates, the gateway, the bus, and the
+  // throwaway server last (it runs in a process group of its own, so the terminal's signal
+  // does not stop it first and fail the gates' closing). A second one exits at once; the
+  // server's exit hook still stops it. Handled before the server starts: a signal that
+  // killed this process would leave that server running.
   const stopped = new AbortController();
-  const stop = () => stopped.abort();
-  process.once("SIGINT", stop);
-  process.once("SIGTERM", stop);
+  const stop = () => {
+    if (stopped.signal.aborted) process.exit(130);
+    stopped.abort();
+  };
+  const signals = ["SIGINT", "SIGTERM", "SIGHUP"] as const;
+  for (const s of signals) process.on(s, stop);
   try {
-    const bus = await connect({ ...options, name: "jetloop-dev" });
+    if (options.servers === undefined) {
+      local = await startThrowawayServer({ ownProcessGroup: true });
+      options.servers = local.url;
+    }
+    const bus = await connect({ ...options, name: "jetloop-dev", logger: log });
     try {
+      log.info({ nats_server: bus.serverVersion, namespace: bus.namespace }, "connected to NATS");
       await bus.provision();
       // No authentication here: the gateway refuses a non-loopback --listen (GATEWAY_BIND).
       const gw = await startGateway(bus, { listen });
@@ -58,7 +72,7 @@ export async function devCommand(argv: string[], out: (s: string) => void): Prom
         out(`nats-server  ${local ? `${local.url} (throwaway: stopped, with its journal, on exit)` : [options.servers].flat().join(",")}`);
         out(`namespace    ${bus.namespace}`);
         out(`gateway      ${gw.url}`);
-        out(`\nopen ${gw.url}/ — a new session every ${everyMs / 1000} s asks for approval there. Ctrl-C stops all.\n`);
+        out(`\nopen ${gw.url}/ — sessions asking for approval start there every ${everyMs / 1000} s (while fewer than ${maxOpen} wait for an answer). Ctrl-C stops all.\n`);
         await runSimulatedLoops(bus, { everyMs, maxOpen, signal: stopped.signal, log: out });
       } finally {
         await gw.close();
@@ -69,8 +83,7 @@ export async function devCommand(argv: string[], out: (s: string) => void): Prom
     out("stopped: simulated loop, gateway" + (local ? ", nats-server" : ""));
     return 0;
   } finally {
-    process.off("SIGINT", stop);
-    process.off("SIGTERM", stop);
     await local?.stop();
+    for (const s of signals) process.off(s, stop);
   }
 }

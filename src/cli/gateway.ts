@@ -6,6 +6,7 @@ import { feedModeSchema } from "../subscribe/options.js";
 import { connectionFlags, connectionHelp, connectOptions, parse, positiveInt } from "./args.js";
 import { warnIfNotProvisioned } from "./provisioned.js";
 import { checkMetricsBind, startMetricsServer } from "../gateway/metrics-server.js";
+import { commandLogger, logFormat, logFormatFlag } from "./log-format.js";
 
 export const gatewayHelp = `jetloop gateway --listen HOST:PORT [--auth-token-env VAR] [--insecure-public-bind] [--feed MODE] [--metrics HOST:PORT]
 
@@ -37,6 +38,8 @@ Runs until interrupted (Ctrl-C).
   --insecure-public-metrics  allow a non-loopback --metrics address (metrics are served
                            without authentication); a scrape must name the metrics
                            address or an --allow-host, and no page may read them
+  --log-format pretty|json lines for a person, or one JSON object a line for machines
+                           (default: pretty when stderr is a terminal, else json)
 
 ${connectionHelp}`;
 
@@ -56,11 +59,13 @@ export async function gatewayCommand(argv: string[], out: (s: string) => void, e
     "max-streams-per-client": { type: "string" },
     metrics: { type: "string" },
     "insecure-public-metrics": { type: "boolean" },
+    ...logFormatFlag,
   }, strict: true, tokens: true }));
   if (values.help) {
     out(gatewayHelp);
     return 0;
   }
+  const log = commandLogger(logFormat(values["log-format"]), "jetloop-gateway");
   const tokenVar = values["auth-token-env"];
   const token = tokenVar === undefined ? undefined : process.env[tokenVar];
   if (tokenVar !== undefined && !token) throw new UsageError(`--auth-token-env: the environment variable ${tokenVar} is not set`);
@@ -107,7 +112,7 @@ export async function gatewayCommand(argv: string[], out: (s: string) => void, e
   // Before the bus: the metrics API has no proxy, so the meter provider must be there first.
   const metrics = metricsBind === undefined ? undefined : await startMetricsServer(metricsBind);
   if (metrics !== undefined) out(`jetloop gateway metrics on ${metrics.url}`);
-  const bus = await connect({ ...connectOptions(values), name: "jetloop-gateway" }).catch(async (e: unknown) => {
+  const bus = await connect({ ...connectOptions(values), name: "jetloop-gateway", logger: log }).catch(async (e: unknown) => {
     await metrics?.close();
     throw e;
   });
@@ -115,6 +120,8 @@ export async function gatewayCommand(argv: string[], out: (s: string) => void, e
     await warnIfNotProvisioned(bus, "jetloop gateway", err);
     const gw = await startGateway(bus, options);
     out(`jetloop gateway listening on ${gw.url} (namespace ${bus.namespace})`);
+    // Once serving: a refusal to start prints its error alone.
+    log.info({ url: gw.url, namespace: bus.namespace, nats_server: bus.serverVersion }, "gateway listening");
     await new Promise<void>((resolve) => {
       process.once("SIGINT", resolve);
       process.once("SIGTERM", resolve);

@@ -92,8 +92,10 @@ export async function provisionCommand(argv: string[], out: (s: string) => void,
     throw e instanceof ShardLayoutError ? new UsageError(`${e.message}: changing the shard count of a live namespace is a migration (docs/scale.md), not a provision`) : e;
   });
   try {
-    out(`provisioning ${bus.shards > 1 ? `${bus.shards} journal shards of ${bus.stream}` : `stream ${bus.stream}`} (namespace ${bus.namespace}) on nats-server ${bus.serverVersion}…`);
     const report = await bus.provision(request);
+    // Said once the answer is in: a refusal prints only its error, and --verify, which
+    // changes nothing, never says it is provisioning.
+    out(`${values.verify ? "checked" : "provisioned"} ${bus.shards > 1 ? `${bus.shards} journal shards of ${bus.stream}` : `stream ${bus.stream}`} (namespace ${bus.namespace}) on nats-server ${bus.serverVersion}:`);
     const groups = report.partitioned ? [report.partitioned.partitioned, report.partitioned.members] : [];
     const journal = report.shards ?? [report];
     for (const r of [...journal, report.parked, ...groups]) {

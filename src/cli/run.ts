@@ -2,12 +2,13 @@
  * The `jetloop` command line as a function of its arguments: the command table, and how a
  * failure is told. main.ts runs it on the process; tests run it in-process.
  */
-import { ConnectionFailedError, isJetloopError, OptionsError, PermissionDeniedError, UsageError } from "../errors.js";
+import { ConnectionFailedError, isJetloopError, NatsServerMissingError, OptionsError, PermissionDeniedError, UsageError } from "../errors.js";
 import { asUsageError } from "./args.js";
 import { consumersCommand, consumersHelp } from "./consumers.js";
 import { demoAnswererCommand, demoCommand, demoHelp } from "./demo.js";
 import { devCommand, devHelp } from "./dev.js";
 import { gatewayCommand, gatewayHelp } from "./gateway.js";
+import { selfCommand } from "./local-server.js";
 import { parkedCommand, parkedHelp } from "./parked.js";
 import { provisionCommand, provisionHelp } from "./provision.js";
 import { replayCommand, replayHelp } from "./replay.js";
@@ -32,7 +33,13 @@ Commands:
   gateway     serve the runtime's HTTP surface (journal, SSE, gate answers) and a web page
   dev         a local nats-server, the gateway and a simulated loop, in one step
 
-Run jetloop <command> --help for a command's options.`;
+Run jetloop <command> --help for a command's options.
+
+Exit codes: 0 done; 1 a failure at run time; 2 bad input (with the command's usage;
+provision --verify: drift); 3 demo or dev found no nats-server to start.`;
+
+/** The exit code of a command that was to start a nats-server and found none. */
+export const EXIT_NO_NATS_SERVER = 3;
 
 export interface CliIo {
   readonly out: (s: string) => void;
@@ -59,7 +66,7 @@ const commands: Record<string, Command> = {
 /** What to do next, for failures whose message does not say it already. */
 export function hintFor(e: unknown): string | undefined {
   if (e instanceof ConnectionFailedError && e.reason === "unreachable") {
-    return "is a nats-server with JetStream running there? Pass --server URL or set NATS_URL; `npm run dev` starts a local one with the gateway";
+    return `is a nats-server with JetStream running there? Pass --server URL or set NATS_URL; \`${selfCommand()} dev\` starts a local one with the gateway`;
   }
   if (e instanceof PermissionDeniedError) return "the NATS user lacks a permission this command needs: see deploy/nats/permissions.example.conf";
   return undefined;
@@ -74,8 +81,8 @@ export function failureText(command: string, e: unknown): string {
 
 /**
  * Runs a command. Bad input (a UsageError, or an option the library refused before
- * anything was sent) exits 2 with the command's usage; a failure at run time exits 1.
- * Both print the error's code.
+ * anything was sent) exits 2 with the command's usage; no nats-server to start exits 3 with
+ * one line; a failure at run time exits 1. All print the error's code.
  */
 export async function runCli(argv: string[], io: CliIo): Promise<number> {
   const [name, ...rest] = argv;
@@ -97,6 +104,6 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
       return 2;
     }
     io.err(failureText(name, e));
-    return 1;
+    return e instanceof NatsServerMissingError ? EXIT_NO_NATS_SERVER : 1;
   }
 }

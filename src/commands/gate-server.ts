@@ -497,9 +497,13 @@ class GateServerImpl implements GateServer {
     return { sessionId: this.#sessionId, loopId: this.#loopId, turnId: c.turnId, stepId: c.stepId };
   }
 
-  /** (Re)starts a gate's timeout for the time it has left. */
+  /**
+   * (Re)starts a gate's timeout for the time it has left. Not once close() began: it took
+   * the gate while its records were being written, and a timer armed after that would hold
+   * the process (and the closed gate) until the deadline.
+   */
   #arm(gate: OpenGate): void {
-    if (gate.deadline === undefined) return;
+    if (gate.deadline === undefined || this.#closing !== undefined) return;
     gate.timer = setTimeout(() => this.#expire(gate), Math.max(0, gate.deadline - Date.now()));
   }
 

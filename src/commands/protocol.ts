@@ -50,11 +50,17 @@ export const outcomeSchema = z.strictObject({
   gateId: uuidSchema,
   toolExecutionId: uuidSchema.optional(),
   /**
-   * `approve`/`deny` for a permission, `answered` for user input; for a gate closed without
-   * an answer its close reason (`owner_closed`, `abandoned`; `deny` for a permission timed out).
+   * What took effect: `approve`/`deny` for a permission (the effect, whatever control was
+   * chosen), `answered` for user input; for a gate closed without an answer its close
+   * reason (`owner_closed`, `abandoned`; `deny` for a permission timed out). Not the control:
+   * that is `control`. (An answer's own `action`, and the loop's decision's, are the control
+   * chosen: the outcome keeps the wire's name for the effect.)
    */
   action: text(),
-  /** The permission control chosen, e.g. `Approve always for this workspace`. */
+  /**
+   * The permission control chosen, e.g. `Approve always for this workspace` (whose effect,
+   * `approve`, is `action`); absent for input and for a gate closed without an answer.
+   */
   control: text().optional(),
   /** Journal sequence of the GateResolved the answer produced. */
   journalSeq: z.number().int().min(1),

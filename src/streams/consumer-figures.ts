@@ -1,7 +1,7 @@
 /**
  * The lag of a namespace's durables, as the server counts it: what each has not been
  * delivered yet, what waits for its ack, what was redelivered, what is parked, when it
- * last moved, and how far its ack floor is behind the journal's last sequence.
+ * last moved, and how many events of its own it has not finished (`behind`).
  */
 import { type ConsumerInfo, JetStreamApiCodes, JetStreamApiError, type JetStreamManager } from "@nats-io/jetstream";
 import { NotProvisionedError } from "../errors.js";
@@ -27,7 +27,12 @@ export interface ConsumerFigures {
   /** The last journal sequence delivered, and the ack floor. */
   readonly deliveredSeq: number;
   readonly ackFloorSeq: number;
-  /** The journal's last sequence minus the ack floor. */
+  /**
+   * The events its filter delivers that it has not acknowledged: not delivered yet
+   * (`pending`, which the server counts through the filter) plus delivered and
+   * unacknowledged (`ackPending`). Not the journal's last sequence minus the ack floor:
+   * the journal holds other sessions' events, which this durable never gets.
+   */
   readonly behind: number;
   /** Deliveries before a failing event is parked (jetloop's limit); undefined: none recorded. */
   readonly maxDeliver: number | undefined;
@@ -70,7 +75,7 @@ function lastActive(ci: ConsumerInfo): Date | undefined {
 
 const redelivery = ({ maxDeliver, backoffMs, ackWaitMs }: LiveDurable) => ({ maxDeliver, backoffMs, ackWaitMs });
 
-export function figuresOf(ci: ConsumerInfo, lastSeq: number, parked: number): ConsumerFigures {
+export function figuresOf(ci: ConsumerInfo, parked: number): ConsumerFigures {
   return {
     durable: ci.config.durable_name ?? ci.name,
     pending: ci.num_pending,
@@ -81,7 +86,7 @@ export function figuresOf(ci: ConsumerInfo, lastSeq: number, parked: number): Co
     lastActivity: lastActive(ci),
     deliveredSeq: ci.delivered.stream_seq,
     ackFloorSeq: ci.ack_floor.stream_seq,
-    behind: Math.max(0, lastSeq - ci.ack_floor.stream_seq),
+    behind: ci.num_pending + ci.num_ack_pending,
     ...redelivery(liveDurable(ci.config)),
   };
 }
@@ -103,7 +108,7 @@ export async function consumersReport(jsm: JetStreamManager, journals: readonly 
       const infos: ConsumerInfo[] = [];
       for await (const ci of jsm.consumers.list(stream)) if (ci.config.durable_name) infos.push(ci);
       const counts = (await parked?.counts(split ? shard : undefined)) ?? new Map<string, number>();
-      const own = infos.map((ci) => ({ ...figuresOf(ci, info.state.last_seq, counts.get(ci.config.durable_name!) ?? 0), ...(split ? { shard: shard.index } : {}) }));
+      const own = infos.map((ci) => ({ ...figuresOf(ci, counts.get(ci.config.durable_name!) ?? 0), ...(split ? { shard: shard.index } : {}) }));
       consumers.push(...own);
       shards.push({ shard: shard.index, stream, lastSeq: info.state.last_seq });
       warnings.push(...retentionWarnings(stream, info.config, own.map((c) => ({ durable: c.durable, unacknowledged: c.pending + c.ackPending }))));
@@ -139,8 +144,8 @@ export async function groupFigures(jsm: JetStreamManager, stream: string, durabl
 /** A group's figures from its partitions' consumer infos and the parked counts per durable. */
 export function groupFiguresOf(stream: string, infos: readonly { readonly partition: number; readonly info: ConsumerInfo }[], parkedCounts: ReadonlyMap<string, number>): GroupFigures {
   const partitions = infos.map(({ partition, info }) => {
-    const f = figuresOf(info, 0, parkedCounts.get(info.config.durable_name ?? info.name) ?? 0);
-    return { ...f, partition, behind: f.pending + f.ackPending };
+    const f = figuresOf(info, parkedCounts.get(info.config.durable_name ?? info.name) ?? 0);
+    return { ...f, partition };
   });
   const sum = (k: "pending" | "ackPending" | "redelivered" | "parked" | "behind") => partitions.reduce((n, p) => n + p[k], 0);
   return { stream, partitions, total: { pending: sum("pending"), ackPending: sum("ackPending"), redelivered: sum("redelivered"), parked: sum("parked"), behind: sum("behind") } };

@@ -28,6 +28,8 @@ const $ = (id: string) => document.getElementById(id)!;
 const page = {
   list: "connecting" as LinkState,
   listWhy: undefined as string | undefined,
+  /** The code of the last failed list: `nats_unavailable` is the gateway saying NATS is down. */
+  listCode: undefined as string | undefined,
   listAttempt: 0,
   sessions: undefined as SessionItem[] | undefined,
   stream: undefined as LinkState | undefined,
@@ -111,6 +113,11 @@ function intro(): Node[] {
     return [el("div", { class: "notice" }, el("p", { class: "gate-title" }, "This namespace is not provisioned"), el("p", {}, page.listWhy ?? ""), el("p", { class: "muted" }, "Provisioning creates the journal stream; the page picks it up by itself."))];
   }
   const note = (title: string, text: string) => [el("div", { class: "intro" }, el("p", { class: "gate-title" }, title), el("p", {}, text))];
+  // The gateway answered, and said its journal server is down: not the gateway's outage,
+  // and whatever list the page had is stale until NATS is back.
+  if (page.list !== "live" && page.listCode === "nats_unavailable") {
+    return note("NATS is down", "The gateway is running, but the NATS server that holds the journal does not answer it. The page retries by itself and follows again once NATS is back.");
+  }
   if (page.sessions === undefined) {
     if (page.list === "connecting") return [];
     return note("Waiting for the gateway", "Nothing can be shown until the gateway can read the journal again. The page retries by itself; the banner above says what went wrong.");
@@ -192,6 +199,7 @@ function answer(gateId: string, label: string, body: GateBody): void {
 function listFailed(f: ApiFailure): void {
   page.listAttempt++;
   page.list = isNotProvisioned(f) ? "not_provisioned" : "disconnected";
+  page.listCode = f.code;
   const retry = `retrying in ${Math.round(backoffMs(page.listAttempt) / 1000)} s`;
   page.listWhy = isNotProvisioned(f) ? `${f.message} (${retry})` : `Sessions could not be listed: ${describeFailure(f)}; ${retry}.`;
 }
@@ -219,6 +227,7 @@ async function poll(): Promise<void> {
   if (r.ok && Array.isArray(r.value.sessions)) {
     page.list = "live";
     page.listWhy = undefined;
+    page.listCode = undefined;
     page.listAttempt = 0;
     page.sessions = r.value.sessions;
   } else {

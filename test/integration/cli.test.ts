@@ -4,7 +4,7 @@
 import { execSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
 import { connect, createEvent, newId, type DurableDelivery, type JetloopEvent } from "../../src/index.js";
-import { jetstreamManager } from "@nats-io/jetstream";
+import { jetstreamManager, StorageType } from "@nats-io/jetstream";
 import { jetloop, jetloopIn, jetloopUntil } from "../harness/cli.js";
 import { Reader } from "../harness/reader.js";
 import { waitFor } from "../harness/async.js";
@@ -76,6 +76,26 @@ describe("jetloop CLI", () => {
     expect(drift.code).toBe(2);
     const room = journalHeaderRoom(`${ns}_journal`, ns);
     expect(drift.stdout).toContain(`max_msg_size: live ${1048576 + room} → declared ${2048 + room}`);
+  });
+
+  it("provision says nothing before it refuses, and --verify never says it is provisioning", async () => {
+    const ns = uniqueNamespace();
+    const base = ["--server", natsUrl(), "--namespace", ns];
+    const missing = await jetloopIn(["provision", "--verify", ...base]);
+    expect(missing.code).toBe(2);
+    expect(missing.stdout).not.toContain("provisioning");
+    // A journal of another storage: provision refuses to overwrite it.
+    const bus = await connect({ servers: natsUrl(), namespace: ns });
+    try {
+      const jsm = await jetstreamManager(bus.nc);
+      await jsm.streams.add({ name: `${ns}_journal`, subjects: [`${ns}.journal.>`], storage: StorageType.Memory });
+    } finally {
+      await bus.close();
+    }
+    const refused = await jetloopIn(["provision", ...base]);
+    expect(refused.code).toBe(1);
+    expect(refused.stdout).toBe("");
+    expect(refused.stderr).toMatch(/^jetloop provision: PROVISION_DRIFT: .*storage/);
   });
 
   it("replays a bounded range as lines or JSON, reporting malformed messages on stderr", async () => {
@@ -156,6 +176,20 @@ describe("jetloop CLI", () => {
     expect(r.stdout).toContain(`replay it: npm run jetloop -- replay --server ${natsUrl()} --namespace ${ns} --session ${session}`);
     const replayed = await jetloopIn(["replay", "--namespace", ns!, "--session", session!, "--server", natsUrl()]);
     expect(replayed.stderr).toContain("12 event(s)");
+    // Each call asks for what it needs: listing reads, removing writes.
+    const bus = await connect({ servers: natsUrl(), namespace: ns! });
+    try {
+      const asked: [string | undefined, string | undefined][] = [];
+      for await (const d of bus.replay({ sessions: [session!], enduring: "all" })) {
+        if (d.event.type === "PermissionRequested") asked.push([d.event.request.summary, d.event.request.requirements[0]?.kind]);
+      }
+      expect(asked).toEqual([
+        ["ls -la /tmp", "fs.read"],
+        ["rm -rf /var/cache/app", "fs.write"],
+      ]);
+    } finally {
+      await bus.close();
+    }
   }, 60_000);
 
   it("parked list/show/replay/drop and consumers, as lines or JSON; provision --max-age warns of an unacknowledged backlog", async () => {

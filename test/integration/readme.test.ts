@@ -1,14 +1,16 @@
 // README.md as a new user meets it: the package packed, installed into a fresh ES module
 // project, every TypeScript block of the README type-checked there and the runnable ones
 // run against the test server. A block that declares what the reader supplies
-// (`declare function handle…`) is type-checked only.
-import { execFile } from "node:child_process";
+// (`declare function handle…`) is type-checked only. The same installed package's command
+// line is run there as a user runs it (`npx jetloop …`): one pack and install for both.
+import { execFile, spawn, spawnSync } from "node:child_process";
 import { cp, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { natsUrl } from "../harness/context.js";
+import { natsUrl, uniqueNamespace } from "../harness/context.js";
+import { findServerBinary } from "../harness/server.js";
 import { oldestNode, refusedEngines } from "../harness/engines.js";
 
 const run = promisify(execFile);
@@ -42,6 +44,10 @@ beforeAll(async () => {
   // share dist/ (the package's files: dist, streams, README.md).
   const stage = join(work, "stage");
   await run(process.execPath, [tsc, "-p", join(repo, "tsconfig.build.json"), "--outDir", join(stage, "dist")]);
+  // As `npm run build` does: only the declarations the package's types reach.
+  await run(process.execPath, ["--import", "tsx", "scripts/prune-declarations.ts", join(stage, "dist")], { cwd: repo });
+  // The gateway's page too, as `npm run build` makes it: `jetloop dev` serves it.
+  await run(process.execPath, ["--import", "tsx", "scripts/build-web.ts", join(stage, "dist")], { cwd: repo });
   await Promise.all(["package.json", "README.md", "streams"].map((f) => cp(join(repo, f), join(stage, f), { recursive: true })));
   const { stdout } = await run("npm", ["pack", "--ignore-scripts", "--silent", "--pack-destination", work], { cwd: stage });
   const tarball = join(work, stdout.trim().split("\n").pop()!);
@@ -108,15 +114,116 @@ describe("README.md", () => {
     expect(r.stderr).not.toContain("ERR_PACKAGE_PATH_NOT_EXPORTED");
   });
 
-  it("ships source maps that carry their sources, and no map pointing at unshipped files", async () => {
+  it("ships no source maps, and only the declarations index.d.ts reaches (the rest are the inside of the library)", async () => {
     const dist = join(app, "node_modules/jetloop/dist");
     const files = (await readdir(dist, { recursive: true })).map(String);
-    const maps = files.filter((f) => f.endsWith(".map"));
-    expect(maps.filter((f) => f.endsWith(".js.map")).length).toBeGreaterThan(10);
-    expect(maps.filter((f) => f.endsWith(".d.ts.map"))).toEqual([]);
-    for (const f of maps) {
-      const map = JSON.parse(await readFile(join(dist, f), "utf8")) as { sources: string[]; sourcesContent?: (string | null)[] };
-      expect({ f, contents: map.sourcesContent?.filter((c) => typeof c === "string").length }).toEqual({ f, contents: map.sources.length });
+    expect(files.filter((f) => f.endsWith(".map"))).toEqual([]);
+    // Every declaration file a user's compiler can reach from the package's types, and no other.
+    const reached = new Set<string>();
+    const queue = ["index.d.ts", "require.d.cts"].filter((f) => files.includes(f));
+    while (queue.length > 0) {
+      const f = queue.pop()!;
+      if (reached.has(f)) continue;
+      reached.add(f);
+      const text = await readFile(join(dist, f), "utf8");
+      for (const m of text.matchAll(/(?:from\s+|import\()["'](\.{1,2}\/[^"']+)\.js["']/g)) queue.push(join(f, "..", `${m[1]}.d.ts`));
     }
+    const declarations = files.filter((f) => f.endsWith(".d.ts") || f.endsWith(".d.cts"));
+    expect(declarations.filter((f) => !reached.has(f))).toEqual([]);
+    expect([...reached].filter((f) => !declarations.includes(f))).toEqual([]);
+    expect(declarations.length).toBeGreaterThan(10);
   });
+});
+
+/** A PATH with node and npx but no nats-server: a user's machine that has none. */
+const PATH_WITHOUT_NATS = [...new Set([dirname(process.execPath), "/usr/bin", "/bin"])].join(":");
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** `npx jetloop ARGS` in the installed project, as its user types it. */
+function npxJetloop(args: string[], env: NodeJS.ProcessEnv = {}): Promise<Run> {
+  return new Promise((done) => {
+    execFile("npx", ["--no-install", "jetloop", ...args], { cwd: app, env: { ...process.env, NATS_URL: "", ...env }, timeout: 60_000 }, (error, stdout, stderr) => {
+      done({ code: error ? (typeof error.code === "number" ? error.code : null) : 0, stdout, stderr });
+    });
+  });
+}
+
+describe("the installed command line", () => {
+  it("`npx jetloop --help` prints the commands and exit codes and names no repository script", async () => {
+    const r = await npxJetloop(["--help"]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain("Usage: jetloop <command> [options]");
+    expect(r.stdout).toContain("3 demo or dev found no nats-server to start");
+    expect(`${r.stdout}${r.stderr}`).not.toMatch(/npm run/);
+  }, 60_000);
+
+  it("`npx jetloop dev` and `demo` without a nats-server: one line saying how to get one, exit 3, no usage text", async () => {
+    // The precondition, so the case cannot pass by finding one.
+    expect(spawnSync("sh", ["-c", "command -v nats-server"], { env: { PATH: PATH_WITHOUT_NATS } }).status).not.toBe(0);
+    for (const command of ["dev", "demo"]) {
+      const r = await npxJetloop([command], { PATH: PATH_WITHOUT_NATS, NATS_SERVER_BIN: "" });
+      expect({ command, code: r.code, stdout: r.stdout }).toEqual({ command, code: 3, stdout: "" });
+      const lines = r.stderr.trimEnd().split("\n");
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toMatch(new RegExp(`^jetloop ${command}: NATS_SERVER_MISSING: no nats-server found .*https://github\\.com/nats-io/nats-server/releases.*NATS_SERVER_BIN`));
+      expect(r.stderr).not.toMatch(/Usage|npm run/);
+    }
+  }, 60_000);
+
+  it("a hint names a command the user has: `npx jetloop dev`, not a repository script", async () => {
+    const r = await npxJetloop(["consumers", "--server", "nats://127.0.0.1:1"]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/\nhint: .*`npx jetloop dev` starts a local one/);
+    expect(r.stderr).not.toMatch(/npm run/);
+  }, 60_000);
+
+  it("`npx jetloop provision --verify` says what it checked, never that it is provisioning", async () => {
+    const ns = uniqueNamespace();
+    const verify = await npxJetloop(["provision", "--verify", "--server", natsUrl(), "--namespace", ns]);
+    expect(verify.code).toBe(2);
+    expect(verify.stdout).not.toMatch(/provisioning/);
+    expect(verify.stdout).toContain(`stream ${ns}_journal: missing`);
+    const apply = await npxJetloop(["provision", "--server", natsUrl(), "--namespace", ns]);
+    expect(apply.code).toBe(0);
+    expect(apply.stdout).toContain(`stream ${ns}_journal: created`);
+  }, 60_000);
+
+  it("`jetloop dev` with NATS_SERVER_BIN starts the server, the gateway and its page, and stops on Ctrl-C", async () => {
+    // The installed bin itself (what npx runs: npm dies of the signal itself, so its own
+    // code would say nothing of jetloop's), in a process group of its own, signalled as a
+    // terminal's Ctrl-C signals the foreground group: the throwaway server gets it too.
+    const child = spawn(join(app, "node_modules/.bin/jetloop"), ["dev", "--listen", "127.0.0.1:0", "--every", "1"], {
+      cwd: app,
+      env: { ...process.env, NATS_URL: "", PATH: PATH_WITHOUT_NATS, NATS_SERVER_BIN: findServerBinary() },
+      detached: true,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stderr.on("data", (b: Buffer) => (stderr += b.toString()));
+    const exited = new Promise<number | null>((done) => child.once("exit", (code) => done(code)));
+    const page = await new Promise<string>((done, fail) => {
+      child.stdout.on("data", (b: Buffer) => {
+        stdout += b.toString();
+        const url = /^open (http:\/\/\S+\/) /m.exec(stdout)?.[1];
+        if (url) done(url);
+      });
+      void exited.then((code) => fail(new Error(`dev exited ${code}: ${stdout}${stderr}`)));
+    });
+    try {
+      const res = await fetch(page);
+      expect([res.status, res.headers.get("content-type")]).toEqual([200, "text/html; charset=utf-8"]);
+      await res.arrayBuffer();
+    } finally {
+      process.kill(-child.pid!, "SIGINT");
+    }
+    expect(await exited).toBe(0);
+    expect(stdout).toContain("stopped: simulated loop, gateway, nats-server");
+    expect(`${stdout}${stderr}`).not.toMatch(/npm run/);
+  }, 90_000);
 });

@@ -324,6 +324,31 @@ describe("the web page", () => {
     await page.close();
   }, 90_000);
 
+  it("NATS down before any session is chosen: the page says NATS is down (the gateway's 503 nats_unavailable), not that it waits for the gateway", async () => {
+    const { gw } = await gatewayFor();
+    const { page, problems } = await newPage();
+    await page.goto(gw.url);
+    await badge(page, "live");
+    await server.stop();
+    try {
+      await page
+        .locator("#view", { hasText: "NATS is down" })
+        .waitFor({ timeout: 60_000 })
+        .catch(async (e: unknown) => {
+          throw new Error(`view: ${await page.locator("#view").textContent()}; banner: ${await page.locator("#banner").textContent()}`, { cause: e });
+        });
+      expect(await page.locator("#view").textContent()).not.toMatch(/Waiting for the gateway/);
+      const r = await request(`${gw.url}/v1/sessions`);
+      expect([r.status, (JSON.parse(r.body) as { error: { code: string } }).error.code]).toEqual([503, "nats_unavailable"]);
+    } finally {
+      await server.restart();
+    }
+    await badge(page, "live");
+    expect(await page.locator("#view").textContent()).not.toMatch(/NATS is down/);
+    expect(problems.filter((p) => !p.includes("503"))).toEqual([]);
+    await page.close();
+  }, 120_000);
+
   it("NATS stopped under the open page: disconnected, then live again, resuming after its last journal sequence", async () => {
     const { bus, ids, page, problems } = await sessionPage();
     await page.locator(`article.turn[data-turn="${ids.turnId}"]`).waitFor();
