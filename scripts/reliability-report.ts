@@ -557,6 +557,7 @@ gateway from 118 to 684 MiB, holding every connection's headers. Now headers are
 runs under tsx, which rests at ~120 MiB: the bound asserted is the growth. The answers'
 latency under the flood on a loaded two-core machine was 0.1 to 3 s (the flood's client
 runs in the same machine).`,
+  },
   "17-session-list": {
     title: "17. The session list over 10,000 sessions (the session catalog)",
     method: `\`npx tsx scripts/session-list-figures.ts\` on a nats-server process of its own: 10,000

@@ -112,7 +112,7 @@ export interface SessionStatus {
  * served by the status route, the catalog's `loop_count`; SessionStopped → stopped. The
  * catalog's fields come along: `title` from the first TurnStarted with text, `status`
  * (active, stopped), `loop_count`. Every one of these advances `last_journal_seq`;
- * any other event changes nothing, not even that. jetloop adds one rule (issue 29), the
+ * any other event changes nothing, not even that. jetloop adds one rule, the
  * projection's own (GateLedger): a GateResolved counts only from the loop whose GateOpened
  * opened that gate, and only once; a GateOpened taking over another loop's gate id does
  * not count either.
