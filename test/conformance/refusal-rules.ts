@@ -151,6 +151,9 @@ export function jetloopRuleOf(error: unknown): JetloopRule | undefined {
       return { stricter: "null-values" };
     case "inexact_number":
       return { stricter: "inexact-numbers" };
+    case "number_out_of_range":
+      // Go's duplicate-key scan reads every number as a float64: one past its range is refused wherever it stands.
+      return { rule: { class: "number-range" } };
     case "too_large":
       return { stricter: "byte-cap" };
     case "not_utf8":
