@@ -197,6 +197,8 @@ async function forge(c: { header: string; value: string; batch: number; at: numb
 
 describe.runIf(supports(natsServerVersion(), "atomicBatch"))("forged headers on one session", () => {
   it("cost that session alone: honest sessions' gates, feeds, durables, replays and gateway answers stay within their unforged bounds", async () => {
+    // The victim is a session the gateway knows: one honest event of its own before the forgeries.
+    await bus.publish(decided(victim));
     await honestRound(); // warm up
     const control = await honestRound();
     const bound = (ms: number) => 3 * ms + 3000;
@@ -219,8 +221,11 @@ describe.runIf(supports(natsServerVersion(), "atomicBatch"))("forged headers on 
           let t = Date.now();
           for await (const d of bus.session(victim).replay({ enduring: "all" }, { onReport: (r) => reports.push(r) })) void d;
           victimWorst = Math.max(victimWorst, Date.now() - t);
-          t = Date.now();
           expect((await request(`${gw.url}/v1/sessions/${victim}/status`)).status).toBe(200);
+          // A namespace replay whose range ends on the forgery.
+          t = Date.now();
+          for await (const d of bus.replay({ enduring: "all" })) void d;
+          expect(Date.now() - t).toBeLessThan(bound(control.namespaceReplay));
           const r = await honestRound();
           worstGate = Math.max(worstGate, r.gate);
           for (const k of Object.keys(r) as (keyof Round)[]) expect(r[k], `${k} with ${JSON.stringify(c)}`).toBeLessThan(bound(control[k]));
@@ -233,6 +238,9 @@ describe.runIf(supports(natsServerVersion(), "atomicBatch"))("forged headers on 
         examples: [[{ header: "Jetloop-Batch-Size", value: "1000", batch: 2, commitOnVictim: false, poison: -1, atRaw: 0, at: 0 }]],
       },
     );
+    // The forged size was reported as the poison it is (the first example), and the victim's reads ended well before the 16 s the claim once cost.
+    expect(reports.some((r) => r.kind === "poison" && r.error.name === "TurnUnheldError")).toBe(true);
+    expect(victimWorst).toBeLessThan(10_000);
     // The figure RELIABILITY.md records.
     console.log(`[forged-headers] control ${JSON.stringify(control)}; worst honest gate ${worstGate} ms; worst victim replay ${victimWorst} ms; victim reports ${reports.length}`);
   }, 120_000);
