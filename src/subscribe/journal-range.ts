@@ -228,11 +228,18 @@ type RestOfTurn =
 const STILL_POLLS = 2;
 
 /**
+ * Polls at most before a claimed end still not stored counts as unheld though the stream
+ * grows (other sessions writing): 250 + 500 + 1,000 + 2,000 ms. A batch being committed is
+ * stored in one go, far sooner; this bounds what a forged size costs a reader on a busy stream.
+ */
+const TURN_POLLS = 4;
+
+/**
  * The rest of batch `batch` after `covered`, its writer saying it ends at `end`: reads what
  * the stream holds up to `end` as it is stored, and ends at the batch's commit, before a
  * message of the range not of the batch, or at `end`. Bound by what the journal holds: when
  * the stream's last sequence stays below `end` for STILL_POLLS polls, or still has not
- * reached it after the read's backoff, the batch is not being stored there: unheld.
+ * reached it after TURN_POLLS, the batch is not being stored there: unheld.
  * `stop` aborted: stopped (the reader is gone).
  */
 async function restOfTurn(source: JournalSource, range: JournalRange, what: string, batch: string, covered: number, end: number, stop: AbortSignal | undefined): Promise<RestOfTurn> {
@@ -241,6 +248,8 @@ async function restOfTurn(source: JournalSource, range: JournalRange, what: stri
   let read = covered;
   let before = -1;
   let still = 0;
+  // Polls the stream answered: one it could not (a leader election) says nothing of the batch.
+  let answered = 0;
   for (let attempt = 0; ; attempt++) {
     source.reads.check(what, covered);
     if (stop?.aborted) return { found: "stopped" };
@@ -265,7 +274,7 @@ async function restOfTurn(source: JournalSource, range: JournalRange, what: stri
       if (read >= end) return { found: "whole", messages, end };
       still = at === before ? still + 1 : 0;
       before = at;
-      if (still >= STILL_POLLS) return { found: "unheld", messages, journalEnd: at };
+      if (still >= STILL_POLLS || ++answered > TURN_POLLS) return { found: "unheld", messages, journalEnd: at };
     }
     if (attempt >= RETRY_MS.length) return { found: "unheld", messages, journalEnd: at ?? read };
     await backoff(attempt, signals);
