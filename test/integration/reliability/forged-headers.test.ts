@@ -36,7 +36,7 @@ import { defaultRegistry } from "../../../src/events/catalogue.js";
 import { supports } from "../../../src/connection/server-version.js";
 import { MUTATIONS } from "../../harness/bad-messages.js";
 import { connectTest, natsServerVersion, provisionedBus } from "../../harness/context.js";
-import { waitFor } from "../../harness/async.js";
+import { sleep, waitFor } from "../../harness/async.js";
 import { defaultContext, record } from "../../harness/reliability/scenarios/common.js";
 import { saveRecord } from "../../harness/reliability/save.js";
 import { tmpReadRule } from "../fixtures/tmp-read-rule.js";
@@ -182,8 +182,8 @@ const forgedValue = (stream: string) =>
   fc.constantFrom("1000", "999", "2", "1", "0", "-1", "18446744073709551615", "9007199254740993", "1e3", "", " 7 ", stream, `${stream} 1 > >`, "eob", "ü garbage");
 
 /** Publishes one forged case; whatever the server refuses is not stored, which is fine. */
-async function forge(c: { header: string; value: string; batch: number; at: number; commitOnVictim: boolean; poison: number }): Promise<void> {
-  const events = Array.from({ length: c.batch || 1 }, (_, i) => decided(c.batch === 0 || i < c.batch - 1 || c.commitOnVictim ? victim : attacker));
+async function forge(c: { header: string; value: string; batch: number; at: number; commitOnVictim: boolean; poison: number }, on: string = victim): Promise<void> {
+  const events = Array.from({ length: c.batch || 1 }, (_, i) => decided(c.batch === 0 || i < c.batch - 1 || c.commitOnVictim ? on : attacker));
   const id = newId().replaceAll("-", "").slice(0, 22);
   for (const [i, e] of events.entries()) {
     const h = headers();
@@ -199,8 +199,8 @@ async function forge(c: { header: string; value: string; batch: number; at: numb
     if (i === c.at) {
       h.set(c.header, c.value);
       const m = MUTATIONS[c.poison];
-      if (m !== undefined && e.sessionId === victim) {
-        const bad = m.corrupt({ ns: bus.namespace, channel: "journal", coords: { sessionId: victim, loopId: e.loopId!, turnId: newId(), stepId: newId() }, event: e, data, capBytes: 65_536, int: () => 0 });
+      if (m !== undefined && e.sessionId === on) {
+        const bad = m.corrupt({ ns: bus.namespace, channel: "journal", coords: { sessionId: on, loopId: e.loopId!, turnId: newId(), stepId: newId() }, event: e, data, capBytes: 65_536, int: () => 0 });
         data = bad.data;
         subject = bad.subject ?? subject;
       }
@@ -285,4 +285,45 @@ describe("forged headers on one session", () => {
       }),
     );
   }, 120_000);
+
+  it("the victim's own SSE stream and journal page go on past every forgery, to its next honest event", async () => {
+    const next = decided(victim);
+    const at = (await bus.publish(next)).journalSeq;
+    const base = `${gw.url}/v1/sessions/${victim}`;
+    const sse = await SseReader.open(`${base}/events`, { "Last-Event-ID": "0" });
+    try {
+      await sse.until((text) => text.includes(next.eventId), 30_000);
+    } finally {
+      sse.close();
+    }
+    const page = await request(`${base}/journal?from_journal_seq=${at}`);
+    expect(page.status).toBe(200);
+    expect(page.body).toContain(next.eventId);
+  }, 60_000);
+
+  it.runIf(supports(natsServerVersion(), "atomicBatch"))("a forged size on a stream others keep writing costs the victim's replay a bounded wait, and is reported", async () => {
+    const v = newId();
+    await bus.publish(decided(v));
+    await forge({ header: "Jetloop-Batch-Size", value: "1000", batch: 2, at: 0, commitOnVictim: false, poison: -1 }, v);
+    // Another session writes on while the victim is replayed, paced (a load, not a synchronisation) so the
+    // stream grows but not by the 998 positions the claim needs (reaching them, the read would end there: whole).
+    let writing = true;
+    const writer = (async () => {
+      while (writing) {
+        await bus.publish(decided(honest));
+        await sleep(50);
+      }
+    })();
+    const reports: SubscriptionReport[] = [];
+    const t = Date.now();
+    try {
+      for await (const d of bus.session(v).replay({ enduring: "all" }, { onReport: (r) => reports.push(r) })) void d;
+    } finally {
+      writing = false;
+      await writer;
+    }
+    // Four polls (3.75 s) and their reads; a generous bound on a loaded machine, against the 16 s failure it was.
+    expect(Date.now() - t).toBeLessThan(12_000);
+    expect(reports.filter((r) => r.kind === "poison" && r.error.name === "TurnUnheldError")).toHaveLength(1);
+  }, 60_000);
 });
