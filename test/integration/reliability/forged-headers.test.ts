@@ -301,7 +301,8 @@ describe("forged headers on one session", () => {
     expect(page.body).toContain(next.eventId);
   }, 60_000);
 
-  it.runIf(supports(natsServerVersion(), "atomicBatch"))("a forged size on a stream others keep writing costs the victim's replay a bounded wait, and is reported", async () => {
+  // Batch headers name turns on 2.12+ only: before, there is no size to forge.
+  if (supports(natsServerVersion(), "atomicBatch")) it("a forged size on a stream others keep writing costs the victim's replay a bounded wait, and is reported", async () => {
     const v = newId();
     await bus.publish(decided(v));
     await forge({ header: "Jetloop-Batch-Size", value: "1000", batch: 2, at: 0, commitOnVictim: false, poison: -1 }, v);
