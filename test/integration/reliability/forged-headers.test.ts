@@ -31,6 +31,7 @@ import {
   startGateway,
   type Subscription,
   type SubscriptionReport,
+  TurnUnheldError,
 } from "../../../src/index.js";
 import { defaultRegistry } from "../../../src/events/catalogue.js";
 import { supports } from "../../../src/connection/server-version.js";
@@ -325,6 +326,12 @@ describe("forged headers on one session", () => {
     }
     // Four polls (3.75 s) and their reads; a generous bound on a loaded machine, against the 16 s failure it was.
     expect(Date.now() - t).toBeLessThan(12_000);
-    expect(reports.filter((r) => r.kind === "poison" && r.error.name === "TurnUnheldError")).toHaveLength(1);
+    const unheld = reports.filter((r) => r.kind === "poison" && r.error instanceof TurnUnheldError);
+    expect(unheld).toHaveLength(1);
+    const e = (unheld[0] as { error: TurnUnheldError }).error;
+    // Typed: its stable code, where it stood, what it claimed, and where the journal was.
+    expect({ name: e.name, code: e.code, subject: e.subject.includes(v) }).toEqual({ name: "TurnUnheldError", code: "DELIVERY_INVALID", subject: true });
+    expect(e.journalSeq + 999).toBe(e.claimedEnd);
+    expect(e.journalEnd).toBeLessThan(e.claimedEnd);
   }, 60_000);
 });
