@@ -586,6 +586,34 @@ first list after a backlog pays the fold of that backlog once (here every record
 what was stored since the previous one. The recorded runs shared 2 cores with six other
 test processes: the p99 and max of a page are that load's (the p50 is the page's cost).`,
   },
+  "18-forged-headers": {
+    title: "18. Forged headers on one session beside honest ones",
+    method: `A journal publisher (a raw NATS connection, as the permissions example's \`runtime\`
+user may) stores, on one victim session, messages carrying a header jetloop reads
+(SECURITY.md's table, and the server's republish and source headers) forged to a generated
+value (a size up to 1,000, 0, negative, beyond 2^53, the stream's own name, a source line,
+garbage), at a generated position of a raw atomic batch of up to four messages (its commit
+on the victim's session or on the attacker's own) or outside any batch, with the payload of
+a poison kind of scenario 6 or a valid event; the first case is the measured attack (a turn's
+first message on the victim saying 1,000, its commit on the attacker's session). Beside it
+an honest session has a policy service (\`servePolicy\`, start "new"), a namespace feed
+subscription, a durable and a gateway. Before any forgery a control round of the honest work
+is timed: a gate decided by the policy service, a sentinel delivered to the feed and the
+durable (awaited), the session's replay, a namespace replay, and the gateway's status,
+journal page, session list and SSE stream (up to the sentinel). After each forgery: the
+victim's replay, its gateway status, a namespace replay, then the honest round again.
+(test/integration/reliability/forged-headers.test.ts, seeded.)
+
+Asserted: the victim's replay ends (never fails) and its status answers 200; each part of the
+honest round, and the namespace replay after the forgery, stays under three times its
+control plus 3 s; every sentinel reaches the feed once and the durable; on 2.12+ the forged
+size is reported as \`TurnUnheldError\` poison.`,
+    notes: `Before the fix the first case failed the victim's replay after 16 s, and every read that
+met the claim (the gateway's session list, status and journal page, feed histories) waited
+with it. Now a read that meets a claimed turn end holds the batch's messages back and reads
+what the stream stores, ending the turn at its commit or at a message not of its batch; the
+victim's reads pay about a second (two polls without growth) when the claim is false.`,
+  },
 };
 
 function cell(v: string | number | boolean | null | undefined): string {

@@ -387,6 +387,24 @@ export class DeliveryMismatchError extends JetloopError {
   }
 }
 
+/**
+ * A journal message whose headers say its turn goes on past where the stream stopped
+ * holding more of it (`Jetloop-Batch-Size`, its writer's word): poison, reported and never
+ * yielded, so the read that met it ends where the journal ends (SECURITY.md).
+ */
+export class TurnUnheldError extends JetloopError {
+  constructor(
+    readonly subject: string,
+    readonly journalSeq: number,
+    /** Where its headers say its turn ends. */
+    readonly claimedEnd: number,
+    /** The stream's last sequence when the read gave up on that end. */
+    readonly journalEnd: number,
+  ) {
+    super("DELIVERY_INVALID", `journal message ${journalSeq} on ${subject} says its turn ends at ${claimedEnd}, but the journal stopped at ${journalEnd} without its commit`);
+  }
+}
+
 /** A subscription could not be set up or ended because its consumer failed. */
 export class SubscriptionError extends JetloopError {
   constructor(message: string, options?: { cause?: unknown }) {

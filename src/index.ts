@@ -6,6 +6,7 @@ export {
   ConnectionClosedError,
   ConnectionFailedError,
   DeliveryMismatchError,
+  TurnUnheldError,
   EventDecodeError,
   EventEncodeError,
   EventNotPersistableError,

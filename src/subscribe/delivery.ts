@@ -1,5 +1,5 @@
 import { safeDecodeEvent, type DecodeError } from "../codec/codec.js";
-import { DeliveryMismatchError } from "../errors.js";
+import { DeliveryMismatchError, type TurnUnheldError } from "../errors.js";
 import type { EventRegistry } from "../events/registry.js";
 import { type Channel, UNSHARDED, validEventSubject } from "../subjects/subjects.js";
 import { shardOfSession } from "../streams/shards.js";
@@ -49,7 +49,7 @@ export interface DurableDelivery<E> extends Delivery<E> {
   working(): void;
 }
 
-export type DeliveryFailure = DecodeError | DeliveryMismatchError;
+export type DeliveryFailure = DecodeError | DeliveryMismatchError | TurnUnheldError;
 
 export interface DecodeContext<E> {
   readonly namespace: string;

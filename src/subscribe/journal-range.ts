@@ -5,10 +5,11 @@
  * closing gaps.
  */
 import { type ConsumerInfo, type ConsumerMessages, DeliverPolicy, type JetStreamClient, JetStreamApiError, type JsMsg, type OrderedConsumerOptions } from "@nats-io/jetstream";
-import { createInbox, nuid } from "@nats-io/nats-core";
+import { createInbox, type MsgHdrs, nuid } from "@nats-io/nats-core";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "pino";
-import { ConnectionClosedError, NotProvisionedError, PermissionDeniedError, ReadConsumersBusyError, SubscriptionError } from "../errors.js";
+import { ConnectionClosedError, NotProvisionedError, PermissionDeniedError, ReadConsumersBusyError, SubscriptionError, TurnUnheldError } from "../errors.js";
+import { BatchHeaders } from "../subjects/nats-names.js";
 import { consumerError, permissionViolation } from "./consumer-errors.js";
 import type { OpenReads } from "./open-reads.js";
 import type { ReadConsumerPool } from "./read-consumers.js";
@@ -110,7 +111,7 @@ export interface JournalSource {
   readonly reads: OpenReads;
   /** The stream leader, where a read's consumer must live, and where a misplaced one is logged (read-placement.ts). */
   readonly placement: PlacementDeps;
-  /** The stream's last sequence now: a read going on to a turn's end waits until the stream holds it. */
+  /** The stream's last sequence now: a read going on to a turn's end reads only what the stream holds, as it is stored. */
   lastSeq(): Promise<number>;
   /** The server's max_payload on the connection now (it may differ after a reconnect): pulls are sized from it (pull-size.ts). */
   maxPayload(): number | undefined;
@@ -141,10 +142,18 @@ export function readJournalRange(source: JournalSource, range: JournalRange, wha
 /**
  * `range` read so that it never ends inside a turn (turn-span.ts): when its last message is
  * of a jetloop batch that ends after what the read covered, it goes on to the batch's end
- * (not past `limit`, a bound the user gave), waiting with the read's retry backoff until the
- * stream holds it (it is being stored now), and yields the rest of the batch the range's
+ * (not past `limit`, a bound the user gave) and yields the rest of the batch the range's
  * subjects select. The read covered `range.toSeq` when that is the journal's end as it
  * stood (below `limit`), else up to its last message. Returns the last sequence covered.
+ *
+ * The end a message states (`Jetloop-Batch-Size`) is its writer's, so it is only where to
+ * look (restOfTurn): the turn ends at its commit, or before the first message of the range
+ * that is not of its batch (a batch is contiguous), whichever is seen first. A message of
+ * the batch is held back until its turn is known whole; a turn that the stream stops
+ * holding more of before it ends is a claim the journal does not hold: its held messages
+ * are poison, given to `unheld` (reported by the caller), never yielded, and the read ends
+ * where it was. So a forged size costs the read that meets it a few polls, never a wait for
+ * messages nobody writes, and a reader of other sessions never meets it.
  * The wait ends at once when the bus closes (ConnectionClosedError) or `stop` aborts (the
  * reader is gone: it returns what it covered), not at the end of its backoff.
  */
@@ -154,31 +163,99 @@ export async function* readWholeTurns(
   what: string,
   limit: number = Number.MAX_SAFE_INTEGER,
   stop?: AbortSignal,
+  unheld?: (m: JsMsg, error: TurnUnheldError) => void,
 ): AsyncGenerator<JsMsg, number, undefined> {
+  // The trailing messages of one batch, not yet known to be of a whole turn.
+  let held: JsMsg[] = [];
   let last: JsMsg | undefined;
   for await (const m of readJournalRange(source, range, what)) {
     last = m;
-    yield m;
+    if (!source.turns) {
+      yield m;
+      continue;
+    }
+    const tail = held[0] === undefined ? undefined : batchOf(held[0]);
+    const mine = batchOf(m);
+    // A message of another batch (or none) ends the one held: its messages are contiguous.
+    if (tail !== undefined && mine?.id !== tail.id) {
+      yield* held;
+      held = [];
+    }
+    if (mine === undefined || mine.commit) {
+      yield* held;
+      held = [];
+      yield m;
+    } else held.push(m);
   }
   const covered = range.toSeq < limit || last === undefined ? range.toSeq : last.seq;
-  const end = last === undefined || !source.turns ? covered : wholeTurnEnd(turnSpanOf(last.headers, last.seq), covered, limit);
-  if (end === covered) return covered;
-  // One read suffices: a batch's messages are contiguous, so (covered, end] is all this batch.
-  if (!(await storedUpTo(source, end, what, covered, stop))) return covered;
-  yield* readJournalRange(source, { ...range, from: { seq: covered + 1 }, toSeq: end }, what);
-  return end;
+  const end = held.length === 0 ? covered : wholeTurnEnd(turnSpanOf(last!.headers, last!.seq), covered, limit);
+  if (end === covered) {
+    yield* held;
+    return covered;
+  }
+  const rest = await restOfTurn(source, range, what, batchOf(held[0]!)!.id, covered, end, stop);
+  if (rest.found === "stopped") return covered;
+  if (rest.found === "unheld") {
+    for (const m of [...held, ...rest.messages]) unheld?.(m, new TurnUnheldError(m.subject, m.seq, end, rest.journalEnd));
+    return covered;
+  }
+  yield* held;
+  yield* rest.messages;
+  return rest.end;
 }
 
+/** The server's batch a stored message is of (`Nats-Batch-Id`), and whether it is its commit; undefined for none. */
+function batchOf(m: JsMsg): { readonly id: string; readonly commit: boolean } | undefined {
+  let h: MsgHdrs | undefined;
+  try {
+    h = m.headers;
+  } catch {
+    return undefined; // a header block NATS.js cannot read names no batch
+  }
+  const id = h?.get(BatchHeaders.Id);
+  return id ? { id, commit: h!.has(BatchHeaders.Commit) } : undefined;
+}
+
+/** What restOfTurn found: the turn's rest and where it ended; or that the journal does not hold what it says. */
+type RestOfTurn =
+  | { readonly found: "whole"; readonly messages: readonly JsMsg[]; readonly end: number }
+  | { readonly found: "unheld"; readonly messages: readonly JsMsg[]; readonly journalEnd: number }
+  | { readonly found: "stopped" };
+
 /**
- * Waits until the stream holds `seq`, with the read's backoff; a SubscriptionError if it
- * never does. False when `stop` aborted first; ConnectionClosedError when the bus closed
- * (the read stopped after `covered`).
+ * How many polls in a row may find the stream holding no more before a turn's claimed end
+ * counts as unheld. A batch being committed is stored in one go (docs/scale.md, "Readers
+ * during a commit"): its stream's last sequence moves on between two polls at least 250 ms
+ * apart; two such intervals without a message stored, 750 ms, are no commit in progress.
  */
-async function storedUpTo(source: JournalSource, seq: number, what: string, covered: number, stop: AbortSignal | undefined): Promise<boolean> {
+const STILL_POLLS = 2;
+
+/**
+ * Polls at most before a claimed end still not stored counts as unheld though the stream
+ * grows (other sessions writing): 250 + 500 + 1,000 + 2,000 ms. A batch being committed is
+ * stored in one go, far sooner; this bounds what a forged size costs a reader on a busy stream.
+ */
+const TURN_POLLS = 4;
+
+/**
+ * The rest of batch `batch` after `covered`, its writer saying it ends at `end`: reads what
+ * the stream holds up to `end` as it is stored, and ends at the batch's commit, before a
+ * message of the range not of the batch, or at `end`. Bound by what the journal holds: when
+ * the stream's last sequence stays below `end` for STILL_POLLS polls, or still has not
+ * reached it after TURN_POLLS, the batch is not being stored there: unheld.
+ * `stop` aborted: stopped (the reader is gone).
+ */
+async function restOfTurn(source: JournalSource, range: JournalRange, what: string, batch: string, covered: number, end: number, stop: AbortSignal | undefined): Promise<RestOfTurn> {
   const signals = stop ? [source.reads.closed, stop] : [source.reads.closed];
+  const messages: JsMsg[] = [];
+  let read = covered;
+  let before = -1;
+  let still = 0;
+  // Polls the stream answered: one it could not (a leader election) says nothing of the batch.
+  let answered = 0;
   for (let attempt = 0; ; attempt++) {
     source.reads.check(what, covered);
-    if (stop?.aborted) return false;
+    if (stop?.aborted) return { found: "stopped" };
     let at: number | undefined;
     try {
       at = await source.lastSeq();
@@ -186,8 +263,23 @@ async function storedUpTo(source: JournalSource, seq: number, what: string, cove
       const typed = consumerError(e, source.stream, what);
       if (isRefusal(typed) || attempt >= RETRY_MS.length) throw typed;
     }
-    if (at !== undefined && at >= seq) return true;
-    if (attempt >= RETRY_MS.length) throw new SubscriptionError(`${what} failed: a turn read part-way says it ends at ${seq}, and the journal ends at ${at ?? "?"} still`);
+    if (at !== undefined) {
+      const upTo = Math.min(at, end);
+      if (upTo > read) {
+        for await (const m of readJournalRange(source, { ...range, from: { seq: read + 1 }, toSeq: upTo }, what)) {
+          const of = batchOf(m);
+          if (of?.id !== batch) return { found: "whole", messages, end: m.seq - 1 };
+          messages.push(m);
+          if (of.commit) return { found: "whole", messages, end: m.seq };
+        }
+        read = upTo;
+      }
+      if (read >= end) return { found: "whole", messages, end };
+      still = at === before ? still + 1 : 0;
+      before = at;
+      if (still >= STILL_POLLS || ++answered > TURN_POLLS) return { found: "unheld", messages, journalEnd: at };
+    }
+    if (attempt >= RETRY_MS.length) return { found: "unheld", messages, journalEnd: at ?? read };
     await backoff(attempt, signals);
   }
 }

@@ -8,6 +8,7 @@
 import { type Decoded, type Delivery, decodeMessage, hiddenFrom } from "./delivery.js";
 import { type JournalRange, readWholeTurns } from "./journal-range.js";
 import { reportPoison, type SourceContext } from "./source.js";
+import type { TurnUnheldError } from "../errors.js";
 
 /** What a journal read needs: the shard and where its reads go, how to decode, where poison goes. */
 export type JournalReader<E> = Pick<SourceContext<E>, "shard" | "journal" | "decode" | "log" | "report">;
@@ -37,7 +38,9 @@ export function journalDelivery<E>(
  * `what` names the read in errors.
  */
 export async function* readDeliveries<E>(reader: JournalReader<E>, range: JournalRange, what: string, limit?: number): AsyncGenerator<Delivery<E>, void, undefined> {
-  for await (const m of readWholeTurns(reader.journal, range, what, limit)) {
+  // A turn its headers claim the journal does not hold is poison like a malformed message.
+  const unheld = (m: { seq: number; subject: string }, e: TurnUnheldError) => reportPoison(reader, m.seq, m.subject, e);
+  for await (const m of readWholeTurns(reader.journal, range, what, limit, undefined, unheld)) {
     const d = journalDelivery(reader, m.seq, m.subject, m.data);
     if (d) yield d;
   }

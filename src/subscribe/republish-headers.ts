@@ -12,7 +12,12 @@
  * falls back to `msg.headers` when they are not there; this module's test fails if the
  * installed client stops exposing them.
  *
- * The answers are those `msg.headers` gives: the first value of the exactly spelled key,
+ * Which value: the server republishes a stored message with the message's own headers
+ * first and appends its own block (`Nats-Stream`, `Nats-Subject`, `Nats-Sequence`, …,
+ * `Nats-Last-Sequence`) after them, whatever keys the writer already set (measured on
+ * 2.10.27 and 2.15.1). A writer may store `Nats-Sequence: 77` on its event; only the last
+ * value of each key is the server's, so that is the one read (SECURITY.md). The answers
+ * are those `msg.headers` gives for that value: the last of the exactly spelled key,
  * trimmed, read as a number. A value the scan is not sure of (not plain ASCII digits or
  * name, more than 15 digits) or a block with a status line is read through `msg.headers`.
  */
@@ -76,7 +81,7 @@ export class RepublishReader {
     } catch {
       return undefined; // a block NATS.js cannot read is not one the stream wrote
     }
-    return this.#judge(h?.get(STREAM) === this.#stream, Number(h?.get(SEQUENCE)), Number(h?.get(LAST_SEQUENCE) || "0"));
+    return this.#judge(serverValue(h, STREAM) === this.#stream, Number(serverValue(h, SEQUENCE)), Number(serverValue(h, LAST_SEQUENCE) || "0"));
   }
 
   /**
@@ -85,7 +90,7 @@ export class RepublishReader {
    */
   scan(block: Uint8Array, end: number = block.length): FeedPosition | null | undefined {
     for (let j = 0; j < PREAMBLE.length; j++) if (block[j] !== PREAMBLE.charCodeAt(j)) return undefined;
-    // Per key: -1 not seen yet; the stream: 1 ours, 0 not; the sequences: the number.
+    // Per key, its last line's: -1 not seen (or empty); the stream: 1 ours, 0 not; the sequences: the number.
     const found = [NONE, NONE, NONE];
     // Line by line, as NATS.js splits the block on CRLF; a line's key runs to its first colon.
     for (let i = PREAMBLE.length; i < end; ) {
@@ -93,7 +98,8 @@ export class RepublishReader {
       if (eol < 0 || eol + 1 >= end || block[eol + 1] !== LF) return undefined;
       if (eol === i) break; // the blank line that ends the block
       const k = keyAt(block, i, eol);
-      if (k >= 0 && found[k] === NONE) {
+      // Every line of a key is read: the last, the server's, stands.
+      if (k >= 0) {
         const start = i + KEYS[k]!.length + 1;
         const v = k === 0 ? this.#isStream(block, start, eol) : digits(block, start, eol);
         if (v === UNSURE) return undefined;
@@ -128,6 +134,11 @@ export class RepublishReader {
     }
     return same ? 1 : 0;
   }
+}
+
+/** The server's value of a republish key: the last (it appends its block after the writer's headers), "" for none. */
+function serverValue(h: MsgHdrs | undefined, key: string): string {
+  return h?.values(key).at(-1) ?? "";
 }
 
 /** Which of KEYS the line from `start` has as its key (NATS.js's lookups are exact), or -1. */

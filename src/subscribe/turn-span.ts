@@ -4,8 +4,12 @@
  * a journal position read then (`STREAM.INFO`'s `last_seq`) can fall inside a turn. Every
  * message of a jetloop batch says the batch's size (`Jetloop-Batch-Size`), and the server
  * keeps its 1-based `Nats-Batch-Sequence`: with the message's own stream sequence that is
- * the batch's span exactly (its messages are contiguous in the stream). A bounded read that
- * ends inside a span goes on to its end; a subscription that starts inside one skips it.
+ * the batch's span (its messages are contiguous in the stream). A bounded read that ends
+ * inside a span goes on to its end; a subscription that starts inside one skips it.
+ * Trusted for what: the span's first sequence is the server's (it checks a batch's
+ * sequences); its last is the writer's word (the size), so a read takes it only as where to
+ * look, and ends the turn at its commit or at the first message not of its batch, never
+ * waiting longer than the stream goes on storing (journal-range.ts `readWholeTurns`).
  * Messages without the size (a raw user's batch, an older jetloop) have no span: read as before.
  * Nor has a message without `Nats-Batch-Id`: the server stores batch headers verbatim on a
  * message published outside any batch, and checks `Nats-Batch-Sequence` only inside one.
@@ -33,7 +37,8 @@ const COUNT = /^[1-9][0-9]{0,3}$/;
  * no jetloop batch. Values jetloop never writes (not 1 ≤ k ≤ n ≤ 1,000, a span before the
  * stream's first sequence) are not a jetloop turn's either, and are read as none; so is a
  * message of no server batch (no `Nats-Batch-Id`), whose batch sequence nothing checked.
- * The size is jetloop's and unchecked: a batch ends at its commit (`Nats-Batch-Commit`).
+ * The size is its writer's and unchecked: a batch ends at its commit (`Nats-Batch-Commit`),
+ * and a read finds where (journal-range.ts); the span's `last` is where to look, not a fact.
  */
 export function turnSpanOf(headers: MsgHdrs | undefined, seq: number): TurnSpan | undefined {
   const size = headers?.get(TurnHeaders.Size);

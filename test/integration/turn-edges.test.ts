@@ -47,7 +47,8 @@ afterAll(async () => {
 
 /**
  * A raw atomic batch of two: session `a`'s event saying a size of 1,000 (a span that never
- * fills), then session `b`'s commit. Readers of `a` read on to the span's end and wait.
+ * fills), then session `b`'s commit. A reader of `a` holds that event back and polls the
+ * stream for the rest (until it stops growing: then the event is poison, reported).
  */
 async function forgedSpan(b: Jetloop, a: string, other: string): Promise<number> {
   // The subject names the loop: the raw events are of the loops the first ones were published on.
@@ -86,9 +87,8 @@ if (ATOMIC) {
       const forged = await forgedSpan(bus, a, other);
       const sub = await bus.subscribeEvents({ sessions: [a], enduring: "all" }, { start: "all", feed });
       const reader = new Reader(sub);
-      expect((await reader.take(2)).map((d) => d.journalSeq).at(-1)).toBe(forged);
-      // The history is now waiting for sequence forged + 999.
-      await sleep(300);
+      // The honest event first; the forged one is held while the history polls for forged + 999.
+      expect((await reader.take(1)).map((d) => d.journalSeq).at(-1)).toBeLessThan(forged);
       expect(await took(sub.close())).toBeLessThan(2000);
     });
 
@@ -99,9 +99,8 @@ if (ATOMIC) {
         const forged = await forgedSpan(b, a, other);
         const replay = b.replay({ sessions: [a], enduring: "all" });
         expect((await replay.next()).value?.journalSeq).toBeLessThan(forged);
-        expect((await replay.next()).value?.journalSeq).toBe(forged);
+        // The forged event is held back while the replay polls for the rest of its turn.
         const waiting = replay.next();
-        await sleep(300);
         const closing = took(b.close());
         const t = Date.now();
         const e = (await rejection(waiting)) as Error;

@@ -20,7 +20,10 @@ function message(block: string | Uint8Array, payload = '{"type":"X"}'): Msg {
   return new MsgImpl(arg, data, { publish() {} });
 }
 
-/** What the feed concluded from NATS.js's header map before it read the bytes itself. */
+/**
+ * What NATS.js's header map says the server wrote: the last value of each key (the server
+ * appends its block after the headers the writer stored).
+ */
 function oracle(block: Uint8Array): FeedPosition | undefined | "unreadable" {
   let h: MsgHdrsImpl;
   try {
@@ -28,9 +31,10 @@ function oracle(block: Uint8Array): FeedPosition | undefined | "unreadable" {
   } catch {
     return "unreadable";
   }
-  const seq = Number(h.get("Nats-Sequence"));
-  const lastSeq = Number(h.get("Nats-Last-Sequence") || "0");
-  if (h.get("Nats-Stream") !== STREAM || !Number.isSafeInteger(seq) || seq < 1 || !Number.isSafeInteger(lastSeq)) return undefined;
+  const last = (k: string) => h.values(k).at(-1) ?? "";
+  const seq = Number(last("Nats-Sequence"));
+  const lastSeq = Number(last("Nats-Last-Sequence") || "0");
+  if (last("Nats-Stream") !== STREAM || !Number.isSafeInteger(seq) || seq < 1 || !Number.isSafeInteger(lastSeq)) return undefined;
   return { seq, lastSeq };
 }
 
@@ -56,6 +60,24 @@ describe("RepublishReader", () => {
     expect((m as unknown as { _headers?: unknown })._headers).toBeUndefined();
   });
 
+  it("reads the server's values, not those a writer stored on its event before the server's block (as 2.10.27 and 2.15.1 republish it)", () => {
+    const forged = block([
+      "Nats-Sequence: 77",
+      `Nats-Stream: ${STREAM}`,
+      "Nats-Last-Sequence: 5",
+      `Nats-Stream: ${STREAM}`,
+      "Nats-Subject: t1.journal.a.b.tool.X",
+      "Nats-Sequence: 4711",
+      "Nats-Time-Stamp: 2026-11-30T16:20:00.123456789Z",
+      "Nats-Last-Sequence: 4700",
+    ]);
+    expect(reader.scan(encoder.encode(forged))).toEqual({ seq: 4711, lastSeq: 4700 });
+    expect(reader.position(message(forged))).toEqual({ seq: 4711, lastSeq: 4700 });
+    // Another stream's name forged first does not hide the event from the feed either.
+    const hidden = block([`Nats-Stream: ${STREAM}X`, `Nats-Stream: ${STREAM}`, "Nats-Sequence: 9"]);
+    expect(reader.position(message(hidden))).toEqual({ seq: 9, lastSeq: 0 });
+  });
+
   it.each([
     ["another stream's republish", block([`Nats-Stream: ${STREAM}X`, "Nats-Sequence: 5"])],
     ["no stream", block(["Nats-Sequence: 5"])],
@@ -63,7 +85,7 @@ describe("RepublishReader", () => {
     ["sequence 0", block([`Nats-Stream: ${STREAM}`, "Nats-Sequence: 0"])],
     ["no previous sequence: 0", block([`Nats-Stream: ${STREAM}`, "Nats-Sequence: 9"])],
     ["spaces and tabs around values", block([`Nats-Stream: \t${STREAM} `, "Nats-Sequence:   12\t", "Nats-Last-Sequence:3"])],
-    ["the first of repeated keys", block(["Nats-Sequence: 7", `Nats-Stream: ${STREAM}`, "Nats-Sequence: 8"])],
+    ["the last of repeated keys", block(["Nats-Sequence: 7", `Nats-Stream: ${STREAM}`, "Nats-Sequence: 8"])],
     ["a key in another letter case is another key", block(["nats-sequence: 7", `Nats-Stream: ${STREAM}`, "Nats-Sequence: 8"])],
     ["a number NATS.js's reading accepts in another form", block([`Nats-Stream: ${STREAM}`, "Nats-Sequence: 1e3"])],
     ["a sequence beyond 2^53", block([`Nats-Stream: ${STREAM}`, "Nats-Sequence: 9007199254740993"])],

@@ -12,7 +12,7 @@ import { journalDelivery } from "../journal-read.js";
 import { type JournalRange, readJournalRange, readWholeTurns, retryJournalRead } from "../journal-range.js";
 import { begunBefore, TURN_REACH, turnSpanOfMessage } from "../turn-span.js";
 import type { FeedMode, StartPosition } from "../options.js";
-import type { Source, SourceContext } from "../source.js";
+import { reportPoison, type Source, type SourceContext } from "../source.js";
 import { FeedIndex } from "./feed-index.js";
 import type { FeedMessage, FeedStrategy, FeedViewer, GapCheck, RepairReason, ResyncReason } from "./feed.js";
 import { tracedDelivery } from "../../telemetry/index.js";
@@ -263,7 +263,9 @@ export class FeedSource<E> implements Source, FeedViewer {
     const subjects = this.#feeds.map((f) => switchChannel(ns, f, "feed", "journal", this.#ctx.shard));
     const range = { subjects, from, toSeq: to, batch: this.#ctx.settings.batch };
     const what = "reading the journal for a feed subscription";
-    const messages: Reading["messages"] = wholeTurns ? readWholeTurns(this.#ctx.journal, range, what, undefined, this.#stopping.signal) : readJournalRange(this.#ctx.journal, range, what);
+    const messages: Reading["messages"] = wholeTurns
+      ? readWholeTurns(this.#ctx.journal, range, what, undefined, this.#stopping.signal, (m, e) => reportPoison(this.#ctx, m.seq, m.subject, e))
+      : readJournalRange(this.#ctx.journal, range, what);
     const first = await this.#ctx.feeds.limitCatchUp(() => messages.next());
     return { messages, first, to, generation: this.#generation };
   }
