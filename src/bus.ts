@@ -27,7 +27,7 @@ import { type AtomicPublishDeps, publishAtomic } from "./publish/atomic-publish.
 import { type PublishOptions, type PublishResult, Publisher } from "./publish/publisher.js";
 import { parsePublishAllOptions, type PublishAllOptions } from "./publish/options.js";
 import { type ReconcileOptions, type StoredEvent, storedEvents } from "./publish/reconcile.js";
-import { JournalPosition } from "./streams/position.js";
+import { JournalPosition, type JournalPositions, OwnFilterPosition } from "./streams/position.js";
 import { allShards, type JournalShard, provisionedShards, shardOfSession, shardStreamName } from "./streams/shards.js";
 import { sessionJournalSubject, streamSubjects } from "./subjects/subjects.js";
 import { type ProvisionOptions, provisionParkedStream, provisionPartitioned, provisionStream, type ProvisionReport } from "./streams/provision.js";
@@ -277,10 +277,13 @@ class BusImpl<E = JetloopEvent> implements Jetloop<E> {
     const inboxPrefix = inboxPrefixOf(nc);
     this.#shards = allShards(settings.shards).map((shard) => {
       const stream = shardStreamName(settings.stream, shard);
-      const position = new JournalPosition(jsm, stream);
+      const pool = settings.readConsumers ? new ReadConsumerPool(settings.readConsumers, stream, jsm) : undefined;
+      // A user reading under a pool of her own consumer names is confined to her sessions:
+      // she reads positions through them, never the stream's info (which lists every subject).
+      const position: JournalPositions = pool ? new OwnFilterPosition(pool, streamSubjects(settings.namespace, shard)[0]!) : new JournalPosition(jsm, stream);
       const journal: JournalSource = {
-        placement: { leader: async () => (await position.state()).leader, log },
-        lastSeq: async () => (await position.state()).lastSeq,
+        placement: { leader: () => position.leader(), log },
+        lastSeq: async (subjects) => (await position.state(subjects)).lastSeq,
         maxPayload: () => nc.info?.max_payload,
         turns: supports(this.serverVersion, "atomicBatch"),
         js,
@@ -288,7 +291,7 @@ class BusImpl<E = JetloopEvent> implements Jetloop<E> {
         journalReads: settings.journalReads,
         inboxPrefix,
         reads,
-        ...(settings.readConsumers ? { pool: new ReadConsumerPool(settings.readConsumers, stream, jsm) } : {}),
+        ...(pool ? { pool } : {}),
       };
       const shardSettings = { ...settings, stream };
       return {

@@ -1,4 +1,5 @@
-import type { JetStreamManager } from "@nats-io/jetstream";
+import { DeliverPolicy, type JetStreamManager } from "@nats-io/jetstream";
+import type { ReadConsumerPool } from "../subscribe/read-consumers.js";
 
 /** A replicated stream's leader: its server name ("" while it has none) and its peers (leader and replicas, online or not). */
 export interface Leadership {
@@ -9,19 +10,39 @@ export interface Leadership {
 /** What a subscription needs to know about the events stream when it starts or resyncs. */
 export interface JournalState {
   readonly lastSeq: number;
+  /**
+   * Whether the stream's own info was read. False for a restricted user's position
+   * (`OwnFilterPosition`): the stream's configuration is not hers to read, so
+   * `republishDest` and `leader` are unknown (undefined), not absent.
+   */
+  readonly streamRead: boolean;
   /** The stream's republish destination (the feed), if it has one. */
   readonly republishDest: string | undefined;
-  /** Where a journal read's consumer must live (subscribe/read-placement.ts); undefined for a stream not replicated. */
+  /** Where a journal read's consumer must live (subscribe/read-placement.ts); undefined for a stream not replicated, or not known. */
   readonly leader: Leadership | undefined;
 }
 
 /**
- * The journal's last sequence, for subscriptions that start at "new" and for the live
- * feed's catch-ups. Every answer is read after its caller asked, but callers that ask
- * before the read goes out share it: a thousand subscriptions opened together cost one
- * stream info, not a thousand.
+ * Where the journal stands now, for subscriptions that start at "new", the live feed's
+ * catch-ups and bounded reads. `subjects`: the journal subjects the caller reads (its
+ * filter), the only ones a restricted user may name; a caller that reads the whole shard
+ * gives none.
  */
-export class JournalPosition {
+export interface JournalPositions {
+  state(subjects?: readonly string[]): Promise<JournalState>;
+  /** The stream leader, where a read's consumer must live; undefined for a stream not replicated or a leader this user may not read. */
+  leader(): Promise<Leadership | undefined>;
+}
+
+/**
+ * The journal's last sequence from the stream's info. Every answer is read after its
+ * caller asked, but callers that ask before the read goes out share it: a thousand
+ * subscriptions opened together cost one stream info, not a thousand. Needs
+ * `$JS.API.STREAM.INFO.<stream>`, which also answers `subjects_filter: ">"` with every
+ * subject of the stream (every session and loop id): for trusted users only (the runtime,
+ * the gateway, operators, services); a follower reads `OwnFilterPosition`.
+ */
+export class JournalPosition implements JournalPositions {
   readonly #jsm: () => Promise<JetStreamManager>;
   readonly #stream: string;
   #next: Promise<JournalState> | undefined;
@@ -38,8 +59,83 @@ export class JournalPosition {
       const info = await (await this.#jsm()).streams.info(this.#stream);
       const replicas = info.cluster?.replicas?.length ?? 0;
       const leader: Leadership | undefined = replicas > 0 ? { name: info.cluster?.leader ?? "", peers: replicas + 1 } : undefined;
-      return { lastSeq: info.state.last_seq, republishDest: info.config.republish?.dest, leader };
+      return { lastSeq: info.state.last_seq, streamRead: true, republishDest: info.config.republish?.dest, leader };
     });
     return this.#next;
   }
+
+  async leader(): Promise<Leadership | undefined> {
+    return (await this.state()).leader;
+  }
+}
+
+/**
+ * The journal's last sequence for a user confined to her own sessions (the bus option
+ * `readConsumers`), read without the stream's info: a consumer of her pool on her own
+ * filter, created at `DeliverPolicy.New` and deleted at once. The server starts such a
+ * consumer after the stream's last sequence, whatever its filter, and reports that in its
+ * info (`delivered.stream_seq`; measured on 2.10.27 and 2.15.1): the number the stream's
+ * info would give, and nothing else of the stream: no subject, no count per subject, no
+ * configuration. The create subject carries her filter, which her grant confines to her
+ * session (deploy/nats/permissions.example.conf).
+ *
+ * Callers asking for the same filter before the read goes out share it. What this cannot
+ * read: the stream's republish destination and its leader (undefined): a follower cannot
+ * check that the stream republishes to the feed, nor place a read on a replicated stream's
+ * leader (subscribe/README.md says what that costs).
+ */
+export class OwnFilterPosition implements JournalPositions {
+  readonly #pool: ReadConsumerPool;
+  /** The shard's whole journal filter: what a caller that names no subjects reads (a restricted user is refused it). */
+  readonly #whole: string;
+  readonly #next = new Map<string, Promise<JournalState>>();
+
+  constructor(pool: ReadConsumerPool, wholeShard: string) {
+    this.#pool = pool;
+    this.#whole = wholeShard;
+  }
+
+  state(subjects?: readonly string[]): Promise<JournalState> {
+    const filter = positionFilter(subjects ?? [this.#whole]);
+    let next = this.#next.get(filter);
+    if (next === undefined) {
+      // The read starts in a microtask: whoever asks for this filter before then joins it.
+      next = Promise.resolve().then(async () => {
+        this.#next.delete(filter);
+        const { lease, info } = await this.#pool.lease({ filter_subject: filter, deliver_policy: DeliverPolicy.New });
+        try {
+          return { lastSeq: info.delivered.stream_seq, streamRead: false, republishDest: undefined, leader: undefined };
+        } finally {
+          await lease.release();
+        }
+      });
+      this.#next.set(filter, next);
+    }
+    return next;
+  }
+
+  leader(): Promise<Leadership | undefined> {
+    return Promise.resolve(undefined);
+  }
+}
+
+/**
+ * One filter subject covering every subject of `subjects`, no wider than their common
+ * tokens: the subject itself when there is one, else their longest common literal prefix
+ * followed by ">" (a session's subjects give `<prefix>.<session>.>`, which a follower's
+ * grant on her session covers). Several subjects with no common token give ">".
+ */
+export function positionFilter(subjects: readonly string[]): string {
+  if (subjects.length === 0) return ">";
+  const first = subjects[0]!;
+  if (subjects.every((s) => s === first)) return first;
+  const split = subjects.map((s) => s.split("."));
+  const common: string[] = [];
+  for (let i = 0; ; i++) {
+    const t = split[0]![i];
+    // Every subject needs a token after the prefix for ">" to match it: stop one short of the shortest.
+    if (t === undefined || t === "*" || t === ">" || split.some((s) => s.length <= i + 1 || s[i] !== t)) break;
+    common.push(t);
+  }
+  return common.length === 0 ? ">" : `${common.join(".")}.>`;
 }

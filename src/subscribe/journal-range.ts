@@ -111,8 +111,12 @@ export interface JournalSource {
   readonly reads: OpenReads;
   /** The stream leader, where a read's consumer must live, and where a misplaced one is logged (read-placement.ts). */
   readonly placement: PlacementDeps;
-  /** The stream's last sequence now: a read going on to a turn's end reads only what the stream holds, as it is stored. */
-  lastSeq(): Promise<number>;
+  /**
+   * The stream's last sequence now: a read going on to a turn's end reads only what the
+   * stream holds, as it is stored. `subjects`: the read's filter (a restricted user reads
+   * the position through a consumer of her own filter: streams/position.ts).
+   */
+  lastSeq(subjects?: readonly string[]): Promise<number>;
   /** The server's max_payload on the connection now (it may differ after a reconnect): pulls are sized from it (pull-size.ts). */
   maxPayload(): number | undefined;
   /**
@@ -258,7 +262,7 @@ async function restOfTurn(source: JournalSource, range: JournalRange, what: stri
     if (stop?.aborted) return { found: "stopped" };
     let at: number | undefined;
     try {
-      at = await source.lastSeq();
+      at = await source.lastSeq(range.subjects);
     } catch (e) {
       const typed = consumerError(e, source.stream, what);
       if (isRefusal(typed) || attempt >= RETRY_MS.length) throw typed;

@@ -2,7 +2,7 @@
  * The namespace's journal as its readers see it: one shard (a namespace never split) or
  * several (streams/shards.ts), each with where its reads go and where it ends now.
  */
-import type { JournalPosition } from "../streams/position.js";
+import type { JournalPositions } from "../streams/position.js";
 import type { JournalShard } from "../streams/shards.js";
 import type { JournalSource } from "./journal-range.js";
 
@@ -12,8 +12,8 @@ export interface ShardJournal {
   readonly stream: string;
   /** Where the shard's reads go (replay, history, gap repair, reconcile): subscribe/journal-range.ts. */
   readonly journal: JournalSource;
-  /** Where subscriptions that start at "new" begin. */
-  readonly position: JournalPosition;
+  /** Where subscriptions that start at "new" begin (the stream's info, or a restricted user's own consumer: streams/position.ts). */
+  readonly position: JournalPositions;
 }
 
 /** The namespace's journal shards: one (the namespace never split) or `count`. */

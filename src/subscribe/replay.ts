@@ -95,7 +95,7 @@ async function* acrossShards<E>(
   range: (f: ShardFilter, end: number) => JournalRange & { readonly from: { readonly seq: number } },
 ): AsyncGenerator<Delivery<E>, void, undefined> {
   const homes = shards.map((f) => bus.shards.all[f.shard.index]!);
-  const ends = await shardEnds(homes, "starting a replay");
+  const ends = await shardEnds(homes, "starting a replay", shards.map((f) => f.journalSubjects));
   for (const [i, f] of shards.entries()) {
     const r = range(f, ends[i]!);
     if (r.from.seq <= r.toSeq) yield* readDeliveries(reader(homes[i]!), r, "starting a replay");

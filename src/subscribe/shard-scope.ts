@@ -46,11 +46,15 @@ export async function checkPositionsReached(option: string, positions: ShardPosi
   }
 }
 
-/** Each shard's last sequence now, read together; a refusal typed, naming `what`. */
-export function shardEnds(shards: readonly ShardJournal[], what: string): Promise<number[]> {
+/**
+ * Each shard's last sequence now, read together; a refusal typed, naming `what`.
+ * `subjects`: the journal subjects read in each shard (same order), where the caller has a
+ * filter (a restricted user may read positions of her own subjects only).
+ */
+export function shardEnds(shards: readonly ShardJournal[], what: string, subjects?: readonly (readonly string[])[]): Promise<number[]> {
   return Promise.all(
-    shards.map((s) =>
-      s.position.state().then(
+    shards.map((s, i) =>
+      s.position.state(subjects?.[i]).then(
         (state) => state.lastSeq,
         (e: unknown) => {
           throw consumerError(e, s.stream, what);

@@ -23,8 +23,12 @@ export interface SourceContext<E> {
   jsm(): Promise<JetStreamManager>;
   /** The shard's stream. */
   readonly stream: string;
-  /** The journal's last sequence and republish destination now (shared by subscriptions that start together). */
-  journalState(): Promise<JournalState>;
+  /**
+   * The journal's last sequence and republish destination now (shared by subscriptions that
+   * start together). `subjects`: the journal subjects the caller reads, the only ones a
+   * restricted user may name (streams/position.ts); none: the whole shard.
+   */
+  journalState(subjects?: readonly string[]): Promise<JournalState>;
   /** The bus's feeds, shared by its feed subscriptions. */
   readonly feeds: Feeds;
   readonly decode: DecodeContext<E>;
@@ -100,8 +104,8 @@ export class BusSourceContext<E> implements SourceContext<E> {
     return this.#bus.feeds;
   }
 
-  journalState(): Promise<JournalState> {
-    return this.#home.position.state();
+  journalState(subjects?: readonly string[]): Promise<JournalState> {
+    return this.#home.position.state(subjects);
   }
 }
 

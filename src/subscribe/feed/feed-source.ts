@@ -73,11 +73,12 @@ export class FeedSource<E> implements Source, FeedViewer {
     await this.#feed.registered();
     if (this.#refused) throw this.#refused;
     // A missing stream is NOT_PROVISIONED (with its hint), as for every other read.
-    const state = await ctx.journalState().catch((e: unknown) => {
+    const state = await ctx.journalState(this.#journalSubjects()).catch((e: unknown) => {
       throw consumerError(e, ctx.stream, "reading the journal's position");
     });
     const dest = feedRepublish(ctx.decode.namespace).dest;
-    if (state.republishDest !== dest) {
+    // A restricted user's position does not read the stream's configuration (streamRead false): the operator's provision is trusted.
+    if (state.streamRead && state.republishDest !== dest) {
       throw new NotProvisionedError(ctx.stream, `stream ${ctx.stream} does not republish the journal to ${dest}; run \`jetloop provision\``);
     }
     const start = this.#start;
@@ -239,9 +240,15 @@ export class FeedSource<E> implements Source, FeedViewer {
   async #resyncNow(reason: Resync): Promise<void> {
     const from = this.#lastSeq + 1;
     await this.#retrying(() => this.#feed.registered());
-    const to = (await this.#retrying(() => this.#ctx.journalState())).lastSeq;
+    const to = (await this.#retrying(() => this.#ctx.journalState(this.#journalSubjects()))).lastSeq;
     await this.#catchUp(to);
     if (reason !== "filter") this.#ctx.report({ kind: "gap_closed", fromSeq: from, toSeq: to, reason });
+  }
+
+  /** The journal subjects of the feed subjects followed: what a read, and a restricted user's position, name. */
+  #journalSubjects(): string[] {
+    const ns = this.#ctx.decode.namespace;
+    return this.#feeds.map((f) => switchChannel(ns, f, "feed", "journal", this.#ctx.shard));
   }
 
   /** Reads the journal from `from` (after the last sequence taken) up to `to`; takes what was not taken. */
@@ -259,9 +266,7 @@ export class FeedSource<E> implements Source, FeedViewer {
    * on to its end, and says where it ended (a catch-up needs not: the feed follows it).
    */
   async #open(from: JournalRange["from"], to: number, wholeTurns = false): Promise<Reading> {
-    const ns = this.#ctx.decode.namespace;
-    const subjects = this.#feeds.map((f) => switchChannel(ns, f, "feed", "journal", this.#ctx.shard));
-    const range = { subjects, from, toSeq: to, batch: this.#ctx.settings.batch };
+    const range = { subjects: this.#journalSubjects(), from, toSeq: to, batch: this.#ctx.settings.batch };
     const what = "reading the journal for a feed subscription";
     const messages: Reading["messages"] = wholeTurns
       ? readWholeTurns(this.#ctx.journal, range, what, undefined, this.#stopping.signal, (m, e) => reportPoison(this.#ctx, m.seq, m.subject, e))

@@ -9,6 +9,7 @@
 import type { Msg, Subscription } from "@nats-io/transport-node";
 import type { ShardJournal } from "../journal-shards.js";
 import { feedRepublish } from "../../subjects/subjects.js";
+import { permissionRefusal } from "../consumer-errors.js";
 import { readJournalRange, retryJournalRead } from "../journal-range.js";
 import { turnSpanOfMessage } from "../turn-span.js";
 import type { FeedDeps, FeedMessage, FeedStrategy, FeedViewer, GapCheck, RepairReason } from "./feed.js";
@@ -151,7 +152,10 @@ class ShardLane {
   }
 
   async locate(): Promise<void> {
-    const { lastSeq } = await this.#shard.position.state();
+    // Typed: a user confined to her sessions is refused the whole shard's position.
+    const { lastSeq } = await this.#shard.position.state().catch((e: unknown) => {
+      throw permissionRefusal(e);
+    });
     if (this.dropped || this.#last !== undefined) return;
     this.#last = lastSeq;
     const gap = this.#drainHeld();

@@ -273,7 +273,7 @@ export class GroupSource<E> implements Source {
       journal: base.journal,
       jsm: () => base.jsm(),
       stream: this.#stream,
-      journalState: () => base.journalState(),
+      journalState: (subjects) => base.journalState(subjects),
       feeds: base.feeds,
       decode: base.decode,
       queue: base.queue,
