@@ -560,10 +560,13 @@ export async function connect<E = JetloopEvent>(options: ConnectOptions<E> = {})
 /**
  * How many shards the bus's journal has: read from the server, and checked against the
  * option when it is given (a bus assuming another count is refused before it writes). An
- * account that may not read the streams gets the option, else 1.
+ * account that may not read the streams, or a bus with `readConsumers`, gets the option, else 1.
  */
 async function journalShards(nc: NatsConnection, options: BusOptions<unknown>): Promise<number | undefined> {
   const settings = parseBusOptions(options);
+  // A user reading under her own pool of consumer names is confined to her sessions: the
+  // streams' info (which would list every session's subjects) is not hers to read.
+  if (settings.readConsumers) return options.shards;
   let live: number | undefined;
   try {
     live = await provisionedShards(await jetstreamManager(nc, { checkAPI: false }), settings.stream);
