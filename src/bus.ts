@@ -280,7 +280,8 @@ class BusImpl<E = JetloopEvent> implements Jetloop<E> {
       const pool = settings.readConsumers ? new ReadConsumerPool(settings.readConsumers, stream, jsm) : undefined;
       // A user reading under a pool of her own consumer names is confined to her sessions:
       // she reads positions through them, never the stream's info (which lists every subject).
-      const position: JournalPositions = pool ? new OwnFilterPosition(pool, streamSubjects(settings.namespace, shard)[0]!) : new JournalPosition(jsm, stream);
+      const info = new JournalPosition(jsm, stream);
+      const position: JournalPositions = pool ? new OwnFilterPosition(pool, streamSubjects(settings.namespace, shard)[0]!, info, log) : info;
       const journal: JournalSource = {
         placement: { leader: () => position.leader(), log },
         lastSeq: async (subjects) => (await position.state(subjects)).lastSeq,

@@ -1,5 +1,8 @@
 import { DeliverPolicy, type JetStreamManager } from "@nats-io/jetstream";
+import type { Logger } from "pino";
+import { permissionViolation } from "../subscribe/consumer-errors.js";
 import type { ReadConsumerPool } from "../subscribe/read-consumers.js";
+import { placeOnLeader } from "../subscribe/read-placement.js";
 
 /** A replicated stream's leader: its server name ("" while it has none) and its peers (leader and replicas, online or not). */
 export interface Leadership {
@@ -80,19 +83,29 @@ export class JournalPosition implements JournalPositions {
  * session (deploy/nats/permissions.example.conf).
  *
  * Callers asking for the same filter before the read goes out share it. What this cannot
- * read: the stream's republish destination and its leader (undefined): a follower cannot
- * check that the stream republishes to the feed, nor place a read on a replicated stream's
- * leader (subscribe/README.md says what that costs).
+ * read: the stream's republish destination (undefined: a follower cannot check that the
+ * stream republishes to the feed). The leader, on a replicated stream only (a consumer's
+ * info names its host only there): asked once of the stream's info, where the user may read
+ * it, and then the position's consumer is placed on the leader as a read's is (its count is
+ * only the stream's there: subscribe/read-placement.ts); refused (the example grants a
+ * follower no stream info), it is never asked again and neither her positions nor her reads
+ * are placed (subscribe/README.md says what that costs).
  */
 export class OwnFilterPosition implements JournalPositions {
   readonly #pool: ReadConsumerPool;
   /** The shard's whole journal filter: what a caller that names no subjects reads (a restricted user is refused it). */
   readonly #whole: string;
+  readonly #stream: JournalPosition;
+  readonly #log: Logger;
   readonly #next = new Map<string, Promise<JournalState>>();
+  /** The stream's info was refused: the leader is not this user's to know. */
+  #leaderRefused = false;
 
-  constructor(pool: ReadConsumerPool, wholeShard: string) {
+  constructor(pool: ReadConsumerPool, wholeShard: string, stream: JournalPosition, log: Logger) {
     this.#pool = pool;
     this.#whole = wholeShard;
+    this.#stream = stream;
+    this.#log = log;
   }
 
   state(subjects?: readonly string[]): Promise<JournalState> {
@@ -102,11 +115,16 @@ export class OwnFilterPosition implements JournalPositions {
       // The read starts in a microtask: whoever asks for this filter before then joins it.
       next = Promise.resolve().then(async () => {
         this.#next.delete(filter);
-        const { lease, info } = await this.#pool.lease({ filter_subject: filter, deliver_policy: DeliverPolicy.New });
+        const placed = await placeOnLeader(
+          () => this.#pool.lease({ filter_subject: filter, deliver_policy: DeliverPolicy.New }),
+          (c) => c.lease.release(),
+          { leader: () => this.leader(), log: this.#log },
+          "reading the journal's position",
+        );
         try {
-          return { lastSeq: info.delivered.stream_seq, streamRead: false, republishDest: undefined, leader: undefined };
+          return { lastSeq: placed.info.delivered.stream_seq, streamRead: false, republishDest: undefined, leader: undefined };
         } finally {
-          await lease.release();
+          await placed.lease.release();
         }
       });
       this.#next.set(filter, next);
@@ -114,8 +132,15 @@ export class OwnFilterPosition implements JournalPositions {
     return next;
   }
 
-  leader(): Promise<Leadership | undefined> {
-    return Promise.resolve(undefined);
+  async leader(): Promise<Leadership | undefined> {
+    if (this.#leaderRefused) return undefined;
+    try {
+      return await this.#stream.leader();
+    } catch (e) {
+      if (permissionViolation(e) === undefined) throw e;
+      this.#leaderRefused = true;
+      return undefined;
+    }
   }
 }
 
