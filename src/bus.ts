@@ -27,7 +27,8 @@ import { type AtomicPublishDeps, publishAtomic } from "./publish/atomic-publish.
 import { type PublishOptions, type PublishResult, Publisher } from "./publish/publisher.js";
 import { parsePublishAllOptions, type PublishAllOptions } from "./publish/options.js";
 import { type ReconcileOptions, type StoredEvent, storedEvents } from "./publish/reconcile.js";
-import { JournalPosition, type JournalPositions, OwnFilterPosition } from "./streams/position.js";
+import { JournalPosition, type JournalPositions } from "./streams/position.js";
+import { OwnFilterPosition } from "./subscribe/own-position.js";
 import { allShards, type JournalShard, provisionedShards, shardOfSession, shardStreamName } from "./streams/shards.js";
 import { sessionJournalSubject, streamSubjects } from "./subjects/subjects.js";
 import { type ProvisionOptions, provisionParkedStream, provisionPartitioned, provisionStream, type ProvisionReport } from "./streams/provision.js";

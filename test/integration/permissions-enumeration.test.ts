@@ -13,10 +13,10 @@
 // stream's info.
 import { readFileSync } from "node:fs";
 import { AckPolicy } from "@nats-io/jetstream";
-import { nuid } from "@nats-io/nats-core";
+import { type MsgHdrs, nuid } from "@nats-io/nats-core";
 import { connect as natsConnect, type Msg, type NatsConnection, PermissionViolationError } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { connect, newId, type Jetloop, type JetloopEvent } from "../../src/index.js";
+import { connect, newId, type Jetloop } from "../../src/index.js";
 import { within } from "../harness/async.js";
 import { inboxPrefixOf, isFollower, parseUserGrants, sessionsNamed, type UserGrants } from "../harness/permission-grants.js";
 import { PERMISSIONS_EXAMPLE } from "../harness/reliability/scenarios/security.js";
@@ -34,6 +34,12 @@ const LOOPS_PER_SESSION = 2;
 const EVENTS_PER_LOOP = 3;
 const enc = (v: unknown) => new TextEncoder().encode(JSON.stringify(v));
 const dec = (b: Uint8Array) => new TextDecoder().decode(b);
+
+/** A message's headers as text: status, then every key with its values. */
+function headerText(h: MsgHdrs | undefined): string {
+  if (!h) return "";
+  return `${h.code} ${h.description}\n${h.keys().map((k) => `${k}: ${h.values(k).join(", ")}`).join("\n")}\n`;
+}
 
 /** NATS subject matching: `*` one token, `>` one or more at the end. */
 function matches(pattern: string, subject: string): boolean {
@@ -58,7 +64,7 @@ interface Outcome {
 async function call(nc: NatsConnection, subject: string, body?: unknown): Promise<Outcome> {
   try {
     const m = await nc.request(subject, body === undefined ? undefined : enc(body), { timeout: 2000 });
-    const text = `${m.headers?.toString() ?? ""}${dec(m.data)}`;
+    const text = `${headerText(m.headers)}${dec(m.data)}`;
     if (m.headers?.code !== undefined && m.headers.code >= 400) return { kind: "api error", code: m.headers.code, text };
     const parsed = m.data.length > 0 && m.data[0] === 0x7b ? (JSON.parse(dec(m.data)) as { error?: { err_code?: number } }) : undefined;
     return parsed?.error ? { kind: "api error", code: parsed.error.err_code ?? 0, text } : { kind: "answered", text };
@@ -90,7 +96,7 @@ async function pullAll(nc: NatsConnection, inbox: string, subject: string): Prom
           status = m;
           return resolve();
         }
-        deliveries.push(`${m.subject} ${m.reply ?? ""} ${m.headers?.toString() ?? ""}${dec(m.data)}`);
+        deliveries.push(`${m.subject} ${m.reply ?? ""} ${headerText(m.headers)}${dec(m.data)}`);
       },
     });
   });
@@ -194,7 +200,7 @@ describe("permissions: a follower learns nothing of another's sessions (the exam
       // Everything that reaches a non-inbox subject she may subscribe to (her feed, her
       // previews, the stream's leader elections) during the whole test, scanned at the end.
       for (const g of f.subscribe.filter((s) => !s.startsWith("_INBOX"))) {
-        raw.subscribe(g, { callback: (err, m) => void (err ?? seen.push(`${m.subject} ${m.headers?.toString() ?? ""}${dec(m.data)}`)) });
+        raw.subscribe(g, { callback: (err, m) => void (err ?? seen.push(`${m.subject} ${headerText(m.headers)}${dec(m.data)}`)) });
       }
       await raw.flush();
     });
@@ -408,7 +414,7 @@ describe("permissions: a follower learns nothing of another's sessions (the exam
       await fromStart.waitForAll([...before, ...after], 10_000);
       await fromNew.waitForAll(after, 10_000);
       expect(fromNew.ids.filter((id) => before.includes(id))).toEqual([]);
-      for (const c of [fromNew, fromStart]) expect(c.deliveries.every((d) => (d.event as JetloopEvent & { sessionId: string }).sessionId === sid)).toBe(true);
+      for (const c of [fromNew, fromStart]) expect(c.deliveries.every((d) => (d.event as { sessionId?: string }).sessionId === sid)).toBe(true);
       await bus.nc.flush();
       expect(refused).toEqual([]);
     }, 60_000);
