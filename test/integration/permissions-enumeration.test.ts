@@ -12,6 +12,7 @@
 // replay and live follow work through jetloop with no request refused, so without the
 // stream's info.
 import { readFileSync } from "node:fs";
+import { basename, join } from "node:path";
 import { AckPolicy } from "@nats-io/jetstream";
 import { type MsgHdrs, nuid } from "@nats-io/nats-core";
 import { connect as natsConnect, type Msg, type NatsConnection, PermissionViolationError } from "@nats-io/transport-node";
@@ -21,13 +22,14 @@ import { within } from "../harness/async.js";
 import { inboxPrefixOf, isFollower, parseUserGrants, sessionsNamed, type UserGrants } from "../harness/permission-grants.js";
 import { PERMISSIONS_EXAMPLE } from "../harness/reliability/scenarios/security.js";
 import { collect, enduring, eventIdOf, newCoords } from "../harness/reliability/workload.js";
-import { startServer, type NatsServer } from "../harness/server.js";
+import { REPO_ROOT, startServer, type NatsServer } from "../harness/server.js";
 
 const NAMESPACE = "acme";
-const STREAM = "acme_journal";
-const TEXT = readFileSync(PERMISSIONS_EXAMPLE, "utf8");
-const USERS = parseUserGrants(TEXT);
-const FOLLOWERS = USERS.filter(isFollower);
+/** The examples, each with its namespace's shard count (permissions-shards.example.conf is S = 3). */
+const EXAMPLES = [
+  { file: PERMISSIONS_EXAMPLE, shards: 1 },
+  { file: join(REPO_ROOT, "deploy/nats/permissions-shards.example.conf"), shards: 3 },
+];
 /** Sessions of nobody in the file: other users' sessions a follower must learn nothing of either. */
 const EXTRA_SESSIONS = [newId(), newId(), newId()];
 const LOOPS_PER_SESSION = 2;
@@ -126,7 +128,13 @@ interface Journal {
   readonly published: Map<string, string[]>;
 }
 
-describe("permissions: a follower learns nothing of another's sessions (the example file's grants, enumerated)", () => {
+describe.each(EXAMPLES.map((e) => [basename(e.file), e] as const))("permissions (%s): a follower learns nothing of another's sessions (the file's grants, enumerated)", (_file, example) => {
+  const TEXT = readFileSync(example.file, "utf8");
+  const USERS = parseUserGrants(TEXT);
+  const FOLLOWERS = USERS.filter(isFollower);
+  /** A session's journal: its shard's stream, its subjects, and their root (`{ns}.journal` or `{ns}.journal-{k}-of-{S}`). */
+  const loc = (sid: string) => ops.journalOf(sid);
+  const root = (sid: string) => loc(sid).subject.slice(0, -(sid.length + 3));
   let server: NatsServer;
   let ops: Jetloop;
   const journal: Journal = { ids: new Map(), loops: new Map(), published: new Map() };
@@ -158,7 +166,7 @@ describe("permissions: a follower learns nothing of another's sessions (the exam
   beforeAll(async () => {
     server = await startServer({ configText: TEXT });
     const o = USERS.find((u) => !u.restricted)!;
-    ops = await connect({ servers: server.url, namespace: NAMESPACE, user: o.user, pass: o.password });
+    ops = await connect({ servers: server.url, namespace: NAMESPACE, shards: example.shards, user: o.user, pass: o.password });
     await ops.provision();
     const sessions = [...new Set([...FOLLOWERS.flatMap((f) => [...ownSessions(f)]), ...EXTRA_SESSIONS])];
     for (const sid of sessions) {
@@ -170,7 +178,8 @@ describe("permissions: a follower learns nothing of another's sessions (the exam
     // durable on one session, and each follower's pool consumer on her session (made by the
     // operator under her pool's first name), for the lists and infos an attacker asks for.
     const jsm = await ops.jetstreamManager();
-    await jsm.consumers.add(STREAM, { durable_name: `svc_${EXTRA_SESSIONS[0]!.slice(0, 8)}`, ack_policy: AckPolicy.Explicit, filter_subject: `${NAMESPACE}.journal.${EXTRA_SESSIONS[0]}.>` });
+    const svc = loc(EXTRA_SESSIONS[0]!);
+    await jsm.consumers.add(svc.stream, { durable_name: `svc_${EXTRA_SESSIONS[0]!.slice(0, 8)}`, ack_policy: AckPolicy.Explicit, filter_subject: svc.subject });
   }, 60_000);
 
   afterAll(async () => {
@@ -226,7 +235,8 @@ describe("permissions: a follower learns nothing of another's sessions (the exam
       };
 
       const theirs = other[0]!;
-      const theirSubject = `${NAMESPACE}.journal.${theirs}.${journal.loops.get(theirs)![0]}.tool.PermissionDecided`;
+      const theirSubject = `${root(theirs)}.${theirs}.${journal.loops.get(theirs)![0]}.tool.PermissionDecided`;
+      const STREAM = loc(own[0]!).stream;
       const total = [...journal.published.values()].reduce((n, ids) => n + ids.length, 0);
       // A pattern's subjects an attacker would pick: "*" as the stream, another's session or
       // her own; a trailing ">" as a token of its own or another's journal subject.
@@ -254,7 +264,7 @@ describe("permissions: a follower learns nothing of another's sessions (the exam
           // Every subject tail the pattern admits that names a journal subject under it.
           const base = filter.endsWith(".>") ? filter.slice(0, -2) : filter;
           const tails = filter.endsWith(".>") ? [`${base}.>`, `${base}.*.>`, `${base}.${ownLoop}.>`, `${base}.${ownLoop}.tool.PermissionDecided`, `${base}._.>`] : [filter];
-          const wider = [`${NAMESPACE}.journal.>`, ">", `${NAMESPACE}.journal.*.>`, ...other.map((s) => `${NAMESPACE}.journal.${s}.>`)];
+          const wider = [`${root(own[0]!)}.>`, ">", `${root(own[0]!)}.*.>`, `${NAMESPACE}.journal.>`, ...other.map((s) => loc(s).subject)];
           for (const tail of tails) {
             const subject = `$JS.API.CONSUMER.CREATE.${stream}.${name}.${tail}`;
             const honest = (extra: Record<string, unknown>) => ({ stream_name: stream, config: { name, ack_policy: "none", filter_subject: tail, ...extra }, action: "create" });
@@ -297,9 +307,9 @@ describe("permissions: a follower learns nothing of another's sessions (the exam
           if (op === "MSG.NEXT") await tryPull("pull a consumer that is not there", grant);
           else await tryCall(`${op} of a consumer that is not there`, grant, op === "INFO" ? undefined : {});
           // And on one of hers that exists, from "all" (what each op answers then).
-          const made = await tryCall("create for the op", `$JS.API.CONSUMER.CREATE.${stream}.${name}.${NAMESPACE}.journal.${own[0]}.>`, {
+          const made = await tryCall("create for the op", `$JS.API.CONSUMER.CREATE.${stream}.${name}.${loc(own[0]!).subject}`, {
             stream_name: stream,
-            config: { name, ack_policy: "explicit", filter_subject: `${NAMESPACE}.journal.${own[0]}.>`, deliver_policy: "all" },
+            config: { name, ack_policy: "explicit", filter_subject: loc(own[0]!).subject, deliver_policy: "all" },
           });
           if (made.kind === "answered") {
             if (op === "MSG.NEXT") await tryPull("pull it", grant);
@@ -312,7 +322,7 @@ describe("permissions: a follower learns nothing of another's sessions (the exam
           // Any other API grant: every body an attacker would send to a subject of the
           // JetStream API (a listing, a read by sequence or by another's subject, a page),
           // on every subject the pattern admits.
-          const bodies: unknown[] = [undefined, {}, { subjects_filter: ">" }, { subjects_filter: `${NAMESPACE}.journal.${theirs}.>` }, { subject: ">" }, { offset: 0 }, { last_by_subj: theirSubject }, { next_by_subj: theirSubject, seq: 1 }];
+          const bodies: unknown[] = [undefined, {}, { subjects_filter: ">" }, { subjects_filter: loc(theirs).subject }, { subject: ">" }, { offset: 0 }, { last_by_subj: theirSubject }, { next_by_subj: theirSubject, seq: 1 }];
           for (let seq = 1; seq <= total; seq++) bodies.push({ seq });
           for (const subject of instances(grant)) for (const b of bodies) await tryCall(`${grant} ${JSON.stringify(b ?? "")}`, subject, b);
         } else unexplored.push(grant);
@@ -320,24 +330,28 @@ describe("permissions: a follower learns nothing of another's sessions (the exam
       expect(unexplored, "grants outside the JetStream API this test has no attack for: write one").toEqual([]);
 
       // The listing calls an attacker tries first, and reads of another's subjects: none granted.
+      const theirStream = loc(theirs).stream;
       const listing: [string, string, unknown][] = [
-        ["stream info, every subject", `$JS.API.STREAM.INFO.${STREAM}`, { subjects_filter: ">" }],
-        ["stream info, her subjects", `$JS.API.STREAM.INFO.${STREAM}`, { subjects_filter: `${NAMESPACE}.journal.${own[0]}.>` }],
-        ["stream info", `$JS.API.STREAM.INFO.${STREAM}`, undefined],
         ["stream list", "$JS.API.STREAM.LIST", {}],
         ["stream names by subject", "$JS.API.STREAM.NAMES", { subject: theirSubject }],
-        ["consumer list", `$JS.API.CONSUMER.LIST.${STREAM}`, {}],
-        ["consumer names", `$JS.API.CONSUMER.NAMES.${STREAM}`, {}],
-        ["another's consumer's info", `$JS.API.CONSUMER.INFO.${STREAM}.svc_${EXTRA_SESSIONS[0]!.slice(0, 8)}`, undefined],
-        ["direct get by sequence", `$JS.API.DIRECT.GET.${STREAM}`, { seq: 1 }],
-        ["direct get of another's last", `$JS.API.DIRECT.GET.${STREAM}`, { last_by_subj: theirSubject }],
-        ["direct get of another's last, in the subject", `$JS.API.DIRECT.GET.${STREAM}.${theirSubject}`, undefined],
-        ["direct get of her own last, in the subject", `$JS.API.DIRECT.GET.${STREAM}.${NAMESPACE}.journal.${own[0]}.>`, undefined],
-        ["message get by sequence", `$JS.API.STREAM.MSG.GET.${STREAM}`, { seq: 1 }],
-        ["message get of another's last", `$JS.API.STREAM.MSG.GET.${STREAM}`, { last_by_subj: theirSubject }],
+        ["another's consumer's info", `$JS.API.CONSUMER.INFO.${loc(EXTRA_SESSIONS[0]!).stream}.svc_${EXTRA_SESSIONS[0]!.slice(0, 8)}`, undefined],
+        ["direct get of another's last", `$JS.API.DIRECT.GET.${theirStream}`, { last_by_subj: theirSubject }],
+        ["direct get of another's last, in the subject", `$JS.API.DIRECT.GET.${theirStream}.${theirSubject}`, undefined],
+        ["direct get of her own last, in the subject", `$JS.API.DIRECT.GET.${STREAM}.${loc(own[0]!).subject}`, undefined],
+        ["message get of another's last", `$JS.API.STREAM.MSG.GET.${theirStream}`, { last_by_subj: theirSubject }],
         ["account info", "$JS.API.INFO", undefined],
-        ["a filterless create", `$JS.API.CONSUMER.CREATE.${STREAM}`, { stream_name: STREAM, config: { ack_policy: "none", filter_subject: `${NAMESPACE}.journal.>` } }],
-        ["a durable create", `$JS.API.CONSUMER.DURABLE.CREATE.${STREAM}.peek`, { stream_name: STREAM, config: { durable_name: "peek", ack_policy: "none" } }],
+        // Every shard's stream, hers included.
+        ...ops.journals().flatMap(({ stream, subject }): [string, string, unknown][] => [
+          [`${stream}: stream info, every subject`, `$JS.API.STREAM.INFO.${stream}`, { subjects_filter: ">" }],
+          [`${stream}: stream info, her subjects`, `$JS.API.STREAM.INFO.${stream}`, { subjects_filter: loc(own[0]!).subject }],
+          [`${stream}: stream info`, `$JS.API.STREAM.INFO.${stream}`, undefined],
+          [`${stream}: consumer list`, `$JS.API.CONSUMER.LIST.${stream}`, {}],
+          [`${stream}: consumer names`, `$JS.API.CONSUMER.NAMES.${stream}`, {}],
+          [`${stream}: direct get by sequence`, `$JS.API.DIRECT.GET.${stream}`, { seq: 1 }],
+          [`${stream}: message get by sequence`, `$JS.API.STREAM.MSG.GET.${stream}`, { seq: 1 }],
+          [`${stream}: a filterless create`, `$JS.API.CONSUMER.CREATE.${stream}`, { stream_name: stream, config: { ack_policy: "none", filter_subject: subject } }],
+          [`${stream}: a durable create`, `$JS.API.CONSUMER.DURABLE.CREATE.${stream}.peek`, { stream_name: stream, config: { durable_name: "peek", ack_policy: "none" } }],
+        ]),
       ];
       const listed: [string, Kind][] = [];
       for (const [what, subject, body] of listing) listed.push([what, (await tryCall(what, subject, body)).kind]);
@@ -357,20 +371,23 @@ describe("permissions: a follower learns nothing of another's sessions (the exam
     it("an attempt on another's session answers the same whether that session exists or not", async () => {
       const own = [...ownSessions(f)];
       const existing = [...journal.ids.keys()].find((s) => !own.includes(s))!;
+      const STREAM = loc(own[0]!).stream;
       const createGrant = f.publish.find((g) => g.startsWith(`$JS.API.CONSUMER.CREATE.${STREAM}.`))!;
       const name = createGrant.split(".")[5]!;
-      const ownFilter = `${NAMESPACE}.journal.${own[0]}.>`;
+      const ownFilter = loc(own[0]!).subject;
       const probes = (target: string): [string, string, unknown][] => {
-        const filter = `${NAMESPACE}.journal.${target}.>`;
-        const subject = `${NAMESPACE}.journal.${target}.${journal.loops.get(existing)![0]}.tool.PermissionDecided`;
+        // In the existing session's shard (the probe of an unknown id there too).
+        const filter = `${root(existing)}.${target}.>`;
+        const subject = `${root(existing)}.${target}.${journal.loops.get(existing)![0]}.tool.PermissionDecided`;
+        const theirStream = loc(existing).stream;
         return [
-          ["create on her name, its filter in the subject", `$JS.API.CONSUMER.CREATE.${STREAM}.${name}.${filter}`, { stream_name: STREAM, config: { name, ack_policy: "none", filter_subject: filter } }],
+          ["create on her name, its filter in the subject", `$JS.API.CONSUMER.CREATE.${theirStream}.${name}.${filter}`, { stream_name: theirStream, config: { name, ack_policy: "none", filter_subject: filter } }],
           ["create on her subject, its filter in the body", `$JS.API.CONSUMER.CREATE.${STREAM}.${name}.${ownFilter}`, { stream_name: STREAM, config: { name, ack_policy: "none", filter_subject: filter } }],
           ["create on her subject, both filters", `$JS.API.CONSUMER.CREATE.${STREAM}.${name}.${ownFilter}`, { stream_name: STREAM, config: { name, ack_policy: "none", filter_subjects: [ownFilter, filter] } }],
-          ["stream info of its subjects", `$JS.API.STREAM.INFO.${STREAM}`, { subjects_filter: filter }],
+          ["stream info of its subjects", `$JS.API.STREAM.INFO.${theirStream}`, { subjects_filter: filter }],
           ["stream names by its subject", "$JS.API.STREAM.NAMES", { subject }],
-          ["direct get of its last", `$JS.API.DIRECT.GET.${STREAM}.${subject}`, undefined],
-          ["message get of its last", `$JS.API.STREAM.MSG.GET.${STREAM}`, { last_by_subj: subject }],
+          ["direct get of its last", `$JS.API.DIRECT.GET.${theirStream}.${subject}`, undefined],
+          ["message get of its last", `$JS.API.STREAM.MSG.GET.${theirStream}`, { last_by_subj: subject }],
         ];
       };
       const outcomes = async (target: string) => {
@@ -393,10 +410,12 @@ describe("permissions: a follower learns nothing of another's sessions (the exam
       const names = [...new Set(f.publish.map((g) => /^\$JS\.API\.CONSUMER\.CREATE\.[^.]+\.([^.]+)\./.exec(g)?.[1]).filter((n): n is string => n !== undefined))];
       const prefix = names[0]!.replace(/_\d+$/, "");
       const refused: string[] = [];
-      const bus = await connect({ servers: server.url, namespace: NAMESPACE, user: f.user, pass: f.password, readConsumers: { prefix, size: names.length }, natsOptions: { inboxPrefix: inboxPrefixOf(f), name: `enumeration-${f.user}-bus` } });
+      const bus = await connect({ servers: server.url, namespace: NAMESPACE, user: f.user, pass: f.password, shards: example.shards, readConsumers: { prefix, size: names.length }, natsOptions: { inboxPrefix: inboxPrefixOf(f), name: `enumeration-${f.user}-bus` } });
       buses.push(bus);
       void (async () => {
-        for await (const s of bus.nc.status()) if (s.type === "error" && s.error instanceof PermissionViolationError) refused.push(s.error.subject);
+        // Requests (publishes) only: on a namespace split in shards the bus also subscribes to
+        // every shard's leader elections, and the other shards' are refused (names no session).
+        for await (const s of bus.nc.status()) if (s.type === "error" && s.error instanceof PermissionViolationError && s.error.operation === "publish") refused.push(s.error.subject);
       })();
       const sid = [...ownSessions(f)][0]!;
       const before = journal.published.get(sid)!;
