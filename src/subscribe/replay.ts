@@ -70,7 +70,7 @@ export function replay<E>(bus: BusContext<E>, filter: EventFilter, options: Repl
     // Its end is the journal's when it began (the consumer's count) unless toSeq bounds it:
     // a turn it ends inside is read to its end, never past toSeq.
     const read = () => readDeliveries(reader(bus.shards.all[f.shard.index]!), range(f, undefined), "starting a replay", toSeq);
-    return after === undefined ? read() : checkedAfter(bus, after, read);
+    return after === undefined ? read() : checkedAfter(bus, after, resolved.shards, read);
   }
   for (const [option, given] of [["fromSeq", fromSeq], ["toSeq", toSeq]] as const) {
     if (given !== undefined) {
@@ -78,12 +78,12 @@ export function replay<E>(bus: BusContext<E>, filter: EventFilter, options: Repl
     }
   }
   const read = () => acrossShards(bus, resolved.shards, reader, range);
-  return after === undefined ? read() : checkedAfter(bus, after, read);
+  return after === undefined ? read() : checkedAfter(bus, after, resolved.shards, read);
 }
 
 /** A replay after a position vector: refused (OptionsError) when an entry is past its shard's end. */
-async function* checkedAfter<E>(bus: BusContext<E>, after: readonly number[], read: () => AsyncGenerator<Delivery<E>, void, undefined>): AsyncGenerator<Delivery<E>, void, undefined> {
-  await checkPositionsReached("after", after, bus.shards.all);
+async function* checkedAfter<E>(bus: BusContext<E>, after: readonly number[], filter: readonly ShardFilter[], read: () => AsyncGenerator<Delivery<E>, void, undefined>): AsyncGenerator<Delivery<E>, void, undefined> {
+  await checkPositionsReached("after", after, bus.shards.all, filter);
   yield* read();
 }
 

@@ -8,7 +8,7 @@
  */
 import { OptionsError } from "../errors.js";
 import { consumerError } from "./consumer-errors.js";
-import type { ResolvedFilter } from "./filter.js";
+import type { ResolvedFilter, ShardFilter } from "./filter.js";
 import type { ShardJournal } from "./journal-shards.js";
 import type { ShardPositions, StartPosition, SubscribeStart } from "./options.js";
 
@@ -39,8 +39,10 @@ export function startIn(start: SubscribeStart, shard: number): StartPosition {
  * this journal was handed it (a vector of another namespace, layout or recreated stream),
  * and starting after it would skip that shard's next events unseen.
  */
-export async function checkPositionsReached(option: string, positions: ShardPositions, shards: readonly ShardJournal[]): Promise<void> {
-  const ends = await shardEnds(shards, "reading the journal's position");
+export async function checkPositionsReached(option: string, positions: ShardPositions, shards: readonly ShardJournal[], filter?: readonly ShardFilter[]): Promise<void> {
+  // The filter's journal subjects where it reads a shard: a restricted user may read positions of her own subjects only.
+  const subjects = filter === undefined ? undefined : shards.map((s) => filter.find((f) => f.shard.index === s.shard.index)?.journalSubjects ?? []).map((j) => (j.length > 0 ? j : undefined));
+  const ends = await shardEnds(shards, "reading the journal's position", subjects);
   for (const [k, end] of ends.entries()) {
     if (positions[k]! > end) throw new OptionsError(option, `entry ${k} (${positions[k]}) is past the end of journal shard ${k} (last sequence ${end}): not a position this journal handed out`);
   }
@@ -51,7 +53,7 @@ export async function checkPositionsReached(option: string, positions: ShardPosi
  * `subjects`: the journal subjects read in each shard (same order), where the caller has a
  * filter (a restricted user may read positions of her own subjects only).
  */
-export function shardEnds(shards: readonly ShardJournal[], what: string, subjects?: readonly (readonly string[])[]): Promise<number[]> {
+export function shardEnds(shards: readonly ShardJournal[], what: string, subjects?: readonly (readonly string[] | undefined)[]): Promise<number[]> {
   return Promise.all(
     shards.map((s, i) =>
       s.position.state(subjects?.[i]).then(

@@ -110,11 +110,14 @@ class SubscriptionImpl<E, D extends Delivery<E> = Delivery<E>> implements Subscr
   readonly #ctx: SourceContext<E>;
   /** Per shard, the last journal sequence handed to the reader (or skipped as seen). */
   readonly #positions: number[];
+  /** The filter's journal subjects per shard it reads, as it started (a start's position check reads their ends). */
+  readonly #filterShards: readonly ShardFilter[];
 
   constructor(bus: BusContext<E>, filter: EventFilter, options: SubscribeOptions) {
     const settings = parseSubscribeOptions(options);
     const resolved = resolveFilter(bus.settings.namespace, filter, bus.registry, bus.shards.count);
     checkStart(settings.start, resolved, bus.shards.count, "a subscription");
+    this.#filterShards = resolved.shards;
     // A partitioned group reads the partitioned stream, which sources every shard: its positions are none of the shards'.
     if (settings.group && typeof settings.start === "object" && "after" in settings.start) {
       throw new OptionsError("start", "a partitioned group reads the partitioned stream, which sources every shard: it starts at all, new or a sequence, not a position vector");
@@ -176,7 +179,7 @@ class SubscriptionImpl<E, D extends Delivery<E> = Delivery<E>> implements Subscr
       }
       // A position vector is checked against the shards' ends now: one past an end was never handed out.
       const { start } = this.#ctx.settings;
-      if (typeof start === "object" && "after" in start) await checkPositionsReached("start", start.after, this.#bus.shards.all);
+      if (typeof start === "object" && "after" in start) await checkPositionsReached("start", start.after, this.#bus.shards.all, this.#filterShards);
       await this.#journal?.start();
     } catch (e) {
       await this.#shutdown();
