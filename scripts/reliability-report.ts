@@ -224,7 +224,7 @@ own inbox prefix; they connect with \`readConsumers: { prefix: "alice", size: 4 
 history and replay are pulled through their pool's consumers),
 \`runtime\` writes the journal and previews, \`gateway\` may follow every session's feed
 (\`{ns}.feed.>\`, namespace mode) and read the journal, \`ops\` provisions and holds a
-service's durable named \`billing\` (the README's name, easily guessed). Each follower connects with
+service's durable named \`billing\` (the docs' name, easily guessed). Each follower connects with
 \`natsOptions.inboxPrefix\` set to its own prefix and follows its session
 (\`bus.session(id).subscribeEvents({ enduring: "all", ephemeral: "all" })\`) while the
 runtime writes to both sessions. Then, through jetloop: alice follows bob's session, every

@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { natsUrl, uniqueNamespace } from "../harness/context.js";
 import { findServerBinary } from "../harness/server.js";
 import { oldestNode, refusedEngines } from "../harness/engines.js";
+import { userDocs } from "../harness/user-docs.js";
 
 const run = promisify(execFile);
 const repo = resolve(import.meta.dirname, "../..");
@@ -48,7 +49,7 @@ beforeAll(async () => {
   await run(process.execPath, ["--import", "tsx", "scripts/prune-declarations.ts", join(stage, "dist")], { cwd: repo });
   // The gateway's page too, as `npm run build` makes it: `jetloop dev` serves it.
   await run(process.execPath, ["--import", "tsx", "scripts/build-web.ts", join(stage, "dist")], { cwd: repo });
-  await Promise.all(["package.json", "README.md", "streams"].map((f) => cp(join(repo, f), join(stage, f), { recursive: true })));
+  await Promise.all(["package.json", "README.md", "LICENSE", "docs", "streams"].map((f) => cp(join(repo, f), join(stage, f), { recursive: true })));
   const { stdout } = await run("npm", ["pack", "--ignore-scripts", "--silent", "--pack-destination", work], { cwd: stage });
   const tarball = join(work, stdout.trim().split("\n").pop()!);
 
@@ -64,7 +65,7 @@ beforeAll(async () => {
       include: ["*.ts"],
     }),
   );
-  blocks = tsBlocks(await readFile(join(repo, "README.md"), "utf8"));
+  blocks = userDocs().flatMap((d) => tsBlocks(d.text));
   await Promise.all(blocks.map((b, i) => writeFile(join(app, `block${i}.ts`), b)));
 }, 240_000);
 
