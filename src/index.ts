@@ -242,6 +242,7 @@ export type { Parked, ParkedSelection } from "./parking/parked-store.js";
 export type { ParkedOwner } from "./parking/parked-store.js";
 export type { ParkedEntry, ParkInput, ParkReason } from "./parking/parked-entry.js";
 export type { ConsumerFigures, ConsumersReport } from "./streams/consumer-figures.js";
+export type { RemovedDurable } from "./streams/remove-durable.js";
 export type { GroupFigures } from "./streams/consumer-figures.js";
 export type { GroupStatus } from "./subscribe/group/group-source.js";
 export type { GroupPartitionFigures, GroupReport } from "./subscribe/group/groups-report.js";

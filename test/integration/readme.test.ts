@@ -13,6 +13,8 @@ import { natsUrl, uniqueNamespace } from "../harness/context.js";
 import { findServerBinary } from "../harness/server.js";
 import { oldestNode, refusedEngines } from "../harness/engines.js";
 import { userDocs } from "../harness/user-docs.js";
+import { connect as connectNats } from "@nats-io/transport-node";
+import { jetstreamManager } from "@nats-io/jetstream";
 
 const run = promisify(execFile);
 const repo = resolve(import.meta.dirname, "../..");
@@ -97,6 +99,16 @@ describe("README.md", () => {
       const r = await runNode(join(app, "out", `block${i}.js`));
       expect({ block: i, code: r.code, stderr: r.stderr }).toEqual({ block: i, code: 0, stderr: "" });
       outputs.push(r.stdout);
+    }
+    // The blocks leave nothing behind on the server: no durable, no read consumer.
+    const nc = await connectNats({ servers: natsUrl() });
+    try {
+      const jsm = await jetstreamManager(nc);
+      const streams = (await jsm.streams.names().next()).filter((n) => n.startsWith("acme"));
+      expect(streams.length).toBeGreaterThan(0);
+      for (const stream of streams) expect({ stream, consumers: (await jsm.consumers.list(stream).next()).map((c) => c.name) }).toEqual({ stream, consumers: [] });
+    } finally {
+      await nc.close();
     }
     const watch = outputs.find((o) => o.includes("approval requested"));
     expect(watch?.trim().split("\n").map((l) => l.replace(/[0-9a-f-]{36}/g, "ID").replace(/journal \d+$/, "journal N"))).toEqual([
