@@ -27,7 +27,7 @@ export type CatalogReport =
   | { readonly kind: "entry_poisoned"; readonly sessionId: string; readonly error: CatalogEntryPoisonedError };
 
 export interface SessionCatalogOptions {
-  /** Entries refused and updates that failed. Default: the bus's log (warn). */
+  /** Entries refused, sessions marked and updates that failed. Default: the bus's log (warn). */
   readonly onReport?: ((report: CatalogReport) => void) | undefined;
   /** How long a list waits for the index to reach what the bucket holds before it fails (CatalogError). Default 10000 ms. */
   readonly syncTimeoutMs?: number | undefined;
@@ -183,7 +183,6 @@ class SessionCatalogImpl implements SessionCatalog {
     await this.#running?.catch(() => undefined);
     const p = this.#start(true);
     const report = await p;
-
     let removed = 0;
     const keys = await this.#kv.keys(`${ENTRY_PREFIX}>`);
     const stale: string[] = [];
@@ -249,11 +248,10 @@ class SessionCatalogImpl implements SessionCatalog {
       chunk = [];
       const dirty = [...held.values()].filter((h) => h.dirty);
       await inBatches(dirty, async (h) => {
-        const was = h.poisoned;
-        if (await this.#write(h, ends)) {
-          written++;
-          if (h.poisoned !== undefined && was === undefined) marked.push(h.sessionId);
-        } else unwritten.add(h.sessionId);
+        const done = await this.#write(h, ends);
+        if (done === false) unwritten.add(h.sessionId);
+        else written++;
+        if (done === "marked") marked.push(h.sessionId);
       });
     };
     const deliveries = bus.replay({ enduring: "all", includeInternal: true }, { after: marks.map((m, k) => Math.min(m.seq, ends[k]!)) });
@@ -349,9 +347,10 @@ class SessionCatalogImpl implements SessionCatalog {
    * Writes a held entry with compare-and-set. When another updater moved it: the stored
    * one is taken when it has folded at least as far; else the session is folded on from
    * the stored one (what this update folded on top of an older read is dropped), and
-   * written again. False when it could not be written (reported).
+   * written again. `marked` when what was written is a mark made now (reported); false when
+   * nothing could be written (reported).
    */
-  async #write(h: Held, ends: readonly number[]): Promise<boolean> {
+  async #write(h: Held, ends: readonly number[]): Promise<"written" | "marked" | false> {
     let cur = h;
     for (let attempt = 0; attempt < CAS_ATTEMPTS; attempt++) {
       const [value, entry] = this.#encoded(cur);
@@ -361,11 +360,10 @@ class SessionCatalogImpl implements SessionCatalog {
         cur.dirty = false;
         this.#adopt(h, cur);
         this.#indexEntry(entry, revision);
-        if (cur.poisonCause !== undefined) {
-          this.#report({ kind: "entry_poisoned", sessionId: cur.sessionId, error: new CatalogEntryPoisonedError(cur.sessionId, cur.poisoned!.reason, cur.poisoned!.journalSeq, { cause: cur.poisonCause }) });
-          cur.poisonCause = undefined;
-        }
-        return true;
+        if (cur.poisonCause === undefined || cur.poisoned === undefined) return "written";
+        this.#report({ kind: "entry_poisoned", sessionId: cur.sessionId, error: new CatalogEntryPoisonedError(cur.sessionId, cur.poisoned.reason, cur.poisoned.journalSeq, { cause: cur.poisonCause }) });
+        cur.poisonCause = undefined;
+        return "marked";
       } catch (e) {
         if (isTooLarge(e) && cur.poisoned === undefined) {
           // The server holds less than the bound: this session's entry is marked, and the mark (a few hundred bytes) written instead.
@@ -382,7 +380,8 @@ class SessionCatalogImpl implements SessionCatalog {
       const stored = got?.operation === "PUT" ? this.#trusted(got.key, got.string(), ends) : undefined;
       if (got !== null && stored !== undefined && stored.foldedSeq >= cur.foldedSeq) {
         this.#adopt(h, { ...cur, fold: StatusFold.resume(stored), foldedSeq: stored.foldedSeq, revision: got.revision, dirty: false, poisoned: stored.poisoned, poisonCause: undefined });
-        return true;
+        this.#indexEntry(stored, got.revision);
+        return "written";
       }
       cur = await this.#refold(cur.sessionId, cur.shard, got?.revision ?? 0, ends, stored);
       cur.dirty = true;
