@@ -212,7 +212,17 @@ describe("one hostile session among honest ones (a 4 KiB max_payload server)", (
           await bus.close();
         }
       }),
-      { numRuns: 8, seed: Number(process.env.JETLOOP_SEED ?? 3803), endOnFailure: true },
+      {
+        numRuns: 12,
+        seed: Number(process.env.JETLOOP_SEED ?? 3803),
+        endOnFailure: true,
+        // Each kind at least once whatever the seed: the measured forgery (a turn's first message on the victim claiming 1,000, its commit elsewhere), a poison record, an entry the server cannot hold.
+        examples: [
+          [{ kind: "forged", header: "Jetloop-Batch-Size", value: "1000", batch: 2 }, 3, 1],
+          [{ kind: "poison", mutation: 0, count: 2 }, 2, 0],
+          [{ kind: "unwritable", gates: 60 }, 2, 2],
+        ],
+      },
     );
   });
 });
