@@ -6,11 +6,11 @@
 // carry forged headers, costs only itself: it is marked and listed, the checkpoints move
 // to the journal's end, honest sessions beside it are listed as a full fold lists them, a
 // session stored after it is read alone, and `jetloop catalog rebuild` exits non-zero
-// naming the marked session.
+// naming the marked session; it and the gateway's list show it.
 import { headers } from "@nats-io/transport-node";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { connect, createEvent, encodeEvent, eventSubject, type Jetloop, type JetloopEvent, newId, openSessionCatalog, type CatalogReport } from "../../src/index.js";
+import { connect, createEvent, encodeEvent, eventSubject, type Jetloop, type JetloopEvent, newId, openSessionCatalog, type CatalogReport, startGateway } from "../../src/index.js";
 import { ENTRY_MAX_BYTES } from "../../src/catalog/entry.js";
 import { GATES_KEPT } from "../../src/catalog/fold.js";
 import { defaultRegistry } from "../../src/events/catalogue.js";
@@ -19,6 +19,7 @@ import { MUTATIONS } from "../harness/bad-messages.js";
 import { natsServers, uniqueNamespace } from "../harness/context.js";
 import { jetloopIn } from "../harness/cli.js";
 import { startServer, type NatsServer } from "../harness/server.js";
+import { request } from "./gateway/http.js";
 
 const base = Date.UTC(2026, 10, 1);
 const at = (sec: number) => new Date(base + sec * 1000).toISOString();
@@ -198,6 +199,17 @@ describe("one hostile session among honest ones (a 4 KiB max_payload server)", (
               expect(rebuilt.code).toBe(1);
               expect(rebuilt.stderr).toContain(victim);
             } else expect([rebuilt.code, rebuilt.stderr]).toEqual([0, ""]);
+            // The gateway's list (Go's shape: a marked session by its id alone) answers and shows it.
+            const gw = await startGateway(bus, { listen: "127.0.0.1:0" });
+            try {
+              const page = await request(`${gw.url}/v1/sessions?limit=1000`);
+              expect(page.status).toBe(200);
+              const ids = (JSON.parse(page.body) as { sessions: { session_id: string }[] }).sessions.map((r) => r.session_id);
+              expect(ids).toContain(victim);
+              for (const id of honestIds) expect(ids).toContain(id);
+            } finally {
+              await gw.close();
+            }
             const sessions = await jetloopIn(["sessions", "--json", ...cli]);
             expect(sessions.code).toBe(0);
             const lines = sessions.stdout.trim().split("\n").map((l) => JSON.parse(l) as { session_id: string; poisoned?: { reason: string; journal_seq: number } });
