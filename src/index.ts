@@ -12,6 +12,7 @@ export {
   EventNotPersistableError,
   EventValidationError,
   CatalogEntryError,
+  CatalogEntryPoisonedError,
   CatalogError,
   GatewayBindError,
   isJetloopError,
@@ -267,12 +268,13 @@ export {
   openSessionCatalog,
   type CatalogReport,
   type CatchUpReport,
+  type RebuildReport,
   type SessionCatalog,
   type SessionCatalogOptions,
   type SessionListOptions,
   type SessionPage,
 } from "./catalog/catalog.js";
-export type { CatalogRow } from "./catalog/entry.js";
+export { ENTRY_MAX_BYTES, type CatalogRow, type Poisoned, type PoisonReason } from "./catalog/entry.js";
 export {
   servePolicy,
   type PermissionCase,
