@@ -14,7 +14,7 @@ import { type ControlAnswer, decodeInputBody, idempotencyKey, sendInput, sendInt
 import { commandIdFor, decodeGateRequest, findGate, sendAnswer, toAnswer } from "./gate-answer.js";
 import { journalPageJson, type PageSink, streamJournalPage } from "./journal-page.js";
 import { type GatewayOptions, type GatewaySettings, parseGatewayOptions } from "./options.js";
-import { fromSeqParam, INVALID, lastEventIdParam, limitParam, pathId, skipParam } from "./params.js";
+import { fromSeqParam, INVALID, lastEventIdParam, limitParam, PAST_THE_JOURNAL, pathId, skipParam } from "./params.js";
 import { cutUnreadBody, readBody } from "./body.js";
 import { createSession } from "./create.js";
 import { route, type RouteName } from "./routes.js";
@@ -189,7 +189,9 @@ async function listSessions(ctx: Context, res: ServerResponse, q: URLSearchParam
     // A page of the catalog, brought up to the journal first: no journal is folded here beyond what was stored since the last list.
     const catalog = await ctx.catalog();
     const canSee = ctx.principal.canSee;
-    sendJson(res, 200, sessionListJson(await catalog.list({ skip, limit, visible: canSee && ((sid) => canSee(sid)) })));
+    // A skip past what a JavaScript number holds is past every session: the page is empty either way.
+    const within = skip > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(skip);
+    sendJson(res, 200, sessionListJson(await catalog.list({ skip: within, limit, visible: canSee && ((sid) => canSee(sid)) }), skip));
   } catch (e) {
     sendError(res, ctx.health.failure(e, "list_failed", {}, "could not list sessions"));
   }
@@ -213,8 +215,9 @@ async function journal(ctx: Context, res: ServerResponse, raw: string, q: URLSea
   const from = fromSeqParam(q);
   const limit = limitParam(q);
   if (from === INVALID || limit === INVALID) return sendError(res, "invalid_query");
-  // The journal route never answers 404 (reference §4): an unseen session reads as empty.
-  if (hidden(ctx, sid)) return sendJson(res, 200, journalPageJson({ events: [], nextSeq: 0, done: true }));
+  // The journal route never answers 404 (reference §4): an unseen session reads as empty, and
+  // so does a start past every sequence a stream can hold (Go reads any uint64 there).
+  if (hidden(ctx, sid) || from === PAST_THE_JOURNAL) return sendJson(res, 200, journalPageJson({ events: [], nextSeq: 0, done: true }));
   try {
     const empty = await streamJournalPage(ctx.bus, sid, from, limit, ctx.settings.maxPageBytes, responseSink(res, ctx.settings.slowClientMs));
     if (empty !== undefined) sendJson(res, 200, empty);
