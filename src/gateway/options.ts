@@ -91,6 +91,12 @@ const serverShape = z.strictObject({
    * make the gateway hold 600 MiB before it knew who was calling. Default 16384.
    */
   maxHeaderBytes: z.number().int().min(1024).max(1024 * 1024).default(16 * 1024),
+  /**
+   * Requests of one connection held at once: the one being answered (a connection's
+   * requests are answered one at a time, as Go's net/http serves them) and those a client
+   * pipelined behind it. One more closes the connection (pipeline.ts). Default 32.
+   */
+  maxPipelinedRequests: z.number().int().min(1).max(1024).default(32),
 });
 
 export type ServerOptions = z.input<typeof serverShape>;
