@@ -34,6 +34,9 @@ Runs until interrupted (Ctrl-C).
   --max-page-bytes N       bytes of one journal page; a longer one ends early with
                            done:false and the next sequence (default 16777216)
   --max-streams-per-client N       open SSE streams per client address (default 32)
+  --nats-max-pending N     the NATS server's max_pending for the gateway's connection
+                           (default 67108864, nats-server's); its reads owe the
+                           connection at most half of it at once, and queue past that
   --metrics HOST:PORT      serve jetloop's metrics in Prometheus text format on
                            http://HOST:PORT/metrics (needs the packages @opentelemetry/api,
                            @opentelemetry/sdk-metrics, @opentelemetry/exporter-prometheus)
@@ -60,6 +63,7 @@ export async function gatewayCommand(argv: string[], out: (s: string) => void, e
     "max-pipelined-requests": { type: "string" },
     "max-page-bytes": { type: "string" },
     "max-streams-per-client": { type: "string" },
+    "nats-max-pending": { type: "string" },
     metrics: { type: "string" },
     "insecure-public-metrics": { type: "boolean" },
     ...logFormatFlag,
@@ -100,6 +104,7 @@ export async function gatewayCommand(argv: string[], out: (s: string) => void, e
     maxPipelinedRequests: positiveInt("max-pipelined-requests", values["max-pipelined-requests"]),
     maxPageBytes: positiveInt("max-page-bytes", values["max-page-bytes"]),
     maxStreamsPerClient: positiveInt("max-streams-per-client", values["max-streams-per-client"]),
+    natsMaxPendingBytes: positiveInt("nats-max-pending", values["nats-max-pending"]),
   };
   checkListenOptions(options); // before dialing: a bad flag fails fast
   const metricsBind = values.metrics === undefined ? undefined : { listen: values.metrics, insecurePublicBind: values["insecure-public-metrics"] === true, allowedHosts: values["allow-host"] };
