@@ -224,7 +224,7 @@ own inbox prefix; they connect with \`readConsumers: { prefix: "alice", size: 4 
 history and replay are pulled through their pool's consumers),
 \`runtime\` writes the journal and previews, \`gateway\` may follow every session's feed
 (\`{ns}.feed.>\`, namespace mode) and read the journal, \`ops\` provisions and holds a
-service's durable named \`billing\` (the README's name, easily guessed). Each follower connects with
+service's durable named \`billing\` (the docs' name, easily guessed). Each follower connects with
 \`natsOptions.inboxPrefix\` set to its own prefix and follows its session
 (\`bus.session(id).subscribeEvents({ enduring: "all", ephemeral: "all" })\`) while the
 runtime writes to both sessions. Then, through jetloop: alice follows bob's session, every
@@ -572,19 +572,31 @@ open at once, not a sample. The suite's lean version is
 \`test/integration/session-catalog.test.ts\` (10,000 sessions paged; consumers of 5
 concurrent lists with 50 entries spoiled, so the update also folds sessions again; the list
 against a full fold after a generated run with concurrent and killed updaters, replayed
-updates and a server restart).
+updates and a server restart); \`test/integration/catalog-isolation.test.ts\` puts one hostile
+session beside honest ones: the measured attack (12,500 gates, on a default server),
+generated gate floods with long titles (a 64 KiB max_payload server), and, on a 4 KiB
+max_payload server, an entry the server cannot hold, poison records or forged headers.
 
 Asserted by the suite: the list equals a full fold of every journal; every session once in
 Go's order; an update offered every record again writes nothing (each entry keeps its
 revision); a gateway's lists open at most 1 + S + 1 consumers (the index's watch, one read
-per shard, one refold at a time) however many run at once.`,
+per shard, one refold at a time) however many run at once; every entry stays under
+\`ENTRY_MAX_BYTES\` (8 KiB) whatever one session stores; a session whose entry cannot be its
+fold is listed marked while the honest sessions equal a full fold, the checkpoints reach the
+journal's end, a session stored after it is read alone, and \`jetloop catalog rebuild\` exits
+1 naming it.`,
     notes: `Before the catalog, the list folded every session's journal on every request, one consumer
 per session, all at once: 300 sessions and 5 concurrent lists opened about 1,000 consumers
 and lists failed with 500; past about 1,000 sessions the list failed alone on 2.15.1. The
 first list after a backlog pays the fold of that backlog once (here every record of the
 10,000 sessions: 10,000 entries created, one compare-and-set each); later lists fold only
 what was stored since the previous one. The recorded runs shared 2 cores with six other
-test processes: the p99 and max of a page are that load's (the p50 is the page's cost).`,
+test processes: the p99 and max of a page are that load's (the p50 is the page's cost).
+Before entries were bounded, a session of about 12,500 gates made its entry pass the
+server's max_payload: its write failed on every update, so it was never listed, the
+checkpoints never moved (each update read everything stored since, again) and \`jetloop
+catalog rebuild\` exited 0. Now the fold keeps at most 48 gates (the largest entry is 6,503
+bytes), and a session that still cannot be written is marked and costs only itself.`,
   },
   "18-forged-headers": {
     title: "18. Forged headers on one session beside honest ones",

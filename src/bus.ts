@@ -39,6 +39,7 @@ import type { RetentionWarning } from "./streams/retention.js";
 import { type Durability, type DurabilityWarning, durabilityWarnings, type SyncSetting } from "./streams/durability.js";
 import { type ConsumersOptions, parseConsumersOptions, parseProvisionRequest, type ProvisionRequest } from "./streams/provision-options.js";
 import { type Parked, ParkedStore } from "./parking/parked-store.js";
+import { removeDurable, type RemovedDurable } from "./streams/remove-durable.js";
 import { WorkspaceRuleStore, type WorkspaceRules } from "./commands/workspace-rules.js";
 import { type GroupReport, groupsReport } from "./subscribe/group/groups-report.js";
 import type { Delivery } from "./subscribe/delivery.js";
@@ -178,6 +179,13 @@ export interface Jetloop<E = JetloopEvent> {
    * one of that name: `shard` (an index) names which; without it, the first by shard.
    */
   consumer(durable: string, shard?: number): Promise<ConsumerFigures | undefined>;
+  /**
+   * Removes a plain durable: its consumer on every journal shard and its replay consumer on
+   * the parked store (its position is lost; what it parked stays). Close the subscriptions
+   * on it first: an open one makes its consumer again. `removed` is empty when there was
+   * no such durable.
+   */
+  removeDurable(durable: string): Promise<RemovedDurable>;
   /**
    * Closes the bus's subscriptions (their iteration ends quietly, as after their own
    * `close()`), fails in-flight appends, and closes the connection if the bus opened it.
@@ -518,6 +526,14 @@ class BusImpl<E = JetloopEvent> implements Jetloop<E> {
 
   async consumer(durable: string, shard?: number): Promise<ConsumerFigures | undefined> {
     return (await this.consumers()).consumers.find((c) => c.durable === durable && (shard === undefined || this.shards === 1 || c.shard === shard));
+  }
+
+  async removeDurable(durable: string): Promise<RemovedDurable> {
+    try {
+      return await removeDurable(await this.jetstreamManager(), this.#shards, this.parked.stream, durable);
+    } catch (e) {
+      throw permissionRefusal(e);
+    }
   }
 
   async close(): Promise<void> {

@@ -44,6 +44,7 @@ export type JetloopErrorCode =
   | "READ_CONSUMERS_BUSY"
   | "SHARD_LAYOUT"
   | "CATALOG_ENTRY_INVALID"
+  | "CATALOG_ENTRY_POISONED"
   | "CATALOG_FAILED"
   | "NATS_SERVER_MISSING";
 
@@ -609,5 +610,22 @@ export class CatalogEntryError extends JetloopError {
 export class CatalogError extends JetloopError {
   constructor(message: string, options?: { cause?: unknown }) {
     super("CATALOG_FAILED", message, options);
+  }
+}
+
+/**
+ * A session whose catalog entry could not be its fold, so the catalog wrote a mark in its
+ * place (catalog/README.md): `too_large` (past ENTRY_MAX_BYTES or the server's
+ * max_payload), `fold_failed` (folding one of its records threw), `unreadable` (the entry
+ * would not read back as written). It costs that session only: the list shows it marked.
+ */
+export class CatalogEntryPoisonedError extends JetloopError {
+  constructor(
+    readonly sessionId: string,
+    readonly reason: "too_large" | "fold_failed" | "unreadable",
+    readonly journalSeq: number,
+    options?: { cause?: unknown },
+  ) {
+    super("CATALOG_ENTRY_POISONED", `session ${sessionId}: its catalog entry is marked ${reason} at journal sequence ${journalSeq}`, options);
   }
 }

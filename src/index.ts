@@ -12,6 +12,7 @@ export {
   EventNotPersistableError,
   EventValidationError,
   CatalogEntryError,
+  CatalogEntryPoisonedError,
   CatalogError,
   GatewayBindError,
   isJetloopError,
@@ -242,6 +243,7 @@ export type { Parked, ParkedSelection } from "./parking/parked-store.js";
 export type { ParkedOwner } from "./parking/parked-store.js";
 export type { ParkedEntry, ParkInput, ParkReason } from "./parking/parked-entry.js";
 export type { ConsumerFigures, ConsumersReport } from "./streams/consumer-figures.js";
+export type { RemovedDurable } from "./streams/remove-durable.js";
 export type { GroupFigures } from "./streams/consumer-figures.js";
 export type { GroupStatus } from "./subscribe/group/group-source.js";
 export type { GroupPartitionFigures, GroupReport } from "./subscribe/group/groups-report.js";
@@ -266,12 +268,13 @@ export {
   openSessionCatalog,
   type CatalogReport,
   type CatchUpReport,
+  type RebuildReport,
   type SessionCatalog,
   type SessionCatalogOptions,
   type SessionListOptions,
   type SessionPage,
 } from "./catalog/catalog.js";
-export type { CatalogRow } from "./catalog/entry.js";
+export { ENTRY_MAX_BYTES, type CatalogRow, type Poisoned, type PoisonReason } from "./catalog/entry.js";
 export {
   servePolicy,
   type PermissionCase,

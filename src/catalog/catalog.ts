@@ -8,12 +8,12 @@ import { Kvm, type KV, type KvWatchEntry } from "@nats-io/kv";
 import { jetstream } from "@nats-io/jetstream";
 import type { QueuedIterator } from "@nats-io/nats-core";
 import type { Jetloop } from "../bus.js";
-import { CatalogEntryError, CatalogError } from "../errors.js";
+import { CatalogEntryError, CatalogEntryPoisonedError, CatalogError } from "../errors.js";
 import type { JetloopEvent } from "../events/catalogue.js";
 import { defaultCatalogBucketName } from "../streams/declared.js";
 import { permissionRefusal } from "../subscribe/consumer-errors.js";
 import type { Delivery } from "../subscribe/delivery.js";
-import { type CatalogEntry, type CatalogRow, compareKeyed, ENTRY_PREFIX, decodeEntry, encodeEntry, entryKey, entryOf, type Keyed, keyed, keySession, rowOf } from "./entry.js";
+import { type CatalogEntry, type CatalogRow, compareKeyed, ENTRY_MAX_BYTES, ENTRY_PREFIX, decodeEntry, encodeEntry, entryKey, entryOf, type Keyed, keyed, keySession, markedEntry, type Poisoned, rowOf } from "./entry.js";
 import { StatusFold } from "./fold.js";
 import { type CatalogSettings, parseCatalogOptions, parseListOptions } from "./options.js";
 
@@ -22,10 +22,12 @@ export type CatalogReport =
   /** An entry the index or an update could not read (left out of the list; the update folds the session again). */
   | { readonly kind: "entry_invalid"; readonly key: string; readonly error: CatalogEntryError }
   /** An entry an update could not write: the checkpoint stays, so the next update tries again. */
-  | { readonly kind: "update_failed"; readonly sessionId: string; readonly error: unknown };
+  | { readonly kind: "update_failed"; readonly sessionId: string; readonly error: unknown }
+  /** A session whose entry could not be its fold (too large, a fold that threw, unreadable): marked, listed with the mark; the checkpoints move on. */
+  | { readonly kind: "entry_poisoned"; readonly sessionId: string; readonly error: CatalogEntryPoisonedError };
 
 export interface SessionCatalogOptions {
-  /** Entries refused and updates that failed. Default: the bus's log (warn). */
+  /** Entries refused, sessions marked and updates that failed. Default: the bus's log (warn). */
   readonly onReport?: ((report: CatalogReport) => void) | undefined;
   /** How long a list waits for the index to reach what the bucket holds before it fails (CatalogError). Default 10000 ms. */
   readonly syncTimeoutMs?: number | undefined;
@@ -50,8 +52,19 @@ export interface SessionPage {
 export interface CatchUpReport {
   /** Journal records read. */
   readonly read: number;
-  /** Entries written. */
+  /** Entries written (marks included). */
   readonly written: number;
+  /** Sessions this update marked instead of writing their fold (`entry_poisoned`), in the order marked. */
+  readonly marked: readonly string[];
+  /** Sessions whose entry this update could not write at all (`update_failed`): the checkpoints stayed, the next update tries them again. */
+  readonly unwritten: readonly string[];
+}
+
+/** What a rebuild did: an update from sequence 1, and the entries no journal backs removed. */
+export interface RebuildReport extends CatchUpReport {
+  readonly removed: number;
+  /** Sessions whose entry is a mark after the rebuild (marked by it, or by another updater meanwhile), and why: the list shows them marked. */
+  readonly poisoned: readonly { readonly sessionId: string; readonly poisoned: Poisoned }[];
 }
 
 /** The key of a shard's checkpoint: every session's events up to it are folded into their entries. */
@@ -62,6 +75,15 @@ const CONCURRENCY = 256;
 const CHUNK = 2048;
 /** Compare-and-set attempts on one entry before its update is reported as failed (Go: 8). */
 const CAS_ATTEMPTS = 8;
+/** Bytes a KV write's headers take beside the value (the expected-revision header, with room). */
+const WRITE_HEADROOM = 256;
+
+/** A write the client or the server refuses for its size: the same entry would be refused again. */
+const isTooLarge = (e: unknown) => {
+  const code = (e as { api_error?: { err_code?: number } } | undefined)?.api_error?.err_code;
+  // 10054: the stream's max_msg_size; the client's own check against the server's max_payload.
+  return code === 10054 || (e instanceof Error && /max_payload size exceeded|message size exceeds/i.test(e.message));
+};
 
 /** One session's entry as an update holds it: the fold, and the revision its write compares against (0: no entry). */
 interface Held {
@@ -71,6 +93,10 @@ interface Held {
   foldedSeq: number;
   revision: number;
   dirty: boolean;
+  /** Set when the session's entry is a mark, or is to be written as one: its records are passed over from then on. */
+  poisoned: Poisoned | undefined;
+  /** Why it was marked in this update (reported once the mark is written). */
+  poisonCause?: unknown;
 }
 
 async function inBatches<T>(items: readonly T[], f: (t: T) => Promise<void>): Promise<void> {
@@ -101,10 +127,11 @@ export interface SessionCatalog {
   catchUp(): Promise<CatchUpReport>;
   /**
    * Rebuilds every entry from the journal from sequence 1, whatever the entries held
-   * (corrupt, forged or stale), and deletes the entries of sessions the journal has no
-   * event of. `jetloop catalog rebuild`.
+   * (corrupt, forged, stale or marks), and deletes the entries of sessions the journal has
+   * no event of. `jetloop catalog rebuild`, which exits non-zero when `poisoned` or
+   * `unwritten` names any session.
    */
-  rebuild(): Promise<CatchUpReport & { readonly removed: number }>;
+  rebuild(): Promise<RebuildReport>;
   /**
    * A page of the list, in Go's order (last activity descending, then session id), after
    * an update (`catchUp`): what the journal held when the call was made is in it. The page
@@ -152,7 +179,7 @@ class SessionCatalogImpl implements SessionCatalog {
     return this.#next;
   }
 
-  async rebuild(): Promise<CatchUpReport & { readonly removed: number }> {
+  async rebuild(): Promise<RebuildReport> {
     await this.#running?.catch(() => undefined);
     const p = this.#start(true);
     const report = await p;
@@ -163,12 +190,17 @@ class SessionCatalogImpl implements SessionCatalog {
       const sid = keySession(key);
       if (sid === undefined || !this.#rebuilt.has(sid)) stale.push(key);
     }
+    // What the rebuild wrote or took is in the index: the marks among it.
+    const poisoned = [...this.#rebuilt].flatMap((sessionId) => {
+      const mark = this.#rows.get(sessionId)?.row.poisoned;
+      return mark ? [{ sessionId, poisoned: mark }] : [];
+    });
     await inBatches(stale, async (key) => {
       await this.#kv.delete(key);
       removed++;
     });
     this.#rebuilt.clear();
-    return { ...report, removed };
+    return { ...report, removed, poisoned };
   }
 
   /** The sessions a rebuild folded (the others' entries are removed after it). */
@@ -191,29 +223,35 @@ class SessionCatalogImpl implements SessionCatalog {
     const ends = await Promise.all(shards.map(async (j) => (await jsm.streams.info(j.stream)).state.last_seq));
     // One past the journal's end was not written by an updater: read as none (every record offered again, which changes nothing).
     const marks = read.map((m, k) => (m.seq > ends[k]! ? { seq: 0, revision: m.revision } : m));
-    if (!fresh && marks.every((m, k) => m.seq >= ends[k]!)) return { read: 0, written: 0 };
+    if (!fresh && marks.every((m, k) => m.seq >= ends[k]!)) return { read: 0, written: 0, marked: [], unwritten: [] };
     const held = new Map<string, Held>();
     let folded = 0;
     let written = 0;
-    let failed = false;
+    const marked: string[] = [];
+    const unwritten = new Set<string>();
     let chunk: Delivery<JetloopEvent>[] = [];
     const flush = async () => {
-      const sids = [...new Set(chunk.map((d) => d.event.sessionId))].filter((s): s is string => s !== undefined && !held.has(s));
+      const sids = [...new Set(chunk.map((d) => d.event.sessionId))].filter((s): s is string => s !== undefined && !held.has(s) && !unwritten.has(s));
       await inBatches(sids, async (sid) => {
-        held.set(sid, fresh ? await this.#freshHeld(sid) : await this.#load(sid, ends));
+        try {
+          held.set(sid, fresh ? await this.#freshHeld(sid) : await this.#load(sid, ends));
+        } catch (error) {
+          // Its entry could not be read (the bucket, the session's journal): its records wait for the next update, the others' do not.
+          this.#report({ kind: "update_failed", sessionId: sid, error });
+          unwritten.add(sid);
+        }
       });
       for (const d of chunk) {
-        const h = held.get(d.event.sessionId)!;
-        if (d.journalSeq <= h.foldedSeq) continue; // folded before: exactly once
-        h.fold.apply(d);
-        h.foldedSeq = d.journalSeq;
-        h.dirty = true;
+        const h = held.get(d.event.sessionId);
+        if (h !== undefined) this.#foldInto(h, d);
       }
       chunk = [];
       const dirty = [...held.values()].filter((h) => h.dirty);
       await inBatches(dirty, async (h) => {
-        if (await this.#write(h, ends)) written++;
-        else failed = true;
+        const done = await this.#write(h, ends);
+        if (done === false) unwritten.add(h.sessionId);
+        else written++;
+        if (done === "marked") marked.push(h.sessionId);
       });
     };
     const deliveries = bus.replay({ enduring: "all", includeInternal: true }, { after: marks.map((m, k) => Math.min(m.seq, ends[k]!)) });
@@ -227,15 +265,32 @@ class SessionCatalogImpl implements SessionCatalog {
       if (chunk.length >= CHUNK) await flush();
     }
     await flush();
-    if (fresh) for (const sid of held.keys()) this.#rebuilt.add(sid);
-    // A failed write leaves its session below the checkpoint would claim: the checkpoint stays, and the next update folds again (skipping what is folded).
-    if (!failed) await Promise.all(shards.map((_, k) => this.#advance(k, ends[k]!)));
-    return { read: folded, written };
+    if (fresh) for (const sid of [...held.keys(), ...unwritten]) this.#rebuilt.add(sid);
+    // A write that failed (not a mark: the session's data is not why) leaves its session below where the checkpoint would claim: the checkpoints stay, and the next update folds again (skipping what is folded).
+    if (unwritten.size === 0) await Promise.all(shards.map((_, k) => this.#advance(k, ends[k]!)));
+    return { read: folded, written, marked, unwritten: [...unwritten] };
+  }
+
+  /**
+   * One record into its session's held entry, above what the entry has folded (exactly
+   * once). A fold that throws marks the session (`fold_failed`) instead of failing the
+   * update; a marked session's records are passed over.
+   */
+  #foldInto(h: Held, d: Delivery<JetloopEvent>): void {
+    if (d.journalSeq <= h.foldedSeq || h.poisoned !== undefined) return;
+    try {
+      h.fold.apply(d);
+    } catch (error) {
+      h.poisoned = { reason: "fold_failed", journalSeq: d.journalSeq };
+      h.poisonCause = error;
+    }
+    h.foldedSeq = d.journalSeq;
+    h.dirty = true;
   }
 
   async #freshHeld(sid: string): Promise<Held> {
     const e = await this.#kv.get(entryKey(sid));
-    return { sessionId: sid, shard: this.#bus.journalOf(sid).shard.index, fold: new StatusFold(), foldedSeq: 0, revision: e?.revision ?? 0, dirty: false };
+    return { sessionId: sid, shard: this.#bus.journalOf(sid).shard.index, fold: new StatusFold(), foldedSeq: 0, revision: e?.revision ?? 0, dirty: false, poisoned: undefined };
   }
 
   /**
@@ -246,9 +301,9 @@ class SessionCatalogImpl implements SessionCatalog {
   async #load(sid: string, ends: readonly number[]): Promise<Held> {
     const shard = this.#bus.journalOf(sid).shard.index;
     const got = await this.#kv.get(entryKey(sid));
-    if (got === null) return { sessionId: sid, shard, fold: new StatusFold(), foldedSeq: 0, revision: 0, dirty: false };
+    if (got === null) return { sessionId: sid, shard, fold: new StatusFold(), foldedSeq: 0, revision: 0, dirty: false, poisoned: undefined };
     const entry = got.operation === "PUT" ? this.#trusted(got.key, got.string(), ends) : undefined;
-    if (entry !== undefined) return { sessionId: sid, shard, fold: StatusFold.resume(entry), foldedSeq: entry.foldedSeq, revision: got.revision, dirty: false };
+    if (entry !== undefined) return { sessionId: sid, shard, fold: StatusFold.resume(entry), foldedSeq: entry.foldedSeq, revision: got.revision, dirty: false, poisoned: entry.poisoned };
     // Deleted or unreadable: whatever it held is not known, so the session is folded from its start.
     return this.#refold(sid, shard, got.revision, ends);
   }
@@ -278,12 +333,12 @@ class SessionCatalogImpl implements SessionCatalog {
   }
 
   async #refoldNow(sid: string, shard: number, revision: number, ends: readonly number[], from?: CatalogEntry): Promise<Held> {
-    const h: Held = { sessionId: sid, shard, fold: from ? StatusFold.resume(from) : new StatusFold(), foldedSeq: from?.foldedSeq ?? 0, revision, dirty: from === undefined };
-    if (h.foldedSeq >= ends[shard]!) return h;
+    const h: Held = { sessionId: sid, shard, fold: from ? StatusFold.resume(from) : new StatusFold(), foldedSeq: from?.foldedSeq ?? 0, revision, dirty: from === undefined, poisoned: from?.poisoned };
+    // A mark is not folded on: nothing past it is read (`jetloop catalog rebuild` folds the session again).
+    if (h.foldedSeq >= ends[shard]! || h.poisoned !== undefined) return h;
     for await (const d of this.#bus.session(sid).replay({ enduring: "all", includeInternal: true }, { fromSeq: h.foldedSeq + 1, toSeq: ends[shard]! })) {
-      h.fold.apply(d);
-      h.foldedSeq = d.journalSeq;
-      h.dirty = true;
+      this.#foldInto(h, d);
+      if (h.poisoned !== undefined) break;
     }
     return h;
   }
@@ -292,20 +347,30 @@ class SessionCatalogImpl implements SessionCatalog {
    * Writes a held entry with compare-and-set. When another updater moved it: the stored
    * one is taken when it has folded at least as far; else the session is folded on from
    * the stored one (what this update folded on top of an older read is dropped), and
-   * written again. False when it could not be written (reported).
+   * written again. `marked` when what was written is a mark made now (reported); false when
+   * nothing could be written (reported).
    */
-  async #write(h: Held, ends: readonly number[]): Promise<boolean> {
+  async #write(h: Held, ends: readonly number[]): Promise<"written" | "marked" | false> {
     let cur = h;
     for (let attempt = 0; attempt < CAS_ATTEMPTS; attempt++) {
-      const value = encodeEntry(entryOf(cur.sessionId, cur.shard, cur.foldedSeq, cur.fold));
+      const [value, entry] = this.#encoded(cur);
       try {
         const revision = cur.revision === 0 ? await this.#kv.create(entryKey(cur.sessionId), value) : await this.#kv.update(entryKey(cur.sessionId), value, cur.revision);
         cur.revision = revision;
         cur.dirty = false;
         this.#adopt(h, cur);
-        this.#indexed(entryKey(cur.sessionId), value, revision);
-        return true;
+        this.#indexEntry(entry, revision);
+        if (cur.poisonCause === undefined || cur.poisoned === undefined) return "written";
+        this.#report({ kind: "entry_poisoned", sessionId: cur.sessionId, error: new CatalogEntryPoisonedError(cur.sessionId, cur.poisoned.reason, cur.poisoned.journalSeq, { cause: cur.poisonCause }) });
+        cur.poisonCause = undefined;
+        return "marked";
       } catch (e) {
+        if (isTooLarge(e) && cur.poisoned === undefined) {
+          // The server holds less than the bound: this session's entry is marked, and the mark (a few hundred bytes) written instead.
+          cur.poisoned = { reason: "too_large", journalSeq: cur.foldedSeq };
+          cur.poisonCause = e;
+          continue;
+        }
         if (!isConflict(e)) {
           this.#report({ kind: "update_failed", sessionId: cur.sessionId, error: e });
           return false;
@@ -314,8 +379,9 @@ class SessionCatalogImpl implements SessionCatalog {
       const got = await this.#kv.get(entryKey(cur.sessionId));
       const stored = got?.operation === "PUT" ? this.#trusted(got.key, got.string(), ends) : undefined;
       if (got !== null && stored !== undefined && stored.foldedSeq >= cur.foldedSeq) {
-        this.#adopt(h, { ...cur, fold: StatusFold.resume(stored), foldedSeq: stored.foldedSeq, revision: got.revision, dirty: false });
-        return true;
+        this.#adopt(h, { ...cur, fold: StatusFold.resume(stored), foldedSeq: stored.foldedSeq, revision: got.revision, dirty: false, poisoned: stored.poisoned, poisonCause: undefined });
+        this.#indexEntry(stored, got.revision);
+        return "written";
       }
       cur = await this.#refold(cur.sessionId, cur.shard, got?.revision ?? 0, ends, stored);
       cur.dirty = true;
@@ -324,12 +390,40 @@ class SessionCatalogImpl implements SessionCatalog {
     return false;
   }
 
+  /**
+   * The value to write for a held entry, and the entry it reads back as: its fold when that
+   * is within the bound (ENTRY_MAX_BYTES, and what the server's max_payload carries) and
+   * reads back as written; else the session's mark, and the held entry is marked.
+   */
+  #encoded(h: Held): [string, CatalogEntry] {
+    if (h.poisoned === undefined) {
+      const value = encodeEntry(entryOf(h.sessionId, h.shard, h.foldedSeq, h.fold));
+      const limit = Math.min(ENTRY_MAX_BYTES, (this.#bus.nc.info?.max_payload ?? Infinity) - WRITE_HEADROOM);
+      const bytes = Buffer.byteLength(value);
+      if (bytes > limit) {
+        h.poisoned = { reason: "too_large", journalSeq: h.foldedSeq };
+        h.poisonCause = new CatalogError(`the entry of session ${h.sessionId} takes ${bytes} bytes, past the ${limit} an entry may take here`);
+      } else {
+        try {
+          return [value, decodeEntry(entryKey(h.sessionId), value)];
+        } catch (e) {
+          if (!(e instanceof CatalogEntryError)) throw e;
+          h.poisoned = { reason: "unreadable", journalSeq: h.foldedSeq };
+          h.poisonCause = e;
+        }
+      }
+    }
+    const mark = markedEntry(h.sessionId, h.shard, h.foldedSeq, h.poisoned);
+    return [encodeEntry(mark), mark];
+  }
+
   /** The update goes on from what was written or taken. */
   #adopt(h: Held, from: Held): void {
     h.fold = from.fold;
     h.foldedSeq = from.foldedSeq;
     h.revision = from.revision;
     h.dirty = false;
+    h.poisoned = from.poisoned;
   }
 
   async #checkpoint(shard: number): Promise<{ seq: number; revision: number }> {
@@ -436,6 +530,14 @@ class SessionCatalogImpl implements SessionCatalog {
       this.#revisions.set(sid, revision);
       return;
     }
+    this.#indexEntry(entry, revision);
+  }
+
+  /** An entry read (or written) at `revision` into the index, unless the index has a newer one. */
+  #indexEntry(entry: CatalogEntry, revision: number): void {
+    const sid = entry.sessionId;
+    if ((this.#revisions.get(sid) ?? 0) >= revision) return;
+    const key = entryKey(sid);
     this.#unindex(key);
     this.#revisions.set(sid, revision);
     const k = keyed(rowOf(entry));

@@ -11,7 +11,34 @@ import { isCanonicalUuid } from "../events/ids.js";
 import type { LedgerGate } from "../projection/gate-ledger.js";
 import { goJson } from "../wire/wire.js";
 import { parseStrictJson, StrictJsonError } from "../wire/strict-json.js";
-import { type FoldState, isDerivedTitle, type StatusFold, TITLE_MAX_RUNES } from "./fold.js";
+import { type FoldState, GATES_KEPT, isDerivedTitle, type StatusFold, TITLE_MAX_RUNES } from "./fold.js";
+
+/**
+ * The most bytes an entry's value can take, by construction: every field is bounded (ids
+ * are canonical UUIDs, times Go's RFC 3339 of at most 35 bytes, the title 80 runes of at
+ * most 6 bytes each as Go escapes them, counts and sequences 16 digits) and the fold keeps
+ * at most GATES_KEPT gates of 116 bytes each: about 6.5 KB at most. Far under any
+ * max_payload a JetStream server is run with (1 MiB by default; 64 KiB is small). The
+ * catalog writes nothing larger (it would mark the session, `too_large`), and a server
+ * whose max_payload is below it may refuse the largest entries: those sessions are
+ * marked, never the namespace's update held (catalog/README.md).
+ */
+export const ENTRY_MAX_BYTES = 8192;
+
+/**
+ * Why a session's entry is a mark rather than its fold: `too_large` (the entry would pass
+ * ENTRY_MAX_BYTES or the server's max_payload, or the server refused its size),
+ * `fold_failed` (folding one of its records threw), `unreadable` (the entry the fold made
+ * would not read back as written). The session costs only itself: it is listed with the
+ * mark, its later records are passed over, and `jetloop catalog rebuild` tries it again.
+ */
+export type PoisonReason = "too_large" | "fold_failed" | "unreadable";
+
+export interface Poisoned {
+  readonly reason: PoisonReason;
+  /** The last journal sequence of the session folded when it could not be kept. */
+  readonly journalSeq: number;
+}
 
 /** The key prefix of session entries (`sessions.<uuid>`): a watch of `sessions.>` reads them all, nothing else. */
 export const ENTRY_PREFIX = "sessions.";
@@ -33,6 +60,8 @@ export interface CatalogEntry extends FoldState {
   readonly shard: number;
   /** The last journal sequence of the session folded in: an update at or below it changes nothing. */
   readonly foldedSeq: number;
+  /** Set on a mark: the fields above are then empty (catalog/README.md). */
+  readonly poisoned?: Poisoned | undefined;
 }
 
 /** What the list shows of an entry, and what it sorts by. */
@@ -42,6 +71,8 @@ export interface CatalogRow {
   readonly title: string;
   readonly createdAt: string | undefined;
   readonly lastActiveAt: string | undefined;
+  /** Why the session's entry is a mark (its other fields then empty); undefined for a fold. */
+  readonly poisoned?: Poisoned | undefined;
 }
 
 export function entryOf(sessionId: string, shard: number, foldedSeq: number, f: StatusFold): CatalogEntry {
@@ -62,8 +93,32 @@ export function entryOf(sessionId: string, shard: number, foldedSeq: number, f: 
   };
 }
 
+/** A session's mark: no fold fields, only why and where (a few hundred bytes whatever the session holds). */
+export function markedEntry(sessionId: string, shard: number, foldedSeq: number, poisoned: Poisoned): CatalogEntry {
+  return {
+    sessionId,
+    shard,
+    foldedSeq,
+    poisoned,
+    state: undefined,
+    lastJournalSeq: 0,
+    activeTurnId: undefined,
+    waitingGateId: undefined,
+    createdAt: undefined,
+    lastActiveAt: undefined,
+    title: "",
+    status: undefined,
+    loopCount: 0,
+    gates: [],
+  };
+}
+
 /** Go's field order and omissions (`omitempty`/`omitzero`), then jetloop's object. */
 export function encodeEntry(e: CatalogEntry): string {
+  if (e.poisoned) {
+    const mark = `{"reason":${goJson(e.poisoned.reason)},"journal_seq":${e.poisoned.journalSeq}}`;
+    return `{"session_id":${goJson(e.sessionId)},"jetloop":{"shard":${e.shard},"folded_seq":${e.foldedSeq},"gates":[],"poisoned":${mark}}}`;
+  }
   const p = [`"session_id":${goJson(e.sessionId)}`];
   if (e.title !== "") p.push(`"title":${goJson(e.title)}`);
   if (e.createdAt) p.push(`"created_at":${goJson(e.createdAt)}`);
@@ -98,9 +153,13 @@ const valueShape = z.strictObject({
   jetloop: z.strictObject({
     shard: z.number().int().min(0),
     folded_seq: seq,
-    gates: z.array(z.strictObject({ gate_id: uuid, loop_id: uuid.optional(), resolved: z.literal(true).optional() })),
+    gates: z.array(z.strictObject({ gate_id: uuid, loop_id: uuid.optional(), resolved: z.literal(true).optional() })).max(GATES_KEPT),
+    poisoned: z.strictObject({ reason: z.enum(["too_large", "fold_failed", "unreadable"]), journal_seq: seq.min(1) }).optional(),
   }),
 });
+
+/** The fields a mark leaves empty: a value with both is not one the catalog writes. */
+const FOLD_FIELDS = ["title", "created_at", "last_active_at", "status", "loop_count", "state", "last_journal_seq", "active_turn_id", "waiting_gate_id"] as const;
 
 /**
  * Reads an entry as the catalog wrote it, or throws CatalogEntryError: malformed or
@@ -127,6 +186,13 @@ export function decodeEntry(key: string, text: string): CatalogEntry {
   const v = r.data;
   if (v.session_id !== sid) throw new CatalogEntryError(key, `holds session ${v.session_id}`);
   if (v.last_journal_seq !== undefined && v.last_journal_seq > v.jetloop.folded_seq) throw new CatalogEntryError(key, "last_journal_seq is past folded_seq");
+  const mark = v.jetloop.poisoned;
+  if (mark !== undefined) {
+    const filled = FOLD_FIELDS.find((f) => v[f] !== undefined);
+    if (filled !== undefined || v.jetloop.gates.length > 0) throw new CatalogEntryError(key, `is marked poisoned and holds ${filled ?? "gates"}`);
+    if (mark.journal_seq > v.jetloop.folded_seq) throw new CatalogEntryError(key, "jetloop.poisoned.journal_seq is past folded_seq");
+    return markedEntry(sid, v.jetloop.shard, v.jetloop.folded_seq, { reason: mark.reason, journalSeq: mark.journal_seq });
+  }
   const gates: LedgerGate[] = v.jetloop.gates.map((g) => ({
     sessionId: sid,
     gateId: g.gate_id,
@@ -155,7 +221,8 @@ export function decodeEntry(key: string, text: string): CatalogEntry {
 }
 
 export function rowOf(e: CatalogEntry): CatalogRow {
-  return { sessionId: e.sessionId, state: e.state, title: e.title, createdAt: e.createdAt, lastActiveAt: e.lastActiveAt };
+  const row = { sessionId: e.sessionId, state: e.state, title: e.title, createdAt: e.createdAt, lastActiveAt: e.lastActiveAt };
+  return e.poisoned ? { ...row, poisoned: e.poisoned } : row;
 }
 
 /**

@@ -61,6 +61,15 @@ export function isDerivedTitle(t: string): boolean {
   return runes === TITLE_MAX_RUNES || !TRAILING.test(t);
 }
 
+/**
+ * The gates the fold remembers at most (GateLedger's capacity): the catalog keeps them in
+ * the session's entry, so this bounds the entry whatever the session stores. Far more than
+ * a session has open at once; past it the fold forgets resolved gates first (a second
+ * resolution of a forgotten one is not applied, as before, since the gate is unknown),
+ * then the oldest open ones (whose late resolution is then not applied either).
+ */
+export const GATES_KEPT = 48;
+
 /** Go's `SessionStatus`: the lifecycle phase kept beside the richer `state`. */
 export type SessionLifecycle = "active" | "stopped";
 
@@ -115,7 +124,8 @@ export interface SessionStatus {
  * any other event changes nothing, not even that. jetloop adds one rule, the
  * projection's own (GateLedger): a GateResolved counts only from the loop whose GateOpened
  * opened that gate, and only once; a GateOpened taking over another loop's gate id does
- * not count either.
+ * not count either. It remembers at most `GATES_KEPT` gates (GateLedger's capacity): a
+ * fold from the start and one resumed from the catalog's entry forget the same ones.
  */
 export class StatusFold {
   state: SessionState | undefined;
@@ -134,7 +144,7 @@ export class StatusFold {
   /** The loops of the session: the primary (counted by SessionStarted) and one per LoopStarted. */
   loopCount = 0;
   /** Which resolution may close which gate: the same rule as the tool activity projection's. */
-  readonly #ledger = new GateLedger();
+  readonly #ledger = new GateLedger({ capacity: GATES_KEPT });
 
   /** Every gate the fold knows (its binding state), for `resume`. */
   gates(): LedgerGate[] {

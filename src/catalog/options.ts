@@ -6,7 +6,7 @@ import { functionOption, parseOptions } from "../options.js";
 type Report = (report: never) => void;
 
 export const catalogShape = z.strictObject({
-  /** Entries refused (`entry_invalid`) and updates that failed (`update_failed`). Default: the bus's log (warn). */
+  /** Entries refused (`entry_invalid`), sessions marked (`entry_poisoned`) and updates that failed (`update_failed`). Default: the bus's log (warn). */
   onReport: functionOption<Report>().optional(),
   /** How long a list waits for the index to reach the bucket's last revision before CatalogError. Default 10000 ms. */
   syncTimeoutMs: z.number().int().min(1).max(2 ** 31 - 1).default(10_000),

@@ -152,7 +152,7 @@ async function runDemo(bus: Jetloop, servers: string | string[], throwaway: bool
   }
   out("\ndemo complete: approve and deny branches recorded; rebuilt state matches.");
   if (!throwaway) out(`replay it: ${selfCommand()} replay --server ${[servers].flat().join(",")} --namespace ${bus.namespace} --session ${sessionId}`);
-  else out("the throwaway server is stopped and its journal with it; to replay a run or watch it in the gateway, run the demo with --server (README: \"Against the demo\")");
+  else out("the throwaway server is stopped and its journal with it; to replay a run or watch it in the gateway, run the demo with --server (docs/gateway.md: \"Against the demo\")");
   return 0;
 }
 

@@ -49,11 +49,13 @@ export async function devCommand(argv: string[], out: (s: string) => void): Prom
   // throwaway server last (it runs in a process group of its own, so the terminal's signal
   // does not stop it first and fail the gates' closing). A second one exits at once; the
   // server's exit hook still stops it. Handled before the server starts: a signal that
-  // killed this process would leave that server running.
+  // killed this process would leave that server running. A SIGHUP while stopping is the
+  // terminal going away after the Ctrl-C (script(1) closing its pseudo-terminal, a window
+  // closed): not a second request to hurry, so the ordered stop goes on and exits 0.
   const stopped = new AbortController();
-  const stop = () => {
-    if (stopped.signal.aborted) process.exit(130);
-    stopped.abort();
+  const stop = (signal: NodeJS.Signals) => {
+    if (!stopped.signal.aborted) stopped.abort();
+    else if (signal !== "SIGHUP") process.exit(130);
   };
   const signals = ["SIGINT", "SIGTERM", "SIGHUP"] as const;
   for (const s of signals) process.on(s, stop);

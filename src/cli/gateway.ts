@@ -29,9 +29,14 @@ Runs until interrupted (Ctrl-C).
   --max-connections-per-client N   open connections per client address (default 128)
   --max-connections N      open connections in all (default 1024)
   --max-header-bytes N     request line and headers read before 431 (default 16384)
+  --max-pipelined-requests N   requests one connection may have unanswered (answered one
+                           at a time); one more closes the connection (default 32)
   --max-page-bytes N       bytes of one journal page; a longer one ends early with
                            done:false and the next sequence (default 16777216)
   --max-streams-per-client N       open SSE streams per client address (default 32)
+  --nats-max-pending N     the NATS server's max_pending for the gateway's connection
+                           (default 67108864, nats-server's); its reads owe the
+                           connection at most half of it at once, and queue past that
   --metrics HOST:PORT      serve jetloop's metrics in Prometheus text format on
                            http://HOST:PORT/metrics (needs the packages @opentelemetry/api,
                            @opentelemetry/sdk-metrics, @opentelemetry/exporter-prometheus)
@@ -55,8 +60,10 @@ export async function gatewayCommand(argv: string[], out: (s: string) => void, e
     "max-connections-per-client": { type: "string" },
     "max-connections": { type: "string" },
     "max-header-bytes": { type: "string" },
+    "max-pipelined-requests": { type: "string" },
     "max-page-bytes": { type: "string" },
     "max-streams-per-client": { type: "string" },
+    "nats-max-pending": { type: "string" },
     metrics: { type: "string" },
     "insecure-public-metrics": { type: "boolean" },
     ...logFormatFlag,
@@ -94,8 +101,10 @@ export async function gatewayCommand(argv: string[], out: (s: string) => void, e
     maxConnectionsPerClient: positiveInt("max-connections-per-client", values["max-connections-per-client"]),
     maxConnections: positiveInt("max-connections", values["max-connections"]),
     maxHeaderBytes: positiveInt("max-header-bytes", values["max-header-bytes"]),
+    maxPipelinedRequests: positiveInt("max-pipelined-requests", values["max-pipelined-requests"]),
     maxPageBytes: positiveInt("max-page-bytes", values["max-page-bytes"]),
     maxStreamsPerClient: positiveInt("max-streams-per-client", values["max-streams-per-client"]),
+    natsMaxPendingBytes: positiveInt("nats-max-pending", values["nats-max-pending"]),
   };
   checkListenOptions(options); // before dialing: a bad flag fails fast
   const metricsBind = values.metrics === undefined ? undefined : { listen: values.metrics, insecurePublicBind: values["insecure-public-metrics"] === true, allowedHosts: values["allow-host"] };

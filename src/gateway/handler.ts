@@ -12,9 +12,9 @@ import { type GatewayErrorName, sendError, sendJson } from "./envelope.js";
 import { NatsHealth } from "./nats-health.js";
 import { type ControlAnswer, decodeInputBody, idempotencyKey, sendInput, sendInterrupt } from "./controls.js";
 import { commandIdFor, decodeGateRequest, findGate, sendAnswer, toAnswer } from "./gate-answer.js";
-import { journalPageJson, type PageSink, streamJournalPage } from "./journal-page.js";
+import { journalPageJson, pageBatch, type PageSink, streamJournalPage } from "./journal-page.js";
 import { type GatewayOptions, type GatewaySettings, parseGatewayOptions } from "./options.js";
-import { fromSeqParam, INVALID, lastEventIdParam, limitParam, pathId, skipParam } from "./params.js";
+import { fromSeqParam, INVALID, lastEventIdParam, limitParam, PAST_THE_JOURNAL, pathId, skipParam } from "./params.js";
 import { cutUnreadBody, readBody } from "./body.js";
 import { createSession } from "./create.js";
 import { route, type RouteName } from "./routes.js";
@@ -24,6 +24,8 @@ import { openSessionCatalog, type SessionCatalog } from "../catalog/catalog.js";
 import { FrameCache } from "./sse-frames.js";
 import { serveEvents, type SharedStreams } from "./sse-stream.js";
 import { observeGateway, routeOf, tracedHttp } from "../telemetry/index.js";
+import { pullBytes, pullSize } from "../subscribe/pull-size.js";
+import { type ReadBudget, readBudgetOf } from "./read-budget.js";
 
 /**
  * What this gateway serves: the runtime's full-surface features, in their order, then
@@ -63,6 +65,8 @@ interface Context {
   readonly health: NatsHealth;
   /** The session catalog the list reads, opened at the first list (again after a failed open). */
   readonly catalog: () => Promise<SessionCatalog>;
+  /** The bytes the read routes may owe the connection at once (read-budget.ts). */
+  readonly budget: ReadBudget;
 }
 
 export function createGatewayHandler(bus: Jetloop, options: GatewayOptions = {}): GatewayHandler {
@@ -70,6 +74,7 @@ export function createGatewayHandler(bus: Jetloop, options: GatewayOptions = {})
   const auth: Authenticate | undefined = settings.authenticate ?? (settings.token === undefined ? undefined : bearerToken(settings.token));
   const streams: SharedStreams = { open: new Set(), perClient: new Map(), counters: { open: 0, previewsDropped: 0, slowDisconnects: 0 }, frames: new FrameCache() };
   const health = new NatsHealth(bus);
+  const budget = readBudgetOf(bus.nc, settings.natsMaxPendingBytes);
   // One catalog for the gateway's life: its index's watch is the one consumer every list shares.
   let opened: Promise<SessionCatalog> | undefined;
   const catalog = () =>
@@ -95,7 +100,7 @@ export function createGatewayHandler(bus: Jetloop, options: GatewayOptions = {})
     if (isPreflight(req)) return answerPreflight(res);
     const principal = await authenticate(auth, req);
     if (principal === undefined) return sendError(res, "unauthorized");
-    const ctx: Context = { bus, settings, principal, streams, health, catalog };
+    const ctx: Context = { bus, settings, principal, streams, health, catalog, budget };
     const r = routeOf(req, route(req, res));
     if (r === undefined) return;
     // A body not declared JSON (or none: the Go client's interrupt) only from a caller no other site's page can be (boundary.ts).
@@ -138,6 +143,34 @@ export function createGatewayHandler(bus: Jetloop, options: GatewayOptions = {})
 /** A session id no journal can hold (the nil UUID), or one the caller may not see. */
 function hidden(ctx: Context, sid: string): boolean {
   return !isCanonicalUuid(sid) || (ctx.principal.canSee !== undefined && !ctx.principal.canSee(sid));
+}
+
+/** The most messages a replay pulls at once by default (the replay option `batch`). */
+const REPLAY_BATCH = 512;
+
+/**
+ * Runs `read` holding `reads` shares of the connection's read budget, each a pull of
+ * `batch` messages (what such a read may owe the connection); undefined, without running
+ * it, when the client left while it waited.
+ */
+async function withReadShare<T>(ctx: Context, res: ServerResponse, batch: number, reads: number, read: () => Promise<T>): Promise<T | undefined> {
+  const maxPayload = ctx.bus.nc.info?.max_payload;
+  const gone = new AbortController();
+  const onClose = () => gone.abort(new Error("the client left"));
+  res.once("close", onClose);
+  let release: () => void;
+  try {
+    release = await ctx.budget.take(reads * pullBytes(pullSize(batch, maxPayload), maxPayload), gone.signal);
+  } catch {
+    return undefined;
+  } finally {
+    res.off("close", onClose);
+  }
+  try {
+    return await read();
+  } finally {
+    release();
+  }
 }
 
 /** The session id from the path: 400 if malformed, 404 if hidden. */
@@ -189,7 +222,12 @@ async function listSessions(ctx: Context, res: ServerResponse, q: URLSearchParam
     // A page of the catalog, brought up to the journal first: no journal is folded here beyond what was stored since the last list.
     const catalog = await ctx.catalog();
     const canSee = ctx.principal.canSee;
-    sendJson(res, 200, sessionListJson(await catalog.list({ skip, limit, visible: canSee && ((sid) => canSee(sid)) })));
+    // Bringing the catalog up to the journal reads every shard at once, and refolds one session at a time.
+    const shares = ctx.bus.journals().length + 1;
+    // A skip past what a JavaScript number holds is past every session: the page is empty either way.
+    const within = skip > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(skip);
+    const page = await withReadShare(ctx, res, REPLAY_BATCH, shares, () => catalog.list({ skip: within, limit, visible: canSee && ((sid) => canSee(sid)) }));
+    if (page !== undefined) sendJson(res, 200, sessionListJson(page, skip));
   } catch (e) {
     sendError(res, ctx.health.failure(e, "list_failed", {}, "could not list sessions"));
   }
@@ -199,7 +237,9 @@ async function status(ctx: Context, res: ServerResponse, raw: string): Promise<v
   const sid = visibleSession(ctx, res, raw);
   if (sid === undefined) return;
   try {
-    const s = await readSessionStatus(ctx.bus, sid);
+    const read = await withReadShare(ctx, res, REPLAY_BATCH, 1, async () => ({ s: await readSessionStatus(ctx.bus, sid) }));
+    if (read === undefined) return;
+    const { s } = read;
     if (s === undefined) return sendError(res, "session_not_found");
     sendJson(res, 200, statusJson(servableStatus(s)));
   } catch (e) {
@@ -213,10 +253,11 @@ async function journal(ctx: Context, res: ServerResponse, raw: string, q: URLSea
   const from = fromSeqParam(q);
   const limit = limitParam(q);
   if (from === INVALID || limit === INVALID) return sendError(res, "invalid_query");
-  // The journal route never answers 404 (reference §4): an unseen session reads as empty.
-  if (hidden(ctx, sid)) return sendJson(res, 200, journalPageJson({ events: [], nextSeq: 0, done: true }));
+  // The journal route never answers 404 (reference §4): an unseen session reads as empty, and
+  // so does a start past every sequence a stream can hold (Go reads any uint64 there).
+  if (hidden(ctx, sid) || from === PAST_THE_JOURNAL) return sendJson(res, 200, journalPageJson({ events: [], nextSeq: 0, done: true }));
   try {
-    const empty = await streamJournalPage(ctx.bus, sid, from, limit, ctx.settings.maxPageBytes, responseSink(res, ctx.settings.slowClientMs));
+    const empty = await withReadShare(ctx, res, pageBatch(limit), 1, () => streamJournalPage(ctx.bus, sid, from, limit, ctx.settings.maxPageBytes, responseSink(res, ctx.settings.slowClientMs)));
     if (empty !== undefined) sendJson(res, 200, empty);
   } catch (e) {
     // Once the page has begun its status is sent: cut it short, so that the client sees a
@@ -313,7 +354,9 @@ async function gate(ctx: Context, req: IncomingMessage, res: ServerResponse, raw
   const request = decodeGateRequest(body);
   if (request === undefined) return sendError(res, "invalid_body");
   try {
-    const opened = isCanonicalUuid(gid) ? await findGate(ctx.bus, sid, gid) : undefined;
+    const found = isCanonicalUuid(gid) ? await withReadShare(ctx, res, REPLAY_BATCH, 1, async () => ({ opened: await findGate(ctx.bus, sid, gid) })) : { opened: undefined };
+    if (found === undefined) return;
+    const { opened } = found;
     if (opened === undefined) return sendError(res, "gate_not_found");
     const answer = toAnswer(gid, opened, request);
     if (typeof answer === "string") return sendError(res, answer);

@@ -24,6 +24,11 @@ export interface PageSink {
   end(chunk: string): void;
 }
 
+/** A page's pull: one more than the page, so that the read does not pull far past what it returns. */
+export function pageBatch(limit: number): number {
+  return Math.min(limit + 1, 512);
+}
+
 /** The longest tail a page ends with: `],"next_journal_seq":<2^53>,"done":false}` and a newline. */
 const TAIL_ROOM = 64;
 
@@ -37,9 +42,8 @@ const TAIL_ROOM = 64;
  * sequence, as a page that reached `limit` does, and the client reads on from there.
  */
 export async function streamJournalPage(bus: Jetloop, sessionId: string, fromSeq: number, limit: number, maxBytes: number, sink: PageSink): Promise<string | undefined> {
-  // One more than the page so that the read does not pull far past what it returns (its
-  // pulls are bounded in bytes as well: subscribe/pull-size.ts).
-  const read = bus.session(sessionId).replay({ enduring: "all" }, { fromSeq: Math.max(fromSeq, 1), batch: Math.min(limit + 1, 512) })[Symbol.asyncIterator]();
+  // Its pulls are bounded in bytes as well (subscribe/pull-size.ts).
+  const read = bus.session(sessionId).replay({ enduring: "all" }, { fromSeq: Math.max(fromSeq, 1), batch: pageBatch(limit) })[Symbol.asyncIterator]();
   try {
     let next = await read.next();
     if (next.done) return journalPageJson({ events: [], nextSeq: 0, done: true });

@@ -8,6 +8,7 @@ import type { Jetloop } from "../bus.js";
 import { GatewayBindError } from "../errors.js";
 import { createGatewayHandler, type GatewayHandler } from "./handler.js";
 import { type GatewayOptions, type ListenOptions, parseListenOptions, type ServerSettings } from "./options.js";
+import { oneAtATime } from "./pipeline.js";
 
 export type { ListenOptions };
 
@@ -92,7 +93,8 @@ export async function startGateway(bus: Jetloop, options: ListenOptions): Promis
     maxHeaderSize: limits.maxHeaderBytes,
   });
   const admitted = capConnections(server, limits.maxConnectionsPerClient, limits.maxConnections);
-  server.on("request", (req: IncomingMessage, res: ServerResponse) => (admitted(req.socket) ? handler(req, res) : req.socket.destroy()));
+  const serve = oneAtATime(handler, limits.maxPipelinedRequests);
+  server.on("request", (req: IncomingMessage, res: ServerResponse) => (admitted(req.socket) ? serve(req, res) : req.socket.destroy()));
   await new Promise<void>((resolve, reject) => {
     server.once("error", (e) => reject(new GatewayBindError(listen, e.message, { cause: e })));
     server.listen(port, host === "" ? undefined : host, () => resolve());

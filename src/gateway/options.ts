@@ -57,6 +57,14 @@ export const gatewayShape = z.strictObject({
   maxPageBytes: z.number().int().min(1024).default(16 * 1024 * 1024),
   /** Open SSE streams per client address; past it 429 too_many_streams (retryable). Default 32. */
   maxStreamsPerClient: z.number().int().min(1).default(32),
+  /**
+   * The `max_pending` of the NATS server the gateway's connection is on: bytes the server
+   * holds for the connection before it cuts it as a slow consumer (with every viewer on
+   * it). The read routes (journal pages, status, the list, gate answers) together ask for
+   * at most half of it at once; a request that does not fit waits its turn
+   * (read-budget.ts). Default 64 MiB, nats-server's default.
+   */
+  natsMaxPendingBytes: z.number().int().min(2 * 1024 * 1024).default(64 * 1024 * 1024),
 });
 
 export type GatewayOptions = z.input<typeof gatewayShape>;
@@ -91,6 +99,12 @@ const serverShape = z.strictObject({
    * make the gateway hold 600 MiB before it knew who was calling. Default 16384.
    */
   maxHeaderBytes: z.number().int().min(1024).max(1024 * 1024).default(16 * 1024),
+  /**
+   * Requests of one connection held at once: the one being answered (a connection's
+   * requests are answered one at a time, as Go's net/http serves them) and those a client
+   * pipelined behind it. One more closes the connection (pipeline.ts). Default 32.
+   */
+  maxPipelinedRequests: z.number().int().min(1).max(1024).default(32),
 });
 
 export type ServerOptions = z.input<typeof serverShape>;

@@ -10,9 +10,30 @@ export function pathId(raw: string): string | undefined {
 /** The parameter was given but is not valid: the caller answers 400 invalid_parameter. */
 export const INVALID = Symbol("invalid");
 
-// Go's strconv.Atoi takes a sign; ParseUint (from_journal_seq) takes digits only.
+// Go's strconv.Atoi takes a sign; ParseUint (from_journal_seq) takes digits only. Neither
+// takes whitespace, underscores (base 10) or an empty number; both take leading zeros.
 const SIGNED = /^[+-]?[0-9]+$/;
 const DIGITS = /^[0-9]+$/;
+
+/** Go's int on the runtime's 64-bit platforms: strconv.Atoi's range. */
+const GO_INT_MIN = -(2n ** 63n);
+const GO_INT_MAX = 2n ** 63n - 1n;
+/** strconv.ParseUint(raw, 10, 64)'s range. */
+const GO_UINT64_MAX = 2n ** 64n - 1n;
+
+/** strconv.Atoi exactly: the value, or undefined where Go returns an error (syntax, or out of int64's range). */
+export function goAtoi(raw: string): bigint | undefined {
+  if (!SIGNED.test(raw)) return undefined;
+  const n = BigInt(raw);
+  return n < GO_INT_MIN || n > GO_INT_MAX ? undefined : n;
+}
+
+/** strconv.ParseUint(raw, 10, 64) exactly: the value, or undefined where Go returns an error. */
+export function goParseUint64(raw: string): bigint | undefined {
+  if (!DIGITS.test(raw)) return undefined;
+  const n = BigInt(raw);
+  return n > GO_UINT64_MAX ? undefined : n;
+}
 
 function int(raw: string, pattern: RegExp): number | typeof INVALID {
   if (!pattern.test(raw)) return INVALID;
@@ -20,20 +41,24 @@ function int(raw: string, pattern: RegExp): number | typeof INVALID {
   return Number.isSafeInteger(n) ? n : INVALID;
 }
 
-/** `limit`: default 100, valid 1..1000. */
+/** `limit`: default 100, valid 1..1000 (Atoi: a sign and leading zeros are taken). */
 export function limitParam(q: URLSearchParams): number | typeof INVALID {
   const raw = q.get("limit");
   if (raw === null || raw === "") return 100;
-  const n = int(raw, SIGNED);
-  return n === INVALID || n < 1 || n > 1000 ? INVALID : n;
+  const n = goAtoi(raw);
+  return n === undefined || n < 1n || n > 1000n ? INVALID : Number(n);
 }
 
-/** `skip`: default 0, at least 0, no cap. */
-export function skipParam(q: URLSearchParams): number | typeof INVALID {
+/**
+ * `skip`: default 0, at least 0, no cap but Go's int (Atoi): up to 2^63 - 1, which a
+ * JavaScript number cannot hold, so it is kept exact (the list echoes it). Past every
+ * session is an empty page, done, as Go answers it.
+ */
+export function skipParam(q: URLSearchParams): bigint | typeof INVALID {
   const raw = q.get("skip");
-  if (raw === null || raw === "") return 0;
-  const n = int(raw, SIGNED);
-  return n === INVALID || n < 0 ? INVALID : n;
+  if (raw === null || raw === "") return 0n;
+  const n = goAtoi(raw);
+  return n === undefined || n < 0n ? INVALID : n;
 }
 
 /**
@@ -50,11 +75,20 @@ export function journalSeq(raw: string): number | typeof INVALID {
   return n === INVALID || n > MAX_JOURNAL_SEQ ? INVALID : n;
 }
 
-/** `from_journal_seq`: inclusive; absent, empty or 0 is the start. */
-export function fromSeqParam(q: URLSearchParams): number | typeof INVALID {
+/** A `from_journal_seq` past every sequence a stream can hold: the page is empty and done, as Go answers it. */
+export const PAST_THE_JOURNAL = Symbol("past the journal");
+
+/**
+ * `from_journal_seq`: inclusive; absent, empty or 0 is the start. Go's ParseUint: any
+ * uint64, digits only. Past MAX_JOURNAL_SEQ no stream holds an event (so the Go handler
+ * answers an empty page): PAST_THE_JOURNAL.
+ */
+export function fromSeqParam(q: URLSearchParams): number | typeof PAST_THE_JOURNAL | typeof INVALID {
   const raw = q.get("from_journal_seq");
   if (raw === null || raw === "") return 0;
-  return journalSeq(raw);
+  const n = goParseUint64(raw);
+  if (n === undefined) return INVALID;
+  return n > BigInt(MAX_JOURNAL_SEQ) ? PAST_THE_JOURNAL : Number(n);
 }
 
 /** `Last-Event-ID` (header or query): the last sequence the client has; absent or empty is none. */

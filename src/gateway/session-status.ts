@@ -64,9 +64,10 @@ export function statusJson(s: SessionStatus): string {
 
 /**
  * The list's JSON (reference §5): each session's row as the catalog holds it, Go's fields
- * and order, zero values omitted.
+ * and order, zero values omitted. `skip` is the request's, echoed exactly as Go echoes its
+ * int (it may be past what a JavaScript number holds: the page is then empty, done).
  */
-export function sessionListJson(page: SessionPage): string {
+export function sessionListJson(page: SessionPage, skip: bigint = BigInt(page.skip)): string {
   const done = page.sessions.length < page.limit;
   const items = page.sessions.map((s) => {
     const parts = [`"session_id":${goJson(s.sessionId)}`];
@@ -76,5 +77,5 @@ export function sessionListJson(page: SessionPage): string {
     if (s.lastActiveAt) parts.push(`"last_active_at":${goJson(s.lastActiveAt)}`);
     return `{${parts.join(",")}}`;
   });
-  return `{"sessions":[${items.join(",")}],"skip":${page.skip},"limit":${page.limit},"next_skip":${done ? 0 : page.skip + page.sessions.length},"done":${String(done)}}`;
+  return `{"sessions":[${items.join(",")}],"skip":${skip},"limit":${page.limit},"next_skip":${done ? 0n : skip + BigInt(page.sessions.length)},"done":${String(done)}}`;
 }

@@ -43,9 +43,27 @@ type Event = { readonly type: string; readonly sessionId?: string; readonly loop
 type Opened = Event & { readonly gate?: { readonly id?: string | undefined; readonly kind?: string | undefined; readonly subject?: { readonly toolExecutionId?: string | undefined } | undefined } | undefined; readonly cause?: { readonly toolExecutionId?: string | undefined } | undefined };
 type Resolved = Event & { readonly gateId?: string | undefined };
 
+export interface GateLedgerOptions {
+  /**
+   * How many gates it remembers at most (default: every one). When a gate it does not
+   * know opens with this many remembered, it forgets the first resolved one in the order
+   * opened, else the first open one: what it holds is then bounded whatever a session
+   * stores (the session catalog keeps it in an entry of bounded size). A forgotten gate is
+   * one this ledger never saw: its resolution is `unmatched`, and a GateOpened reusing its
+   * id opens it anew. Deterministic, so a ledger restored from `all()` goes on as one that
+   * never stopped.
+   */
+  readonly capacity?: number | undefined;
+}
+
 export class GateLedger {
   /** By gate id alone (a UUID): a resolution naming it from another session is caught too. */
   readonly #gates = new Map<string, LedgerGate>();
+  readonly #capacity: number;
+
+  constructor(options: GateLedgerOptions = {}) {
+    this.#capacity = options.capacity ?? Infinity;
+  }
 
   apply(event: Opened | Resolved): LedgerVerdict {
     if (event.sessionId === undefined) return { kind: "ignored" };
@@ -92,8 +110,22 @@ export class GateLedger {
       resolved: false,
     };
     this.#gates.delete(gateId);
+    if (this.#gates.size >= this.#capacity) this.#forgetOne();
     this.#gates.set(gateId, gate);
     return { kind: "opened", gate };
+  }
+
+  /** Makes room for one: the first resolved gate in the order opened (what matters least), else the first open one. */
+  #forgetOne(): void {
+    let first: string | undefined;
+    for (const [id, g] of this.#gates) {
+      first ??= id;
+      if (g.resolved) {
+        this.#gates.delete(id);
+        return;
+      }
+    }
+    if (first !== undefined) this.#gates.delete(first);
   }
 
   #resolved(e: Resolved, sessionId: string): LedgerVerdict {

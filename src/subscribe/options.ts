@@ -204,7 +204,9 @@ type ReportBody =
   /**
    * A feed subscription read `fromSeq`..`toSeq` from the journal because the feed may have
    * missed something there (`gap`: a missed sequence detected; `reconnect`,
-   * `leader_elected`, `slow_reader`: a loss the connection or the stream announced).
+   * `leader_elected`, `slow_reader`: a loss the connection or the stream announced). Never
+   * an empty range: a check that finds the journal no further than what was taken reports
+   * nothing.
    */
   | { readonly kind: "gap_closed"; readonly fromSeq: number; readonly toSeq: number; readonly reason: "gap" | "reconnect" | "leader_elected" | "slow_reader" };
 

@@ -47,3 +47,12 @@ export function pullSize(batch: number, maxPayload: number | undefined): PullSiz
   if (batch >= BYTES_PULL_MESSAGES) return { max_bytes: budget };
   return { max_messages: fit };
 }
+
+/**
+ * The most bytes a read pulling with `size` can have asked the server for and not yet
+ * received: NATS.js pulls again only for what arrived, so what one read owes the
+ * connection never exceeds one pull.
+ */
+export function pullBytes(size: PullSize, maxPayload: number | undefined): number {
+  return "max_bytes" in size ? size.max_bytes : size.max_messages * ((maxPayload ?? DEFAULT_MAX_PAYLOAD) + SUBJECT_ROOM);
+}

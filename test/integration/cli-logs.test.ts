@@ -70,8 +70,16 @@ describe("jetloop dev in a terminal", () => {
         });
         void exited.then((code) => fail(new Error(`dev exited ${code} before a gate opened: ${output}`)));
       });
-      // script ends when its command has and its input is closed.
-      child.stdin.end("\x03");
+      // The Ctrl-C; the input is closed (script ends when its command has and its input is
+      // closed) only once dev says it stopped, so the stop in order is all the test sees.
+      child.stdin.write("\x03");
+      await new Promise<void>((done) => {
+        const said = () => output.includes("stopped: simulated loop");
+        if (said()) done();
+        else child.stdout.on("data", () => said() && done());
+        void exited.then(() => done());
+      });
+      child.stdin.end();
       expect(await exited, output).toBe(0);
     } finally {
       // On a failure: the terminal closed is a SIGHUP to dev, which stops it all in order.

@@ -38,6 +38,9 @@ describe("jetloop CLI", () => {
       ["--max-header-bytes", "2097152", "maxHeaderBytes"],
       ["--max-page-bytes", "100", "maxPageBytes"],
       ["--max-connections", "0", "max-connections"],
+      ["--max-pipelined-requests", "0", "max-pipelined-requests"],
+      ["--max-pipelined-requests", "1025", "maxPipelinedRequests"],
+      ["--nats-max-pending", "1024", "natsMaxPendingBytes"],
     ] as const) {
       const r = await jetloopIn(["gateway", "--listen", "127.0.0.1:0", flag, value, "--server", "nats://127.0.0.1:1"]);
       expect([flag, value, r.code, r.stderr]).toEqual([flag, value, 2, expect.stringContaining(option)]);

@@ -12,6 +12,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { natsUrl, uniqueNamespace } from "../harness/context.js";
 import { findServerBinary } from "../harness/server.js";
 import { oldestNode, refusedEngines } from "../harness/engines.js";
+import { userDocs } from "../harness/user-docs.js";
+import { connect as connectNats } from "@nats-io/transport-node";
+import { jetstreamManager } from "@nats-io/jetstream";
 
 const run = promisify(execFile);
 const repo = resolve(import.meta.dirname, "../..");
@@ -48,7 +51,7 @@ beforeAll(async () => {
   await run(process.execPath, ["--import", "tsx", "scripts/prune-declarations.ts", join(stage, "dist")], { cwd: repo });
   // The gateway's page too, as `npm run build` makes it: `jetloop dev` serves it.
   await run(process.execPath, ["--import", "tsx", "scripts/build-web.ts", join(stage, "dist")], { cwd: repo });
-  await Promise.all(["package.json", "README.md", "streams"].map((f) => cp(join(repo, f), join(stage, f), { recursive: true })));
+  await Promise.all(["package.json", "README.md", "LICENSE", "docs", "streams"].map((f) => cp(join(repo, f), join(stage, f), { recursive: true })));
   const { stdout } = await run("npm", ["pack", "--ignore-scripts", "--silent", "--pack-destination", work], { cwd: stage });
   const tarball = join(work, stdout.trim().split("\n").pop()!);
 
@@ -64,7 +67,7 @@ beforeAll(async () => {
       include: ["*.ts"],
     }),
   );
-  blocks = tsBlocks(await readFile(join(repo, "README.md"), "utf8"));
+  blocks = userDocs().flatMap((d) => tsBlocks(d.text));
   await Promise.all(blocks.map((b, i) => writeFile(join(app, `block${i}.ts`), b)));
 }, 240_000);
 
@@ -96,6 +99,16 @@ describe("README.md", () => {
       const r = await runNode(join(app, "out", `block${i}.js`));
       expect({ block: i, code: r.code, stderr: r.stderr }).toEqual({ block: i, code: 0, stderr: "" });
       outputs.push(r.stdout);
+    }
+    // The blocks leave nothing behind on the server: no durable, no read consumer.
+    const nc = await connectNats({ servers: natsUrl() });
+    try {
+      const jsm = await jetstreamManager(nc);
+      const streams = (await jsm.streams.names().next()).filter((n) => n.startsWith("acme"));
+      expect(streams.length).toBeGreaterThan(0);
+      for (const stream of streams) expect({ stream, consumers: (await jsm.consumers.list(stream).next()).map((c) => c.name) }).toEqual({ stream, consumers: [] });
+    } finally {
+      await nc.close();
     }
     const watch = outputs.find((o) => o.includes("approval requested"));
     expect(watch?.trim().split("\n").map((l) => l.replace(/[0-9a-f-]{36}/g, "ID").replace(/journal \d+$/, "journal N"))).toEqual([

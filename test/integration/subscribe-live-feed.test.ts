@@ -10,6 +10,7 @@ import { sleep, waitFor } from "../harness/async.js";
 import { consumerCount } from "../harness/stream-state.js";
 import { RepublishReader, rawHeaderEnd } from "../../src/subscribe/republish-headers.js";
 import type { Msg } from "@nats-io/transport-node";
+import { pino } from "pino";
 
 function decided(sessionId: string, loopId: string): JetloopEvent {
   return createEvent("PermissionDecided", { sessionId, loopId, turnId: newId(), stepId: newId(), toolExecutionId: newId(), effect: "approve" });
@@ -223,5 +224,32 @@ describe("feed messages lost without a reconnect (the drop hook), on views over 
   it("loop mode delivers every event exactly once, a missed one when its subject speaks again", async () => {
     const { want, got } = await dropped(viewers);
     expect([...got].sort((a, b) => a - b)).toEqual(want);
+  });
+});
+
+describe("a resync that finds nothing missed", () => {
+  it("reports no gap, in either feed mode: never a range that ends before it begins", async () => {
+    for (const feed of ["loop", "namespace"] as const) {
+      const logs: { msg?: string; reason?: string; fromSeq?: number; toSeq?: number }[] = [];
+      const own = await connect({ servers: natsServers(), namespace: bus.namespace, feed, logger: pino({ level: "debug" }, { write: (line: string) => void logs.push(JSON.parse(line) as (typeof logs)[number]) }) });
+      try {
+        const sessionId = newId();
+        const reports: { fromSeq: number; toSeq: number; reason: string }[] = [];
+        const sub = await own.subscribeEvents({ sessions: [sessionId], enduring: "all" }, { onReport: (r) => void (r.kind === "gap_closed" && reports.push(r)) });
+        const seq = (await bus.publish(decided(sessionId, newId()))).journalSeq;
+        expect((await new Reader(sub).take(1)).map((d) => d.journalSeq)).toEqual([seq]);
+        // A reconnect with nothing published meanwhile: each viewer checks the journal and
+        // finds it no further than what it took.
+        await busContext(own).nc.reconnect();
+        // Loop mode: each viewer reads on its own; namespace mode: each shard's lane for all.
+        const done = feed === "loop" ? "feed viewer resynced from the journal" : "namespace feed resynced from the journal";
+        const resynced = () => logs.filter((l) => l.msg === done && l.reason === "reconnect");
+        await waitFor("the resync", () => resynced().length > 0, 10_000, 10);
+        expect({ feed, resync: resynced()[0]!.toSeq! < resynced()[0]!.fromSeq!, reports }).toEqual({ feed, resync: true, reports: [] });
+        await sub.close();
+      } finally {
+        await own.close();
+      }
+    }
   });
 });

@@ -11,6 +11,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { userDocs } from "../harness/user-docs.js";
 
 const repo = resolve(import.meta.dirname, "../..");
 
@@ -82,13 +83,13 @@ ${w.terminals.length > 1 ? `bash -c ${shellQuote(w.terminals[last]!)} > "$work/t
 const shellQuote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 
 const isolated = spawnSync("unshare", ["--net", "true"]).status === 0;
-const found = walkthroughs(readFileSync(join(repo, "README.md"), "utf8"));
+const found = userDocs().flatMap((d) => walkthroughs(d.text));
 const dirs: string[] = [];
 afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
 
 // Only where a private network namespace cannot be made (not root): CI runs as root.
 describe.skipIf(!isolated && process.env.CI !== "true")(`README walkthroughs as written${isolated ? "" : " (SKIPPED: unshare --net needs root)"}`, () => {
-  it("the README has the walkthroughs this file checks", () => {
+  it("the docs have the walkthroughs this file checks", () => {
     expect(found.map((w) => w.name).sort()).toEqual(Object.keys(CHECKS).sort());
   });
 

@@ -7,6 +7,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { OFFICIAL_IMAGES } from "../harness/containers.js";
+import { docWith } from "../harness/user-docs.js";
 
 const root = join(import.meta.dirname, "../..");
 const file = readFileSync(join(root, "docker-compose.yml"), "utf8");
@@ -48,14 +49,14 @@ describe("docker-compose.yml", () => {
     expect(dockerfile).toMatch(/^RUN npm run build$/m);
   });
 
-  it("has a gateway service that provisions, then serves over all three nodes, and the README starts it", () => {
+  it("has a gateway service that provisions, then serves over all three nodes, and the docs start it", () => {
     const gateway = /^ {2}gateway:\n((?: {4}.*\n|\n)+)/m.exec(file)?.[1] ?? "";
     expect(gateway).toContain('profiles: ["gateway"]');
     expect(gateway).toContain("dockerfile: deploy/gateway/Dockerfile");
     expect(gateway).toContain("NATS_URL: nats://nats-1:4222,nats://nats-2:4222,nats://nats-3:4222");
     expect(gateway).toMatch(/node dist\/cli\/main\.js provision && exec node dist\/cli\/main\.js gateway --listen 0\.0\.0\.0:8080/);
     for (const n of [1, 2, 3]) expect(gateway).toContain(`nats-${n}: { condition: service_healthy }`);
-    const readme = readFileSync(join(root, "README.md"), "utf8");
+    const readme = docWith("## Containers").text;
     expect(readme).toContain("docker compose --profile gateway up -d --build");
     expect(readme).toContain(`demo --server ${published.filter((p) => p.endsWith(":4222")).map((p) => `nats://127.0.0.1:${p.split(":")[1]}`).join(",")}`);
   });

@@ -80,7 +80,7 @@ describe("the public surface (src/index.ts)", () => {
     expect(interfaceMembers("bus.ts", "Jetloop")).toEqual(
       [
         "close", "consumer", "consumers", "jetstreamManager", "journalOf", "journals", "log", "namespace", "nc", "parked", "provision", "publish", "publishAll",
-        "registry", "replay", "rules", "serveGates", "serverVersion", "session", "settings", "shards", "storedEvents", "stream", "subscribeEvents", "supports",
+        "registry", "removeDurable", "replay", "rules", "serveGates", "serverVersion", "session", "settings", "shards", "storedEvents", "stream", "subscribeEvents", "supports",
       ].sort(),
     );
   });

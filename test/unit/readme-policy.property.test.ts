@@ -1,14 +1,14 @@
-// The README's policy service block is what users copy: its `decide` must approve exactly
+// The docs' policy service block is what users copy: its `decide` must approve exactly
 // what it says (reads under /tmp) and deny the rest, for every request, not just the usual
-// one. The function is taken from README.md as written and run over generated requests.
-import { readFileSync } from "node:fs";
-import { join, posix } from "node:path";
+// one. The function is taken from the page as written and run over generated requests.
+import { posix } from "node:path";
 import { runInNewContext } from "node:vm";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { docWith } from "../harness/user-docs.js";
 
-const readme = readFileSync(join(import.meta.dirname, "../../README.md"), "utf8");
-const section = readme.slice(readme.indexOf("## A policy service"));
+const page = docWith("## A policy service").text;
+const section = page.slice(page.indexOf("## A policy service"));
 const block = /```ts\n([\s\S]*?)```/.exec(section)![1]!;
 const source = /decide: ([\s\S]*?),\n\}\);/.exec(block)![1]!;
 type Decide = (c: { request: { requirements: { kind: string; match: string }[] } }) => { effect: string; reason: string };
@@ -29,7 +29,7 @@ const path = fc.oneof(
 );
 const requirement = fc.record({ kind: fc.constantFrom("fs.read", "fs.write", "command.execute", "net.http"), match: path });
 
-describe("the README's policy block", () => {
+describe("the docs' policy block", () => {
   it("approves exactly the requests whose every requirement reads inside /tmp (none: deny; '..' out of /tmp: deny)", () => {
     fc.assert(
       fc.property(fc.array(requirement, { maxLength: 4 }), (rs) => {

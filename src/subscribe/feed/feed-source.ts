@@ -242,7 +242,11 @@ export class FeedSource<E> implements Source, FeedViewer {
     await this.#retrying(() => this.#feed.registered());
     const to = (await this.#retrying(() => this.#ctx.journalState(this.#journalSubjects()))).lastSeq;
     await this.#catchUp(to);
-    if (reason !== "filter") this.#ctx.report({ kind: "gap_closed", fromSeq: from, toSeq: to, reason });
+    // A resync that found the journal no further than what was taken closed no gap: a
+    // report of fromSeq N+1 toSeq N would tell viewers and the repair metric of a loss
+    // that did not happen.
+    if (reason !== "filter" && to >= from) this.#ctx.report({ kind: "gap_closed", fromSeq: from, toSeq: to, reason });
+    this.#ctx.log.debug({ reason, fromSeq: from, toSeq: to }, "feed viewer resynced from the journal");
   }
 
   /** The journal subjects of the feed subjects followed: what a read, and a restricted user's position, name. */

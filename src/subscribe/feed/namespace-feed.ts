@@ -226,6 +226,7 @@ class ShardLane {
           this.#d.log.info({ reason, shard: index, fromSeq: from, toSeq: end }, "closed a namespace feed gap from the journal");
           for (const v of reached ?? this.#feed.viewers()) v.repaired(index, from, end, reason);
         }
+        this.#d.log.debug({ reason, shard: index, fromSeq: from, toSeq: end }, "namespace feed resynced from the journal");
         // What the journal did not have (removed by retention) is not coming either.
         this.#last = Math.max(this.#last!, end);
         if (this.#overflowed) {
