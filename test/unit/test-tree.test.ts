@@ -20,27 +20,22 @@ const ROOT = join(import.meta.dirname, "../..");
  *   the event or by a sentinel published after it.
  */
 const ALLOWED: Readonly<Record<string, FileCounts & { why: string }>> = {
-  "test/integration/adv-permissions-shards.test.ts": { waits: 2, silences: 0, why: "to do: 300 ms windows before checking what a refused reader got" },
-  "test/integration/adv-sharded-start.test.ts": { waits: 5, silences: 0, why: "moment: generated delays between starts and publishes (2); to do: 300-500 ms settles (3)" },
-  "test/integration/adv-shards-group.test.ts": {
-    waits: 2,
-    silences: 0,
-    why: "pace: random handler work (1); to do: 1.5 s before checking the misplaced copy was handed to nobody (1; a sentinel after it must share its shard and its partition consumer)",
-  },
+  "test/integration/adv-sharded-start.test.ts": { waits: 2, silences: 0, why: "moment: generated delays between starts and publishes" },
+  "test/integration/adv-shards-group.test.ts": { waits: 1, silences: 0, why: "pace: random handler work" },
   "test/integration/adv-shards-update-filter.test.ts": {
-    waits: 4,
+    waits: 3,
     silences: 0,
-    why: "moment: generated gaps between filter updates (1); to do: 300 ms 'outside the filter would have come by now' (3; a shard the filter does not cover has no event of the filter to publish after it)",
+    why: "moment: generated gaps between filter updates (1); to do: 300 ms 'outside the filter would have come by now' (2; a shard the filter does not cover has no event of the filter to publish after it)",
   },
   "test/integration/append-order-adversary.test.ts": { waits: 13, silences: 0, why: "pace: the generated call pacing (1); moment: cuts, pauses and restarts put between appends in flight (12)" },
   "test/integration/append-order-cut.test.ts": { waits: 4, silences: 0, why: "pace: yielding every chunk of a burst (1); moment: a cut or a pause while appends are in flight (3)" },
   "test/integration/atomic-batch.test.ts": { waits: 3, silences: 0, why: "moment: a cut or a stop inside a batch's commit at a chosen or generated delay" },
-  "test/integration/backpressure.test.ts": { waits: 4, silences: 0, why: "bound: a read raced by 10 s (1); pace: a slow consumer (2); to do: 100 ms before reading the buffered count (1)" },
+  "test/integration/backpressure.test.ts": { waits: 3, silences: 0, why: "bound: a read raced by 10 s (1); pace: a slow consumer (2)" },
   "test/integration/bench-cpu-budget.test.ts": { waits: 2, silences: 0, why: "elapse: a CPU rate is measured over a window of time" },
   "test/integration/durable-turns.test.ts": {
-    waits: 8,
+    waits: 3,
     silences: 0,
-    why: "bound: the quiet timer of a read (1); moment: generated start delays (1); to do: polls and settles around commits, a consumer's recreation (6)",
+    why: "bound: the quiet timer of a read (1); moment: generated start delays (1); elapse: a raw fetch's ack wait must lapse so that its two come again redelivered (1)",
   },
   "test/integration/exactly-once.test.ts": { waits: 3, silences: 0, why: "elapse: the server's duplicate window must pass (1); the server's stored times must differ either side of a `since` (2)" },
   "test/integration/gate-actor-race.test.ts": { waits: 2, silences: 0, why: "moment: a close or a step at a generated time in the actor's start" },
