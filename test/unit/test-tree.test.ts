@@ -61,7 +61,7 @@ const ALLOWED: Readonly<Record<string, FileCounts & { why: string }>> = {
   "test/integration/policy-service.test.ts": { waits: 1, silences: 0, why: "pace: a generated decision delay" },
   "test/integration/policy-slots-adversary.test.ts": { waits: 2, silences: 0, why: "pace: decisions that outlast their ack wait, the input of the case (300 ms each behind one slot, 400 ms leases; 800 ms against a 200 ms ack wait)" },
   "test/integration/read-consumers.test.ts": { waits: 1, silences: 0, why: "moment: another process frees the name 700 ms into the read's wait for it" },
-  "test/integration/read-placement-adversary.test.ts": { waits: 2, silences: 0, why: "moment: a paused leader resumed after 8 s (1); to do: 250 ms (1)" },
+  "test/integration/read-placement-adversary.test.ts": { waits: 1, silences: 0, why: "moment: a paused leader resumed after 8 s" },
   "test/integration/reliability/forged-headers.test.ts": { waits: 1, silences: 0, why: "pace: another session writes every 50 ms so the stream grows without reaching a forged claim (a load, not a synchronisation)" },
   "test/integration/subscribe-durable.test.ts": {
     waits: 2,
@@ -77,10 +77,9 @@ const ALLOWED: Readonly<Record<string, FileCounts & { why: string }>> = {
   },
   "test/integration/subscribe-poison.test.ts": { waits: 1, silences: 1, why: "to do: a 50 ms settle (1) and the ordered read's 'no further delivery' (1; a sentinel there would change the journal the later cases count)" },
   "test/integration/telemetry-metrics.test.ts": { waits: 1, silences: 0, why: "bound: the gateway's start raced by 30 s" },
-  "test/integration/turn-edges.test.ts": { waits: 1, silences: 0, why: "to do: 200 ms for a feed to be holding a turn's first event when the filter changes" },
   "test/integration/turn-forgery.test.ts": { waits: 1, silences: 0, why: "bound: a read closed after 3 s if it hangs" },
   "test/integration/turn-moments.test.ts": { waits: 1, silences: 1, why: "moment: a reader started at a generated delay (1); to do: one 'no further delivery' read (1)" },
-  "test/integration/whole-turns.test.ts": { waits: 3, silences: 0, why: "moment: readers started at generated delays (2); to do: 100 ms before the sentinels (1)" },
+  "test/integration/whole-turns.test.ts": { waits: 1, silences: 0, why: "moment: readers started at generated delays" },
   "test/unit/sharded-source.test.ts": { waits: 4, silences: 0, why: "moment: macrotask turns (setTimeout 0) that order the source's pulls, the input of the case" },
 };
 
