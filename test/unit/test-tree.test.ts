@@ -75,10 +75,9 @@ const ALLOWED: Readonly<Record<string, FileCounts & { why: string }>> = {
     silences: 4,
     why: "pace: a slow reader (2); bound: a read raced by 60 s (1); to do: settles of 50 ms-1 s (3) and the start positions' 'no further delivery' reads (4; their tests share one journal, counted by the next)",
   },
-  "test/integration/subscribe-poison.test.ts": { waits: 1, silences: 1, why: "to do: a 50 ms settle (1) and the ordered read's 'no further delivery' (1; a sentinel there would change the journal the later cases count)" },
   "test/integration/telemetry-metrics.test.ts": { waits: 1, silences: 0, why: "bound: the gateway's start raced by 30 s" },
   "test/integration/turn-forgery.test.ts": { waits: 1, silences: 0, why: "bound: a read closed after 3 s if it hangs" },
-  "test/integration/turn-moments.test.ts": { waits: 1, silences: 1, why: "moment: a reader started at a generated delay (1); to do: one 'no further delivery' read (1)" },
+  "test/integration/turn-moments.test.ts": { waits: 1, silences: 0, why: "moment: a reader started at a generated delay" },
   "test/integration/whole-turns.test.ts": { waits: 1, silences: 0, why: "moment: readers started at generated delays" },
   "test/unit/sharded-source.test.ts": { waits: 4, silences: 0, why: "moment: macrotask turns (setTimeout 0) that order the source's pulls, the input of the case" },
 };
