@@ -22,11 +22,7 @@ const ROOT = join(import.meta.dirname, "../..");
 const ALLOWED: Readonly<Record<string, FileCounts & { why: string }>> = {
   "test/integration/adv-sharded-start.test.ts": { waits: 2, silences: 0, why: "moment: generated delays between starts and publishes" },
   "test/integration/adv-shards-group.test.ts": { waits: 1, silences: 0, why: "pace: random handler work" },
-  "test/integration/adv-shards-update-filter.test.ts": {
-    waits: 3,
-    silences: 0,
-    why: "moment: generated gaps between filter updates (1); to do: 300 ms 'outside the filter would have come by now' (2; a shard the filter does not cover has no event of the filter to publish after it)",
-  },
+  "test/integration/adv-shards-update-filter.test.ts": { waits: 1, silences: 0, why: "moment: generated gaps between filter updates" },
   "test/integration/append-order-adversary.test.ts": { waits: 13, silences: 0, why: "pace: the generated call pacing (1); moment: cuts, pauses and restarts put between appends in flight (12)" },
   "test/integration/append-order-cut.test.ts": { waits: 4, silences: 0, why: "pace: yielding every chunk of a burst (1); moment: a cut or a pause while appends are in flight (3)" },
   "test/integration/atomic-batch.test.ts": { waits: 3, silences: 0, why: "moment: a cut or a stop inside a batch's commit at a chosen or generated delay" },
