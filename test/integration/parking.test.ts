@@ -276,7 +276,9 @@ describe.concurrent("parking", () => {
     const f = fixture();
     const otherBus = await connect({ servers: natsServers(), namespace: bus.namespace });
     cleanup.push(() => otherBus.close());
-    const options = { maxDeliver: 2, backoffMs: [200], batch: 2 };
+    // A 1 s ack wait: on a loaded machine a pause past a 200 ms one let the server hand a
+    // delivery being parked to the other subscription, which parked it a second time.
+    const options = { maxDeliver: 2, backoffMs: [1000], batch: 2 };
     const subs = [await f.subscribe(options), await f.subscribe(options, otherBus)];
     const seqs = await f.publish(12);
     const failing = new Set(seqs.filter((_, i) => i % 3 === 0));
