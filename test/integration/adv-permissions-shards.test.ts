@@ -8,7 +8,7 @@ import { connect as natsConnect, type NatsConnection } from "@nats-io/transport-
 import { connect, type Jetloop } from "../../src/index.js";
 import { shardOfSession } from "../../src/streams/shards.js";
 import { REPO_ROOT, startServer, type NatsServer } from "../harness/server.js";
-import { sleep } from "../harness/async.js";
+import { heldWithin } from "../harness/async.js";
 import { enduring, newCoords } from "../harness/reliability/workload.js";
 
 const CONF = join(REPO_ROOT, "deploy/nats/permissions-shards.example.conf");
@@ -50,6 +50,17 @@ describe("permissions-shards.example.conf against a follower and the runtime", (
     expect(shardOfSession(ALICE.session, 3).index).toBe(2);
     expect(shardOfSession(BOB.session, 3).index).toBe(0);
   });
+
+  /**
+   * Which of `subjects` the server refused: each refusal is its own permission error, so
+   * this waits until every one has come (the claim is that all are refused), and after 10 s
+   * says which did not, rather than counting what came within a quiet window.
+   */
+  const refusedOf = async (subjects: readonly string[]) => {
+    const refused = () => subjects.filter((s) => denials.some((d) => d.includes(`"${s}"`)));
+    await heldWithin(() => refused().length === subjects.length, 10_000);
+    return refused();
+  };
 
   /** A request answered with data is a grant; a timeout or "no responders" is a refusal. */
   const answered = async (nc: NatsConnection, subject: string, body: unknown = {}) => {
@@ -118,9 +129,7 @@ describe("permissions-shards.example.conf against a follower and the runtime", (
     ];
     for (const s of subjects) alice.subscribe(s);
     await alice.flush();
-    await sleep(300);
-    const refused = subjects.filter((s) => denials.some((d) => d.includes(`"${s}"`)));
-    expect(refused).toEqual(subjects);
+    expect(await refusedOf(subjects)).toEqual(subjects);
   });
 
   it("the runtime writes nothing outside its namespace's journal shards and previews", async () => {
@@ -132,8 +141,6 @@ describe("permissions-shards.example.conf against a follower and the runtime", (
     ];
     for (const s of subjects) runtimeRaw.publish(s, enc({}));
     await runtimeRaw.flush();
-    await sleep(300);
-    const refused = subjects.filter((s) => denials.some((d) => d.includes(`"${s}"`)));
-    expect(refused).toEqual(subjects);
+    expect(await refusedOf(subjects)).toEqual(subjects);
   });
 });

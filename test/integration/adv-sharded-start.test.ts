@@ -10,7 +10,7 @@ import { memberSubject } from "../../src/subjects/subjects.js";
 import { connect, createEvent, fromConnection, newId, type Jetloop, type JetloopEvent } from "../../src/index.js";
 import { natsServers } from "../harness/context.js";
 import { uniqueNamespace } from "../harness/namespace.js";
-import { sleep } from "../harness/async.js";
+import { sleep, waitFor } from "../harness/async.js";
 
 const S = 2;
 let ops: Jetloop;
@@ -30,6 +30,29 @@ afterAll(async () => {
   await ops.close();
   await nc.close();
 });
+
+/**
+ * A consumer once the server has dealt with every pull request it held: none waiting (a
+ * request for an inbox nobody listens on is dropped when an event comes for it), or an
+ * event handed over. The pull requests were sent before the close (the connection was
+ * flushed since), and events stored since are pending for them, so from this state on the
+ * closed parts can take nothing: the checks below read it, not a quiet window. A request
+ * still waiting after 10 s is read as it is (and reported by the caller). No consumer:
+ * undefined.
+ */
+async function settledConsumer(stream: string, name: string) {
+  const read = () => jsm.consumers.info(stream, name).catch(() => undefined);
+  const settled = await waitFor(
+    `${name} on ${stream} holding no pull request`,
+    async () => {
+      const info = await read();
+      return (info === undefined || info.num_waiting === 0 || info.delivered.consumer_seq > 0) && { info };
+    },
+    10_000,
+    50,
+  ).catch(() => undefined);
+  return settled === undefined ? read() : settled.info;
+}
 
 function step(sessionId: string): JetloopEvent {
   return createEvent("StepDone", { sessionId, loopId: newId(), turnId: newId(), stepId: newId(), messages: [{ role: "assistant", blocks: [{ type: "text", text: "x" }] }] });
@@ -56,9 +79,8 @@ describe("a sharded durable's start, cut by the bus closing", () => {
       await nc.flush();
       // Events in every shard after the close: no part of the closed subscription may pull them.
       for (let i = 0; i < 6; i++) await ops.publish(step(newId()));
-      await sleep(300);
       for (const stream of ops.journals().map((j) => j.stream)) {
-        const info = await jsm.consumers.info(stream, durable).catch(() => undefined);
+        const info = await settledConsumer(stream, durable);
         if (info && (info.delivered.consumer_seq > 0 || info.num_waiting > 0)) taken.push(`${delay}ms ${stream}: delivered ${info.delivered.consumer_seq}, waiting ${info.num_waiting}`);
       }
     }
@@ -79,11 +101,12 @@ describe("a sharded durable's start, cut by the bus closing", () => {
       await (await started)?.close();
       await nc.flush();
       for (let i = 0; i < 6; i++) await ops.publish(step(newId()));
-      await sleep(500);
+      const parts = [];
+      for (let p = 0; p < 4; p++) parts.push(await settledConsumer(`${namespace}_partitioned`, `${group}_p${p}`));
+      // The close finished before the events, and the parts are settled: a lease it left is there by now.
       const lease = await jsm.streams.getMessage(defaultMembersStreamName(namespace), { last_by_subj: memberSubject(namespace, group) }).catch(() => null);
       if (lease) left.push(`${delay}ms: a lease ${lease.subject}`);
-      for (let p = 0; p < 4; p++) {
-        const info = await jsm.consumers.info(`${namespace}_partitioned`, `${group}_p${p}`).catch(() => undefined);
+      for (const [p, info] of parts.entries()) {
         if (info && (info.delivered.consumer_seq > 0 || info.num_waiting > 0)) left.push(`${delay}ms p${p}: delivered ${info.delivered.consumer_seq}, waiting ${info.num_waiting}`);
       }
     }
@@ -113,9 +136,8 @@ describe("a sharded durable's start, cut by the bus closing", () => {
         expect((e as { code?: string }).code).toMatch(/^[A-Z_]+$/);
       }
       for (let i = 0; i < 6; i++) await owner.publish(step(newId())).catch(() => undefined);
-      await sleep(300);
       for (const k of [0, 2]) {
-        const info = await jsm.consumers.info(`${ns}_journal_${k}_of_3`, durable).catch(() => undefined);
+        const info = await settledConsumer(`${ns}_journal_${k}_of_3`, durable);
         expect(info === undefined || (info.delivered.consumer_seq === 0 && info.num_waiting === 0), `shard ${k}: ${JSON.stringify(info?.delivered)} waiting ${info?.num_waiting}`).toBe(true);
       }
     } finally {

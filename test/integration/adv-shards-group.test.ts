@@ -45,7 +45,8 @@ describe("partitioned groups over shards, adversarially", () => {
     const members = await Promise.all([0, 1].map(() => bus.subscribeEvents({ enduring: "all" }, { durable: group, group: { leaseMs: 1000, member: newId().slice(-10) }, ackWaitMs: 2000, start: "new" })));
     opened.push(...members);
     for (const m of members) run(m, async (d) => { seen.push(d); await d.ack(); });
-    const plain = await bus.subscribeEvents({ enduring: "all" }, { durable: `d${newId().slice(-8)}`, start: "new" });
+    const plainName = `d${newId().slice(-8)}`;
+    const plain = await bus.subscribeEvents({ enduring: "all" }, { durable: plainName, start: "new" });
     opened.push(plain);
     const plainSeen: DurableDelivery<JetloopEvent>[] = [];
     run(plain, async (d) => { plainSeen.push(d); await d.ack(); });
@@ -74,9 +75,25 @@ describe("partitioned groups over shards, adversarially", () => {
 
     await waitFor("the group handled every published event", () => seen.length >= published.length, 15_000);
     await waitFor("the plain durable took every published event", () => plainSeen.length >= published.length, 15_000);
-    await new Promise((r) => setTimeout(r, 1500));
     // Each reader refused the misplaced copy, and said so.
     await waitFor("both refusals logged", () => logs.some((l) => l.includes("DELIVERY_INVALID")) && logs.some((l) => l.includes("not a journal event")), 5000);
+    // Every consumer of the group and of the plain durable, on every shard and partition, has
+    // nothing pending and nothing unacknowledged: the copy was refused and settled, and no
+    // reader can be handed it (again) from here on. This state, not a quiet window, is what
+    // the deliveries below are counted in.
+    await waitFor(
+      "every consumer of both readers settled",
+      async () => {
+        const infos = [];
+        for await (const stream of jsm.streams.names()) {
+          if (!stream.startsWith(bus.namespace)) continue;
+          for await (const c of jsm.consumers.list(stream)) if (c.name.startsWith(group) || c.name === plainName) infos.push(c);
+        }
+        return infos.length > 0 && infos.every((c) => c.num_pending === 0 && c.num_ack_pending === 0);
+      },
+      15_000,
+      100,
+    );
     for (const got of [seen, plainSeen]) {
       const key = (d: { shard: number; journalSeq: number }) => `${d.shard}:${d.journalSeq}`;
       expect(got.map(key).sort()).toEqual(published.map((p) => `${p.shard}:${p.seq}`).sort());

@@ -57,6 +57,28 @@ afterAll(async () => {
   await bus?.close();
 });
 
+/**
+ * A consumer once the server has dealt with every pull request it held: none waiting (a
+ * request for an inbox nobody listens on is dropped when an event comes for it), or an
+ * event handed over. The requests were sent before the close (the connection was flushed
+ * since) and the events stored after it are pending for them, so from this state on the
+ * closed subscription can take nothing: the check reads it, not a quiet window. After 10 s
+ * it is read as it is (and the caller's check fails on it). No consumer: undefined.
+ */
+async function settledConsumer(stream: string, name: string) {
+  const read = () => jsm.consumers.info(stream, name).catch(() => undefined);
+  const settled = await waitFor(
+    `${name} on ${stream} holding no pull request`,
+    async () => {
+      const info = await read();
+      return (info === undefined || info.num_waiting === 0 || info.num_ack_pending > 0) && { info };
+    },
+    10_000,
+    50,
+  ).catch(() => undefined);
+  return settled === undefined ? read() : settled.info;
+}
+
 /** Reads the subscription on; the session and event id of what it was handed, in order. */
 function reader(sub: Subscription<JetloopEvent>): { sessionId: string; id: string }[] {
   const got: { sessionId: string; id: string }[] = [];
@@ -69,22 +91,48 @@ function reader(sub: Subscription<JetloopEvent>): { sessionId: string; id: strin
   return got;
 }
 
-/** Publishes one event per session and checks the reader gets exactly those of `sub.filter`'s sessions, once each. */
+/**
+ * Publishes one event per session and checks the reader gets exactly those of `sub.filter`'s
+ * sessions, once each. What is outside the filter is shown absent by order, not by a quiet
+ * window: after the round, a sentinel of a session of the filter in each shard the filter
+ * covers. A live subscription reads the one feed on one connection, where the feed's copies
+ * come in publish order (each republished before its publish is acknowledged); a durable
+ * reads each covered shard through its consumer, in journal order; a shard the filter does
+ * not cover has no event of it to publish, and its consumer (`durable`), if one is left from
+ * an earlier filter, must hand nothing more over: read from the server.
+ */
 // (A durable's shard selected again resumes its consumer from its ack floor: what it holds of
 // earlier rounds may come too, and is not this round's.)
-async function deliversItsFilter(sub: Subscription<JetloopEvent>, got: { sessionId: string; id: string }[], sessions: readonly string[]): Promise<void> {
+async function deliversItsFilter(sub: Subscription<JetloopEvent>, got: { sessionId: string; id: string }[], sessions: readonly string[], durable?: string): Promise<void> {
   const wanted = new Set(sub.filter.sessions === undefined || sub.filter.sessions === "all" ? sessions : sub.filter.sessions);
+  const covered = [...new Set([...wanted].map((s) => sessionPartition(s, S)))];
+  const uncovered = Array.from({ length: S }, (_, k) => k).filter((k) => !covered.includes(k));
+  // The update's unsubscriptions reach the server before what follows (one connection).
+  await nc.flush();
+  const handed = async (k: number) => (durable === undefined ? 0 : ((await jsm.consumers.info(shardStream(k), durable).catch(() => undefined))?.delivered.consumer_seq ?? 0));
+  const handedBefore = await Promise.all(uncovered.map(handed));
   const round = new Map<string, string>();
   for (const s of sessions) {
     const e = step(s);
     round.set(e.eventId, s);
     await bus.publish(e);
   }
+  const sentinels = new Set<string>();
+  for (const k of covered) {
+    const e = step([...wanted].find((s) => sessionPartition(s, S) === k)!);
+    sentinels.add(e.eventId);
+    await bus.publish(e);
+  }
+  await waitFor("the sentinels", () => [...sentinels].every((id) => got.some((g) => g.id === id)), 10_000).catch(() => undefined);
   const mine = () => got.filter((g) => round.has(g.id)).map((g) => g.sessionId);
   const expected = sessions.filter((s) => wanted.has(s)).sort();
-  await waitFor("the filter's events", () => mine().length >= expected.length, 10_000).catch(() => undefined);
-  await sleep(300); // what is outside the filter would have come by now
   expect({ filter: [...wanted].sort(), got: mine().sort() }).toEqual({ filter: [...wanted].sort(), got: expected });
+  if (durable !== undefined) {
+    for (const [i, k] of uncovered.entries()) {
+      const info = await settledConsumer(shardStream(k), durable);
+      expect(info?.delivered.consumer_seq ?? 0, `shard ${k}, outside the filter, handed nothing more`).toBe(handedBefore[i]);
+    }
+  }
 }
 
 describe("updateFilter over 3 shards", () => {
@@ -105,7 +153,7 @@ describe("updateFilter over 3 shards", () => {
           const results = await Promise.allSettled(updates.map((u) => sub.updateFilter({ enduring: "all", sessions: u })));
           for (const r of results) if (r.status === "rejected") expect(isJetloopError(r.reason), String(r.reason)).toBe(true);
           expect(sub.closed).toBe(false);
-          await deliversItsFilter(sub, got, sessions);
+          await deliversItsFilter(sub, got, sessions, durable);
         }
       } finally {
         await sub.close();
@@ -128,9 +176,16 @@ describe("updateFilter over 3 shards", () => {
         expect(isJetloopError(e), String(e)).toBe(true);
         expect([...(sub.filter.sessions as Iterable<string>)]).toEqual([sessions[0]]);
         for (const s of sessions.slice(0, 2)) await own.publish(step(s));
-        await waitFor("session 0's event", () => got.length >= 1, 10_000);
-        await sleep(300);
-        expect(got.map((g) => g.sessionId)).toEqual([sessions[0]]);
+        // A sentinel of session 0 after session 1's event: the feed republishes each before its
+        // publish is acknowledged, so on the live kind's connection session 1's would come
+        // first. The durable kind reads each shard through its own consumer, with no order
+        // between them: shard 1's, if the failed update left one, is read from the server.
+        const sentinel = step(sessions[0]!);
+        await own.publish(sentinel);
+        await waitFor("the sentinel", () => got.some((g) => g.id === sentinel.eventId), 10_000);
+        expect(got.map((g) => g.sessionId)).toEqual([sessions[0], sessions[0]]);
+        const shard1 = await settledConsumer(`${own.stream}_1_of_${S}`, durable ?? "(none)");
+        expect(shard1?.delivered.consumer_seq ?? 0, "shard 1 handed nothing over").toBe(0);
         await sub.close();
       } finally {
         for (let k = 0; k < S; k++) await jsm.streams.delete(`${own.stream}_${k}_of_${S}`).catch(() => undefined);
@@ -152,10 +207,9 @@ describe("updateFilter over 3 shards", () => {
       if (e !== undefined) expect(isJetloopError(e), (e).message).toBe(true);
       await nc.flush();
       for (const s of sessions) await bus.publish(step(s));
-      await sleep(300);
       // No shard's consumer of the closed subscription pulls on: its event waits, undelivered.
       for (let k = 0; k < S; k++) {
-        const info = await jsm.consumers.info(shardStream(k), durable).catch(() => undefined);
+        const info = await settledConsumer(shardStream(k), durable);
         if (info) expect({ trial, k, delivered: info.num_ack_pending, waiting: info.num_waiting }).toEqual({ trial, k, delivered: 0, waiting: 0 });
       }
     }

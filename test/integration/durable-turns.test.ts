@@ -18,7 +18,7 @@ import { connect, createEvent, newId, type Delivery, type Jetloop, type JetloopE
 import { allShards, shardOfSession, shardStreamName } from "../../src/streams/shards.js";
 import { supports } from "../../src/connection/server-version.js";
 import { natsServerFlavor, natsServers, natsServerVersion, uniqueNamespace } from "../harness/context.js";
-import { sleep } from "../harness/async.js";
+import { sleep, waitFor } from "../harness/async.js";
 import { propertyRuns, propertyTimeout } from "../harness/property.js";
 
 const ATOMIC = natsServerFlavor() === "external" || supports(natsServerVersion(), "atomicBatch");
@@ -203,8 +203,15 @@ async function runOnce(shards: number, run: Run): Promise<void> {
           if (p.take !== undefined) {
             // Closed after a few (none: at once, or once the producer is done, for a feed subscription's positions to hold its skipped tail).
             if (p.take === 0 && p.kind === "feed") {
-              while (producing) await sleep(20);
-              await sleep(200);
+              await waitFor("the producer done", () => !producing, 60_000, 20);
+              // The feed has brought each turn's tail begun before the start and ended after
+              // it (skipped, and counted in the positions): the state checked below, awaited
+              // here rather than a quiet window; after 10 s the check says which is missing.
+              const straddling = () => turns.filter((t) => {
+                const span = spans.get(t.index);
+                return span !== undefined && t.events.some(selects) && span.first <= endsBefore[t.shard]! && span.last > endsAfter[t.shard]!;
+              });
+              await waitFor("the skipped tails counted", () => straddling().every((t) => (first.positions()[t.shard] ?? 0) >= spans.get(t.index)!.last), 10_000, 20).catch(() => undefined);
             }
             firstDone();
             ended = await takeFrom(first, got, p.take, done);
@@ -262,7 +269,8 @@ async function runOnce(shards: number, run: Run): Promise<void> {
     committed.add(t.index);
   }
   producing = false;
-  await sleep(300);
+  // Every first opening has started (and taken its first part): what the sentinels are
+  // published after is that state, not a pause.
   await Promise.allSettled(firstParts);
   for (const e of sentinels) await producer.publish(e);
   const results = await Promise.allSettled(reads);
@@ -297,15 +305,19 @@ describe.skipIf(!ATOMIC)("a durable created at \"new\" and a resume from a \"new
       let handed = 0;
       for await (const _m of raw) if (++handed === 2) break;
       expect(handed).toBe(2);
-      await sleep(1100);
+      await sleep(1100); // past the fetch's ack wait (1 s): the two come again redelivered
       const other = await busOn(namespace, 1);
       const sub = await other.subscribeEvents({ sessions: [session], enduring: "all" }, { durable, ackWaitMs: 1000 });
       // The tail is acknowledged as seen, and counted in positions() though nothing was handed over.
-      for (let i = 0; i < 100; i++) {
-        const c = await jsm.consumers.info(bus.stream, durable);
-        if (c.num_ack_pending + c.num_pending === 0 && c.ack_floor.stream_seq === stored.at(-1)!.journalSeq) break;
-        await sleep(50);
-      }
+      await waitFor(
+        "the tail acknowledged as seen",
+        async () => {
+          const c = await jsm.consumers.info(bus.stream, durable);
+          return c.num_ack_pending + c.num_pending === 0 && c.ack_floor.stream_seq === stored.at(-1)!.journalSeq;
+        },
+        10_000,
+        50,
+      );
       expect(sub.positions()).toEqual([stored.at(-1)!.journalSeq]);
       const after = decided(session, newId());
       const afterSeq = (await bus.publish(after)).journalSeq;
@@ -342,8 +354,7 @@ describe.skipIf(!ATOMIC)("a durable created at \"new\" and a resume from a \"new
       expect([made.config.opt_start_seq, made.config.metadata?.jetloop_new_at]).toEqual([end + 1, `0:${end}`]);
       await jsm.consumers.delete(bus.stream, durable);
       // Noticed at the pull's next status (up to its expiry); delivery resumes with the next pull.
-      for (let i = 0; i < 1200 && recreated.length === 0; i++) await sleep(50);
-      expect(recreated.length).toBeGreaterThan(0);
+      await waitFor("the consumer recreated", () => recreated.length > 0, 60_000, 50);
       const again = await jsm.consumers.info(bus.stream, durable);
       expect([again.config.opt_start_seq, again.config.metadata?.jetloop_new_at]).toEqual([end + 1, `0:${end}`]);
       const after = decided(session, newId());

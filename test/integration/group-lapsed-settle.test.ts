@@ -179,7 +179,20 @@ describe("parked replay into a group", () => {
     const second = await bus.publish(step(session, 1));
     await waitFor("the second event in hand", () => seen.length === 2, 10_000, 20);
     await bus.parked.replay(partitionDurableOf(group), "all");
-    await sleep(1000); // the replay must not come while the live event is in hand
+    // The replay has reached the member's process: its consumer on the parked store handed
+    // it over (nothing pending, one delivered and unacknowledged). It must wait there while
+    // the live event is in hand: yielded now, it would be in `seen` (and `overlap` counts one
+    // yielded later while the live event is still held).
+    await waitFor(
+      "the replay handed to the member",
+      async () => {
+        const c = await jsm.consumers.info(bus.parked.stream, partitionDurableOf(group));
+        return c.num_pending === 0 && c.num_ack_pending === 1;
+      },
+      10_000,
+      20,
+    );
+    expect(seen, "the replay held while the live event is in hand").toHaveLength(2);
     const third = await bus.publish(step(session, 2));
     releaseLive();
     await waitFor("the replay and the third event handled", () => seen.length === 4 && inHand.size === 0, 15_000, 20);

@@ -83,7 +83,9 @@ describe("example permissions against a follower speaking the JetStream API", ()
     buses.push(bob);
     const reports: SubscriptionReport[] = [];
     const got = collect(await bob.session(B.session).subscribeEvents({ enduring: "all" }, { start: "new", onReport: (r) => reports.push(r) }), { keep: true });
-    await sleep(300);
+    // Bob's feed subscription is on the server (a flush answers after it processed the
+    // connection's earlier SUB) before anything is pushed at it.
+    await bob.nc.flush();
     // Alice's journal, delivered by the server to every subject shape of bob's feed.
     for (const [i, family] of ["x.Y", "tool.ToolUse", "gate.GateOpened"].entries()) {
       const deliver = `acme.feed.${B.session}.loop.${family}`;

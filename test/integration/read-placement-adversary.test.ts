@@ -9,7 +9,7 @@ import { afterAll, describe, it } from "vitest";
 import { connect, createEvent, type Jetloop, JetloopError, newId } from "../../src/index.js";
 import { provisionOnCluster, startCluster, type NatsCluster } from "../harness/cluster.js";
 import { uniqueNamespace } from "../harness/context.js";
-import { sleep } from "../harness/async.js";
+import { waitFor } from "../harness/async.js";
 import { consumerCount } from "../harness/stream-state.js";
 
 // Each test kills or pauses a stream leader on a cluster of its own, so the tests run side
@@ -66,12 +66,17 @@ async function readThroughFault(
 
 /** Moves `stream`'s leadership to `node` (a preferred stepdown, 2.11+) and waits until it is there. */
 async function leadOn(admin: NatsConnection, jsm: JetStreamManager, stream: string, node: string): Promise<void> {
-  for (let i = 0; i < 40; i++) {
-    if ((await jsm.streams.info(stream)).cluster?.leader === node) return;
-    await admin.request(`$JS.API.STREAM.LEADER.STEPDOWN.${stream}`, JSON.stringify({ placement: { preferred: node } }), { timeout: 5_000 }).catch(() => undefined);
-    await sleep(250);
-  }
-  throw new Error(`${stream}'s leadership did not move to ${node}`);
+  // Asked again each time it is not there yet (an election in progress refuses a stepdown).
+  await waitFor(
+    `${stream}'s leadership on ${node}`,
+    async () => {
+      if ((await jsm.streams.info(stream)).cluster?.leader === node) return true;
+      await admin.request(`$JS.API.STREAM.LEADER.STEPDOWN.${stream}`, JSON.stringify({ placement: { preferred: node } }), { timeout: 5_000 }).catch(() => undefined);
+      return false;
+    },
+    60_000,
+    250,
+  );
 }
 
 function busIn({ cluster }: Own, mode: Mode): Promise<Jetloop> {

@@ -15,7 +15,7 @@ import { supports } from "../../src/connection/server-version.js";
 import { BatchHeaders, TurnHeaders } from "../../src/subjects/nats-names.js";
 import { natsServerFlavor, natsServers, natsServerVersion, uniqueNamespace } from "../harness/context.js";
 import { Reader } from "../harness/reader.js";
-import { rejection, sleep } from "../harness/async.js";
+import { rejection, settledWithin } from "../harness/async.js";
 
 const ATOMIC = natsServerFlavor() === "external" || supports(natsServerVersion(), "atomicBatch");
 
@@ -125,10 +125,20 @@ if (ATOMIC) {
     it.each(["loop", "namespace"] as const)("%s feed: the events the new filter adds from that turn are none of it, the old filter's go on", async (feed) => {
       const [a, b] = [newId(), newId()];
       const sub = await bus.subscribeEvents({ sessions: [a], enduring: "all" }, { start: "new", feed, enduringBuffer: 1 });
+      // A probe of the feed on the subscription's connection: messages reach a connection in
+      // order, so once the probe has the turn's six, the subscription has had A's first (and
+      // holds it, its queue of one full) before the filter changes, not after a pause.
+      const probe = bus.nc.subscribe(`${bus.namespace}.feed.>`);
+      const probed = (async () => {
+        let n = 0;
+        for await (const m of probe) if ((m.subject.includes(a) || m.subject.includes(b)) && ++n === 6) return;
+      })();
+      await bus.nc.flush();
       try {
         const who = [a, b, a, b, a, b];
         const seqs = (await bus.publishAll(who.map((s) => decided(s)), { atomic: true })).map((r) => r.journalSeq);
-        await sleep(200);
+        await settledWithin("the turn's six events on the feed", probed, 10_000);
+        probe.unsubscribe();
         await sub.updateFilter({ sessions: [a, b], enduring: "all" });
         const after = (await bus.publish(decided(b))).journalSeq;
         const reader = new Reader(sub);
@@ -136,6 +146,7 @@ if (ATOMIC) {
         while (got.at(-1) !== after) got.push((await reader.one(5000)).journalSeq);
         expect(got).toEqual([...seqs.filter((_, i) => who[i] === a), after]);
       } finally {
+        probe.unsubscribe();
         await sub.close();
       }
     });

@@ -147,7 +147,10 @@ async function runOnce(shards: number, run: Run): Promise<void> {
     const label = `reader ${i} ${JSON.stringify(p)}`;
     const selects = (e: JetloopEvent) => p.scope === "namespace" || (e.sessionId === target && (p.scope !== "loop" || e.loopId === loop));
     const got: Delivery<JetloopEvent>[] = [];
-    if (p.kind === "subscribe") subscribed.push(sleep(p.delayMs + 50));
+    // Settled once this reader's subscription has started (or failed to): its delay is part
+    // of the wait, since the promise is made now.
+    let started = () => {};
+    if (p.kind === "subscribe") subscribed.push(new Promise<void>((r) => (started = r)));
     return (async () => {
       await sleep(p.delayMs);
       if (p.kind === "replay") {
@@ -162,8 +165,7 @@ async function runOnce(shards: number, run: Run): Promise<void> {
       // The turns whose commit was answered before it started: a "new" subscription sees none of them.
       const before = new Set(committed);
       const subscribing = p.scope === "namespace" ? reader.subscribeEvents({ enduring: "all" }, { start: p.start, feed: p.feed }) : reader.session(target).subscribeEvents({ enduring: "all" }, { start: p.start, feed: p.feed });
-      subscribed.push(subscribing);
-      const sub = await subscribing;
+      const sub = await subscribing.finally(started);
       const waiting = new Set(p.scope === "namespace" ? sentinelIds : [sentinels[0]!.eventId]);
       try {
         await drain(sub, got, (d) => waiting.delete(d.event.eventId) && waiting.size === 0);
@@ -186,7 +188,6 @@ async function runOnce(shards: number, run: Run): Promise<void> {
   }
   producing = false;
   // Subscriptions end on each session's sentinel, published after every turn and every start.
-  await sleep(100);
   await Promise.allSettled(subscribed);
   for (const e of sentinels) await producer.publish(e);
   await Promise.all(reads);
