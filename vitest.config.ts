@@ -148,6 +148,9 @@ export default defineConfig(async () => {
             name: "unit",
             include: ["test/unit/**/*.test.ts", "test/conformance/**/*.test.ts"],
             maxWorkers: CORES,
+            // A guard against a hang, not a measure: the largest properties take 1-2.5 s on an
+            // idle 2-core machine and passed 5 s (vitest's default) on a loaded one.
+            testTimeout: 20_000,
             // fast-check's seed: JETLOOP_SEED, printed beside a failing test (property.ts).
             setupFiles: ["test/harness/property-seed.ts"],
             sequence: { groupOrder: 0 },
