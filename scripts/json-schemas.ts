@@ -44,6 +44,24 @@ function sortedProperties(properties: Record<string, JsonSchema>): Record<string
   return Object.fromEntries(Object.entries(properties).sort(([a], [b]) => compareUtf8(a, b)));
 }
 
+/**
+ * Where a gate event names its resolver. A gate's identity hangs on it (gate.ts's
+ * `gateIdentity`, the runtime's rule): a `session` gate needs only its session, any other
+ * the full quartet.
+ */
+const GATE_RESOLVER: Record<string, (resolver: JsonSchema) => JsonSchema> = {
+  GateOpened: (resolver) => ({ required: ["gate"], properties: { gate: { type: "object", required: ["resolver"], properties: { resolver } } } }),
+  GateResolved: (resolver) => ({ required: ["resolver"], properties: { resolver } }),
+};
+
+function gateIdentity(at: (resolver: JsonSchema) => JsonSchema): JsonSchema {
+  const set = { not: { const: NIL_UUID } };
+  return {
+    if: at({ const: "session" }),
+    else: { required: Object.values(COORDINATES), properties: Object.fromEntries(Object.values(COORDINATES).map((c) => [c, set])) },
+  };
+}
+
 /** One event type's wire form: its fields, the envelope's `v`, its identity profile. */
 export function eventSchema(def: EventTypeDefinition): JsonSchema {
   const d = wireJsonSchemas({ names: NAMES });
@@ -70,6 +88,7 @@ export function eventSchema(def: EventTypeDefinition): JsonSchema {
           then: { required: ["turn_id"], properties: { turn_id: { not: { const: NIL_UUID } } } },
         };
   const defs = d.defs();
+  const gate = GATE_RESOLVER[def.type];
   return {
     $schema: DRAFT,
     $id: `${BASE}events/${def.type}.json`,
@@ -82,6 +101,7 @@ export function eventSchema(def: EventTypeDefinition): JsonSchema {
     properties: sortedProperties(properties),
     required: [...required].sort(compareUtf8),
     ...stepNeedsTurn,
+    ...(gate ? { allOf: [gateIdentity(gate)] } : {}),
     ...(Object.keys(defs).length > 0 ? { $defs: defs } : {}),
   };
 }
