@@ -8,7 +8,7 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import * as jetloop from "../../src/index.js";
-import { exportedNames, REPORT_PATH } from "../../scripts/api-report.js";
+import { exportedNames, REPORT_PATH } from "../../scripts/api-report-names.js";
 
 const report = readFileSync(REPORT_PATH, "utf8");
 
