@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# npm test's static checks, the linter and the type checker, side by side: each is one
-# CPU-bound process (typed linting builds its own TypeScript program), so on two cores the
-# pair takes as long as the linter alone (measured idle: lint 78 s, tsc 31 s of CPU, 109 s
-# one after the other). Each one's output is printed whole when it ends; fails if either does.
+# npm test's static checks, the linter, the type checker and the API report, side by side:
+# each is one CPU-bound process (typed linting builds its own TypeScript program), so on two
+# cores the linter bounds them (measured idle: lint 78 s, tsc 31 s of CPU, 109 s one after
+# the other; the API report, scripts/api-report.ts, about 20 s of CPU). Each one's output is
+# printed whole when it ends; fails if any does. The API report check fails when the public
+# surface differs from etc/jetloop.api.md (npm run api:report writes it, for review).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 out="$(mktemp -d "${TMPDIR:-/tmp}/jetloop-static-checks.XXXXXX")"
@@ -11,8 +13,10 @@ npm run -s lint >"$out/lint" 2>&1 &
 lint=$!
 npm run -s typecheck >"$out/typecheck" 2>&1 &
 typecheck=$!
+npm run -s api:check >"$out/api" 2>&1 &
+api=$!
 status=0
-for check in lint typecheck; do
+for check in lint typecheck api; do
   if wait "${!check}"; then
     [[ -s $out/$check ]] && cat "$out/$check"
   else

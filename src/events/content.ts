@@ -32,7 +32,16 @@ const bytes = withValueCodec(
     .string()
     .refine((v) => canonicalBase64(v) !== undefined, "must be standard base64")
     .transform((v) => canonicalBase64(v)!),
-  { toWire: (v) => v, fromWire: (v) => v },
+  {
+    toWire: (v) => v,
+    fromWire: (v) => v,
+    // Padded standard base64; Go skips line breaks anywhere in it.
+    jsonSchema: {
+      type: "string",
+      pattern: "^[\\r\\n]*(([A-Za-z0-9+/][\\r\\n]*){4})*(([A-Za-z0-9+/][\\r\\n]*){2}=[\\r\\n]*=|([A-Za-z0-9+/][\\r\\n]*){3}=)?[\\r\\n]*$",
+      contentEncoding: "base64",
+    },
+  },
 );
 
 /** A Go field without a JSON tag: its own name on the wire, written even when empty. */

@@ -17,6 +17,7 @@ export const visibilitySchema = withValueCodec(z.enum(VISIBILITIES).default("pub
     return i >= 0 ? i : v;
   },
   fromWire: (v) => (v === 0 || v === 1 ? VISIBILITIES[v] : `wire value ${JSON.stringify(v)}`),
+  jsonSchema: { type: "integer", enum: [0, 1], description: "0 public (omitted when written), 1 internal" },
 });
 
 /** Who caused an event: 0 the machine, 1 a user (the runtime's uint8; other values are kept). */
@@ -156,7 +157,17 @@ export const timestampSchema = withValueCodec(
     .transform((v) => goTimestamp(v)!),
   // An unreadable time passes through unchanged, for validation to name it. Go's
   // time.Time reads the quoted bytes themselves: an escaped time is refused by the reader.
-  { toWire: timestampToWire, fromWire: timestampToWire, readsAs: "quoted" },
+  {
+    toWire: timestampToWire,
+    fromWire: timestampToWire,
+    readsAs: "quoted",
+    // goTimestamp's form; the calendar (a 30 February) and the offset's range are the codec's.
+    jsonSchema: {
+      type: "string",
+      pattern: "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{1,2}:[0-9]{2}:[0-9]{2}([.,][0-9]+)?(Z|[+-][0-9]{2}:[0-9]{2})$",
+      description: "RFC 3339 with up to nanoseconds and the writer's offset, as Go's time.Time reads it",
+    },
+  },
 );
 
 export const COORDINATES = ["loopId", "turnId", "stepId"] as const;

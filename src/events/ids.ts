@@ -62,5 +62,8 @@ export const uuidSchema = withValueCodec(
   {
     toWire: (v) => (isNilUuid(v) ? undefined : v),
     fromWire: (v) => (isNilUuid(v) ? undefined : v),
+    // The nil UUID matches the pattern: it is the wire's "no id", read as absent.
+    jsonSchema: { type: "string", pattern: CANONICAL_UUID.source, description: "a canonical lowercase UUID; the nil UUID means absent" },
+    wireZero: NIL_UUID,
   },
 );

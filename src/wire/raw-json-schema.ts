@@ -18,6 +18,6 @@ export function rawJsonSchema() {
         return z.NEVER;
       }
     }),
-    { readsAs: "raw", toWire: (v) => v, fromWire: (v) => v },
+    { readsAs: "raw", toWire: (v) => v, fromWire: (v) => v, jsonSchema: { description: "any JSON value, kept as written (a Go json.RawMessage)" } },
   );
 }

@@ -32,6 +32,14 @@ export interface ValueCodec {
    * unescaping them (a Go time.Time, which refuses any escape).
    */
   readonly readsAs?: "raw" | "quoted";
+  /**
+   * The value's wire form as a JSON Schema (draft 2020-12), for other languages: a codec
+   * changes what the wire holds (a number for an enum, text for bytes), so the zod schema
+   * it sits on cannot say it. `wire-json-schema.ts` refuses a codec without one.
+   */
+  readonly jsonSchema?: Readonly<Record<string, unknown>>;
+  /** The wire value this codec reads as absent (the nil UUID): a required field may not hold it. */
+  readonly wireZero?: unknown;
 }
 
 /** How one field sits on the wire, beyond what its schema says. */
@@ -78,6 +86,15 @@ export function wireField<S extends z.ZodType>(schema: S, options: WireFieldOpti
   const copy = schema.clone();
   declare(copy, { field: options });
   return copy;
+}
+
+/**
+ * What `schema` declares about its wire form: its codec, field options and key order (the
+ * field options looked up through the wrappers around it, as the compiler does). For
+ * describers of the wire (`wire-json-schema.ts`), which read what the writer reads.
+ */
+export function wireMetaOf(schema: z.ZodType): { readonly codec?: ValueCodec; readonly field?: WireFieldOptions; readonly sorted?: boolean; readonly [more: string]: unknown } {
+  return { ...wireMeta.get(schema), field: optionsOf(schema) };
 }
 
 /** Marks an object schema as written with its keys sorted (Go writes it as a map). Records always are. */
