@@ -40,6 +40,8 @@ export class FeedSource<E> implements Source, FeedViewer {
    * only: A → A+B → A+B+C inside one turn judges B by the first change and C by the second.
    */
   #changes: { readonly at: number; readonly old: FeedIndex<object> }[] = [];
+  /** A filter update between its first step and its resync's request: feed messages wait in the inbox. */
+  #updating = false;
   /** Made on first use: an idle, in-order viewer never buffers. */
   #inbox: FeedMessage[] | undefined;
   #overflowed = false;
@@ -103,18 +105,30 @@ export class FeedSource<E> implements Source, FeedViewer {
   /** `subjects`: feed subjects. */
   async update(subjects: readonly string[]): Promise<void> {
     this.#generation++;
-    this.#unfollow();
-    // A second change at the same position: the filter between judged nothing, and the first
-    // change's older filter stands (so the list holds at most a turn's reach of entries).
-    if (this.#ctx.journal.turns && this.#changes.at(-1)?.at !== this.#lastSeq) this.#changes.push({ at: this.#lastSeq, old: subjectIndex(this.#ctx.decode.namespace, this.#feeds) });
-    this.#feeds = subjects;
-    this.#follow();
-    await this.#feed.registered();
-    // What the old filter had buffered is dropped; the new filter's events after the
-    // position are read from the journal.
-    this.#inbox = undefined;
-    this.#overflowed = false;
-    this.#requestResync("filter");
+    // No feed message is taken past the pump until the filter's resync is requested: one of
+    // a new subject taken while the subscriptions register moved the position past that
+    // subject's earlier events, which the resync then never read.
+    this.#updating = true;
+    try {
+      this.#unfollow();
+      // A second change at the same position: the filter between judged nothing, and the first
+      // change's older filter stands (so the list holds at most a turn's reach of entries).
+      if (this.#ctx.journal.turns && this.#changes.at(-1)?.at !== this.#lastSeq) this.#changes.push({ at: this.#lastSeq, old: subjectIndex(this.#ctx.decode.namespace, this.#feeds) });
+      this.#feeds = subjects;
+      // The new filter goes on after the position: nothing at or before it is its to take, so
+      // the gap check starts there (a repair from an older baseline would read the new
+      // filter's earlier events as missed; the resync settles there anyway).
+      this.#gaps.settled(this.#lastSeq);
+      this.#follow();
+      await this.#feed.registered();
+      // What the old filter had buffered is dropped; the new filter's events after the
+      // position are read from the journal.
+      this.#inbox = undefined;
+      this.#overflowed = false;
+      this.#requestResync("filter");
+    } finally {
+      this.#updating = false;
+    }
   }
 
   async stop(): Promise<void> {
@@ -139,7 +153,7 @@ export class FeedSource<E> implements Source, FeedViewer {
   onFeed(message: FeedMessage): void {
     // Another shard's session on the same feed subject: its sequences are another stream's.
     if (this.#overflowed || this.#stopped || message.shard !== this.#ctx.shard.index) return;
-    if (this.#ready && this.#pump === undefined && this.#resync === undefined && !this.#inbox?.length && this.#takeNow(message)) return;
+    if (this.#ready && !this.#updating && this.#pump === undefined && this.#resync === undefined && !this.#inbox?.length && this.#takeNow(message)) return;
     const inbox = (this.#inbox ??= []);
     if (inbox.length >= INBOX_LIMIT) {
       // The reader is far behind: stop buffering; the journal holds the rest.
