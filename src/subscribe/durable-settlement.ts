@@ -39,6 +39,8 @@ export interface Settler {
   readonly parked: ParkedStore;
   readonly log: Logger;
   report(r: SubscriptionReport): void;
+  /** `o` is settled for good (acknowledged or terminated): the server will not deliver it again (delivery-ledger.ts). */
+  done?(o: Original): void;
 }
 
 /** The stable code and one-line message of whatever a handler failed with. */
@@ -62,6 +64,7 @@ export async function park(s: Settler, o: Original, reason: ParkReason, code: st
     return false;
   }
   o.msg.term(`jetloop: parked (${code})`);
+  s.done?.(o);
   s.log.info({ durable: s.durable, journalSeq: o.journalSeq, reason, code }, "parked a delivery");
   s.report({ kind: "parked", journalSeq: o.journalSeq, reason, code });
   return true;
@@ -72,6 +75,7 @@ export async function acknowledge(s: Settler, o: Original): Promise<void> {
   try {
     if (o.storeSeq !== undefined) await s.parked.remove(o.storeSeq);
     await o.msg.ackAck();
+    s.done?.(o);
   } catch (e) {
     // The server did not confirm (connection lost, timeout): the delivery may come again.
     throw new SubscriptionError(`ack of journal sequence ${o.journalSeq} was not confirmed; it may be redelivered`, { cause: e });
@@ -174,7 +178,10 @@ export function durableDelivery<E>(
       let p: Promise<unknown> | undefined;
       if (reason !== undefined) p = park(s, o, "terminated", "TERMINATED", reason);
       else if (o.storeSeq !== undefined) p = s.parked.remove(o.storeSeq).then(() => o.msg.term());
-      else o.msg.term();
+      else {
+        o.msg.term();
+        s.done?.(o);
+      }
       settle(p);
       if (p) track(p);
     },

@@ -2,8 +2,9 @@
  * The enduring part for microservices: a named durable pull consumer. Processes that
  * share the name split the work; a restarted one resumes from the ack floor. An
  * unsettled delivery's ack is extended automatically (an approval can take minutes).
- * A consumer that disappears is recreated from the first unacknowledged sequence and
- * the caller is told. Poison messages are reported and parked, never yielded.
+ * A consumer that disappears (an operator deleted it) is recreated at once from the lowest
+ * sequence this process is still owed (delivery-ledger.ts), consumed anew (NATS.js pulls
+ * no more after a 409 "consumer deleted"), and the caller is told. Poison messages are reported and parked, never yielded.
  *
  * jetloop, not the server, enforces `maxDeliver`: the server's limit is unlimited so that
  * a delivery whose parking failed still comes again. A delivery past the limit (its last
@@ -14,8 +15,10 @@
 import {
   AckPolicy,
   type ConsumerConfig,
+  type ConsumerInfo,
   type ConsumerMessages,
   DeliverPolicy,
+  type JetStreamManager,
   JetStreamApiCodes,
   JetStreamApiError,
   type JsMsg,
@@ -27,16 +30,33 @@ import { parsePartitionDurable } from "../partition/partition-durable.js";
 import { declaredConsumerTemplates, defaultPartitionedStreamName } from "../streams/declared.js";
 import { checkDurableOptions, durableDrift, liveDurable, MAX_DELIVER_KEY, recordedLimit } from "../streams/durable-drift.js";
 import { journalShardOf, parkedFilter, replayConsumerName } from "../subjects/subjects.js";
-import { OptionsError } from "../errors.js";
+import { OptionsError, SubscriptionError } from "../errors.js";
 import { consumerError } from "./consumer-errors.js";
 import { pullSize } from "./pull-size.js";
 import { decodeMessage, hiddenFrom } from "./delivery.js";
+import { DeliveryLedger } from "./delivery-ledger.js";
+import {
+  anySelects,
+  encodeFilterChanges,
+  FILTER_CHANGES_KEY,
+  type FilterChange,
+  mergeExact,
+  pruneFilterChanges,
+  readFilterChanges,
+  skippedAtFilterChange,
+  widens,
+  withFilterChange,
+} from "./filter-changes.js";
 import { acknowledge, durableDelivery, type Lease, type Original, park, type Settler } from "./durable-settlement.js";
 import type { DurableSettings, StartPosition } from "./options.js";
 import { encodeNewStart, NEW_START_KEY, type NewStart, readNewStart, skippedAtNewStart } from "./new-start.js";
 import { reportPoison, type Source, type SourceContext } from "./source.js";
 import { turnSpanOfMessage } from "./turn-span.js";
 import { tracedDelivery } from "../telemetry/index.js";
+
+/** How long a recreation is retried while the server refuses it, and its longest pause between tries. */
+const RECREATE_GIVE_UP_MS = 30_000;
+const RECREATE_BACKOFF_MAX_MS = 1000;
 
 /** JetStream's "consumer name already in use" and "consumer already exists". */
 const CONSUMER_EXISTS = new Set([10013, 10148]);
@@ -82,9 +102,21 @@ export class DurableSource<E> implements Source {
   #replayAckWaitMs = 30_000;
   #maxDeliver: number;
   #backoffMs: number[] = [];
-  /** Delivered but not yet settled, by stream sequence: the ack floor if we must recreate. */
+  /** Handed to the reader and not yet settled, by stream sequence (a drain waits for them). */
   readonly #unsettled = new Set<number>();
-  #lastSeq = 0;
+  /** What the journal consumer delivered and what of it is settled for good: where a recreation starts. */
+  readonly #ledger = new DeliveryLedger();
+  /** Bumped when the journal consumer is consumed anew: what the old consumption still yields is dropped. */
+  #generation = 0;
+  /** Bumped when the replay consumer is consumed anew. */
+  #replayGeneration = 0;
+  /** A recreation in progress (at most one per consumer). */
+  #recovering: Promise<void> | undefined;
+  #recoveringReplays: Promise<void> | undefined;
+  /** The consumer's filter changes still of use, as its metadata records them (filter-changes.ts). */
+  #changes: readonly FilterChange[] = [];
+  /** A filter change in progress: journal deliveries wait for it before they are judged. */
+  #changing: Promise<void> | undefined;
   /**
    * A durable created at `"new"` on a server with atomic batches: where it started (its
    * consumer's first sequence, and the journal's end per shard then; new-start.ts). As its
@@ -175,22 +207,77 @@ export class DurableSource<E> implements Source {
       this.#messages = this.#replays = undefined;
       return;
     }
+    this.#followJournal(this.#messages);
+    this.#pumpReplays(replays);
+  }
+
+  /** Pumps a consumption of the journal consumer and watches its status, under the current generation. */
+  #followJournal(messages: ConsumerMessages): void {
+    const generation = this.#generation;
+    const current = () => generation === this.#generation && !this.#stopped;
     this.#pumps.push(
-      this.#run(this.#messages, (m) => this.#fromJournal(m)),
-      this.#watchStatus(this.#messages, async (fromSeq) => {
+      this.#run(messages, (m) => this.#fromJournal(m), current, this.#ledger),
+      this.#watchStatus(messages, (reason) => {
+        if (current()) this.#recovering ??= this.#recover(reason).finally(() => (this.#recovering = undefined));
+      }),
+    );
+  }
+
+  /**
+   * The journal consumer is gone (an operator deleted it): NATS.js pulls no more from it,
+   * so the consumption is ended, the consumer created again at the lowest sequence still
+   * owed (delivery-ledger.ts: a nak'd or unsettled delivery comes again; what was settled
+   * above it is acknowledged as seen), and consumed anew. Retried with a short backoff
+   * while the server refuses; a refusal no retry cures ends the subscription.
+   */
+  async #recover(reason: string): Promise<void> {
+    this.#generation++;
+    const old = this.#messages;
+    this.#messages = undefined;
+    old?.stop();
+    const started = Date.now();
+    for (let attempt = 0; !this.#stopped; attempt++) {
+      const fromSeq = this.#ledger.floor();
+      try {
         if (this.#recreatable) {
           try {
             await this.#recreatable();
           } catch (e) {
             // Its positions belong to a stream that is gone: going on would skip or repeat.
             this.#ctx.fail(e as Error);
-            throw e;
+            return;
           }
         }
         await this.#ensureConsumer(fromSeq);
-      }),
-    );
-    this.#pumpReplays(replays);
+        this.#ledger.restarted();
+        const consumer = await this.#ctx.js.consumers.get(this.#ctx.stream, this.#name);
+        const messages = await consumer.consume({ ...this.#pull(), ...this.#expires() });
+        if (this.#stopped) {
+          messages.stop();
+          return;
+        }
+        this.#messages = messages;
+        this.#followJournal(messages);
+        this.#ctx.report({ kind: "consumer_recreated", fromSeq, reason });
+        this.#ctx.log.warn({ durable: this.#name, fromSeq }, "durable consumer was gone; recreated it");
+        return;
+      } catch (e) {
+        const error = e instanceof OptionsError ? e : consumerError(e, this.#ctx.stream, `recreating durable ${this.#name}`);
+        if (!(error instanceof SubscriptionError) || Date.now() - started > RECREATE_GIVE_UP_MS) {
+          this.#ctx.fail(error);
+          return;
+        }
+        this.#ctx.log.debug({ err: e, attempt }, "recreating the durable failed; trying again");
+        await this.#pause(Math.min(RECREATE_BACKOFF_MAX_MS, 50 * 2 ** attempt));
+      }
+    }
+  }
+
+  /** Waits `ms`, or less when the source stops. */
+  async #pause(ms: number): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([new Promise((r) => (timer = setTimeout(r, ms))), this.#stopping]);
+    clearTimeout(timer);
   }
 
   async #consumeReplays(): Promise<ConsumerMessages> {
@@ -203,7 +290,42 @@ export class DurableSource<E> implements Source {
   }
 
   #pumpReplays(replays: ConsumerMessages): void {
-    this.#pumps.push(this.#run(replays, (m) => this.#fromParked(m)), this.#watchStatus(replays, () => this.#ensureReplayConsumer()));
+    const generation = this.#replayGeneration;
+    const current = () => generation === this.#replayGeneration && !this.#stopped;
+    this.#pumps.push(
+      this.#run(replays, (m) => this.#fromParked(m), current),
+      this.#watchStatus(replays, (reason) => {
+        if (current()) this.#recoveringReplays ??= this.#recoverReplays(reason).finally(() => (this.#recoveringReplays = undefined));
+      }),
+    );
+  }
+
+  /** The replay consumer is gone: made again (it reads the replay state from its start: each entry is removed when settled) and consumed anew. */
+  async #recoverReplays(reason: string): Promise<void> {
+    this.#replayGeneration++;
+    const old = this.#replays;
+    this.#replays = undefined;
+    old?.stop();
+    const started = Date.now();
+    for (let attempt = 0; !this.#stopped; attempt++) {
+      try {
+        await this.#ensureReplayConsumer();
+        const replays = await this.#consumeReplays();
+        if (this.#stopped) {
+          replays.stop();
+          return;
+        }
+        this.#pumpReplays(replays);
+        this.#ctx.log.warn({ durable: this.#name, reason }, "the durable's replay consumer was gone; recreated it");
+        return;
+      } catch (e) {
+        if (!(e instanceof SubscriptionError) || Date.now() - started > RECREATE_GIVE_UP_MS) {
+          this.#ctx.fail(e as Error);
+          return;
+        }
+        await this.#pause(Math.min(RECREATE_BACKOFF_MAX_MS, 50 * 2 ** attempt));
+      }
+    }
   }
 
   /** A pull's size: the batch, bounded in bytes by the connection's max_payload (pull-size.ts). */
@@ -215,15 +337,68 @@ export class DurableSource<E> implements Source {
     return this.#pullExpiresMs === undefined ? {} : { expires: this.#pullExpiresMs };
   }
 
+  /**
+   * Moves the consumer to new filters. The server goes on from its own position, which no
+   * reply reports; the change is kept in the consumer's metadata with the bounds of that
+   * position (filter-changes.ts), so that of a turn begun by then only what the old filter
+   * selects is delivered, whatever number of changes the turn sees. Journal deliveries wait
+   * while the change is made: none is judged under a change not yet bounded.
+   */
   async update(subjects: readonly string[]): Promise<void> {
+    const was = this.#subjects;
+    let release!: () => void;
+    this.#changing = new Promise<void>((r) => (release = r));
     this.#subjects = subjects;
-    const jsm = await this.#ctx.jsm();
     try {
-      const filters = this.#filters();
-      await jsm.consumers.update(this.#ctx.stream, this.#name, filters);
+      const jsm = await this.#ctx.jsm();
+      await this.#moveFilter(jsm, await jsm.consumers.info(this.#ctx.stream, this.#name), undefined);
     } catch (e) {
-      throw consumerError(e, this.#ctx.stream, `updating durable ${this.#name}`);
+      this.#subjects = was;
+      throw e instanceof OptionsError ? e : consumerError(e, this.#ctx.stream, `updating durable ${this.#name}`);
+    } finally {
+      this.#changing = undefined;
+      release();
     }
+  }
+
+  /**
+   * Puts the consumer `info` shows on this source's filter, with `extra` (other settings to
+   * update with it). A change that can add a subject is kept, with the last sequence the
+   * consumer had delivered before it, and then the journal's end read after it (the
+   * server's position is between); an entry whose end no process read (one stopped in
+   * between) is given the end read now, which is after its change too.
+   */
+  async #moveFilter(jsm: JetStreamManager, info: ConsumerInfo, extra: Partial<ConsumerConfig> | undefined): Promise<void> {
+    const stream = this.#ctx.stream;
+    const config = info.config;
+    const old = config.filter_subjects ?? (config.filter_subject ? [config.filter_subject] : []);
+    const same = JSON.stringify(old) === JSON.stringify(this.#subjects);
+    let changes = pruneFilterChanges(readFilterChanges(this.#name, config.metadata), info.ack_floor.stream_seq);
+    if (!same && this.#keepsChanges && old.length > 0 && widens(old, this.#subjects)) {
+      changes = withFilterChange(this.#name, changes, { from: Math.max(info.delivered.stream_seq, this.#ledger.last), at: undefined, old });
+    }
+    const base = extra?.metadata ?? config.metadata ?? {};
+    const metadata = withChanges(base, changes);
+    const update: Partial<ConsumerConfig> = { ...(same ? {} : this.#filters()), ...extra };
+    if (JSON.stringify(metadata) !== JSON.stringify(config.metadata ?? {})) update.metadata = metadata;
+    if (Object.keys(update).length > 0) await jsm.consumers.update(stream, this.#name, update);
+    this.#changes = changes;
+    if (!changes.some((c) => c.at === undefined)) return;
+    // Read after the update's reply: the server's position is at or before it.
+    const end = (await jsm.streams.info(stream)).state.last_seq;
+    changes = mergeExact(changes.map((c) => (c.at === undefined ? { ...c, at: Math.max(end, c.from) } : c)));
+    this.#changes = changes;
+    try {
+      await jsm.consumers.update(stream, this.#name, { metadata: withChanges(metadata, changes) });
+    } catch (e) {
+      // Left open on the server: the next process to open the durable bounds it (a later end, as safe).
+      this.#ctx.log.warn({ durable: this.#name, err: (e as Error).message }, "recording where a filter change took effect failed");
+    }
+  }
+
+  /** Whether this source keeps and applies filter changes: turns exist (2.12+) and it reads the journal itself (a group reads copies). */
+  get #keepsChanges(): boolean {
+    return this.#ctx.journal.turns && this.#group === undefined;
   }
 
   async stop(): Promise<void> {
@@ -232,6 +407,8 @@ export class DurableSource<E> implements Source {
     const running = [this.#messages, this.#replays];
     this.#messages = this.#replays = undefined;
     for (const m of running) m?.stop();
+    await Promise.all([this.#recovering, this.#recoveringReplays]);
+    // A recreation that finished meanwhile saw #stopped: it consumes nothing.
     await Promise.all([...this.#pumps, ...this.#settling]);
   }
 
@@ -259,6 +436,9 @@ export class DurableSource<E> implements Source {
       parked: this.#parked,
       log: this.#ctx.log,
       report: (r) => this.#ctx.report(r),
+      done: (o) => {
+        if (o.storeSeq === undefined) this.#ledger.settled(o.msg.seq);
+      },
     };
   }
 
@@ -294,6 +474,8 @@ export class DurableSource<E> implements Source {
     }
     if (s.maxAckPending !== undefined) config.max_ack_pending = s.maxAckPending;
     if (this.#newStart !== undefined) config.metadata = { ...config.metadata, [NEW_START_KEY]: encodeNewStart(this.#newStart.at) };
+    // A recreation keeps the changes its turns are judged by.
+    if (this.#changes.length > 0) config.metadata = withChanges(config.metadata ?? {}, this.#changes);
     // A "new" durable recreated before anything was delivered starts where it first did.
     const start = fromSeq !== undefined ? { seq: fromSeq } : this.#newStart !== undefined ? { seq: this.#newStart.from } : this.#start;
     if (start === "new") config.deliver_policy = DeliverPolicy.New;
@@ -321,10 +503,9 @@ export class DurableSource<E> implements Source {
         const drift = durableDrift(this.#name, this.#ctx.settings, liveDurable(info.config));
         if (!drift.ok) throw drift.error;
         this.#adopt(info.config);
-        const filters = this.#filters();
-        const same = JSON.stringify(info.config.filter_subjects ?? [info.config.filter_subject]) === JSON.stringify(filters.filter_subjects ?? [filters.filter_subject]);
-        const update = { ...(same ? {} : filters), ...drift.update, ...recordedLimit(info.config, this.#maxDeliver) };
-        if (Object.keys(update).length > 0) await jsm.consumers.update(this.#ctx.stream, this.#name, update);
+        this.#ledger.serverFloor(info.ack_floor.stream_seq);
+        // Opened with another filter: a change like updateFilter's.
+        await this.#moveFilter(jsm, info, { ...drift.update, ...recordedLimit(info.config, this.#maxDeliver) });
         return;
       } catch (e) {
         if (!(e instanceof JetStreamApiError && e.code === JetStreamApiCodes.ConsumerNotFound)) {
@@ -335,6 +516,7 @@ export class DurableSource<E> implements Source {
         if (fromSeq === undefined && this.#start === "new" && this.#newStart === undefined && this.#ctx.journal.turns) this.#newStart = await this.#startNow();
         const info = await jsm.consumers.add(this.#ctx.stream, this.#config(fromSeq));
         this.#adopt(info.config);
+        this.#ledger.serverFloor(info.ack_floor.stream_seq);
         return;
       } catch (e) {
         // Another process made it in between with other options: check ours against it.
@@ -438,7 +620,6 @@ export class DurableSource<E> implements Source {
   }
 
   #fromJournal(m: JsMsg): Original | undefined {
-    this.#lastSeq = Math.max(this.#lastSeq, m.seq);
     const at = this.#origin(m);
     // A group's partition copies sessions of every shard: the copy's journal subject names its shard.
     const shard = at && (journalShardOf(this.#ctx.decode.namespace, at.subject) ?? this.#ctx.shard).index;
@@ -453,11 +634,18 @@ export class DurableSource<E> implements Source {
     return { msg: m, journalSeq: e.journalSeq, shard, subject: e.subject, data: m.data, deliveryCount: m.info.deliveryCount, storeSeq: m.seq };
   }
 
-  async #run(messages: ConsumerMessages, original: (m: JsMsg) => Original | undefined): Promise<void> {
+  /** `ledger`: the journal consumer's, which notes every delivery (the replay consumer's have none). */
+  async #run(messages: ConsumerMessages, original: (m: JsMsg) => Original | undefined, current: () => boolean, ledger?: DeliveryLedger): Promise<void> {
     const ctx = this.#ctx;
     const settler = this.#settler;
     try {
       for await (const m of messages) {
+        // Left by a consumption ended for a recreation: the new consumer delivers it again.
+        if (!current()) continue;
+        // Judged under the filter change being made once it is bounded (update()).
+        if (ledger && this.#changing) await this.#changing;
+        // Noted before anything else: even a copy left to come again is owed.
+        const repeat = ledger?.received(m.seq) ?? false;
         if (this.#unproven()) {
           // The server may have sent this copy while the member was paused or cut off, and
           // handed it to another since: neither handled nor settled here; it comes again.
@@ -470,7 +658,12 @@ export class DurableSource<E> implements Source {
           m.term();
           continue;
         }
-        if (o.storeSeq === undefined && this.#begunBeforeStart(o)) {
+        if (repeat) {
+          // Settled before the consumer was recreated below it: acknowledged again, not handed twice.
+          await acknowledge(settler, o).catch(() => undefined);
+          continue;
+        }
+        if (o.storeSeq === undefined && (this.#begunBeforeStart(o) || this.#outsideFilter(o))) {
           // Seen, not delivered: acknowledged; if the ack is lost it comes again and is skipped again.
           await acknowledge(settler, o).catch(() => undefined);
           ctx.seen(o.shard, o.journalSeq);
@@ -491,6 +684,18 @@ export class DurableSource<E> implements Source {
     } catch (e) {
       if (!this.#stopped) ctx.fail(consumerError(e, ctx.stream, `durable ${this.#name}`));
     }
+  }
+
+  /**
+   * Whether a journal delivery is not the filter's to hand over: outside the filter in force
+   * (sent under an older one, still buffered or redelivered), or of a turn begun by a filter
+   * change that added its subject (filter-changes.ts). A group reads copies under its own
+   * partition filters: not judged here.
+   */
+  #outsideFilter(o: Original): boolean {
+    if (this.#group !== undefined) return false;
+    if (!anySelects(this.#subjects, o.subject)) return true;
+    return this.#keepsChanges && this.#changes.length > 0 && skippedAtFilterChange(this.#changes, o.journalSeq, o.subject, () => turnSpanOfMessage(o.msg, o.journalSeq));
   }
 
   /** Whether a journal delivery is of a turn begun by a `"new"` durable's start (new-start.ts). */
@@ -559,25 +764,22 @@ export class DurableSource<E> implements Source {
     return durableDelivery(this.#settler, o, event, onSettle, (p) => this.#track(p), lease);
   }
 
-  async #watchStatus(messages: ConsumerMessages, recreate: (fromSeq: number | undefined) => Promise<void>): Promise<void> {
+  /** Reports missed heartbeats; calls `gone` when the consumer was deleted or is not found (NATS.js checks after missed heartbeats). */
+  async #watchStatus(messages: ConsumerMessages, gone: (reason: string) => void): Promise<void> {
     try {
       for await (const s of messages.status()) {
-        if (s.type === "heartbeats_missed") {
-          this.#ctx.report({ kind: "heartbeats_missed", count: s.count });
-        } else if (s.type === "consumer_deleted" || s.type === "consumer_not_found") {
-          if (this.#stopped) return;
-          const fromSeq = this.#unsettled.size > 0 ? Math.min(...this.#unsettled) : this.#lastSeq + 1;
-          try {
-            await recreate(this.#lastSeq === 0 ? undefined : fromSeq);
-            this.#ctx.report({ kind: "consumer_recreated", fromSeq, reason: s.type });
-            this.#ctx.log.warn({ durable: this.#name, fromSeq }, "durable consumer was gone; recreated it");
-          } catch (e) {
-            this.#ctx.log.debug({ err: e }, "recreating the durable failed; will retry on the next notice");
-          }
-        }
+        if (this.#stopped) return;
+        if (s.type === "heartbeats_missed") this.#ctx.report({ kind: "heartbeats_missed", count: s.count });
+        else if (s.type === "consumer_deleted" || s.type === "consumer_not_found") gone(s.type);
       }
     } catch {
       // the status feed ends with the messages
     }
   }
+}
+
+/** `metadata` with the filter changes recorded (the key removed when there are none). */
+function withChanges(metadata: Readonly<Record<string, string>>, changes: readonly FilterChange[]): Record<string, string> {
+  const { [FILTER_CHANGES_KEY]: _dropped, ...rest } = metadata;
+  return changes.length > 0 ? { ...rest, [FILTER_CHANGES_KEY]: encodeFilterChanges(changes) } : rest;
 }

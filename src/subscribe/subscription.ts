@@ -76,7 +76,18 @@ export interface Subscription<E = JetloopEvent, D extends Delivery<E> = Delivery
   readonly filter: EventFilter;
   /**
    * Changes the filter (add or remove loops, sessions, types) without losing the
-   * position: the journal part resumes after the last delivered sequence.
+   * position. A feed subscription goes on after the last journal sequence it took. A durable
+   * goes on from its consumer's position on the server, which no reply reports: after the
+   * last sequence the consumer had delivered when the update began, at or before the
+   * journal's end read once the update resolved (what is buffered or redelivered outside the
+   * new filter is acknowledged as seen, not handed over). Either way, after the update
+   * resolves a turn begun before the change is delivered whole or not at all for what the
+   * change adds (only what the old filter selects of it is handed over), for any number of
+   * changes inside one turn; a loop the change removes ends where the change took effect. A
+   * durable keeps its changes in its consumer's metadata (`jetloop_filter_changes`), so every
+   * process that opens it later judges the same; it keeps at most 32 within a turn's reach
+   * (1,000 journal positions) past its ack floor, and a change past that is refused
+   * (`OPTIONS_INVALID`) with the old filter still in force.
    */
   updateFilter(filter: EventFilter): Promise<void>;
   /** Stops delivery and releases the consumer; the reader's loop ends quietly. Idempotent; `err()` stays as it was. */

@@ -28,6 +28,7 @@ const ALLOWED: Readonly<Record<string, FileCounts & { why: string }>> = {
   "test/integration/atomic-batch.test.ts": { waits: 3, silences: 0, why: "moment: a cut or a stop inside a batch's commit at a chosen or generated delay" },
   "test/integration/backpressure.test.ts": { waits: 3, silences: 0, why: "bound: a read raced by 10 s (1); pace: a slow consumer (2)" },
   "test/integration/bench-cpu-budget.test.ts": { waits: 2, silences: 0, why: "elapse: a CPU rate is measured over a window of time" },
+  "test/integration/filter-change-turns.test.ts": { waits: 2, silences: 0, why: "moment: a filter change at a generated delay into a turn's commit (1); bound: the sentinel raced by 30 s (1)" },
   "test/integration/durable-turns.test.ts": {
     waits: 3,
     silences: 0,

@@ -34,10 +34,14 @@ export class FeedSource<E> implements Source, FeedViewer {
   /** A `"new"` start's position: a turn begun by then counts as before it, and is skipped (turn-span.ts). */
   #newAt: number | undefined;
   /**
-   * The last filter change: a turn begun by its position counts as before it for the new
-   * filter, so of that turn only what the old filter selects (`old`) is delivered.
+   * The filter changes within a turn's reach of the position, oldest first: a turn begun by
+   * a change's position counts as before it for what it added, so of that turn only what
+   * the filter before it (`old`) selects is delivered. Every change is kept, not the last
+   * only: A → A+B → A+B+C inside one turn judges B by the first change and C by the second.
    */
-  #changed: { readonly at: number; readonly old: FeedIndex<object> } | undefined;
+  #changes: { readonly at: number; readonly old: FeedIndex<object> }[] = [];
+  /** A filter update between its first step and its resync's request: feed messages wait in the inbox. */
+  #updating = false;
   /** Made on first use: an idle, in-order viewer never buffers. */
   #inbox: FeedMessage[] | undefined;
   #overflowed = false;
@@ -102,16 +106,30 @@ export class FeedSource<E> implements Source, FeedViewer {
   /** `subjects`: feed subjects. */
   async update(subjects: readonly string[]): Promise<void> {
     this.#generation++;
-    this.#unfollow();
-    if (this.#ctx.journal.turns) this.#changed = { at: this.#lastSeq, old: subjectIndex(this.#ctx.decode.namespace, this.#feeds) };
-    this.#feeds = subjects;
-    this.#follow();
-    await this.#feed.registered();
-    // What the old filter had buffered is dropped; the new filter's events after the
-    // position are read from the journal.
-    this.#inbox = undefined;
-    this.#overflowed = false;
-    this.#requestResync("filter");
+    // No feed message is taken past the pump until the filter's resync is requested: one of
+    // a new subject taken while the subscriptions register moved the position past that
+    // subject's earlier events, which the resync then never read.
+    this.#updating = true;
+    try {
+      this.#unfollow();
+      // A second change at the same position: the filter between judged nothing, and the first
+      // change's older filter stands (so the list holds at most a turn's reach of entries).
+      if (this.#ctx.journal.turns && this.#changes.at(-1)?.at !== this.#lastSeq) this.#changes.push({ at: this.#lastSeq, old: subjectIndex(this.#ctx.decode.namespace, this.#feeds) });
+      this.#feeds = subjects;
+      // The new filter goes on after the position: nothing at or before it is its to take, so
+      // the gap check starts there (a repair from an older baseline would read the new
+      // filter's earlier events as missed; the resync settles there anyway).
+      this.#gaps.settled(this.#lastSeq);
+      this.#follow();
+      await this.#feed.registered();
+      // What the old filter had buffered is dropped; the new filter's events after the
+      // position are read from the journal.
+      this.#inbox = undefined;
+      this.#overflowed = false;
+      this.#requestResync("filter");
+    } finally {
+      this.#updating = false;
+    }
   }
 
   async stop(): Promise<void> {
@@ -136,7 +154,7 @@ export class FeedSource<E> implements Source, FeedViewer {
   onFeed(message: FeedMessage): void {
     // Another shard's session on the same feed subject: its sequences are another stream's.
     if (this.#overflowed || this.#stopped || message.shard !== this.#ctx.shard.index) return;
-    if (this.#ready && this.#pump === undefined && this.#resync === undefined && !this.#inbox?.length && this.#takeNow(message)) return;
+    if (this.#ready && !this.#updating && this.#pump === undefined && this.#resync === undefined && !this.#inbox?.length && this.#takeNow(message)) return;
     const inbox = (this.#inbox ??= []);
     if (inbox.length >= INBOX_LIMIT) {
       // The reader is far behind: stop buffering; the journal holds the rest.
@@ -270,13 +288,16 @@ export class FeedSource<E> implements Source, FeedViewer {
    * on to its end, and says where it ended (a catch-up needs not: the feed follows it).
    */
   async #open(from: JournalRange["from"], to: number, wholeTurns = false): Promise<Reading> {
+    // The generation of the filter the read is made with, taken with its subjects: a change
+    // while the read opens makes it stale (taken after the await, it read an old filter as new).
+    const generation = this.#generation;
     const range = { subjects: this.#journalSubjects(), from, toSeq: to, batch: this.#ctx.settings.batch };
     const what = "reading the journal for a feed subscription";
     const messages: Reading["messages"] = wholeTurns
       ? readWholeTurns(this.#ctx.journal, range, what, undefined, this.#stopping.signal, (m, e) => reportPoison(this.#ctx, m.seq, m.subject, e))
       : readJournalRange(this.#ctx.journal, range, what);
     const first = await this.#ctx.feeds.limitCatchUp(() => messages.next());
-    return { messages, first, to, generation: this.#generation };
+    return { messages, first, to, generation };
   }
 
   async #read(r: Reading): Promise<void> {
@@ -333,20 +354,22 @@ export class FeedSource<E> implements Source, FeedViewer {
   }
 
   /**
-   * Whether the event at `seq` is of a turn begun by the last filter change's position and
-   * selected only by the new filter: taken, not delivered (the old filter's part goes on).
+   * Whether the event at `seq` is of a turn begun by a filter change's position and not
+   * selected by the filter before that change: taken, not delivered (what the older filter
+   * selected goes on). Taken in order, so a change a turn's reach behind is forgotten.
    */
   #begunBeforeChange(seq: number, subject: string, shared: FeedMessage | undefined, journal: object | undefined): boolean {
-    const c = this.#changed;
-    if (c === undefined || seq <= c.at) return false;
-    if (seq > c.at + TURN_REACH) {
-      this.#changed = undefined;
-      return false;
+    while (this.#changes.length > 0 && seq > this.#changes[0]!.at + TURN_REACH) this.#changes.shift();
+    let span: ReturnType<typeof turnSpanOfMessage> | null = null;
+    for (const c of this.#changes) {
+      if (seq <= c.at) continue;
+      let selected = false;
+      c.old.forMatching(subject, () => (selected = true));
+      if (selected) continue;
+      span ??= shared ? shared.turn?.() : journal ? turnSpanOfMessage(journal, seq) : undefined;
+      if (begunBefore(span, c.at)) return true;
     }
-    if (!begunBefore(shared ? shared.turn?.() : journal ? turnSpanOfMessage(journal, seq) : undefined, c.at)) return false;
-    let selected = false;
-    c.old.forMatching(subject, () => (selected = true));
-    return !selected;
+    return false;
   }
 
   #retrying<T>(op: () => Promise<T>): Promise<T> {
