@@ -114,6 +114,7 @@ function prescan(t: string): boolean {
   let keys = 0;
   // The next backslash at or after the current string's start (n: none): found once, not per string.
   let nextEscape = -1;
+  let nextQuote = -1;
   let i = 0;
   while (i < n) {
     const c = t.charCodeAt(i);
@@ -122,8 +123,12 @@ function prescan(t: string): boolean {
       let escaped = false;
       let end: number;
       for (;;) {
-        const q = t.indexOf('"', j);
-        if (q < 0) return false;
+        // Found once per string, not once per escape (a long text with many escapes).
+        if (nextQuote < j) {
+          nextQuote = t.indexOf('"', j);
+          if (nextQuote < 0) return false;
+        }
+        const q = nextQuote;
         if (nextEscape < j) {
           nextEscape = t.indexOf("\\", j);
           if (nextEscape < 0) nextEscape = n;

@@ -201,7 +201,7 @@ describe("the fast reader agrees with the guided reader", () => {
     for (const input of [...verdictInputs, ...gatewayTexts]) agree(input);
     expect(verdictInputs.length).toBeGreaterThan(1800);
     expect(gatewayTexts.length).toBeGreaterThan(50);
-  });
+  }, TIMEOUT_MS);
 
   it(
     "on near-ordinary texts: each prescan condition broken at each place of each Go-written event",
