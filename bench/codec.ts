@@ -6,7 +6,8 @@
  *   encode: encodeEvent (validate, map to the wire, JSON, UTF-8) vs JSON.stringify + UTF-8
  *           of the already-mapped wire object;
  *   decode: unmarshalEvent (UTF-8, strict JSON, map from the wire, validate) vs UTF-8 +
- *           JSON.parse;
+ *           JSON.parse; on the Go-written mix also by the guided reader alone (the fast
+ *           path off: what the fast path saves), and per event type;
  *   validate: validateEvent vs the parse jetloop ran before its hot path was changed
  *           (`schema.safeParse(event, { reportInput: true })`; the rules are the same).
  * Encode and decode run on the benchmark's PermissionDecided and on the Go-written events
@@ -14,6 +15,7 @@
  * holds), cycled.
  */
 import { defaultRegistry, encodeEvent, unmarshalEvent, validateEvent, type JetloopEvent } from "../src/index.js";
+import { decodeEventByReference } from "../src/codec/codec.js";
 import { type BenchContext, type Row, compareRow } from "./lib/context.js";
 import { enduringBatch } from "./lib/events.js";
 import { median } from "./lib/stats.js";
@@ -40,14 +42,14 @@ export function runCodec(ctx: BenchContext): Promise<Row[]> {
     ["validate", (i) => validateEvent(events[i]!), "safeParse(e, { reportInput }), as before", (i) => schema.safeParse(events[i]!, { reportInput: true })],
   ];
   const rows: Row[] = [];
-  const measure = (label: string, metric: string, jetloop: (i: number) => unknown, rawLabel: string, raw: (i: number) => unknown): void => {
+  const measure = (label: string, metric: string, jetloop: (i: number) => unknown, rawLabel: string, raw: (i: number) => unknown, n = N): void => {
     const j: number[] = [];
     const r: number[] = [];
-    perEvent(N, jetloop);
-    perEvent(N, raw);
+    perEvent(n, jetloop);
+    perEvent(n, raw);
     for (let k = 0; k < ctx.options.reps; k++) {
-      j.push(perEvent(N, jetloop));
-      r.push(perEvent(N, raw));
+      j.push(perEvent(n, jetloop));
+      r.push(perEvent(n, raw));
     }
     ctx.log(`codec ${metric} ${label}: jetloop ${median(j).toFixed(2)} µs, ${rawLabel} ${median(r).toFixed(2)} µs`);
     rows.push(compareRow({ bench: "0 codec, no network", metric: `${metric} ${label}`, unit: "µs/event", raw: rawLabel }, j, r));
@@ -60,6 +62,14 @@ export function runCodec(ctx: BenchContext): Promise<Row[]> {
   const size = Math.round(mixBytes.reduce((a, b) => a + b.length, 0) / n);
   measure(`Go-written mix (${n} events, ${size} B avg)`, "encode", (i) => encodeEvent(mixEvents[i % n]!), "JSON.stringify + UTF-8", (i) => encoder.encode(JSON.stringify(mixWire[i % n])));
   measure(`Go-written mix (${n} events, ${size} B avg)`, "decode", (i) => unmarshalEvent(mixBytes[i % n]!), "UTF-8 + JSON.parse", (i): unknown => JSON.parse(decoder.decode(mixBytes[i % n])));
+  measure(`Go-written mix, guided reader only`, "decode", (i) => decodeEventByReference(mixBytes[i % n]!), "UTF-8 + JSON.parse", (i): unknown => JSON.parse(decoder.decode(mixBytes[i % n])));
+  // Per type: each type's Go-written events, cycled (fewer rounds: there are many types).
+  const types = [...new Set(mix.map((w) => w.type))].sort();
+  for (const type of types) {
+    const own = mixBytes.filter((_, k) => mix[k]!.type === type);
+    const m = own.length;
+    measure(`${type} (${m} Go-written)`, "decode", (i) => unmarshalEvent(own[i % m]!), "UTF-8 + JSON.parse", (i): unknown => JSON.parse(decoder.decode(own[i % m])), N / 4);
+  }
   for (const [metric, jetloop, rawLabel, raw] of pairs) measure(`PermissionDecided (${bytes[0]!.length} B)`, metric, jetloop, rawLabel, raw);
   return Promise.resolve(rows);
 }

@@ -15,6 +15,7 @@ import { defaultRegistry, type JetloopEvent } from "../events/catalogue.js";
 import type { EventRegistry, EventTypeDefinition } from "../events/registry.js";
 import { definitionFor, type SafeResult, validateWith } from "../events/validate.js";
 import { goFold } from "../wire/go-fold.js";
+import { parseOrdinaryJson } from "../wire/fast-json.js";
 import { encodePooled } from "../wire/pooled-utf8.js";
 import { isWellFormed, type JsonGuide, MAX_DEPTH, parseStrictJson, scanJson, StrictJsonError } from "../wire/strict-json.js";
 import { fromWire, guideFor, mergeGuides, sortedKeys, takeDeepestRaw, toWireJson, UnwritableJsonError, WireKeyError } from "../wire/wire.js";
@@ -152,9 +153,10 @@ const envelopeGuides = new WeakMap<EventRegistry<unknown>, JsonGuide>();
 
 /**
  * What the reader expects where in an event of any of the registry's types: the type is
- * known only once its key is read, and Go writes it near the end.
+ * known only once its key is read, and Go writes it near the end. (@internal: exported for
+ * the fast reader's differential test.)
  */
-function envelopeGuide(registry: EventRegistry<unknown>): JsonGuide {
+export function envelopeGuide(registry: EventRegistry<unknown>): JsonGuide {
   let guide = envelopeGuides.get(registry);
   if (guide === undefined) {
     guide = mergeGuides([...registry.types()].map((def) => guideFor(wireSchemaOf(def))));
@@ -191,13 +193,30 @@ const WIRE_KEY_REASONS = { letter_case: "letter_case_key", null: "null_value" } 
  * path, which checks the channel against the subject itself.
  */
 export function decodeEvent<E = JetloopEvent>(input: Uint8Array | string, options?: CodecOptions<E>): E {
+  return decodeWith(input, options, true);
+}
+
+/**
+ * @internal `decodeEvent` by the guided reader alone, never the fast path: the reference
+ * the differential tests hold the fast path to.
+ */
+export function decodeEventByReference<E = JetloopEvent>(input: Uint8Array | string, options?: CodecOptions<E>): E {
+  return decodeWith(input, options, false);
+}
+
+function decodeWith<E>(input: Uint8Array | string, options: CodecOptions<E> | undefined, fast: boolean): E {
   const text = decodeText(input, options?.maxBytes ?? DEFAULT_MAX_EVENT_BYTES);
-  let json: unknown;
-  try {
-    json = parseStrictJson(text, envelopeGuide(registryOf(options)));
-  } catch (e) {
-    if (e instanceof StrictJsonError) throw new EventDecodeError(e.reason, e.message, e.offset);
-    throw e;
+  const guide = envelopeGuide(registryOf(options));
+  // Ordinary text (the usual event) is read by JSON.parse; anything else, and every
+  // refusal and its wording, by the guided reader (src/wire/fast-json.ts).
+  let json: unknown = fast ? parseOrdinaryJson(text, guide) : undefined;
+  if (json === undefined) {
+    try {
+      json = parseStrictJson(text, guide);
+    } catch (e) {
+      if (e instanceof StrictJsonError) throw new EventDecodeError(e.reason, e.message, e.offset);
+      throw e;
+    }
   }
   if (json === null || typeof json !== "object" || Array.isArray(json)) {
     throw new EventDecodeError("not_an_object", "an event is a JSON object");
