@@ -225,6 +225,7 @@ export function decodeEvent<E = JetloopEvent>(input: Uint8Array | string, option
     if (e instanceof StrictJsonError) throw new EventDecodeError(e.reason, e.message, e.offset);
     if (!(e instanceof WireKeyError)) throw e;
     if (e.problem === "unknown") throw new EventValidationError(def.type, e.path, "is invalid", "not a known field");
+    if (e.problem === "dropped") throw new EventValidationError(def.type, e.path, "is invalid", e.message);
     throw new EventDecodeError(WIRE_KEY_REASONS[e.problem], e.message);
   }
   delete camel.v;
