@@ -169,6 +169,8 @@ export {
 } from "./codec/codec.js";
 /** A json.RawMessage field's value (a tool's input, gate metadata): its JSON text, parsed on demand. */
 export { RawJson } from "./wire/raw-json.js";
+/** A Go `map[string]X` field for a custom event type: every key kept (`z.record` drops `__proto__`), written in Go's order. */
+export { goMapSchema } from "./wire/go-map-schema.js";
 export { connect, fromConnection, type Jetloop, type BusProvisionReport, type ConnectOptions, type ProvisionRequest } from "./bus.js";
 export { type JournalLocation, type PublishAllOptions } from "./bus.js";
 export { type ReconcileOptions, type StoredEvent } from "./publish/reconcile.js";

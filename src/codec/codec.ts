@@ -244,6 +244,7 @@ function decodeWith<E>(input: Uint8Array | string, options: CodecOptions<E> | un
     if (e instanceof StrictJsonError) throw new EventDecodeError(e.reason, e.message, e.offset);
     if (!(e instanceof WireKeyError)) throw e;
     if (e.problem === "unknown") throw new EventValidationError(def.type, e.path, "is invalid", "not a known field");
+    if (e.problem === "dropped") throw new EventValidationError(def.type, e.path, "is invalid", e.message);
     throw new EventDecodeError(WIRE_KEY_REASONS[e.problem], e.message);
   }
   delete camel.v;

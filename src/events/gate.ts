@@ -5,6 +5,7 @@
  * reads a gate; only `resolver` matters to validation (see `gateIdentity`).
  */
 import { z } from "zod";
+import { goMapSchema } from "../wire/go-map-schema.js";
 import { rawJsonSchema } from "../wire/raw-json-schema.js";
 import { wireField } from "../wire/wire.js";
 import { uuidSchema } from "./ids.js";
@@ -40,7 +41,7 @@ export const gatePromptSchema = z.object({
 });
 
 /** Answer values by field name (a Go map of json.RawMessage: sorted keys, each value kept as written). */
-const values = z.record(z.string(), rawJsonSchema());
+const values = goMapSchema(rawJsonSchema());
 const response = z.object({ action: text().optional(), values: values.optional() });
 
 export type GatePrompt = z.output<typeof gatePromptSchema>;
@@ -106,7 +107,7 @@ export const gateAuditSchema = z.discriminatedUnion("kind", [
     data: data({ requirementDescriptions: z.array(z.string()).optional(), candidateDescriptions: z.array(z.string()).optional() }),
   }),
   z.strictObject({ kind: z.literal("ask_user"), data: data({ answerPreview: text().optional() }) }),
-  z.strictObject({ kind: z.literal("form"), data: data({ values: z.record(z.string(), z.string()).optional() }) }),
+  z.strictObject({ kind: z.literal("form"), data: data({ values: goMapSchema(z.string()).optional() }) }),
 ]);
 export type GateAudit = z.output<typeof gateAuditSchema>;
 

@@ -3,6 +3,7 @@
  * them in LoopStarted and SessionStarted, with the runtime's own checks.
  */
 import { z } from "zod";
+import { goMapSchema } from "../wire/go-map-schema.js";
 import { wireField } from "../wire/wire.js";
 import { isSet, isTrimmedText, text, utf8Length } from "./text.js";
 import type { Violation } from "./registry.js";
@@ -186,7 +187,7 @@ export const configManifestSchema = z.object({
   runtimeProfile: text().optional(),
   runtimeCatalogRev: text().optional(),
   runtimeIdentityRev: text().optional(),
-  appFields: wireField(z.record(z.string(), z.string()).optional(), { keepEmpty: true }),
+  appFields: wireField(goMapSchema(z.string()).optional(), { keepEmpty: true }),
 });
 export type ConfigManifest = z.output<typeof configManifestSchema>;
 

@@ -70,7 +70,8 @@ function compiledSchema(schema: z.ZodType): z.ZodType {
 export function validateWith<E>(def: EventTypeDefinition, input: Record<string, unknown>, options?: { strict?: boolean }): E {
   if (options?.strict) {
     for (const key in input) {
-      if (!(key in def.schema.shape)) throw new EventValidationError(def.type, key, "is invalid", `not a field of ${def.type}`);
+      // Own keys of the shape only: `constructor` or `__proto__` is in every object.
+      if (!Object.hasOwn(def.schema.shape, key)) throw new EventValidationError(def.type, key, "is invalid", `not a field of ${def.type}`);
     }
   }
   checkIdentity(def, input);

@@ -256,7 +256,44 @@ function checkRange(text: string, start: number, end: number): void {
     while (j < end && (text.charCodeAt(j) | 0x20) !== 0x65) j++;
     if (j === end) return;
   }
-  if (!Number.isFinite(Number(text.slice(start, end)))) outOfRange(text.slice(start, end), start);
+  const token = text.slice(start, end);
+  if (!Number.isFinite(Number(token)) && goOverflows(token)) outOfRange(token, start);
+}
+
+/** 2^1024 - 2^970, the least magnitude ParseFloat rounds to infinity, in decimal digits (309). */
+const OVERFLOW_DIGITS = (2n ** 1024n - 2n ** 970n).toString();
+const NUMBER_PARTS = /^-?(0|[1-9]\d*)(?:\.(\d+))?(?:[eE]([+-]?)(\d+))?$/;
+
+/**
+ * Whether Go's strconv.ParseFloat refuses `token` as past float64. Only asked when
+ * JavaScript's correctly rounded Number() overflows: Go's reading is never larger. It can
+ * be smaller, in two ways of atof.go: an exponent stops accumulating once it reaches
+ * 10,000 (`e123456` reads as `e12345`), and the slow path's decimal keeps 800 digits and
+ * places the point after the 800th when the integer part is longer (`decimal.set`:
+ * `b.dp = b.nd`). A number that overflows reaches that slow path, so Go overflows exactly
+ * when the digits, with Go's point and Go's exponent, are at least 2^1024 - 2^970.
+ */
+function goOverflows(token: string): boolean {
+  const m = NUMBER_PARTS.exec(token);
+  if (m === null) return true;
+  const int = m[1]!;
+  const frac = m[2] ?? "";
+  let digits: string;
+  let dp: number;
+  if (int !== "0") {
+    digits = int + frac;
+    dp = Math.min(int.length, 800);
+  } else {
+    const significant = frac.replace(/^0+/, "");
+    dp = significant.length - frac.length;
+    digits = significant;
+  }
+  digits = digits.replace(/0+$/, "");
+  if (digits === "") return false;
+  const e = Number((m[4] ?? "").replace(/^0+/, "").slice(0, 5) || "0");
+  dp += m[3] === "-" ? -e : e;
+  if (dp !== 309) return dp > 309;
+  return (digits.length >= 309 ? digits.slice(0, 309) : digits.padEnd(309, "0")) >= OVERFLOW_DIGITS;
 }
 
 function outOfRange(token: string, at: number): never {
@@ -265,7 +302,8 @@ function outOfRange(token: string, at: number): never {
 
 function exactNumber(token: string, at: number): number {
   const v = Number(token);
-  if (!Number.isFinite(v)) outOfRange(token, at);
+  // Finite to Go but not to JavaScript (goOverflows): no exact reading either.
+  if (!Number.isFinite(v) && goOverflows(token)) outOfRange(token, at);
   if (String(v) !== token || (Number.isInteger(v) && !Number.isSafeInteger(v))) {
     throw new StrictJsonError("inexact_number", `the number ${token} cannot be read exactly`, at);
   }

@@ -67,6 +67,8 @@ interface WireMeta {
   readonly field?: WireFieldOptions;
   /** Written with its keys sorted (a Go map). */
   readonly sorted?: boolean;
+  /** A Go map (`go-map-schema.ts`): the schema of its values (typed unknown: zod's registry rewrites a schema-typed meta). */
+  readonly goMap?: unknown;
 }
 
 const wireMeta = z.registry<WireMeta>();
@@ -95,6 +97,12 @@ export function wireField<S extends z.ZodType>(schema: S, options: WireFieldOpti
  */
 export function wireMetaOf(schema: z.ZodType): { readonly codec?: ValueCodec; readonly field?: WireFieldOptions; readonly sorted?: boolean; readonly [more: string]: unknown } {
   return { ...wireMeta.get(schema), field: optionsOf(schema) };
+}
+
+/** @internal Marks `schema` as a Go map of `value`s (go-map-schema.ts builds it). */
+export function asGoMap<S extends z.ZodType>(schema: S, value: z.ZodType): S {
+  declare(schema, { goMap: value });
+  return schema;
 }
 
 /** Marks an object schema as written with its keys sorted (Go writes it as a map). Records always are. */
@@ -147,7 +155,15 @@ type WireNode =
   | VariantNode
   | { readonly kind: "array"; readonly element: WireNode }
   /** A Go map: written with its keys sorted, as encoding/json writes every map. */
-  | { readonly kind: "record"; readonly element: WireNode }
+  | {
+      readonly kind: "record";
+      readonly element: WireNode;
+      /**
+       * Declared with zod's `z.record`, whose validation drops a `__proto__` key: such a
+       * key is refused when read rather than lost (`goMapSchema` keeps every key).
+       */
+      readonly dropsProto: boolean;
+    }
   | { readonly kind: "value"; readonly scalar: ScalarKind; readonly codec?: ValueCodec }
   | { readonly kind: "opaque" };
 
@@ -290,7 +306,13 @@ function goMapKeys(value: Record<string, unknown>): { written: string[]; keys: s
 function compile(schema: z.ZodType): WireNode {
   const cached = compiled.get(schema);
   if (cached) return cached;
-  const codec = wireMeta.get(schema)?.codec;
+  const meta = wireMeta.get(schema);
+  if (meta?.goMap !== undefined) {
+    const map: WireNode = { kind: "record", element: compile(meta.goMap as z.ZodType), dropsProto: false };
+    compiled.set(schema, map);
+    return map;
+  }
+  const codec = meta?.codec;
   if (codec) return { kind: "value", scalar: scalarOf(schema), codec };
   const def = defOf(schema);
   let node: WireNode;
@@ -327,7 +349,7 @@ function compile(schema: z.ZodType): WireNode {
       node = { kind: "array", element: compile(def.element!) };
       break;
     case "record":
-      node = { kind: "record", element: compile(def.valueType!) };
+      node = { kind: "record", element: compile(def.valueType!), dropsProto: true };
       break;
     case "optional":
     case "nullable":
@@ -427,13 +449,16 @@ function goNumber(v: number): string {
  */
 export function goJson(v: unknown): string {
   if (typeof v === "string") return goString(v);
-  if (v instanceof RawJson) {
-    if (v.depth > deepestRaw) deepestRaw = v.depth;
-    return v.text;
-  }
   if (typeof v === "number") return goNumber(v);
   if (typeof v === "boolean") return v ? "true" : "false";
   if (v === null || v === undefined) return "null";
+  if (RawJson.is(v)) {
+    if (v.depth > deepestRaw) deepestRaw = v.depth;
+    return v.text;
+  }
+  // What else would be written as `{}` or not at all: a BigInt, a boxed number (NaN,
+  // Infinity), a Date, a Map, a function, a forged RawJson. Refused, never written lossily.
+  if (typeof v !== "object" || !(Array.isArray(v) || isPlainData(v))) throw new UnwritableJsonError(`${unwritableKind(v)} cannot be written as JSON that reads back the same`);
   if (Array.isArray(v)) {
     let out = "[";
     for (let i = 0; i < v.length; i++) out += `${i === 0 ? "" : ","}${goJson(v[i])}`;
@@ -448,6 +473,17 @@ export function goJson(v: unknown): string {
     out += `${i === 0 ? "" : ","}${goString(k)}:${goJson((v as Record<string, unknown>)[k])}`;
   }
   return `${out}}`;
+}
+
+/** An object of plain data: Object.prototype's or none (a Go map's null-prototype object). */
+function isPlainData(v: object): boolean {
+  const proto = Object.getPrototypeOf(v) as unknown;
+  return proto === Object.prototype || proto === null;
+}
+
+function unwritableKind(v: unknown): string {
+  if (typeof v === "object" && v !== null) return `an object (${Object.prototype.toString.call(v)})`;
+  return typeof v === "bigint" ? `the BigInt ${String(v)}` : `a ${typeof v}`;
 }
 
 /** The deepest raw value written since the last `takeDeepestRaw`: the codec checks the event's depth only when it may matter. */
@@ -554,7 +590,7 @@ function writeRecord(value: Record<string, unknown>, node: { element: WireNode }
   return `${out}}`;
 }
 
-export type WireKeyProblem = "unknown" | "letter_case" | "null";
+export type WireKeyProblem = "unknown" | "letter_case" | "null" | "dropped";
 
 /** A key the wire form may not have, found at `path` (wire names, dotted). */
 export class WireKeyError extends Error {
@@ -567,7 +603,9 @@ export class WireKeyError extends Error {
         ? `${path} is not a known field`
         : problem === "letter_case"
           ? `${path} differs from a known field only in letter case`
-          : `${path} is null`,
+          : problem === "dropped"
+            ? `${path} is a map key that a z.record schema would drop (declare the map with goMapSchema)`
+            : `${path} is null`,
     );
     this.name = "WireKeyError";
   }
@@ -649,12 +687,13 @@ function decode(value: unknown, node: WireNode, path: string, field?: Field): un
       }
     case "record": {
       if (!isPlainObject(value)) return value;
-      const out: Record<string, unknown> = {};
-      for (const k in value) {
+      // A Go map's keys are data, never properties of Object.prototype: a null-prototype
+      // object, where `__proto__` or `constructor` is an own key like any other.
+      const out = Object.create(null) as Record<string, unknown>;
+      for (const k of Object.keys(value)) {
         if (value[k] === null) throw new WireKeyError(`${path}.${k}`, "null");
-        const v = decode(value[k], node.element, `${path}.${k}`);
-        if (k === "__proto__") Object.defineProperty(out, k, { value: v, enumerable: true, writable: true, configurable: true });
-        else out[k] = v;
+        if (k === "__proto__" && node.dropsProto) throw new WireKeyError(`${path}.${k}`, "dropped");
+        out[k] = decode(value[k], node.element, `${path}.${k}`);
       }
       return out;
     }
@@ -689,6 +728,56 @@ export function fromWire(schema: z.ZodType, value: unknown): unknown {
   const node = compile(schema);
   if (node.kind === "object" && isPlainObject(value)) return decodeObject(value, node, "");
   return decode(value, node, "");
+}
+
+/** A place in a schema's wire form where a Go map or a json.RawMessage stands. */
+export interface WirePosition {
+  /** Wire names from the top; `*` for any element of an array or value of a map. */
+  readonly path: readonly string[];
+  readonly kind: "map" | "raw";
+}
+
+/**
+ * Every Go map and raw value of a schema, by wire path: what a test of "every map
+ * position" walks, derived from the schema so that a new map is covered when it is
+ * declared. A recursive schema (blocks inside tool results) is walked once per node.
+ */
+export function wirePositions(schema: z.ZodType): WirePosition[] {
+  const out: WirePosition[] = [];
+  const walk = (node: WireNode, path: readonly string[], open: Set<WireNode>): void => {
+    if (open.has(node)) return;
+    open.add(node);
+    switch (node.kind) {
+      case "object":
+        for (const f of node.fields) walk(f.node, [...path, f.wire], open);
+        break;
+      case "variant":
+        for (const option of new Set(node.options.values())) walk(option, path, open);
+        break;
+      case "array":
+        walk(node.element, [...path, "*"], open);
+        break;
+      case "record":
+        out.push({ path, kind: "map" });
+        walk(node.element, [...path, "*"], open);
+        break;
+      case "value":
+        if (node.codec?.readsAs === "raw") out.push({ path, kind: "raw" });
+        break;
+      case "opaque":
+        break;
+    }
+    open.delete(node);
+  };
+  walk(compile(schema), [], new Set());
+  // A field shared by several options (a block's ProviderState) is reached once per option.
+  const seen = new Set<string>();
+  return out.filter((p) => {
+    const key = `${p.kind}:${p.path.join("\u0000")}`;
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
 }
 
 const guides = new WeakMap<WireNode, JsonGuide>();
