@@ -7,7 +7,7 @@
  * that written form, so what is read is what is written back. `value()` parses it on
  * demand (numbers as doubles: for display, not for writing back).
  */
-import { type JsonGuide, parsedJson, parseStrictJson, StrictJsonError } from "./strict-json.js";
+import { isWellFormed, type JsonGuide, parsedJson, parseStrictJson, StrictJsonError } from "./strict-json.js";
 
 export class RawJson {
   /** The brand of instances this class made: `Object.create(RawJson.prototype)` has none. */
@@ -47,7 +47,8 @@ export class RawJson {
    * boxed or returned by `toJSON` included, and a BigInt (`inexact_number`); a function, a
    * symbol or `undefined` as an array element, as what `toJSON` returns or as the value
    * itself, a function or symbol as a member, a Map, Set, WeakMap or WeakSet (written `{}`),
-   * a cycle (`malformed_json`). A member whose value is `undefined` is absent, as
+   * a cycle, a string or key holding a lone surrogate (`malformed_json`). A member whose
+   * value is `undefined` is absent, as
    * JSON.stringify has it.
    */
   static of(value: unknown): RawJson {
@@ -69,6 +70,16 @@ export class RawJson {
 /** The reader's guide for a json.RawMessage: the text is scanned, compacted and kept as a RawJson. */
 export const RAW_GUIDE: JsonGuide = { kind: "raw", keep: (text, depth) => RawJson.trusted(text, depth) };
 
+/**
+ * `s`, refused when it holds a lone surrogate: JSON.stringify writes it as its escape, which
+ * every reader (Go's, and value()) reads back as U+FFFD, another value; Go's writer never
+ * writes one (it writes invalid UTF-8 as U+FFFD).
+ */
+function wellFormed(s: string, what: string): string {
+  if (!isWellFormed(s)) throw new StrictJsonError("malformed_json", `${what} holds a lone surrogate, which reads back as U+FFFD`);
+  return s;
+}
+
 function jsonText(value: unknown): string {
   try {
     const text = writeJson(value, "", new Set());
@@ -81,7 +92,6 @@ function jsonText(value: unknown): string {
 }
 
 /** Whether `v` has the internal slot `valueOf` of `proto` reads (what JSON.stringify unboxes): a toStringTag cannot fake it. */
-// eslint-disable-next-line @typescript-eslint/unbound-method -- brand checks: each method is called with the value as `this`
 function hasSlot(valueOf: (this: unknown) => unknown, v: object): boolean {
   try {
     valueOf.call(v);
@@ -142,7 +152,7 @@ function writeJson(value: unknown, key: string, open: Set<object>): string | und
   }
   switch (typeof v) {
     case "string":
-      return JSON.stringify(v);
+      return JSON.stringify(wellFormed(v, "a string"));
     case "number":
       if (!Number.isFinite(v) || Object.is(v, -0)) inexact(v);
       return JSON.stringify(v);
@@ -182,7 +192,7 @@ function writeJson(value: unknown, key: string, open: Set<object>): string | und
         if (member === undefined) continue;
         throw new StrictJsonError("malformed_json", `member ${JSON.stringify(k)} is ${describe(member)}, which JSON.stringify would drop`);
       }
-      parts.push(`${JSON.stringify(k)}:${x}`);
+      parts.push(`${JSON.stringify(wellFormed(k, "a key"))}:${x}`);
     }
     out = `{${parts.join(",")}}`;
   }
