@@ -15,6 +15,7 @@ import { commandIdFor, decodeGateRequest, findGate, sendAnswer, toAnswer } from 
 import { journalPageJson, pageBatch, type PageSink, streamJournalPage } from "./journal-page.js";
 import { type GatewayOptions, type GatewaySettings, parseGatewayOptions } from "./options.js";
 import { fromSeqParam, INVALID, lastEventIdParam, limitParam, PAST_THE_JOURNAL, pathId, skipParam } from "./params.js";
+import type { QueryParams } from "./query.js";
 import { cutUnreadBody, readBody } from "./body.js";
 import { createSession } from "./create.js";
 import { route, type RouteName } from "./routes.js";
@@ -214,7 +215,7 @@ async function readRequestBody(ctx: Context, req: IncomingMessage, res: ServerRe
   return undefined;
 }
 
-async function listSessions(ctx: Context, res: ServerResponse, q: URLSearchParams): Promise<void> {
+async function listSessions(ctx: Context, res: ServerResponse, q: QueryParams): Promise<void> {
   const skip = skipParam(q);
   const limit = limitParam(q);
   if (skip === INVALID || limit === INVALID) return sendError(res, "invalid_query");
@@ -247,7 +248,7 @@ async function status(ctx: Context, res: ServerResponse, raw: string): Promise<v
   }
 }
 
-async function journal(ctx: Context, res: ServerResponse, raw: string, q: URLSearchParams): Promise<void> {
+async function journal(ctx: Context, res: ServerResponse, raw: string, q: QueryParams): Promise<void> {
   const sid = pathId(raw);
   if (sid === undefined) return sendError(res, "invalid_session_id");
   const from = fromSeqParam(q);
@@ -322,12 +323,12 @@ function responseSink(res: ServerResponse, slowMs: number): PageSink {
 }
 
 /** `Last-Event-ID` from the header, else the `last_event_id` query parameter (EventSource cannot set headers on a first connect). */
-function lastEventId(req: IncomingMessage, q: URLSearchParams): number | undefined | typeof INVALID {
+function lastEventId(req: IncomingMessage, q: QueryParams): number | undefined | typeof INVALID {
   const h = req.headers["last-event-id"];
   return lastEventIdParam((typeof h === "string" && h !== "" ? h : undefined) ?? q.get("last_event_id") ?? undefined);
 }
 
-async function events(ctx: Context, req: IncomingMessage, res: ServerResponse, raw: string, q: URLSearchParams): Promise<void> {
+async function events(ctx: Context, req: IncomingMessage, res: ServerResponse, raw: string, q: QueryParams): Promise<void> {
   const sid = visibleSession(ctx, res, raw);
   if (sid === undefined) return;
   const last = lastEventId(req, q);

@@ -1,4 +1,5 @@
 /** Path ids and query parameters, read as the Go handlers read them (reference §1, §4, §5). */
+import type { QueryParams } from "./query.js";
 
 const UUID_ANY_CASE = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
 
@@ -42,7 +43,7 @@ function int(raw: string, pattern: RegExp): number | typeof INVALID {
 }
 
 /** `limit`: default 100, valid 1..1000 (Atoi: a sign and leading zeros are taken). */
-export function limitParam(q: URLSearchParams): number | typeof INVALID {
+export function limitParam(q: QueryParams): number | typeof INVALID {
   const raw = q.get("limit");
   if (raw === null || raw === "") return 100;
   const n = goAtoi(raw);
@@ -54,7 +55,7 @@ export function limitParam(q: URLSearchParams): number | typeof INVALID {
  * JavaScript number cannot hold, so it is kept exact (the list echoes it). Past every
  * session is an empty page, done, as Go answers it.
  */
-export function skipParam(q: URLSearchParams): bigint | typeof INVALID {
+export function skipParam(q: QueryParams): bigint | typeof INVALID {
   const raw = q.get("skip");
   if (raw === null || raw === "") return 0n;
   const n = goAtoi(raw);
@@ -83,7 +84,7 @@ export const PAST_THE_JOURNAL = Symbol("past the journal");
  * uint64, digits only. Past MAX_JOURNAL_SEQ no stream holds an event (so the Go handler
  * answers an empty page): PAST_THE_JOURNAL.
  */
-export function fromSeqParam(q: URLSearchParams): number | typeof PAST_THE_JOURNAL | typeof INVALID {
+export function fromSeqParam(q: QueryParams): number | typeof PAST_THE_JOURNAL | typeof INVALID {
   const raw = q.get("from_journal_seq");
   if (raw === null || raw === "") return 0;
   const n = goParseUint64(raw);

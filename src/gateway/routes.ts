@@ -5,6 +5,7 @@
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { sendMethodNotAllowed, sendNotFound } from "./envelope.js";
+import { goQuery, type QueryParams } from "./query.js";
 
 export type RouteName = "page" | "script" | "capabilities" | "jetloop-capabilities" | "sessions" | "status" | "journal" | "events" | "gate" | "input" | "interrupt" | "create";
 
@@ -38,7 +39,8 @@ const ROUTES: readonly Pattern[] = [
 export interface Matched {
   readonly name: RouteName;
   readonly params: Readonly<Record<string, string>>;
-  readonly query: URLSearchParams;
+  /** Read as Go's `r.URL.Query()` reads them (query.ts), not as URLSearchParams. */
+  readonly query: QueryParams;
 }
 
 function match(p: Pattern, segments: readonly string[]): Record<string, string> | undefined {
@@ -70,7 +72,7 @@ export function route(req: IncomingMessage, res: ServerResponse): Matched | unde
   for (const p of ROUTES) {
     const params = match(p, segments);
     if (params === undefined) continue;
-    if (p.method === method) return { name: p.name, params, query: url.searchParams };
+    if (p.method === method) return { name: p.name, params, query: goQuery(req.url ?? "/") };
     allowed.add(p.method === "GET" ? "GET, HEAD" : p.method);
   }
   if (allowed.size > 0) sendMethodNotAllowed(res, [...allowed].sort().join(", "));
