@@ -145,6 +145,9 @@ function hidden(ctx: Context, sid: string): boolean {
   return !isCanonicalUuid(sid) || (ctx.principal.canSee !== undefined && !ctx.principal.canSee(sid));
 }
 
+/** The most messages a subscription pulls at once by default (the subscribe option `batch`). */
+const SSE_HISTORY_BATCH = 256;
+
 /** The most messages a replay pulls at once by default (the replay option `batch`). */
 const REPLAY_BATCH = 512;
 
@@ -200,9 +203,10 @@ async function journalState(bus: Jetloop, sid: string): Promise<{ exists: boolea
  * journal (the stream was recreated since), and resuming after it would skip every event
  * up to it.
  */
-async function checkSession(ctx: Context, sid: string, fallback: GatewayErrorName, resumeAfter?: number): Promise<GatewayErrorName | undefined> {
+async function checkSession(ctx: Context, sid: string, fallback: GatewayErrorName, resumeAfter?: number, seen?: (lastSeq: number) => void): Promise<GatewayErrorName | undefined> {
   try {
     const j = await journalState(ctx.bus, sid);
+    seen?.(j.lastSeq);
     if (!j.exists) return "session_not_found";
     return resumeAfter !== undefined && resumeAfter > j.lastSeq ? "invalid_query" : undefined;
   } catch (e) {
@@ -357,11 +361,25 @@ async function events(ctx: Context, req: IncomingMessage, res: ServerResponse, r
   const loopRaw = q.get("loop");
   const loopId = loopRaw === null ? undefined : pathId(loopRaw);
   if (last === INVALID || (loopRaw !== null && (loopId === undefined || !isCanonicalUuid(loopId)))) return sendError(res, "invalid_query");
-  const missing = await checkSession(ctx, sid, "subscribe_failed", last);
+  let endSeq = 0;
+  const missing = await checkSession(ctx, sid, "subscribe_failed", last, (seq) => (endSeq = seq));
   if (missing !== undefined) return sendError(res, missing);
-  await serveEvents(ctx.bus, req, res, { sessionId: sid, loopId, lastEventId: last }, ctx.settings, ctx.streams, (e) =>
-    ctx.health.failure(e, "subscribe_failed", { sessionId: sid }, "could not subscribe to session events"),
-  );
+  // A resume reads the journal's history first, under the read budget (read-budget.ts):
+  // many streams resuming a large session at once must not owe the connection more than
+  // the server lets it.
+  const gone = new AbortController();
+  const onClose = () => gone.abort(new Error("the client left"));
+  res.once("close", onClose);
+  // The history read pulls as a subscription does by default (256 messages, bounded in bytes).
+  const history = last === undefined ? undefined : { share: new ReadShare(ctx.budget, readShareBytes(ctx, SSE_HISTORY_BATCH), gone.signal), endSeq };
+  try {
+    await serveEvents(ctx.bus, req, res, { sessionId: sid, loopId, lastEventId: last, ...(history && { history }) }, ctx.settings, ctx.streams, (e) =>
+      ctx.health.failure(e, "subscribe_failed", { sessionId: sid }, "could not subscribe to session events"),
+    );
+  } finally {
+    res.off("close", onClose);
+    history?.share.give();
+  }
 }
 
 async function gate(ctx: Context, req: IncomingMessage, res: ServerResponse, rawSid: string, rawGid: string): Promise<void> {
