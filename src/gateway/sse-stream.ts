@@ -9,6 +9,10 @@
  * queue holds the rest (the feed reads its overflow back from the journal; old previews
  * are dropped). A client that has not drained by then is disconnected, and resumes with
  * `Last-Event-ID`. Nothing here slows another client: each has its own pump.
+ *
+ * A resume reads the journal's history under the gateway's read budget (read-budget.ts):
+ * many streams resuming a large session at once would otherwise owe the shared connection
+ * more than the server's max_pending, and the server would cut it for every viewer.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Jetloop } from "../bus.js";
