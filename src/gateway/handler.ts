@@ -26,7 +26,7 @@ import { FrameCache } from "./sse-frames.js";
 import { serveEvents, type SharedStreams } from "./sse-stream.js";
 import { observeGateway, routeOf, tracedHttp } from "../telemetry/index.js";
 import { pullBytes, pullSize } from "../subscribe/pull-size.js";
-import { type ReadBudget, readBudgetOf } from "./read-budget.js";
+import { type ReadBudget, readBudgetOf, ReadShare } from "./read-budget.js";
 
 /**
  * What this gateway serves: the runtime's full-surface features, in their order, then
@@ -146,8 +146,17 @@ function hidden(ctx: Context, sid: string): boolean {
   return !isCanonicalUuid(sid) || (ctx.principal.canSee !== undefined && !ctx.principal.canSee(sid));
 }
 
+/** The most messages a subscription pulls at once by default (the subscribe option `batch`). */
+const SSE_HISTORY_BATCH = 256;
+
 /** The most messages a replay pulls at once by default (the replay option `batch`). */
 const REPLAY_BATCH = 512;
+
+/** The bytes one pull of `batch` messages may owe the connection. */
+function readShareBytes(ctx: Context, batch: number): number {
+  const maxPayload = ctx.bus.nc.info?.max_payload;
+  return pullBytes(pullSize(batch, maxPayload), maxPayload);
+}
 
 /**
  * Runs `read` holding `reads` shares of the connection's read budget, each a pull of
@@ -155,13 +164,12 @@ const REPLAY_BATCH = 512;
  * it, when the client left while it waited.
  */
 async function withReadShare<T>(ctx: Context, res: ServerResponse, batch: number, reads: number, read: () => Promise<T>): Promise<T | undefined> {
-  const maxPayload = ctx.bus.nc.info?.max_payload;
   const gone = new AbortController();
   const onClose = () => gone.abort(new Error("the client left"));
   res.once("close", onClose);
   let release: () => void;
   try {
-    release = await ctx.budget.take(reads * pullBytes(pullSize(batch, maxPayload), maxPayload), gone.signal);
+    release = await ctx.budget.take(reads * readShareBytes(ctx, batch), gone.signal);
   } catch {
     return undefined;
   } finally {
@@ -196,9 +204,10 @@ async function journalState(bus: Jetloop, sid: string): Promise<{ exists: boolea
  * journal (the stream was recreated since), and resuming after it would skip every event
  * up to it.
  */
-async function checkSession(ctx: Context, sid: string, fallback: GatewayErrorName, resumeAfter?: number): Promise<GatewayErrorName | undefined> {
+async function checkSession(ctx: Context, sid: string, fallback: GatewayErrorName, resumeAfter?: number, seen?: (lastSeq: number) => void): Promise<GatewayErrorName | undefined> {
   try {
     const j = await journalState(ctx.bus, sid);
+    seen?.(j.lastSeq);
     if (!j.exists) return "session_not_found";
     return resumeAfter !== undefined && resumeAfter > j.lastSeq ? "invalid_query" : undefined;
   } catch (e) {
@@ -258,7 +267,23 @@ async function journal(ctx: Context, res: ServerResponse, raw: string, q: QueryP
   // so does a start past every sequence a stream can hold (Go reads any uint64 there).
   if (hidden(ctx, sid) || from === PAST_THE_JOURNAL) return sendJson(res, 200, journalPageJson({ events: [], nextSeq: 0, done: true }));
   try {
-    const empty = await withReadShare(ctx, res, pageBatch(limit), 1, () => streamJournalPage(ctx.bus, sid, from, limit, ctx.settings.maxPageBytes, responseSink(res, ctx.settings.slowClientMs)));
+    // The share is held while the page reads the journal and given back while it waits for
+    // its client (read-budget.ts): a client that stops reading holds no one else's reads.
+    const gone = new AbortController();
+    const onClose = () => gone.abort(new Error("the client left"));
+    res.once("close", onClose);
+    const share = new ReadShare(ctx.budget, readShareBytes(ctx, pageBatch(limit)), gone.signal);
+    let empty: string | undefined;
+    try {
+      empty = await streamJournalPage(ctx.bus, sid, from, limit, ctx.settings.maxPageBytes, responseSink(res, ctx.settings.slowClientMs, () => share.give()), share);
+    } catch (e) {
+      // The client left while the page waited for a share: nothing to answer.
+      if (gone.signal.aborted && !share.held) return;
+      throw e;
+    } finally {
+      res.off("close", onClose);
+      share.give();
+    }
     if (empty !== undefined) sendJson(res, 200, empty);
   } catch (e) {
     // Once the page has begun its status is sent: cut it short, so that the client sees a
@@ -284,13 +309,15 @@ const GO_CHUNKING_BYTES = 2048;
  * the last ones, so a page is never held whole; a client that takes none for `slowMs`, or
  * is gone, fails the write (the page's read stops).
  */
-function responseSink(res: ServerResponse, slowMs: number): PageSink {
+function responseSink(res: ServerResponse, slowMs: number, waiting?: () => void): PageSink {
   let held: string[] | undefined = [];
   let heldBytes = 0;
   const send = (chunk: string): Promise<void> =>
     new Promise<void>((resolve, reject) => {
       if (res.destroyed) return reject(new Error("the client is gone"));
       if (res.write(chunk)) return resolve();
+      // Waiting for the client, not the connection: the read-budget share goes back meanwhile.
+      waiting?.();
       const timer = setTimeout(() => done(new Error(`the client took nothing for ${slowMs} ms`)), slowMs);
       const done = (e?: Error) => {
         clearTimeout(timer);
@@ -335,11 +362,25 @@ async function events(ctx: Context, req: IncomingMessage, res: ServerResponse, r
   const loopRaw = q.get("loop");
   const loopId = loopRaw === null ? undefined : pathId(loopRaw);
   if (last === INVALID || (loopRaw !== null && (loopId === undefined || !isCanonicalUuid(loopId)))) return sendError(res, "invalid_query");
-  const missing = await checkSession(ctx, sid, "subscribe_failed", last);
+  let endSeq = 0;
+  const missing = await checkSession(ctx, sid, "subscribe_failed", last, (seq) => (endSeq = seq));
   if (missing !== undefined) return sendError(res, missing);
-  await serveEvents(ctx.bus, req, res, { sessionId: sid, loopId, lastEventId: last }, ctx.settings, ctx.streams, (e) =>
-    ctx.health.failure(e, "subscribe_failed", { sessionId: sid }, "could not subscribe to session events"),
-  );
+  // A resume reads the journal's history first, under the read budget (read-budget.ts):
+  // many streams resuming a large session at once must not owe the connection more than
+  // the server lets it.
+  const gone = new AbortController();
+  const onClose = () => gone.abort(new Error("the client left"));
+  res.once("close", onClose);
+  // The history read pulls as a subscription does by default (256 messages, bounded in bytes).
+  const history = last === undefined ? undefined : { share: new ReadShare(ctx.budget, readShareBytes(ctx, SSE_HISTORY_BATCH), gone.signal), endSeq };
+  try {
+    await serveEvents(ctx.bus, req, res, { sessionId: sid, loopId, lastEventId: last, ...(history && { history }) }, ctx.settings, ctx.streams, (e) =>
+      ctx.health.failure(e, "subscribe_failed", { sessionId: sid }, "could not subscribe to session events"),
+    );
+  } finally {
+    res.off("close", onClose);
+    history?.share.give();
+  }
 }
 
 async function gate(ctx: Context, req: IncomingMessage, res: ServerResponse, rawSid: string, rawGid: string): Promise<void> {

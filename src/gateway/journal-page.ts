@@ -5,6 +5,7 @@
  */
 import type { Jetloop } from "../bus.js";
 import { storedEventJson } from "../catalog/fold.js";
+import type { ReadShare } from "./read-budget.js";
 
 export interface JournalPage {
   readonly events: readonly { readonly journalSeq: number; readonly json: string }[];
@@ -40,12 +41,19 @@ const TAIL_ROOM = 64;
  * length. A page ends at `limit` events, or before an event that would take it past
  * `maxBytes` (it always holds at least one): then it says done:false and the next
  * sequence, as a page that reached `limit` does, and the client reads on from there.
+ *
+ * `share` is the page's read-budget share (read-budget.ts): held before each read of the
+ * journal (a read may pull), and given back by the sink while it waits for a slow client.
  */
-export async function streamJournalPage(bus: Jetloop, sessionId: string, fromSeq: number, limit: number, maxBytes: number, sink: PageSink): Promise<string | undefined> {
+export async function streamJournalPage(bus: Jetloop, sessionId: string, fromSeq: number, limit: number, maxBytes: number, sink: PageSink, share?: ReadShare): Promise<string | undefined> {
   // Its pulls are bounded in bytes as well (subscribe/pull-size.ts).
   const read = bus.session(sessionId).replay({ enduring: "all" }, { fromSeq: Math.max(fromSeq, 1), batch: pageBatch(limit) })[Symbol.asyncIterator]();
   try {
-    let next = await read.next();
+    const pull = async () => {
+      await share?.hold();
+      return await read.next();
+    };
+    let next = await pull();
     if (next.done) return journalPageJson({ events: [], nextSeq: 0, done: true });
     const head = '{"events":[';
     await sink.write(head);
@@ -64,7 +72,7 @@ export async function streamJournalPage(bus: Jetloop, sessionId: string, fromSeq
       lastSeq = d.journalSeq;
       // An exact fill says done:false (the Go reader stops at limit without looking further).
       if (count === limit) break;
-      next = await read.next();
+      next = await pull();
     }
     sink.end(next.done ? tail(0, true) : tail(lastSeq + 1, false));
     return undefined;

@@ -4,15 +4,22 @@
  * (64 MiB by default) as a slow consumer: every SSE stream and every request on it fails
  * at once. One pull is bounded (subscribe/pull-size.ts, 8 MiB), but 30 journal pages or 60
  * status reads of megabyte events at once owed it hundreds of MiB. So each read route
- * takes, before it reads, the bytes its reads may have asked for and not yet received
- * (`pullBytes`), from one budget per connection (half the server's max_pending; the other
- * half is the live feed's and the SSE streams'), and gives them back when it has read: a
- * request that does not fit waits its turn (first come, first served) instead of
- * overrunning the connection. A request held back by a slow client (a journal page waits
- * for its client, at most `slowClientMs`) holds its share as long.
+ * takes, before it pulls, the bytes its pull may ask for and not yet received (`pullBytes`),
+ * from one budget per connection (half the server's max_pending; the other half is the
+ * live feed's), and gives them back once the pull's messages have reached the client
+ * library. In practice a request holds its share while it reads (its pulls are issued and
+ * answered as it iterates), and a request that does not fit waits its turn (first come, first served) instead of
+ * overrunning the connection. What counts is bytes the server still owes, not bytes waiting
+ * for a slow HTTP client: a journal page or an SSE stream whose client stops reading gives
+ * its share back while it waits for that client (what it already holds is at most one
+ * pull's bytes, since it pulls no more until the client has taken them; a pull issued just
+ * before the wait may still be arriving, at network speed, when the share goes back), and
+ * takes a share again before it reads on. So a few clients that stop reading cannot stall every other
+ * viewer's reads.
  *
- * One request takes one share, once, and never waits for another while it holds one, so
- * requests cannot wait on each other in a circle.
+ * A request holds at most one share at a time and never waits for another while it holds
+ * one (it gives its share back before it waits for its client, and waits for a share only
+ * while it holds none), so requests cannot wait on each other in a circle.
  */
 import type { NatsConnection } from "@nats-io/nats-core";
 import { OptionsError } from "../errors.js";
@@ -80,6 +87,38 @@ export class ReadBudget {
       const w = this.#waiting.shift()!;
       w.resolve(this.#grant(w.bytes));
     }
+  }
+}
+
+/**
+ * One request's share of a budget, held while it reads from the connection and given back
+ * while it waits for its HTTP client: `hold` takes it unless already held, `give` returns
+ * it (either may be called any number of times). A share is never held by a request that
+ * waits for something other than its own reads.
+ */
+export class ReadShare {
+  #release: (() => void) | undefined;
+
+  constructor(
+    readonly budget: ReadBudget,
+    readonly bytes: number,
+    readonly signal?: AbortSignal,
+  ) {}
+
+  get held(): boolean {
+    return this.#release !== undefined;
+  }
+
+  /** Resolves once the share is held; rejects with the signal's reason when the client left while it waited. */
+  async hold(): Promise<void> {
+    if (this.#release !== undefined) return;
+    this.#release = await this.budget.take(this.bytes, this.signal);
+  }
+
+  give(): void {
+    const release = this.#release;
+    this.#release = undefined;
+    release?.();
   }
 }
 

@@ -9,14 +9,20 @@
  * queue holds the rest (the feed reads its overflow back from the journal; old previews
  * are dropped). A client that has not drained by then is disconnected, and resumes with
  * `Last-Event-ID`. Nothing here slows another client: each has its own pump.
+ *
+ * A resume reads the journal's history under the gateway's read budget (read-budget.ts):
+ * many streams resuming a large session at once would otherwise owe the shared connection
+ * more than the server's max_pending, and the server would cut it for every viewer.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Jetloop } from "../bus.js";
 import type { JetloopEvent } from "../events/catalogue.js";
 import type { LoopScope } from "../subscribe/filter.js";
 import type { FeedMode, StartPosition } from "../subscribe/options.js";
+import type { Delivery } from "../subscribe/delivery.js";
 import type { Subscription } from "../subscribe/subscription.js";
 import { type GatewayErrorName, sendError } from "./envelope.js";
+import type { ReadShare } from "./read-budget.js";
 import { type FrameCache, PING_FRAME } from "./sse-frames.js";
 import { sseFrame } from "../telemetry/index.js";
 
@@ -51,7 +57,20 @@ export interface SseRequest {
   readonly loopId: string | undefined;
   /** The last journal sequence the client has; the stream resumes after it. */
   readonly lastEventId: number | undefined;
+  /**
+   * A resume's read of the journal's history: the read-budget share it holds while it
+   * reads (read-budget.ts) and the journal's last sequence when the stream was asked for
+   * (past it the stream follows the feed, which the budget does not cover).
+   */
+  readonly history?: { readonly share: ReadShare; readonly endSeq: number };
 }
+
+/**
+ * A history read that has had nothing to deliver for this long has caught up with the
+ * journal (or reads a loop whose events ended before `endSeq`): its share goes back, so
+ * that a stream following an idle session holds no one else's reads.
+ */
+const HISTORY_IDLE_MS = 500;
 
 /** What the gateway counts about its SSE clients. */
 export interface SseCounters {
@@ -103,6 +122,15 @@ async function pump(
   const counters = shared.counters;
   const scope: LoopScope = r.loopId === undefined ? "all" : { loops: [r.loopId] };
   const start: StartPosition = r.lastEventId === undefined ? "new" : { seq: r.lastEventId + 1 };
+  // A resume's history is read under the read budget: its share is taken before the
+  // subscription opens (it pulls at once) and held while the pump reads, not while the
+  // client drains; it goes back once the history is delivered.
+  const share = r.history !== undefined && (r.lastEventId ?? 0) < r.history.endSeq ? r.history.share : undefined;
+  try {
+    await share?.hold();
+  } catch {
+    return;
+  }
   let sub: Subscription<JetloopEvent>;
   try {
     sub = await bus.session(r.sessionId).subscribeEvents({ enduring: scope, ephemeral: scope }, { start, feed: settings.feed });
@@ -123,8 +151,34 @@ async function pump(
   const ping = setInterval(() => res.write(PING_FRAME), settings.heartbeatMs);
   const stop = () => void sub.close();
   res.on("close", stop);
+  let reading = share;
+  const it = sub[Symbol.asyncIterator]();
   try {
-    for await (const d of sub) {
+    for (;;) {
+      let step: IteratorResult<Delivery<JetloopEvent>>;
+      if (reading === undefined) step = await it.next();
+      else {
+        try {
+          await reading.hold();
+        } catch {
+          break; // the client left while the stream waited for a share
+        }
+        const next = it.next();
+        let timer: NodeJS.Timeout | undefined;
+        const idle = await Promise.race([next.then(() => false), new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), HISTORY_IDLE_MS)))]);
+        clearTimeout(timer);
+        if (idle) {
+          reading.give();
+          reading = undefined;
+        }
+        step = await next;
+      }
+      if (step.done) break;
+      const d = step.value;
+      if (reading !== undefined && d.journalSeq >= r.history!.endSeq) {
+        reading.give();
+        reading = undefined;
+      }
       const frame = shared.frames.frameFor(d);
       if (frame === undefined) continue;
       const buffered = res.writableLength;
@@ -132,6 +186,8 @@ async function pump(
         counters.previewsDropped++;
         continue;
       }
+      // Waiting for the client, not the connection: the share goes back meanwhile.
+      if (buffered > settings.maxBufferedBytes) reading?.give();
       if (buffered > settings.maxBufferedBytes && !(await drained(res, settings.slowClientMs))) {
         if (res.destroyed) break;
         counters.slowDisconnects++;
@@ -145,6 +201,7 @@ async function pump(
     // The subscription failed (its iteration rejects with why): the client reconnects with Last-Event-ID.
     bus.log.warn({ code: (err as { code?: string }).code, sessionId: r.sessionId }, "gateway: SSE subscription ended");
   } finally {
+    share?.give();
     clearInterval(ping);
     res.off("close", stop);
     counters.open--;

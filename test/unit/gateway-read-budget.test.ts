@@ -4,7 +4,7 @@
 // never granted, and once everything is given back every remaining request has its share.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { ReadBudget, readBudgetOf } from "../../src/gateway/read-budget.js";
+import { ReadBudget, readBudgetOf, ReadShare } from "../../src/gateway/read-budget.js";
 import { OptionsError } from "../../src/errors.js";
 import type { NatsConnection } from "@nats-io/nats-core";
 
@@ -95,5 +95,45 @@ describe("the read budget", () => {
     expect(readBudgetOf(nc, 64 * 1024 * 1024)).toBe(a);
     expect(a.capacity).toBe(32 * 1024 * 1024);
     expect(() => readBudgetOf(nc, 24 * 1024 * 1024)).toThrow(OptionsError);
+  });
+
+  it("a request's share: held once however often asked, given back once however often given, taken again after", async () => {
+    const budget = new ReadBudget(10);
+    const a = new ReadShare(budget, 6);
+    await a.hold();
+    await a.hold();
+    expect([a.held, budget.free]).toEqual([true, 4]);
+    // Another request waits while the share is held, and gets it once the share goes back.
+    const b = new ReadShare(budget, 6);
+    let bHeld = false;
+    const bWaits = b.hold().then(() => (bHeld = true));
+    await settle();
+    expect(bHeld).toBe(false);
+    a.give();
+    a.give();
+    await bWaits;
+    expect([a.held, b.held, budget.free]).toEqual([false, true, 4]);
+    // Taking again waits its turn behind what is held.
+    let aAgain = false;
+    const aWaits = a.hold().then(() => (aAgain = true));
+    await settle();
+    expect(aAgain).toBe(false);
+    b.give();
+    await aWaits;
+    a.give();
+    expect(budget.free).toBe(10);
+  });
+
+  it("a share whose client left while it waited is never granted", async () => {
+    const budget = new ReadBudget(10);
+    const a = new ReadShare(budget, 10);
+    await a.hold();
+    const gone = new AbortController();
+    const b = new ReadShare(budget, 5, gone.signal);
+    const waits = b.hold();
+    gone.abort(new Error("the client left"));
+    await expect(waits).rejects.toThrow("the client left");
+    a.give();
+    expect([b.held, budget.free]).toEqual([false, 10]);
   });
 });
