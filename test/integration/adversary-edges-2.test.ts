@@ -132,7 +132,7 @@ describe("a client that does not read its journal page does not stall other view
   // Four pages of about 8 MiB fill the 32 MiB budget; a fifth would itself wait behind them.
   const stalled = [1, 2, 3, 4];
   for (const n of stalled) {
-    it(`${n} unread page(s) of a megabyte session: other sessions' status, list and gate answer within 2 s`, { timeout: 90_000 }, async () => {
+    it(`${n} unread page(s) of a megabyte session: other sessions' status, list and gate answer within 5 s`, { timeout: 90_000 }, async () => {
       const big = newId();
       const small = newId();
       const cap = eventCapOf(bus);
@@ -159,7 +159,7 @@ describe("a client that does not read its journal page does not stall other view
           return { status: r.status, ms: performance.now() - t0 };
         };
         // Positive control: unstalled, both answer at once.
-        expect((await timed(`/v1/sessions/${small}/status`)).ms).toBeLessThan(2000);
+        expect((await timed(`/v1/sessions/${small}/status`)).ms).toBeLessThan(5000);
         for (let i = 0; i < n; i++) {
           const s = createConnection({ host: "127.0.0.1", port: Number(port) });
           sockets.push(s);
@@ -182,7 +182,9 @@ describe("a client that does not read its journal page does not stall other view
         // The gate answer is 202 (accepted, as the Go handler answers it).
         expect([status.status, list.status, answer.status]).toEqual([200, 200, 202]);
         const slow = { statusMs: Math.round(status.ms), listMs: Math.round(list.ms), gateAnswerMs: Math.round(answer.ms) };
-        expect(Math.max(slow.statusMs, slow.listMs, slow.gateAnswerMs), JSON.stringify(slow)).toBeLessThan(2000);
+        // A stall held them for the gateway's slowClientMs (10 s); 5 s leaves a loaded machine
+        // room (the list on 2.10 took 2-3 s beside the suite) and still fails on a stall.
+        expect(Math.max(slow.statusMs, slow.listMs, slow.gateAnswerMs), JSON.stringify(slow)).toBeLessThan(5000);
       } finally {
         for (const s of sockets) s.destroy();
         await gw.close();
