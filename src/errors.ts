@@ -18,6 +18,7 @@ export type JetloopErrorCode =
   | "PUBLISH_TIMEOUT"
   | "PUBLISH_CONFLICT"
   | "PUBLISH_ORDER"
+  | "PUBLISH_ID_CLAIMED"
   | "NOT_PROVISIONED"
   | "PERMISSION_DENIED"
   | "MESSAGE_TOO_LARGE"
@@ -214,6 +215,32 @@ export class PublishConflictError extends JetloopError {
     super(
       "PUBLISH_CONFLICT",
       `session ${sessionId}: expected last journal sequence ${expectedLastSeq}${actualLastSeq === undefined ? "" : `, found ${actualLastSeq}`}`,
+    );
+  }
+}
+
+/**
+ * The append was answered as a duplicate, but the message the stream holds under its
+ * event id (its `Nats-Msg-Id`) is not this append: it is on another subject (another
+ * session's), or is another message. The stream's duplicate window is stream-wide, so a
+ * writer that publishes first with this id on its own subject makes the server drop this
+ * one. Nothing was stored. Publishing the same event again will not store it until the
+ * window has passed since the claim; the same event under a new event id would.
+ */
+export class PublishIdClaimedError extends JetloopError {
+  constructor(
+    readonly subject: string,
+    readonly eventId: string,
+    /** The stream sequence of the message that holds the id. */
+    readonly heldAtSeq: number,
+    /** That message's subject (undefined: it could not be read back, e.g. removed since). */
+    readonly heldBySubject: string | undefined,
+  ) {
+    super(
+      "PUBLISH_ID_CLAIMED",
+      `event ${eventId} was not stored on ${subject}: its id is held within the stream's duplicate window by ` +
+        (heldBySubject === undefined ? `message ${heldAtSeq}, which could not be read back as this append` : `message ${heldAtSeq} on ${heldBySubject}, not this append`) +
+        "; publishing the same event again will not store it until the window passes — a new event id would",
     );
   }
 }

@@ -26,6 +26,7 @@ export {
   ProvisionDriftError,
   PublishConflictError,
   PublishOrderError,
+  PublishIdClaimedError,
   PublishError,
   PublishTimeoutError,
   RegistryError,

@@ -6,7 +6,7 @@
 import { headers, type Msg, type MsgHdrs, type Subscription } from "@nats-io/transport-node";
 import type { BusContext } from "../bus-context.js";
 import { encodeValidated } from "../codec/codec.js";
-import { CommandError, ConnectionClosedError, GateClosedError, isJetloopError, OptionsError, ResolutionIncompleteError } from "../errors.js";
+import { CommandError, ConnectionClosedError, GateClosedError, isJetloopError, OptionsError, PublishIdClaimedError, ResolutionIncompleteError } from "../errors.js";
 import { createEvent } from "../events/factories.js";
 import { derivedId, newId } from "../events/ids.js";
 import type { JetloopEvent, PermissionEffect } from "../events/catalogue.js";
@@ -380,7 +380,19 @@ class GateServerImpl implements GateServer {
       if (g.turnId === undefined || g.stepId === undefined) continue;
       // One id per closed orphan: a second successor closing it at once is the same message, stored once.
       const eventId = derivedId(this.#bus.settings.namespace, this.#sessionId, g.gateId, "abandoned");
-      await this.#bus.publish(createEvent("GateResolved", { eventId, sessionId: this.#sessionId, loopId: this.#loopId, turnId: g.turnId, stepId: g.stepId, ...abandoned(g) }));
+      const close = (id: string) => this.#bus.publish(createEvent("GateResolved", { eventId: id, sessionId: this.#sessionId, loopId: this.#loopId, turnId: g.turnId!, stepId: g.stepId!, ...abandoned(g) }));
+      try {
+        await close(eventId);
+      } catch (e) {
+        if (!(e instanceof PublishIdClaimedError)) throw e;
+        // The derived id is predictable (from the session and a gate id any viewer sees), so
+        // another session's writer can hold it in the stream-wide duplicate window, and the
+        // close would never be stored. A fresh id cannot be claimed ahead; the price is that
+        // two successors racing on such a gate may both journal its close (a second close of
+        // a resolved gate changes nothing).
+        this.#bus.log.warn({ gateId: g.gateId, eventId, heldAtSeq: e.heldAtSeq, heldBySubject: e.heldBySubject }, "the orphan close's id is held by another message; closing under a new id");
+        await close(newId());
+      }
       closed.push(g.gateId);
     }
     return closed;

@@ -105,6 +105,9 @@ async function findHeld<E>(deps: AtomicPublishDeps<E>, shard: JournalShard, even
     throw new PublishError(
       requests[requests.length - 1]!.subject,
       `the atomic batch was refused whole: it holds event ids the journal already has (${held.length > 0 ? held.slice(0, 5).join(", ") : "stored within the duplicate window, not found by reading it back"}); ` +
+        // The window is stream-wide: an id the refusal counted but none of the batch's sessions
+        // holds is another subject's message (another session's writer published it first).
+        `ids not in their sessions (${missing.slice(0, 5).map((r) => r.eventId).join(", ")}) are unstored or held by another subject's message within the window (those need new event ids); ` +
         "nothing of it was stored — publish the others with resume.since to store only what is missing",
       ApiCodes.AtomicPublishDuplicateId,
     );

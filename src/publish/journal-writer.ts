@@ -29,6 +29,7 @@ import {
   PermissionDeniedError,
   PublishConflictError,
   PublishError,
+  PublishIdClaimedError,
   PublishTimeoutError,
 } from "../errors.js";
 import { encodePooled } from "../wire/pooled-utf8.js";
@@ -173,6 +174,30 @@ export async function storedBehindFence(
   const query = { seq: expectedLastSeq + 1, next_by_subj: fenceSubject } as unknown as MsgRequest;
   const m = await jsm.streams.getMessage(stream, query);
   return m?.header?.get(MsgIdHdr) === eventId ? m.seq : undefined;
+}
+
+/**
+ * Undefined when the message stored at `seq` is the append `request` (its subject and its
+ * event id), else why not. A duplicate ack names the message holding the id anywhere in the
+ * stream: the window is stream-wide, so another session's writer can publish this id first
+ * on its own subject, and trusting the ack would report stored an append its session never
+ * got. Reading fails closed: an ack that cannot be checked is not reported stored.
+ */
+export async function duplicateMismatch(
+  jsm: JetStreamManager,
+  stream: string,
+  seq: number,
+  request: Pick<AppendRequest, "subject" | "eventId">,
+): Promise<PublishIdClaimedError | undefined> {
+  let m;
+  try {
+    m = await jsm.streams.getMessage(stream, { seq });
+  } catch (e) {
+    if (e instanceof JetStreamApiError && e.code === ApiCodes.NoMessageFound) m = null;
+    else throw new PublishError(request.subject, `the append was answered as a duplicate of message ${seq}, which could not be read back to check it: ${(e as Error).message}`, undefined, { cause: e });
+  }
+  if (m && m.subject === request.subject && m.header?.get(MsgIdHdr) === request.eventId) return undefined;
+  return new PublishIdClaimedError(request.subject, request.eventId, seq, m?.subject);
 }
 
 class PendingAppend {
@@ -503,7 +528,18 @@ export class JournalWriter {
       this.#settle(p, new PublishError(p.request.subject, "the server's ack has no stream sequence"));
       return;
     }
-    this.#settle(p, undefined, { stream: ack.stream, seq: ack.seq, duplicate: ack.duplicate === true });
+    const stored = { stream: ack.stream, seq: ack.seq, duplicate: ack.duplicate === true };
+    if (!stored.duplicate) {
+      this.#settle(p, undefined, stored);
+      return;
+    }
+    // A duplicate ack is trusted only once the message at its sequence is this append.
+    this.#jsm()
+      .then((jsm) => duplicateMismatch(jsm, stored.stream, stored.seq, p.request))
+      .then(
+        (mismatch) => this.#settle(p, mismatch, mismatch ? undefined : stored),
+        (e: unknown) => this.#settle(p, e instanceof Error ? e : new PublishError(p.request.subject, String(e))),
+      );
   }
 
   #onAckError(p: PendingAppend, error: NonNullable<JsAck["error"]>): void {
