@@ -1,5 +1,5 @@
 /**
- * Adversary pass 2 on issue 39 (Go's rules in the codec), written without reading the
+ * A second adversary pass on Go's rules in the codec, written without reading the
  * project's own tests. Every attack below HELD at the time of writing: no input was found
  * where the fast path (src/wire/fast-json.ts) and the guided reader
  * (decodeEventByReference) disagree, nor one where either disagrees with the pinned Go
