@@ -355,3 +355,14 @@ function journalRest(ns: string, subject: string): string {
 export function memberSubject(ns: string, group: string, member?: string): string {
   return `${checkNamespace(ns)}.members.${token("durable name", DURABLE, group)}.${member === undefined ? "*" : token("member id", DURABLE, member)}`;
 }
+
+/** Whether a NATS subject filter (tokens, `*` one token, `>` one or more at the end) selects `subject`. */
+export function filterSelects(filter: string, subject: string): boolean {
+  const f = filter.split(".");
+  const s = subject.split(".");
+  for (let i = 0; i < f.length; i++) {
+    if (f[i] === ">") return s.length > i;
+    if (i >= s.length || (f[i] !== "*" && f[i] !== s[i])) return false;
+  }
+  return f.length === s.length;
+}

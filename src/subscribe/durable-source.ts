@@ -235,40 +235,51 @@ export class DurableSource<E> implements Source {
     const old = this.#messages;
     this.#messages = undefined;
     old?.stop();
-    const started = Date.now();
-    for (let attempt = 0; !this.#stopped; attempt++) {
+    await this.#recreating(`recreating durable ${this.#name}`, async () => {
       const fromSeq = this.#ledger.floor();
-      try {
-        if (this.#recreatable) {
-          try {
-            await this.#recreatable();
-          } catch (e) {
-            // Its positions belong to a stream that is gone: going on would skip or repeat.
-            this.#ctx.fail(e as Error);
-            return;
-          }
-        }
-        await this.#ensureConsumer(fromSeq);
-        this.#ledger.restarted();
-        const consumer = await this.#ctx.js.consumers.get(this.#ctx.stream, this.#name);
-        const messages = await consumer.consume({ ...this.#pull(), ...this.#expires() });
-        if (this.#stopped) {
-          messages.stop();
+      if (this.#recreatable) {
+        try {
+          await this.#recreatable();
+        } catch (e) {
+          // Its positions belong to a stream that is gone: going on would skip or repeat.
+          this.#ctx.fail(e as Error);
           return;
         }
-        this.#messages = messages;
-        this.#followJournal(messages);
-        this.#ctx.report({ kind: "consumer_recreated", fromSeq, reason });
-        this.#ctx.log.warn({ durable: this.#name, fromSeq }, "durable consumer was gone; recreated it");
+      }
+      await this.#ensureConsumer(fromSeq);
+      this.#ledger.restarted();
+      const consumer = await this.#ctx.js.consumers.get(this.#ctx.stream, this.#name);
+      const messages = await consumer.consume({ ...this.#pull(), ...this.#expires() });
+      if (this.#stopped) {
+        messages.stop();
+        return;
+      }
+      this.#messages = messages;
+      this.#followJournal(messages);
+      this.#ctx.report({ kind: "consumer_recreated", fromSeq, reason });
+      this.#ctx.log.warn({ durable: this.#name, fromSeq }, "durable consumer was gone; recreated it");
+    });
+  }
+
+  /**
+   * Runs `attempt` until it returns, retrying with a short backoff while the server refuses
+   * (a SubscriptionError) for up to RECREATE_GIVE_UP_MS; any other refusal ends the
+   * subscription. The one retry rule of both consumers' recreation.
+   */
+  async #recreating(what: string, attempt: () => Promise<void>): Promise<void> {
+    const started = Date.now();
+    for (let n = 0; !this.#stopped; n++) {
+      try {
+        await attempt();
         return;
       } catch (e) {
-        const error = e instanceof OptionsError ? e : consumerError(e, this.#ctx.stream, `recreating durable ${this.#name}`);
+        const error = e instanceof OptionsError ? e : consumerError(e, this.#ctx.stream, what);
         if (!(error instanceof SubscriptionError) || Date.now() - started > RECREATE_GIVE_UP_MS) {
           this.#ctx.fail(error);
           return;
         }
-        this.#ctx.log.debug({ err: e, attempt }, "recreating the durable failed; trying again");
-        await this.#pause(Math.min(RECREATE_BACKOFF_MAX_MS, 50 * 2 ** attempt));
+        this.#ctx.log.debug({ err: e, attempt: n }, `${what} failed; trying again`);
+        await this.#pause(Math.min(RECREATE_BACKOFF_MAX_MS, 50 * 2 ** n));
       }
     }
   }
@@ -306,26 +317,16 @@ export class DurableSource<E> implements Source {
     const old = this.#replays;
     this.#replays = undefined;
     old?.stop();
-    const started = Date.now();
-    for (let attempt = 0; !this.#stopped; attempt++) {
-      try {
-        await this.#ensureReplayConsumer();
-        const replays = await this.#consumeReplays();
-        if (this.#stopped) {
-          replays.stop();
-          return;
-        }
-        this.#pumpReplays(replays);
-        this.#ctx.log.warn({ durable: this.#name, reason }, "the durable's replay consumer was gone; recreated it");
+    await this.#recreating(`recreating the replay consumer of durable ${this.#name}`, async () => {
+      await this.#ensureReplayConsumer();
+      const replays = await this.#consumeReplays();
+      if (this.#stopped) {
+        replays.stop();
         return;
-      } catch (e) {
-        if (!(e instanceof SubscriptionError) || Date.now() - started > RECREATE_GIVE_UP_MS) {
-          this.#ctx.fail(e as Error);
-          return;
-        }
-        await this.#pause(Math.min(RECREATE_BACKOFF_MAX_MS, 50 * 2 ** attempt));
       }
-    }
+      this.#pumpReplays(replays);
+      this.#ctx.log.warn({ durable: this.#name, reason }, "the durable's replay consumer was gone; recreated it");
+    });
   }
 
   /** A pull's size: the batch, bounded in bytes by the connection's max_payload (pull-size.ts). */

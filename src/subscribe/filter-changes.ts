@@ -17,6 +17,7 @@
  * progress is not delivered on (the reader asked for it no more).
  */
 import { OptionsError } from "../errors.js";
+import { filterSelects } from "../subjects/subjects.js";
 import { begunBefore, TURN_REACH, type TurnSpan } from "./turn-span.js";
 
 /** Consumer metadata key: a JSON list of `[from, at, oldSubjects]` (`at` null while the change's end is not read yet). */
@@ -63,17 +64,6 @@ export function readFilterChanges(durable: string, metadata: Readonly<Record<str
     if (!SEQ(from) || !(at === null || (SEQ(at) && at >= from)) || !Array.isArray(old) || old.length === 0 || !old.every((s) => typeof s === "string" && s.length > 0)) throw refuse();
     return { from, at: at ?? undefined, old: old as string[] };
   });
-}
-
-/** Whether a NATS subject filter (tokens, `*`, `>`) selects `subject`. */
-export function filterSelects(filter: string, subject: string): boolean {
-  const f = filter.split(".");
-  const s = subject.split(".");
-  for (let i = 0; i < f.length; i++) {
-    if (f[i] === ">") return s.length > i;
-    if (i >= s.length || (f[i] !== "*" && f[i] !== s[i])) return false;
-  }
-  return f.length === s.length;
 }
 
 export function anySelects(filters: readonly string[], subject: string): boolean {

@@ -23,6 +23,7 @@ import { inboxPrefixOf, isFollower, parseUserGrants, sessionsNamed, type UserGra
 import { PERMISSIONS_EXAMPLE } from "../harness/reliability/scenarios/security.js";
 import { collect, enduring, eventIdOf, newCoords } from "../harness/reliability/workload.js";
 import { REPO_ROOT, startServer, type NatsServer } from "../harness/server.js";
+import { filterSelects } from "../../src/subjects/subjects.js";
 
 const NAMESPACE = "acme";
 /** The examples, each with its namespace's shard count (permissions-shards.example.conf is S = 3). */
@@ -44,15 +45,7 @@ function headerText(h: MsgHdrs | undefined): string {
 }
 
 /** NATS subject matching: `*` one token, `>` one or more at the end. */
-function matches(pattern: string, subject: string): boolean {
-  const p = pattern.split(".");
-  const s = subject.split(".");
-  for (let i = 0; i < p.length; i++) {
-    if (p[i] === ">") return s.length > i;
-    if (i >= s.length || (p[i] !== "*" && p[i] !== s[i])) return false;
-  }
-  return p.length === s.length;
-}
+const matches = filterSelects;
 
 type Kind = "refused" | "api error" | "answered" | "no answer";
 interface Outcome {

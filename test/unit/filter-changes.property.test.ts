@@ -12,7 +12,6 @@ import {
   encodeFilterChanges,
   FILTER_CHANGES_KEY,
   type FilterChange,
-  filterSelects,
   MAX_FILTER_CHANGES,
   mergeExact,
   pruneFilterChanges,
@@ -21,6 +20,7 @@ import {
   widens,
   withFilterChange,
 } from "../../src/subscribe/filter-changes.js";
+import { filterSelects } from "../../src/subjects/subjects.js";
 import { TURN_REACH, turnSpan } from "../../src/subscribe/turn-span.js";
 
 const token = fc.constantFrom("a", "b", "c", "d");

@@ -13,7 +13,7 @@ import {
   type Channel,
   type SubjectAddress,
 } from "../../src/index.js";
-import { checkNamespace, journalToken, shardOfToken, UNSHARDED, eventSubject as buildSubject, durableNameSchema, feedRepublish, parkedFilter, sessionJournalSubject, streamLeaderElectedSubject, streamSubjects, switchChannel, validEventSubject } from "../../src/subjects/subjects.js";
+import { checkNamespace, journalToken, shardOfToken, UNSHARDED, eventSubject as buildSubject, durableNameSchema, feedRepublish, filterSelects, parkedFilter, sessionJournalSubject, streamLeaderElectedSubject, streamSubjects, switchChannel, validEventSubject } from "../../src/subjects/subjects.js";
 import { ApiCodes, RepublishHeaders } from "../../src/subjects/nats-names.js";
 import { JetStreamApiCodes, RepublishHeaders as NatsRepublishHeaders } from "@nats-io/jetstream";
 
@@ -207,15 +207,7 @@ describe("filterSubject", () => {
   });
 
   it("selects exactly the subjects of what it names (NATS wildcard semantics)", () => {
-    const matches = (filter: string, subject: string) => {
-      const f = filter.split(".");
-      const s = subject.split(".");
-      for (let i = 0; i < f.length; i++) {
-        if (f[i] === ">") return s.length > i;
-        if (i >= s.length || (f[i] !== "*" && f[i] !== s[i])) return false;
-      }
-      return f.length === s.length;
-    };
+    const matches = filterSelects;
     const loopEvent = eventSubject("jl", "journal", { sessionId: S, loopId: L, family: "tool", type: "PermissionDecided" });
     const sessionEvent = eventSubject("jl", "journal", { sessionId: S, family: "session", type: "SessionStarted" });
     const preview = eventSubject("jl", "live", { sessionId: S, loopId: L, family: "tool", type: "ToolCallStarted" });
