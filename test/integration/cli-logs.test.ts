@@ -52,8 +52,10 @@ describe("--log-format", () => {
 describe("jetloop dev in a terminal", () => {
   it("logs pretty lines, and Ctrl-C with gates open stops everything in order: no warning, no JSON, no stack", async () => {
     // script runs the command on a pseudo-terminal; a ^C written to it is the terminal's
-    // Ctrl-C (SIGINT to the foreground process group), as a person's would be.
-    const command = `${JSON.stringify(process.execPath)} --import tsx src/cli/main.ts dev --listen 127.0.0.1:0 --every 1 --max-open 1`;
+    // Ctrl-C (SIGINT to the foreground process group), as a person's would be. The command
+    // is exec'd: dash (script's shell when SHELL is unset or /bin/sh) would otherwise stay
+    // in the group, take the ^C itself and exit 130 whatever dev did.
+    const command = `exec ${JSON.stringify(process.execPath)} --import tsx src/cli/main.ts dev --listen 127.0.0.1:0 --every 1 --max-open 1`;
     const child = spawn("script", ["-qec", command, "/dev/null"], {
       env: { ...process.env, NATS_URL: "", NATS_SERVER_BIN: findServerBinary() },
       stdio: ["pipe", "pipe", "pipe"],
