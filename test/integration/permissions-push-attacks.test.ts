@@ -6,16 +6,22 @@
 // (test/harness/reliability/scenarios/crossings.ts).
 import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { connect as natsConnect, type NatsConnection } from "@nats-io/transport-node";
+import { headers as natsHeaders, connect as natsConnect, type NatsConnection } from "@nats-io/transport-node";
 import { connect, type Jetloop, type SubscriptionReport } from "../../src/index.js";
 import { startServer, type NatsServer } from "../harness/server.js";
-import { sleep, waitFor } from "../harness/async.js";
+import { waitFor } from "../harness/async.js";
 import { EXAMPLE, PERMISSIONS_EXAMPLE } from "../harness/reliability/scenarios/security.js";
 import { collect, enduring, eventIdOf, newCoords } from "../harness/reliability/workload.js";
 
 const { namespace, stream, alice: A, bob: B } = EXAMPLE;
 const enc = (v: unknown) => new TextEncoder().encode(JSON.stringify(v));
-const dec = (b: Uint8Array) => JSON.parse(new TextDecoder().decode(b)) as { error?: { description: string }; config?: Record<string, unknown> };
+/** Headers a stream refuses a publish by: a last sequence it does not have. */
+const expectLastSeq = (seq: number) => {
+  const h = natsHeaders();
+  h.set("Nats-Expected-Last-Sequence", String(seq));
+  return h;
+};
+const dec = (b: Uint8Array) => JSON.parse(new TextDecoder().decode(b)) as { error?: { description: string; err_code?: number }; config?: Record<string, unknown> };
 const ownFilter = `acme.journal.${A.session}.>`;
 
 describe("example permissions against a follower speaking the JetStream API", () => {
@@ -275,19 +281,24 @@ describe("example permissions against a follower speaking the JetStream API", ()
       `$JS.API.STREAM.DELETE.${stream}`,
     ];
     for (const [i, deliver] of targets.entries()) {
-      // The worst case: a literal listener there, so the server does deliver.
-      const listener = opsRaw.subscribe(deliver, { callback: () => undefined });
+      // The worst case: a literal listener there, so the server does deliver. The server
+      // hands a message to every subscription of its subject in one pass, its own (the
+      // parked store's, the JetStream API's) before ours is flushed: a copy the listener
+      // has is one the server has already given to the store's queue or the API.
+      let heard = 0;
+      const listener = opsRaw.subscribe(deliver, { callback: () => void heard++ });
       await opsRaw.flush();
       const name = `alice_${i % 4}`;
       expect((await aliceCreate(name, { deliver_subject: deliver, ack_policy: "none" })).config?.deliver_subject, deliver).toBe(deliver);
-      await waitFor(`delivered onto ${deliver}`, async () => {
-        const info = dec((await opsRaw.request(`$JS.API.CONSUMER.INFO.${stream}.${name}`, enc({}), { timeout: 3000 })).data) as { delivered?: { consumer_seq: number } };
-        return (info.delivered?.consumer_seq ?? 0) >= 3;
-      }, 5000);
+      await waitFor(`three copies delivered onto ${deliver}`, () => heard >= 3, 5000);
       await aliceDelete(name);
       listener.unsubscribe();
     }
-    await sleep(300);
+    // The sentinel, by order: a publish the parked store takes from its queue after every
+    // copy and refuses (a last sequence it does not have), so its answer means each copy
+    // before it was taken too. The API dropped the copies as they came (no client info).
+    const sentinel = await opsRaw.request("acme.parked.billing.held.1", enc({}), { timeout: 3000, headers: expectLastSeq(Number.MAX_SAFE_INTEGER) });
+    expect(dec(sentinel.data)).toMatchObject({ error: { err_code: 10071 } });
     // jetloop's appends carry Nats-Expected-Stream (the events stream): the parked store
     // refuses each copy; the JetStream API drops a request without client info.
     expect(await parkedState()).toEqual(before);

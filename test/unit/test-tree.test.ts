@@ -15,9 +15,7 @@ const ROOT = join(import.meta.dirname, "../..");
  * - pace: a handler's simulated work or a generated schedule's pacing, part of the input;
  * - moment: a fault or a call put at a generated or chosen moment (the moment is the input);
  * - bound: a timer racing an event, failing (or reporting) when it wins: a bound, not a wait;
- * - elapse: the rule is about time passing (a lease, an ack wait, a dedup window, a CPU rate);
- * - to do: a wait for a state, or a "nothing came within N ms", not yet replaced by waiting on
- *   the event or by a sentinel published after it.
+ * - elapse: the rule is about time passing (a lease, an ack wait, a dedup window, a CPU rate).
  */
 const ALLOWED: Readonly<Record<string, FileCounts & { why: string }>> = {
   "test/integration/adv-sharded-start.test.ts": { waits: 2, silences: 0, why: "moment: generated delays between starts and publishes" },
@@ -49,11 +47,6 @@ const ALLOWED: Readonly<Record<string, FileCounts & { why: string }>> = {
     silences: 1,
     why: "pace: a little work per delivery (1); elapse: a replay held for four ack waits before the server's count shows it never handed again (1); bound: a worker's read loop polling with a 100 ms timeout until told to stop, not a proof (1)",
   },
-  "test/integration/permissions-push-attacks.test.ts": {
-    waits: 1,
-    silences: 0,
-    why: "to do: 300 ms after copies pushed onto JetStream API subjects, whose handling has no order against a sentinel",
-  },
   "test/integration/policy-adversary.test.ts": { waits: 4, silences: 0, why: "bound: a close raced by 5 s (2); pace: random and fixed decision work (2)" },
   "test/integration/policy-service.test.ts": { waits: 1, silences: 0, why: "pace: a generated decision delay" },
   "test/integration/policy-slots-adversary.test.ts": { waits: 2, silences: 0, why: "pace: decisions that outlast their ack wait, the input of the case (300 ms each behind one slot, 400 ms leases; 800 ms against a 200 ms ack wait)" },
@@ -65,7 +58,6 @@ const ALLOWED: Readonly<Record<string, FileCounts & { why: string }>> = {
     silences: 3,
     why: "pace: a little work so both members get a share (1); elapse: a delivery held for four ack waits before the server's count shows it never redelivered (1); the claim is about when: not before a nak's delay, not before the ack wait, redeliveries watched over 2.3 s (3)",
   },
-  "test/integration/subscribe-filters.test.ts": { waits: 0, silences: 2, why: "to do: 'no further delivery within N ms' reads" },
   "test/integration/subscribe-live-feed.test.ts": { waits: 2, silences: 0, why: "pace: viewers opened 5 ms apart, and appends kept going 200 ms after the last opened, while they hand over (2)" },
   "test/integration/subscribe-ordered.test.ts": {
     waits: 5,
