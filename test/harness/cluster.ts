@@ -58,7 +58,8 @@ async function jsz(monitorUrl: string): Promise<Jsz> {
  * Starts a JetStream cluster and waits until it has a meta leader. A free port can be
  * taken by another process before a node binds it, and a fresh cluster beside others on a
  * loaded machine has once elected no meta leader in 30 s (a clone-alone run: two nodes
- * answering, neither with a leader); such a start is tried again on new ports and folders.
+ * answering, neither with a leader), and once a node that said it was ready and accepted no
+ * connection; such a start is tried again on new ports and folders.
  */
 export async function startCluster(opts: StartClusterOptions = {}): Promise<NatsCluster> {
   if ((await harnessBackend()) === "containers") return (await import("./containers.js")).startContainerCluster(opts);
@@ -66,7 +67,7 @@ export async function startCluster(opts: StartClusterOptions = {}): Promise<Nats
     try {
       return await startClusterOnce(opts);
     } catch (e) {
-      if (attempt >= 3 || !/address already in use|meta leader/.test(String((e as Error).message))) throw e;
+      if (attempt >= 3 || !/address already in use|meta leader|not accepting connections/.test(String((e as Error).message))) throw e;
     }
   }
 }

@@ -313,7 +313,21 @@ export class ServerProcess implements ServerHandle {
       const why = spawnError ? spawnError.message : outcome === "timeout" ? "not ready in time" : "exited";
       throw new ServerStartError(`${this.spec.name}: nats-server ${why}\n${this.logs()}`, this.logs());
     }
-    await waitFor(`${this.spec.name} to accept connections`, () => tcpAccepts(this.spec.port), this.spec.readyTimeoutMs);
+    // Ready in its log but gone, or not listening: a start that failed, with the server's
+    // own words (a loaded machine once saw a cluster node say ready and refuse every
+    // connection for 30 s), so that a caller can tell it from a product's failure.
+    const accepting = await Promise.race([
+      waitFor(`${this.spec.name} to accept connections`, () => tcpAccepts(this.spec.port), this.spec.readyTimeoutMs).then(
+        () => "accepting" as const,
+        (e: unknown) => (e as Error).message,
+      ),
+      this.exited.then(() => "exited after saying it was ready"),
+    ]);
+    if (accepting !== "accepting") {
+      this.killNow();
+      await this.exited;
+      throw new ServerStartError(`${this.spec.name}: nats-server not accepting connections: ${accepting}\n${this.logs()}`, this.logs());
+    }
     if (this.spec.waitHealthy) await this.waitHealthy();
   }
 
