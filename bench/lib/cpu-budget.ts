@@ -98,10 +98,7 @@ export function cpuBudget(): CpuBudget {
       const failures: string[] = [];
       for (const dir of groups.values()) {
         try {
-          for (const pid of readFileSync(join(dir, "cgroup.procs"), "utf8").split("\n").filter(Boolean)) {
-            writeFileSync(home, pid);
-          }
-          rmdirSync(dir);
+          removeGroup(dir, home);
         } catch (e) {
           failures.push(`${dir}: ${(e as Error).message}`);
         }
@@ -110,6 +107,34 @@ export function cpuBudget(): CpuBudget {
       if (failures.length > 0) throw new Error(`CPU groups not removed (rmdir them by hand): ${failures.join("; ")}`);
     },
   };
+}
+
+const code = (e: unknown) => (e as NodeJS.ErrnoException).code;
+
+/**
+ * Moves each process still in the group home, then removes it. A process killed a moment
+ * ago may still be listed while it exits, which a group of 0.1 cores on a loaded machine
+ * lets it do slowly: moving one already gone is ESRCH, and the group is EBUSY until the
+ * exit is done, so both are tried again for up to 5 s.
+ */
+function removeGroup(dir: string, home: string): void {
+  const deadline = Date.now() + 5_000;
+  for (;;) {
+    for (const pid of readFileSync(join(dir, "cgroup.procs"), "utf8").split("\n").filter(Boolean)) {
+      try {
+        writeFileSync(home, pid);
+      } catch (e) {
+        if (code(e) !== "ESRCH") throw e;
+      }
+    }
+    try {
+      rmdirSync(dir);
+      return;
+    } catch (e) {
+      if (code(e) !== "EBUSY" || Date.now() > deadline) throw e;
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 20);
+    }
+  }
 }
 
 /** This process's own cpu cgroup (relative to the controller's root). */
