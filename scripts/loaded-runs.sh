@@ -47,7 +47,7 @@ for r in $(seq "$runs"); do
     verdict=FAILED
     failed=$((failed + 1))
   fi
-  summary=$(grep -E '^\s*(Tests|Test Files)' "$log" | sed 's/\x1b\[[0-9;]*m//g' | tr -s ' ' | paste -sd ';')
+  summary=$(sed 's/\x1b\[[0-9;]*m//g' "$log" | grep -E '^\s*(Tests|Test Files) ' | tr -s ' ' | paste -sd ';')
   echo "run $r: $verdict in $((SECONDS - t0)) s, load $(cut -d' ' -f1 /proc/loadavg):$summary"
 done
 echo "loaded-runs: $failed of $runs runs failed"
