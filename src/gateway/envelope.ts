@@ -81,6 +81,37 @@ export function sendNotFound(res: ServerResponse): void {
   sendPlain(res, 404, "404 page not found\n");
 }
 
+const HTML_ESCAPES: Record<string, string> = { "&": "&amp;", "'": "&#39;", "<": "&lt;", ">": "&gt;", '"': "&#34;" };
+
+/**
+ * ServeMux's 301 to the cleaned path, written as Go's `http.Redirect` writes it: a short
+ * HTML body for GET (and its headers for HEAD), nothing for another method.
+ */
+export function sendMovedPermanently(res: ServerResponse, method: string | undefined, location: string): void {
+  if (method !== "GET" && method !== "HEAD") {
+    res.writeHead(301, { Location: location, "Content-Length": 0 }).end();
+    return;
+  }
+  const body = Buffer.from(`<a href="${location.replace(/[&'<>"]/g, (c) => HTML_ESCAPES[c]!)}">Moved Permanently</a>.\n\n`, "utf8");
+  res.writeHead(301, { Location: location, "Content-Type": "text/html; charset=utf-8", "Content-Length": body.length });
+  res.end(body);
+}
+
+/**
+ * Go's server's answer to a request target it cannot read (a bad escape, no path): 400
+ * "400 Bad Request", and the connection closed, before any handler.
+ */
+export function sendUnreadableTarget(res: ServerResponse): void {
+  res.shouldKeepAlive = false;
+  sendPlain(res, 400, "400 Bad Request", { Connection: "close" });
+}
+
+/** ServeMux's answer to the target `*`: 400, no body, the connection closed. */
+export function sendAsteriskTarget(res: ServerResponse): void {
+  res.shouldKeepAlive = false;
+  res.writeHead(400, { Connection: "close", "Content-Length": 0 }).end();
+}
+
 /** Go ServeMux's answer to a known path with another method. */
 export function sendMethodNotAllowed(res: ServerResponse, allow: string): void {
   sendPlain(res, 405, "Method Not Allowed\n", { Allow: allow });

@@ -18,7 +18,7 @@ import { fromSeqParam, INVALID, lastEventIdParam, limitParam, PAST_THE_JOURNAL, 
 import type { QueryParams } from "./query.js";
 import { cutUnreadBody, readBody } from "./body.js";
 import { createSession } from "./create.js";
-import { route, type RouteName } from "./routes.js";
+import { route, servedTarget, type RouteName } from "./routes.js";
 import { sendAsset } from "./web-assets.js";
 import { readSessionStatus, servableStatus, sessionListJson, statusJson } from "./session-status.js";
 import { openSessionCatalog, type SessionCatalog } from "../catalog/catalog.js";
@@ -93,6 +93,9 @@ export function createGatewayHandler(bus: Jetloop, options: GatewayOptions = {})
     });
   };
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    // A target Go's server cannot read is refused before anything else, as Go's is.
+    const target = servedTarget(req, res);
+    if (target === undefined) return;
     // The browser boundary first: before authentication (a cookie rides along on a forged
     // request) and before routing (a rebinding page learns nothing, not even a 404).
     const verdict = checkRequest(req, settings.boundary);
@@ -102,7 +105,7 @@ export function createGatewayHandler(bus: Jetloop, options: GatewayOptions = {})
     const principal = await authenticate(auth, req);
     if (principal === undefined) return sendError(res, "unauthorized");
     const ctx: Context = { bus, settings, principal, streams, health, catalog, budget };
-    const r = routeOf(req, route(req, res));
+    const r = routeOf(req, route(req, res, target));
     if (r === undefined) return;
     // A body not declared JSON (or none: the Go client's interrupt) only from a caller no other site's page can be (boundary.ts).
     if (req.method === "POST" && !isJsonContentType(req.headers["content-type"]) && !mayPostUntyped(req)) return sendError(res, "unsupported_media_type");

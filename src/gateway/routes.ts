@@ -1,11 +1,14 @@
 /**
- * The route table, matched as Go 1.22's ServeMux matches the runtime's patterns: exact
- * segments, `{name}` wildcards of one segment, GET patterns answering HEAD, plain-text
- * 404 for an unknown path and 405 with `Allow` for another method.
+ * The route table, matched as Go 1.22's ServeMux matches the runtime's patterns: on the
+ * target as Go reads it (request-target.ts: a 301 to a cleaned path, 400 for one Go's
+ * server cannot read), exact segments, `{name}` wildcards of one segment, GET patterns
+ * answering HEAD, plain-text 404 for an unknown path and 405 with `Allow` for another
+ * method.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { sendMethodNotAllowed, sendNotFound } from "./envelope.js";
+import { sendAsteriskTarget, sendMethodNotAllowed, sendMovedPermanently, sendNotFound, sendUnreadableTarget } from "./envelope.js";
 import { goQuery, type QueryParams } from "./query.js";
+import { readRequestTarget, type RequestTarget } from "./request-target.js";
 
 export type RouteName = "page" | "script" | "capabilities" | "jetloop-capabilities" | "sessions" | "status" | "journal" | "events" | "gate" | "input" | "interrupt" | "create";
 
@@ -57,16 +60,24 @@ function match(p: Pattern, segments: readonly string[]): Record<string, string> 
   return params;
 }
 
-/** The matched route, or undefined after answering 404/405 itself. */
-export function route(req: IncomingMessage, res: ServerResponse): Matched | undefined {
-  const url = new URL(req.url ?? "/", "http://gateway");
-  let segments: string[];
-  try {
-    segments = url.pathname.split("/").slice(1).map(decodeURIComponent);
-  } catch {
-    sendNotFound(res);
-    return undefined;
-  }
+/** A target Go's server reads and hands to its mux: a path, or a path to redirect. */
+export type ServedTarget = Extract<RequestTarget, { kind: "path" | "redirect" }>;
+
+/**
+ * What Go's server answers before any handler runs (middleware included): a target it
+ * cannot read (400, closed) and `*` (ServeMux's own 400, closed); else the target.
+ */
+export function servedTarget(req: IncomingMessage, res: ServerResponse): ServedTarget | undefined {
+  const target = readRequestTarget(req.url ?? "/");
+  if (target.kind === "asterisk") return void sendAsteriskTarget(res);
+  if (target.kind === "unreadable") return void sendUnreadableTarget(res);
+  return target;
+}
+
+/** The matched route, or undefined after answering 301/404/405 itself. */
+export function route(req: IncomingMessage, res: ServerResponse, target: ServedTarget): Matched | undefined {
+  if (target.kind === "redirect") return void sendMovedPermanently(res, req.method, target.location);
+  const segments = target.segments;
   const method = req.method === "HEAD" ? "GET" : req.method;
   const allowed = new Set<string>();
   for (const p of ROUTES) {
