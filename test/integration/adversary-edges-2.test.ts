@@ -259,32 +259,48 @@ describe("many SSE streams resuming a megabyte session at once do not cut the sh
       })();
       const aborts: AbortController[] = [];
       try {
-        // 32 streams per address at most: spread over 127.0.0.x.
-        const one = async (i: number) => {
-          const ac = new AbortController();
-          aborts.push(ac);
-          return await new Promise<number>((resolve, reject) => {
-            const req = httpRequest({ host: "127.0.0.1", port: Number(port), path: `/v1/sessions/${big}/events?last_event_id=0`, localAddress: `127.0.0.${2 + Math.floor(i / 32)}`, signal: ac.signal }, (res) => {
-              let ids = 0;
-              let tail = "";
-              res.setEncoding("utf8");
-              res.on("data", (chunk: string) => {
-                const text = tail + chunk;
-                ids += text.split("\nid: ").length - 1;
-                tail = text.slice(-8);
-                if (ids >= events) {
-                  resolve(ids);
-                  ac.abort();
-                }
-              });
-              res.on("end", () => resolve(ids));
-              res.on("error", () => resolve(ids));
-            });
+        // 32 streams per address at most: spread over 127.0.0.x. A stream the gateway ends
+        // early (a client that did not drain 1 MiB in slowClientMs is disconnected, by
+        // design: on a loaded machine the clients share this process's event loop with the
+        // gateway) is resumed from the last id it had, as a browser's EventSource would.
+        let resumes = 0;
+        const connectOnce = (i: number, seen: Set<number>) =>
+          new Promise<void>((resolve, reject) => {
+            const ac = new AbortController();
+            aborts.push(ac);
+            const last = Math.max(0, ...seen);
+            const req = httpRequest(
+              { host: "127.0.0.1", port: Number(port), path: `/v1/sessions/${big}/events?last_event_id=${last}`, localAddress: `127.0.0.${2 + Math.floor(i / 32)}`, signal: ac.signal },
+              (res) => {
+                let tail = "";
+                res.setEncoding("utf8");
+                res.on("data", (chunk: string) => {
+                  const text = tail + chunk;
+                  for (const m of text.matchAll(/\nid: (\d+)\n/g)) seen.add(Number(m[1]));
+                  tail = text.slice(-40);
+                  if (seen.size >= events) {
+                    resolve();
+                    ac.abort();
+                  }
+                });
+                res.on("end", () => resolve());
+                res.on("error", () => resolve());
+              },
+            );
             req.on("error", (e) => (ac.signal.aborted ? undefined : reject(e)));
             req.end();
           });
+        const one = async (i: number) => {
+          const seen = new Set<number>();
+          for (let attempt = 0; attempt < 5 && seen.size < events; attempt++) {
+            if (attempt > 0) resumes++;
+            await connectOnce(i, seen);
+          }
+          return seen.size;
         };
         const got = await Promise.all(Array.from({ length: k }, (_, i) => one(i)));
+        // Resumes, if any, are the gateway's slow-client rule at work, never a lost history.
+        expect(resumes, `${resumes} streams resumed`).toBeLessThanOrEqual(k);
         expect({ disconnects, short: got.filter((n) => n < events).length }).toEqual({ disconnects: [], short: 0 });
       } finally {
         for (const a of aborts) a.abort();
