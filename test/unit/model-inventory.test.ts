@@ -121,6 +121,27 @@ describe("MODEL.md's inventory", () => {
     expect(lines).toBeGreaterThan(80);
   });
 
+  // CONFORMANCE.md's stricter rules say why Go's writer never produces what they refuse; the
+  // Go lines that show it are in the same stored copies.
+  it("cites, for every stricter rule of CONFORMANCE.md, the Go lines of its why, in a listed copy", () => {
+    const model = readFileSync(join(import.meta.dirname, "../../MODEL.md"), "utf8");
+    const copies = new Set([...model.matchAll(/^\| looprig\/\w+ \| `([^`]+\.go)` \| [0-9a-f]{12}\b/gm)].map((m) => m[1]!.split("/").pop()!));
+    const page = readFileSync(join(import.meta.dirname, "../../CONFORMANCE.md"), "utf8");
+    const rules = page.split("\n").filter((line) => /^\| `[a-z0-9-]+` \|.*\| \d+ \| \d+ \| \d+ \|$/.test(line));
+    expect(rules.length).toBeGreaterThan(5);
+    const problems: string[] = [];
+    for (const line of rules) {
+      const rule = /^\| `([a-z0-9-]+)`/.exec(line)![1]!;
+      const why = line.split(" | ")[2]!;
+      if (!why.includes("Go: ")) problems.push(`${rule}: no "Go:"`);
+      for (const [, file, at] of why.matchAll(/`([\w/.-]+\.go)(?::(\d+))?`/g)) {
+        if (at === undefined) problems.push(`${rule}: ${file} without a line`);
+        else if (!copies.has(file!)) problems.push(`${rule}: ${file} is not in MODEL.md's copies read`);
+      }
+    }
+    expect(problems).toEqual([]);
+  });
+
   it.each(Object.keys(CARRIERS))("%s: a Go-form event comes back byte for byte", (name) => {
     const r = roundTrip(CARRIERS[name]!);
     expect(r.ok && r.text).toBe(CARRIERS[name]);
