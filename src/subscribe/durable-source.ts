@@ -43,13 +43,14 @@ import {
   mergeExact,
   pruneFilterChanges,
   readFilterChanges,
+  refuseChangesPastEnd,
   skippedAtFilterChange,
   widens,
   withFilterChange,
 } from "./filter-changes.js";
 import { acknowledge, durableDelivery, type Lease, type Original, park, type Settler } from "./durable-settlement.js";
 import type { DurableSettings, StartPosition } from "./options.js";
-import { encodeNewStart, NEW_START_KEY, type NewStart, readNewStart, skippedAtNewStart } from "./new-start.js";
+import { encodeNewStart, NEW_START_KEY, type NewStart, readNewStart, refuseStartPastEnds, skippedAtNewStart } from "./new-start.js";
 import { reportPoison, type Source, type SourceContext } from "./source.js";
 import { turnSpanOfMessage } from "./turn-span.js";
 import { tracedDelivery } from "../telemetry/index.js";
@@ -375,6 +376,7 @@ export class DurableSource<E> implements Source {
     const old = config.filter_subjects ?? (config.filter_subject ? [config.filter_subject] : []);
     const same = JSON.stringify(old) === JSON.stringify(this.#subjects);
     let changes = pruneFilterChanges(readFilterChanges(this.#name, config.metadata), info.ack_floor.stream_seq);
+    if (changes.length > 0 && this.#keepsChanges) refuseChangesPastEnd(this.#name, changes, (await this.#journalEndsNow()).get(this.#ctx.shard.index) ?? 0);
     if (!same && this.#keepsChanges && old.length > 0 && widens(old, this.#subjects)) {
       changes = withFilterChange(this.#name, changes, { from: Math.max(info.delivered.stream_seq, this.#ledger.last), at: undefined, old });
     }
@@ -504,6 +506,7 @@ export class DurableSource<E> implements Source {
         const drift = durableDrift(this.#name, this.#ctx.settings, liveDurable(info.config));
         if (!drift.ok) throw drift.error;
         this.#adopt(info.config);
+        if (this.#newStart !== undefined) refuseStartPastEnds(this.#name, this.#newStart.at, await this.#journalEndsNow());
         this.#ledger.serverFloor(info.ack_floor.stream_seq);
         // Opened with another filter: a change like updateFilter's.
         await this.#moveFilter(jsm, info, { ...drift.update, ...recordedLimit(info.config, this.#maxDeliver) });
@@ -560,6 +563,17 @@ export class DurableSource<E> implements Source {
       }
       const own = (await (await this.#ctx.jsm()).streams.info(this.#ctx.stream)).state.last_seq;
       return { from: own + 1, at: await this.#journalEnds() };
+    } catch (e) {
+      throw consumerError(e, this.#ctx.stream, `reading the journal's position for durable ${this.#name}`);
+    }
+  }
+
+  /** Each journal shard's last sequence now, of the shards this durable reads (one, unless it is a group's partition). */
+  async #journalEndsNow(): Promise<NewStart> {
+    try {
+      if (this.#journalEnds !== undefined) return await this.#journalEnds();
+      // Read on the durable's own filter: a restricted user may read no other (own-position.ts).
+      return new Map([[this.#ctx.shard.index, (await this.#ctx.journalState(this.#subjects)).lastSeq]]);
     } catch (e) {
       throw consumerError(e, this.#ctx.stream, `reading the journal's position for durable ${this.#name}`);
     }

@@ -66,6 +66,22 @@ export function readFilterChanges(durable: string, metadata: Readonly<Record<str
   });
 }
 
+/**
+ * Refuses (OptionsError) changes recorded past the journal's end `end` (its last sequence,
+ * read now): jetloop records a change's bounds from ends it read, so such a record is one
+ * it never wrote. Read, it would count every later turn as begun before the change and
+ * skip it, acknowledged and never delivered; and, its end always ahead of the ack floor, it
+ * would never be forgotten.
+ */
+export function refuseChangesPastEnd(durable: string, changes: readonly FilterChange[], end: number): void {
+  const past = changes.find((c) => c.from > end || (c.at !== undefined && c.at > end));
+  if (past === undefined) return;
+  throw new OptionsError(
+    "durable",
+    `durable ${durable}'s metadata ${FILTER_CHANGES_KEY} records a filter change at ${past.at ?? past.from}, past the journal's end (${end}): jetloop never wrote it; delete the durable to create it anew`,
+  );
+}
+
 export function anySelects(filters: readonly string[], subject: string): boolean {
   return filters.some((f) => filterSelects(f, subject));
 }

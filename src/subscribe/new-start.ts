@@ -47,6 +47,23 @@ export function readNewStart(durable: string, metadata: Readonly<Record<string, 
 }
 
 /**
+ * Refuses (OptionsError) a start recorded past its shard's end in `ends` (each shard's last
+ * sequence, read now), or on a shard `ends` does not name: jetloop records ends it read, so
+ * such a start is one it never wrote. Read, it would count every later turn as begun before
+ * the start and skip it, acknowledged and never delivered.
+ */
+export function refuseStartPastEnds(durable: string, start: NewStart, ends: NewStart): void {
+  for (const [shard, at] of start) {
+    const end = ends.get(shard);
+    if (end !== undefined && at <= end) continue;
+    throw new OptionsError(
+      "durable",
+      `durable ${durable}'s metadata ${NEW_START_KEY} records a start at ${at} on journal shard ${shard}, ${end === undefined ? "a shard this durable does not read" : `past its end (${end})`}: jetloop never wrote it; delete the durable to create it anew`,
+    );
+  }
+}
+
+/**
  * Whether the message at `seq` of journal shard `shard`, of turn `span`, is of a turn begun
  * by the durable's start there: acknowledged as seen, not delivered. Only a message within
  * a batch's reach of the start can be.

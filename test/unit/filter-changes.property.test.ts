@@ -16,6 +16,7 @@ import {
   mergeExact,
   pruneFilterChanges,
   readFilterChanges,
+  refuseChangesPastEnd,
   skippedAtFilterChange,
   widens,
   withFilterChange,
@@ -109,6 +110,17 @@ describe("filter changes", () => {
     expect(skippedAtFilterChange(changes, 300, "c.x", span)).toBe(true);
     // The last change alone would hand out B's part after 260: the half turn.
     expect(skippedAtFilterChange(changes.slice(1), 300, "b.x", span)).toBe(false);
+  });
+
+  it("changes past the journal's end are refused, changes at or before it are read (property)", () => {
+    const change = fc.record({ from: fc.nat({ max: 1e9 }), width: fc.option(fc.nat({ max: 1e6 }), { nil: undefined }) }).map((c): FilterChange => ({ from: c.from, at: c.width === undefined ? undefined : c.from + c.width, old: ["a.>"] }));
+    fc.assert(
+      fc.property(fc.array(change, { minLength: 1, maxLength: MAX_FILTER_CHANGES }), fc.nat({ max: 1e6 }), (changes, slack) => {
+        const highest = Math.max(...changes.map((c) => c.at ?? c.from));
+        expect(() => refuseChangesPastEnd("d", changes, highest + slack)).not.toThrow();
+        expect(() => refuseChangesPastEnd("d", changes, highest - 1)).toThrow(OptionsError);
+      }),
+    );
   });
 
   it("the metadata round-trips; a value jetloop never writes is refused, not read as none", () => {

@@ -7,12 +7,28 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { OptionsError } from "../../src/errors.js";
-import { encodeNewStart, NEW_START_KEY, readNewStart, skippedAtNewStart } from "../../src/subscribe/new-start.js";
+import { encodeNewStart, NEW_START_KEY, readNewStart, refuseStartPastEnds, skippedAtNewStart } from "../../src/subscribe/new-start.js";
 import { turnSpan } from "../../src/subscribe/turn-span.js";
 
 const startArb = fc.uniqueArray(fc.tuple(fc.integer({ min: 0, max: 9999 }), fc.nat({ max: Number.MAX_SAFE_INTEGER })), { minLength: 1, maxLength: 8, selector: ([k]) => k }).map((entries) => new Map(entries));
 
 describe("a \"new\" durable's recorded start", () => {
+  it("is refused past its shard's end, or on a shard the durable does not read, and read at or before its end (property)", () => {
+    fc.assert(
+      fc.property(startArb, fc.array(fc.nat({ max: 1e6 }), { minLength: 8, maxLength: 8 }), fc.integer({ min: -1, max: 7 }), (start, slack, late) => {
+        // Ends at or after every recorded start, except shard index `late`'s (one start past its end).
+        const entries = [...start.entries()];
+        const ends = new Map(entries.map(([k, at], i) => [k, Math.min(Number.MAX_SAFE_INTEGER, at + (slack[i] ?? 0))]));
+        const lateEntry = late >= 0 ? entries[late % entries.length] : undefined;
+        if (lateEntry === undefined) return void expect(() => refuseStartPastEnds("d", start, ends)).not.toThrow();
+        const [k, at] = lateEntry;
+        if (at === 0) ends.delete(k);
+        else ends.set(k, at - 1);
+        expect(() => refuseStartPastEnds("d", start, ends)).toThrow(OptionsError);
+      }),
+    );
+  });
+
   it("reads back as written (property)", () => {
     fc.assert(
       fc.property(startArb, (start) => {
