@@ -24,7 +24,7 @@ import {
   type JsMsg,
 } from "@nats-io/jetstream";
 import { nanos } from "@nats-io/transport-node";
-import { readParkedAt } from "../parking/parked-entry.js";
+import { type ParkReason, readParkedAt } from "../parking/parked-entry.js";
 import type { ParkedStore } from "../parking/parked-store.js";
 import { parsePartitionDurable } from "../partition/partition-durable.js";
 import { declaredConsumerTemplates, defaultPartitionedStreamName } from "../streams/declared.js";
@@ -687,11 +687,11 @@ export class DurableSource<E> implements Source {
         const d = decodeMessage(ctx.decode, o.subject, o.data);
         if (!d.ok) {
           reportPoison(ctx, o.journalSeq, o.subject, d.error);
-          await park(settler, o, "poison", d.error.code, d.error.message);
+          await this.#parkHeld(settler, o, "poison", d.error.code, d.error.message);
         } else if (hiddenFrom(ctx.decode, d)) {
           await acknowledge(settler, o).catch(() => undefined); // not acknowledged: it comes again and is skipped again
         } else if (o.deliveryCount > this.#maxDeliver) {
-          await park(settler, o, "max_deliver", "NOT_SETTLED", `not settled within ${this.#maxDeliver} deliveries`);
+          await this.#parkHeld(settler, o, "max_deliver", "NOT_SETTLED", `not settled within ${this.#maxDeliver} deliveries`);
         } else {
           await this.#hand(o, d.event);
         }
@@ -762,9 +762,7 @@ export class DurableSource<E> implements Source {
     // while its handler holds it. The extension runs until the settlement is confirmed.
     const started = Date.now();
     const { autoExtendMs } = this.#ctx.settings as DurableSettings;
-    const leaseMs = o.storeSeq === undefined ? Math.min(this.#ackWaitMs, ...this.#backoffMs) : this.#replayAckWaitMs;
-    const lease = this.#fenced ? fencedLease(m, leaseMs) : undefined;
-    const extend = () => (lease ? lease.extend() : m.working());
+    const { leaseMs, lease, extend } = this.#holding(o);
     if (autoExtendMs > 0) extend();
     const timer = setInterval(() => {
       if (Date.now() - started > autoExtendMs || this.#stopped || lease?.lapsed()) clearInterval(timer);
@@ -777,6 +775,33 @@ export class DurableSource<E> implements Source {
       settled?.();
     };
     return durableDelivery(this.#settler, o, event, onSettle, (p) => this.#track(p), lease);
+  }
+
+  /**
+   * How a delivery's ack wait is extended while it is held: at the shortest ack wait it can
+   * have, through its fenced lease in a fenced group (a lapsed one is not extended: it may
+   * be another holder's now).
+   */
+  #holding(o: Original): { leaseMs: number; lease: Lease | undefined; extend: () => void } {
+    const leaseMs = o.storeSeq === undefined ? Math.min(this.#ackWaitMs, ...this.#backoffMs) : this.#replayAckWaitMs;
+    const lease = this.#fenced ? fencedLease(o.msg, leaseMs) : undefined;
+    return { leaseMs, lease, extend: () => (lease ? lease.extend() : o.msg.working()) };
+  }
+
+  /**
+   * Parks a delivery the pump settles itself (poison, or past its deliveries), its ack wait
+   * extended while the parked store is written: a write slower than the ack wait would let
+   * it come again and be parked, and reported, twice.
+   */
+  async #parkHeld(settler: Settler, o: Original, reason: ParkReason, code: string, message: string): Promise<void> {
+    const { leaseMs, extend } = this.#holding(o);
+    extend();
+    const timer = setInterval(extend, Math.max(10, Math.floor(leaseMs / 3)));
+    try {
+      await park(settler, o, reason, code, message);
+    } finally {
+      clearInterval(timer);
+    }
   }
 
   /** Reports missed heartbeats; calls `gone` when the consumer was deleted or is not found (NATS.js checks after missed heartbeats). */

@@ -7,7 +7,7 @@ import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import { pino, type Logger } from "pino";
 import { createEvent, isJetloopError, newId, type Delivery, type Jetloop, type JetloopEvent, type Subscription } from "../../../src/index.js";
-import { settledWithin, sleep } from "../async.js";
+import { sleep } from "../async.js";
 
 export interface Coords {
   readonly sessionId: string;
@@ -159,19 +159,34 @@ export async function auditStream(nc: NatsConnection, stream: string, opts: { pa
   const { messages, first_seq: firstSeq, last_seq: lastSeq } = info.state;
   const ids: string[] = [];
   const payloads: Uint8Array[] = [];
-  if (messages > 0) {
-    const consumer = await jetstream(nc).consumers.get(stream, { deliver_policy: DeliverPolicy.All });
+  // Read by ordered consumers, each from the sequence after the last one read. After a
+  // leader kill an ordered consumer can sit on a node that is catching up, or be lost with
+  // it, and NATS.js's own reset may not come: a read that stalls for `stallMs` is stopped
+  // and goes on under a fresh consumer, so the audit is bounded by progress, not luck.
+  const stallMs = 10_000;
+  const deadline = Date.now() + (opts.timeoutMs ?? 90_000);
+  let next = firstSeq;
+  while (messages > 0 && next <= lastSeq) {
+    if (Date.now() > deadline) throw new Error(`reading ${messages} messages of ${stream} did not finish within ${opts.timeoutMs ?? 90_000} ms (read up to ${next - 1} of ${lastSeq})`);
+    const consumer = await jetstream(nc).consumers.get(stream, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: next });
     const iter = await consumer.consume({ max_messages: 1024 });
-    const read = (async () => {
+    let progress = Date.now();
+    const watch = setInterval(() => {
+      if (Date.now() - progress > stallMs) iter.stop();
+    }, 500);
+    try {
       for await (const m of iter) {
+        if (m.seq < next) continue;
+        progress = Date.now();
         ids.push(m.headers?.get("Nats-Msg-Id") ?? "");
         if (opts.payloads) payloads.push(m.data);
+        next = m.seq + 1;
         if (m.seq >= lastSeq) break;
       }
-    })();
-    try {
-      await settledWithin(`reading ${messages} messages of ${stream}`, read, opts.timeoutMs ?? 30_000);
+    } catch {
+      // Stopped or failed mid-read: go on from `next` under a fresh consumer.
     } finally {
+      clearInterval(watch);
       iter.stop();
     }
   }
