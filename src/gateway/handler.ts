@@ -26,6 +26,7 @@ import { FrameCache } from "./sse-frames.js";
 import { serveEvents, type SharedStreams } from "./sse-stream.js";
 import { observeGateway, routeOf, tracedHttp } from "../telemetry/index.js";
 import { pullBytes, pullSize } from "../subscribe/pull-size.js";
+import { withReadPauses } from "../subscribe/read-pauses.js";
 import { type ReadBudget, readBudgetOf, ReadShare } from "./read-budget.js";
 
 /**
@@ -170,18 +171,18 @@ async function withReadShare<T>(ctx: Context, res: ServerResponse, batch: number
   const gone = new AbortController();
   const onClose = () => gone.abort(new Error("the client left"));
   res.once("close", onClose);
-  let release: () => void;
+  const share = new ReadShare(ctx.budget, reads * readShareBytes(ctx, batch), gone.signal);
   try {
-    release = await ctx.budget.take(reads * readShareBytes(ctx, batch), gone.signal);
-  } catch {
-    return undefined;
+    await share.hold();
+    // Given back while the read pauses (a backoff, a poll for a turn's rest): a long claim on one session holds no one else's reads.
+    return await withReadPauses(share.pauses, read);
+  } catch (e) {
+    // The client left while the read waited for a share: nothing to answer.
+    if (gone.signal.aborted && !share.held) return undefined;
+    throw e;
   } finally {
     res.off("close", onClose);
-  }
-  try {
-    return await read();
-  } finally {
-    release();
+    share.close();
   }
 }
 
@@ -278,14 +279,16 @@ async function journal(ctx: Context, res: ServerResponse, raw: string, q: QueryP
     const share = new ReadShare(ctx.budget, readShareBytes(ctx, pageBatch(limit)), gone.signal);
     let empty: string | undefined;
     try {
-      empty = await streamJournalPage(ctx.bus, sid, from, limit, ctx.settings.maxPageBytes, responseSink(res, ctx.settings.slowClientMs, () => share.give()), share);
+      empty = await withReadPauses(share.pauses, () =>
+        streamJournalPage(ctx.bus, sid, from, limit, ctx.settings.maxPageBytes, responseSink(res, ctx.settings.slowClientMs, () => share.give()), share),
+      );
     } catch (e) {
       // The client left while the page waited for a share: nothing to answer.
       if (gone.signal.aborted && !share.held) return;
       throw e;
     } finally {
       res.off("close", onClose);
-      share.give();
+      share.close();
     }
     if (empty !== undefined) sendJson(res, 200, empty);
   } catch (e) {

@@ -23,6 +23,7 @@
  */
 import type { NatsConnection } from "@nats-io/nats-core";
 import { OptionsError } from "../errors.js";
+import type { ReadPauses } from "../subscribe/read-pauses.js";
 
 interface Waiter {
   readonly bytes: number;
@@ -98,6 +99,7 @@ export class ReadBudget {
  */
 export class ReadShare {
   #release: (() => void) | undefined;
+  #closed = false;
 
   constructor(
     readonly budget: ReadBudget,
@@ -109,16 +111,33 @@ export class ReadShare {
     return this.#release !== undefined;
   }
 
-  /** Resolves once the share is held; rejects with the signal's reason when the client left while it waited. */
+  /**
+   * Resolves once the share is held; rejects with the signal's reason when the client left
+   * while it waited. After `close`, holds nothing: a take still waiting then is given back
+   * as soon as it is granted, so a read that outlives its request keeps no share.
+   */
   async hold(): Promise<void> {
-    if (this.#release !== undefined) return;
-    this.#release = await this.budget.take(this.bytes, this.signal);
+    if (this.#closed || this.#release !== undefined) return;
+    const release = await this.budget.take(this.bytes, this.signal);
+    if (this.#closed || this.#release !== undefined) release();
+    else this.#release = release;
   }
 
   give(): void {
     const release = this.#release;
     this.#release = undefined;
     release?.();
+  }
+
+  /** Gives the share back for good: the request is done. */
+  close(): void {
+    this.#closed = true;
+    this.give();
+  }
+
+  /** This share as a read's pauses (subscribe/read-pauses.ts): given back while the read pauses, held again before it goes on. */
+  get pauses(): ReadPauses {
+    return { paused: () => this.give(), resumed: () => this.hold() };
   }
 }
 

@@ -14,6 +14,7 @@ import { consumerError, permissionViolation } from "./consumer-errors.js";
 import type { OpenReads } from "./open-reads.js";
 import type { ReadConsumerPool } from "./read-consumers.js";
 import { pullSize } from "./pull-size.js";
+import { detachedFromReadPauses, readPause } from "./read-pauses.js";
 import { placeOnLeader, type PlacementDeps } from "./read-placement.js";
 import { turnSpanOf, wholeTurnEnd } from "./turn-span.js";
 
@@ -23,9 +24,12 @@ const RETRY_MS = [250, 500, 1000, 2000, 4000, 8000];
 /** How long NATS.js waits for a consumer's creation to be answered (its request timeout). */
 const CREATE_TIMEOUT_MS = 5_000;
 
-/** Waits between attempts; cut short (resolving) when one of `signals` aborts: the caller checks why. */
+/**
+ * Waits between attempts; cut short (resolving) when one of `signals` aborts: the caller
+ * checks why. A pause of the read (read-pauses.ts): a budgeted caller's share goes back meanwhile.
+ */
 function backoff(attempt: number, signals: readonly AbortSignal[] = []): Promise<void> {
-  return sleep(RETRY_MS[attempt], undefined, { signal: AbortSignal.any([...signals]) }).catch(() => undefined);
+  return readPause(() => sleep(RETRY_MS[attempt], undefined, { signal: AbortSignal.any([...signals]) }).catch(() => undefined));
 }
 
 /**
@@ -37,7 +41,8 @@ function backoff(attempt: number, signals: readonly AbortSignal[] = []): Promise
  * consumer whose creation may still be on its way). The read does not wait for it.
  */
 function deleteInBackground(del: () => Promise<unknown>, closed: AbortSignal, againMs = 0): void {
-  void (async () => {
+  // It outlives the read: its waits are no pause of the caller's (read-pauses.ts).
+  void detachedFromReadPauses(async () => {
     for (let attempt = 0; ; attempt++) {
       try {
         await del();
@@ -51,7 +56,7 @@ function deleteInBackground(del: () => Promise<unknown>, closed: AbortSignal, ag
     }
     if (againMs === 0) return;
     await sleep(againMs, undefined, { signal: closed }).then(del, () => undefined).catch(() => undefined);
-  })();
+  });
 }
 
 function deleteByName(js: JetStreamClient, stream: string, name: string): () => Promise<unknown> {

@@ -136,4 +136,39 @@ describe("the read budget", () => {
     a.give();
     expect([b.held, budget.free]).toEqual([false, 10]);
   });
+
+  it("a closed share holds nothing again: a take still waiting when it closes is given back on grant", async () => {
+    const budget = new ReadBudget(10);
+    const a = new ReadShare(budget, 10);
+    await a.hold();
+    const b = new ReadShare(budget, 5);
+    const waits = b.hold();
+    b.close();
+    a.give();
+    await waits;
+    expect([b.held, budget.free]).toEqual([false, 10]);
+    await b.hold();
+    expect([b.held, budget.free]).toEqual([false, 10]);
+  });
+
+  it("a read's pauses give the share back and hold it again before it goes on", async () => {
+    const budget = new ReadBudget(10);
+    const a = new ReadShare(budget, 8);
+    await a.hold();
+    const pauses = a.pauses;
+    pauses.paused();
+    expect([a.held, budget.free]).toEqual([false, 10]);
+    // Another read takes the budget meanwhile; the paused one waits its turn to go on.
+    const other = new ReadShare(budget, 8);
+    await other.hold();
+    let resumed = false;
+    const going = pauses.resumed().then(() => (resumed = true));
+    await settle();
+    expect(resumed).toBe(false);
+    other.close();
+    await going;
+    expect([a.held, budget.free]).toEqual([true, 2]);
+    a.close();
+    expect(budget.free).toBe(10);
+  });
 });
