@@ -136,14 +136,19 @@ export function withFilterChange(durable: string, changes: readonly FilterChange
 }
 
 /**
- * Whether the message at `seq` on `subject`, of turn `span`, is of a turn begun by a change
- * that added its subject: acknowledged as seen, not delivered. A message at or before a
- * change's `from` was judged before it.
+ * Whether the message at `seq` on `subject`, of turn `span`, is not the durable's:
+ * acknowledged as seen, not delivered. A message at or before a change's `from` was judged
+ * before it, by the filter before it (the first such change's `old`, `changes` being in the
+ * order made): it is the durable's only if that filter selects it. (The server judged it
+ * so and never hands it over otherwise; but a consumer recreated from a delivery still owed
+ * below the change reads every subject of the filter now from there.) A message after a
+ * change's `from` is skipped when it is of a turn begun by the change and on a subject the
+ * change added.
  */
 export function skippedAtFilterChange(changes: readonly FilterChange[], seq: number, subject: string, span: () => TurnSpan | undefined): boolean {
   let turn: TurnSpan | undefined | null = null;
   for (const c of changes) {
-    if (seq <= c.from) continue;
+    if (seq <= c.from) return !anySelects(c.old, subject);
     const at = c.at ?? Number.MAX_SAFE_INTEGER;
     if (seq > at + TURN_REACH || anySelects(c.old, subject)) continue;
     if (turn === null) turn = span();
