@@ -185,19 +185,25 @@ class SessionCatalogImpl implements SessionCatalog {
     const report = await p;
     let removed = 0;
     const keys = await this.#kv.keys(`${ENTRY_PREFIX}>`);
-    const stale: string[] = [];
+    const unfolded: string[] = [];
     for await (const key of keys) {
       const sid = keySession(key);
-      if (sid === undefined || !this.#rebuilt.has(sid)) stale.push(key);
+      if (sid === undefined || !this.#rebuilt.has(sid)) unfolded.push(key);
     }
+    const stale = await this.#stale(unfolded, this.#rebuildEnds);
     // What the rebuild wrote or took is in the index: the marks among it.
     const poisoned = [...this.#rebuilt].flatMap((sessionId) => {
       const mark = this.#rows.get(sessionId)?.row.poisoned;
       return mark ? [{ sessionId, poisoned: mark }] : [];
     });
-    await inBatches(stale, async (key) => {
-      await this.#kv.delete(key);
-      removed++;
+    await inBatches(stale, async ([key, revision]) => {
+      try {
+        // Only the revision read: an entry another updater wrote since is theirs to keep.
+        await this.#kv.delete(key, { previousSeq: revision });
+        removed++;
+      } catch (e) {
+        if (!isConflict(e)) throw e;
+      }
     });
     this.#rebuilt.clear();
     return { ...report, removed, poisoned };
@@ -205,6 +211,35 @@ class SessionCatalogImpl implements SessionCatalog {
 
   /** The sessions a rebuild folded (the others' entries are removed after it). */
   readonly #rebuilt = new Set<string>();
+  /** The journal's end per shard the last rebuild folded to. */
+  #rebuildEnds: readonly number[] = [];
+
+  /**
+   * Of the entries a rebuild did not fold (`keys`), those no journal backs, with the
+   * revision read: every one, except an entry whose session another updater folded past the
+   * rebuild's end (`ends`) and no further than the journal's end now. Such a session's
+   * first records were stored after the rebuild read its ends, and that updater's checkpoint
+   * is past them: removed, it would be listed by nobody until it wrote again.
+   */
+  async #stale(keys: readonly string[], ends: readonly number[]): Promise<[string, number][]> {
+    if (keys.length === 0) return [];
+    const jsm = await this.#bus.jetstreamManager();
+    const now = await Promise.all(this.#bus.journals().map(async (j) => (await jsm.streams.info(j.stream)).state.last_seq));
+    const stale: [string, number][] = [];
+    await inBatches(keys, async (key) => {
+      const got = await this.#kv.get(key);
+      if (got === null || got.operation !== "PUT") return;
+      let entry: CatalogEntry | undefined;
+      try {
+        entry = decodeEntry(key, got.string());
+      } catch (e) {
+        if (!(e instanceof CatalogEntryError)) throw e;
+      }
+      const later = entry !== undefined && entry.shard < now.length && entry.foldedSeq > (ends[entry.shard] ?? 0) && entry.foldedSeq <= now[entry.shard]!;
+      if (!later) stale.push([key, got.revision]);
+    });
+    return stale;
+  }
 
   #start(fresh: boolean): Promise<CatchUpReport> {
     const run = this.#run(fresh).finally(() => {
@@ -221,6 +256,7 @@ class SessionCatalogImpl implements SessionCatalog {
     // Checkpoints first, then the ends: an honest checkpoint is then never past the end read.
     const read = fresh ? shards.map(() => ({ seq: 0, revision: 0 })) : await Promise.all(shards.map((_, k) => this.#checkpoint(k)));
     const ends = await Promise.all(shards.map(async (j) => (await jsm.streams.info(j.stream)).state.last_seq));
+    if (fresh) this.#rebuildEnds = ends;
     // One past the journal's end was not written by an updater: read as none (every record offered again, which changes nothing).
     const marks = read.map((m, k) => (m.seq > ends[k]! ? { seq: 0, revision: m.revision } : m));
     if (!fresh && marks.every((m, k) => m.seq >= ends[k]!)) return { read: 0, written: 0, marked: [], unwritten: [] };
