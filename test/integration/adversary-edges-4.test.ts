@@ -18,8 +18,9 @@ import { supports } from "../../src/connection/server-version.js";
 import { natsServerFlavor, natsServers, natsServerVersion, uniqueNamespace } from "../harness/context.js";
 import { subjectOn } from "../harness/bad-messages.js";
 
-// Atomic batches (2.12+) are what a forged turn size rides on.
+// Atomic batches (2.12+) carry a forged turn size and make turns.
 const ATOMIC = natsServerFlavor() === "external" || supports(natsServerVersion(), "atomicBatch");
+const server = { get url(): string { return natsServers()[0]!; } };
 let writer: Jetloop;
 let bus: Jetloop;
 let gw: RunningGateway;
@@ -50,11 +51,11 @@ async function forge(sid: string, size: string): Promise<void> {
 
 beforeAll(async () => {
   const namespace = uniqueNamespace("ae4");
-  writer = await connect({ servers: natsServers(), namespace });
+  writer = await connect({ servers: [server.url], namespace });
   await writer.provision();
   for (const sid of [victim, control, honest, busy]) await writer.publish(createEvent("SessionStarted", { sessionId: sid }));
   await forge(victim, "1000");
-  bus = await connect({ servers: natsServers(), namespace });
+  bus = await connect({ servers: [server.url], namespace });
   gw = await startGateway(bus, { listen: "127.0.0.1:0", maxConnectionsPerClient: 500, maxStreamsPerClient: 100 });
   // Another session keeps writing, as a busy namespace does: a forged claim then costs a read four polls.
   busyLoop = (async () => {
@@ -103,6 +104,7 @@ async function honestLatencies(target: string, viewers: number): Promise<{ hones
 
 describe.skipIf(!ATOMIC)("a forged turn size on one session, read by a few of its viewers", () => {
   it("leaves other sessions' gateway reads within their unforged latency (read budget held through the forged claim's polls)", async () => {
+    // Batches (turns) need nats-server 2.12 or later.
     // Four viewers: four status reads' shares (8 MiB each) are the whole budget (32 MiB).
     const unforged = await honestLatencies(control, 4);
     const forged = await honestLatencies(victim, 4);
@@ -127,13 +129,17 @@ describe("catalog rebuild beside a serving gateway's updates", () => {
     const { openSessionCatalog } = await import("../../src/index.js");
     const { fullFold, listed } = await import("../harness/catalog.js");
     const namespace = uniqueNamespace("ae4c");
-    const w = await connect({ servers: natsServers(), namespace });
+    const w = await connect({ servers: [server.url], namespace });
     await w.provision();
-    const operator = await connect({ servers: natsServers(), namespace });
-    const gateway = await connect({ servers: natsServers(), namespace });
+    // The operator's link is slow one way (200 ms): the rebuild's window, between reading the
+    // journal's ends and listing the entries to delete, is then seconds wide, not a race.
+    const { startProxy } = await import("../harness/proxy.js");
+    const target = new URL(server.url.replace(/^nats:/, "http:"));
+    const proxy = await startProxy(Number(target.port), target.hostname, { upstreamDelayMs: 200 });
+    const operator = await connect({ servers: [proxy.url], namespace });
+    const gateway = await connect({ servers: [server.url], namespace });
     try {
-      // Enough sessions that a rebuild takes a moment (on a loaded machine, about a second).
-      const sessions = Array.from({ length: 300 }, () => newId());
+      const sessions = Array.from({ length: 100 }, () => newId());
       for (let i = 0; i < sessions.length; i += 50) {
         await Promise.all(sessions.slice(i, i + 50).map((sid) => w.publish(createEvent("SessionStarted", { sessionId: sid }))));
       }
@@ -142,9 +148,9 @@ describe("catalog rebuild beside a serving gateway's updates", () => {
       await served.list();
       const late: string[] = [];
       const removed: number[] = [];
-      for (let attempt = 0; attempt < 3; attempt++) {
+      for (let attempt = 0; attempt < 2; attempt++) {
         const rebuild = rebuilding.rebuild();
-        await new Promise((r) => setTimeout(r, 100));
+        await new Promise((r) => setTimeout(r, 1500));
         const sid = newId();
         late.push(sid);
         await w.publish(createEvent("SessionStarted", { sessionId: sid }));
@@ -165,6 +171,7 @@ describe("catalog rebuild beside a serving gateway's updates", () => {
       await rebuilding.close();
     } finally {
       await operator.close();
+      await proxy.close();
       await gateway.close();
       const jsm = await w.jetstreamManager();
       await jsm.streams.delete(w.stream).catch(() => undefined);
@@ -192,12 +199,13 @@ async function upTo<D extends { journalSeq: number }>(r: { one(ms?: number): Pro
   }
 }
 
-describe("a durable widened, then its consumer deleted while an earlier delivery is owed", () => {
+describe.skipIf(!ATOMIC)("a durable widened, then its consumer deleted while an earlier delivery is owed", () => {
   it("hands over nothing the change added from before the change, recreated or not", async () => {
+    // Batches (turns) need nats-server 2.12 or later.
     const { Reader } = await import("../harness/reader.js");
     const { waitFor } = await import("../harness/async.js");
     const namespace = uniqueNamespace("ae4d");
-    const b = await connect({ servers: natsServers(), namespace });
+    const b = await connect({ servers: [server.url], namespace });
     await b.provision();
     const A = newId();
     const B = newId();

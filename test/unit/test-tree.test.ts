@@ -21,6 +21,8 @@ const ALLOWED: Readonly<Record<string, FileCounts & { why: string }>> = {
   "test/integration/adv-sharded-start.test.ts": { waits: 2, silences: 0, why: "moment: generated delays between starts and publishes" },
   "test/integration/adv-shards-group.test.ts": { waits: 1, silences: 0, why: "pace: random handler work" },
   "test/integration/adv-shards-update-filter.test.ts": { waits: 1, silences: 0, why: "moment: generated gaps between filter updates" },
+  "test/integration/adversary-edges-3.test.ts": { waits: 1, silences: 0, why: "bound: a delivery up to a known sequence raced by 20 s" },
+  "test/integration/adversary-edges-4.test.ts": { waits: 3, silences: 0, why: "pace: a busy session writing every 100 ms (1); moment: viewers started before the honest reads are timed (1), a session started inside a rebuild slowed by a 200 ms link (1)" },
   "test/integration/append-order-adversary.test.ts": { waits: 13, silences: 0, why: "pace: the generated call pacing (1); moment: cuts, pauses and restarts put between appends in flight (12)" },
   "test/integration/append-order-cut.test.ts": { waits: 4, silences: 0, why: "pace: yielding every chunk of a burst (1); moment: a cut or a pause while appends are in flight (3)" },
   "test/integration/atomic-batch.test.ts": { waits: 3, silences: 0, why: "moment: a cut or a stop inside a batch's commit at a chosen or generated delay" },
