@@ -519,6 +519,7 @@ export class DurableSource<E> implements Source {
       try {
         if (fromSeq === undefined && this.#start === "new" && this.#newStart === undefined && this.#ctx.journal.turns) this.#newStart = await this.#startNow();
         const info = await jsm.consumers.add(this.#ctx.stream, this.#config(fromSeq));
+        if (fromSeq !== undefined && info.delivered.consumer_seq > 0) await this.#refuseInherited(jsm, fromSeq, info);
         this.#adopt(info.config);
         this.#ledger.serverFloor(info.ack_floor.stream_seq);
         return;
@@ -528,6 +529,26 @@ export class DurableSource<E> implements Source {
         throw consumerError(e, this.#ctx.stream, `creating durable ${this.#name}`);
       }
     }
+  }
+
+  /**
+   * A consumer this recreation has just made reports deliveries. Seen on nats-server 2.15
+   * (never on 2.10) under load: the deleted consumer's 409 comes before its stored state is
+   * gone, and a consumer created under its name a few ms later starts with that state (the
+   * old delivered sequences, pending and ack floor; its create reply shows them). It then
+   * counts the old deliveries as its own (the nak'd ones wait out their delay, the held
+   * ones the ack wait) and goes on after them: what was owed would not come again in time.
+   * It is deleted and the recreation tried again after a pause (a SubscriptionError:
+   * `#recreating` retries), by when the old state is gone. A consumer made by another process of this durable is
+   * found by `consumers.info` and adopted, not checked here; one it made between that
+   * read and this creation with the very same start is deleted too, and that process
+   * recreates it from its own ledger (at least once, as the README says of shared ones).
+   */
+  async #refuseInherited(jsm: JetStreamManager, fromSeq: number, info: ConsumerInfo): Promise<never> {
+    const { consumer_seq: deliveries, stream_seq: through } = info.delivered;
+    this.#ctx.log.warn({ durable: this.#name, fromSeq, deliveries, through }, "the recreated durable consumer came with the deleted one's deliveries; deleting it to create it again");
+    await jsm.consumers.delete(this.#ctx.stream, this.#name).catch(() => undefined);
+    throw new SubscriptionError(`durable ${this.#name} was recreated at sequence ${fromSeq} with ${deliveries} deliveries (through sequence ${through}) it never made: the deleted consumer's state`);
   }
 
   /**
