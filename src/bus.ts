@@ -17,7 +17,7 @@ import { OpenReads } from "./subscribe/open-reads.js";
 import { ReadConsumerPool } from "./subscribe/read-consumers.js";
 import { permissionRefusal } from "./subscribe/consumer-errors.js";
 import { type BusOptions, type BusSettings, type ConnectionSettings, parseBusOptions, parseConnectOptions } from "./connection/options.js";
-import { requireMinimum, supports, type Feature } from "./connection/server-version.js";
+import { requireMinimum, supports, type Feature } from "./subjects/server-features.js";
 import { ConnectionClosedError, PermissionDeniedError, ShardLayoutError } from "./errors.js";
 import { defaultRegistry, type JetloopEvent } from "./events/catalogue.js";
 import type { EventRegistry } from "./events/registry.js";

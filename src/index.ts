@@ -178,7 +178,7 @@ export { type ReconcileOptions, type StoredEvent } from "./publish/reconcile.js"
 export { type Durability, type DurabilityWarning, type SyncSetting } from "./streams/durability.js";
 export type { ConnectionSettings } from "./connection/connect.js";
 export type { BusOptions, BusSettings } from "./connection/options.js";
-export { FEATURES, MINIMUM_SERVER, type Feature } from "./connection/server-version.js";
+export { FEATURES, MINIMUM_SERVER, type Feature } from "./subjects/server-features.js";
 export { HEADER_LAST_JOURNAL_SEQ, type PublishOptions, type PublishResult } from "./publish/publisher.js";
 export {
   commandSubject,

@@ -6,7 +6,7 @@ import { EventRegistry } from "../events/registry.js";
 import { OptionsError } from "../errors.js";
 import { instanceOption, parseOptions, parseSplit } from "../options.js";
 import { checkNamespace } from "../subjects/subjects.js";
-import { feedModeSchema } from "../subscribe/options.js";
+import { feedModeSchema } from "../subjects/feed-mode.js";
 import { defaultStreamName } from "../streams/declared.js";
 import { MAX_SHARDS } from "../streams/shards.js";
 

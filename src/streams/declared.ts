@@ -7,8 +7,8 @@ import { readFileSync } from "node:fs";
 import { OptionsError } from "../errors.js";
 import { checkNamespace, type JournalShard, partitionTransform, streamSubjects, UNSHARDED } from "../subjects/subjects.js";
 import { checkPartitions } from "../partition/partition.js";
-import { journalHeaderRoom } from "../publish/journal-writer.js";
-import { type Feature, supports } from "../connection/server-version.js";
+import { journalHeaderRoom } from "../connection/header-room.js";
+import { type Feature, supports } from "../subjects/server-features.js";
 import { SHARD_METADATA_KEY, SHARDS_METADATA_KEY } from "./shards.js";
 
 const STREAMS_DIR = new URL("../../streams/", import.meta.url);
@@ -77,7 +77,7 @@ export interface StreamVars {
   duplicateWindow?: number;
   /**
    * The connected server's version: `allow_atomic` and `allow_batched` are declared where
-   * it has them (server-version.ts). Default: neither (a stream any server takes).
+   * it has them (subjects/server-features.ts). Default: neither (a stream any server takes).
    */
   serverVersion?: string;
   /** Which shard of the namespace this stream is (src/streams/shards.ts). Default: the only one. */

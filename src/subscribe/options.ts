@@ -5,13 +5,8 @@ import type { ParkReason } from "../parking/parked-entry.js";
 import { durableNameSchema } from "../subjects/subjects.js";
 import type { DeliveryFailure } from "./delivery.js";
 
-/**
- * How a feed subscription follows the feed (feed/README.md): `loop`, a core subscription per
- * followed loop or session; `namespace`, one for the whole namespace. The bus, subscription
- * and gateway options all take it.
- */
-export const feedModeSchema = z.enum(["loop", "namespace"]);
-export type FeedMode = z.output<typeof feedModeSchema>;
+import { feedModeSchema } from "../subjects/feed-mode.js";
+export { feedModeSchema, type FeedMode } from "../subjects/feed-mode.js";
 
 /** Where the journal part of a subscription starts in one shard (`seq` is a position in that shard's stream). */
 export type StartPosition = "new" | "all" | { readonly seq: number } | { readonly time: Date };

@@ -16,7 +16,7 @@ import fc from "fast-check";
 import { afterAll, describe, expect, it } from "vitest";
 import { connect, createEvent, newId, type Delivery, type Jetloop, type JetloopEvent, type Subscription } from "../../src/index.js";
 import { allShards, shardOfSession, shardStreamName } from "../../src/streams/shards.js";
-import { supports } from "../../src/connection/server-version.js";
+import { supports } from "../../src/subjects/server-features.js";
 import { natsServerFlavor, natsServers, natsServerVersion, uniqueNamespace } from "../harness/context.js";
 import { sleep, waitFor } from "../harness/async.js";
 import { propertyRuns, propertyTimeout } from "../harness/property.js";

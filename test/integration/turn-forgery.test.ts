@@ -13,7 +13,7 @@ import { encodeEvent } from "../../src/codec/codec.js";
 import { allShards, shardStreamName } from "../../src/streams/shards.js";
 import { eventSubject } from "../../src/subjects/subjects.js";
 import { defaultRegistry } from "../../src/events/catalogue.js";
-import { supports } from "../../src/connection/server-version.js";
+import { supports } from "../../src/subjects/server-features.js";
 import { connectTest, natsServers, natsServerVersion, uniqueNamespace } from "../harness/context.js";
 
 let nc: NatsConnection;
