@@ -195,7 +195,8 @@ export {
   type SubjectAddress,
   type SubjectSelector,
 } from "./subjects/subjects.js";
-export { declaredParkedStreamConfig, declaredStreamConfig, defaultParkedStreamName, defaultStreamName } from "./streams/declared.js";
+export { declaredParkedStreamConfig, declaredStreamConfig, defaultParkedStreamName } from "./streams/declared.js";
+export { defaultStreamName } from "./subjects/subjects.js";
 export { diffStreamConfig, type FieldDrift, type ProvisionReport } from "./streams/provision.js";
 export type { SessionHandle } from "./session.js";
 export type { Delivery, DurableDelivery, DeliveryFailure } from "./subscribe/delivery.js";

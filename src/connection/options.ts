@@ -5,10 +5,8 @@ import { DEFAULT_MAX_EVENT_BYTES } from "../codec/codec.js";
 import { EventRegistry } from "../events/registry.js";
 import { OptionsError } from "../errors.js";
 import { instanceOption, parseOptions, parseSplit } from "../options.js";
-import { checkNamespace } from "../subjects/subjects.js";
+import { checkNamespace, defaultStreamName, MAX_SHARDS } from "../subjects/subjects.js";
 import { feedModeSchema } from "../subjects/feed-mode.js";
-import { defaultStreamName } from "../streams/declared.js";
-import { MAX_SHARDS } from "../streams/shards.js";
 
 export const busShape = z.strictObject({
   /** First subject token(s) of every jetloop subject. Default `jetloop`. */

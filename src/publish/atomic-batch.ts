@@ -30,10 +30,9 @@ import {
   PublishError,
 } from "../errors.js";
 import { ApiCodes, BatchHeaders, PubHeaders, TurnHeaders } from "../subjects/nats-names.js";
+import { MAX_ATOMIC_BATCH } from "../subjects/server-features.js";
 import { type AppendRequest, FixedHeaders, payloadTooLarge, storedBehindFence } from "./journal-writer.js";
 
-/** The most messages nats-server commits in one atomic batch. */
-export const MAX_ATOMIC_BATCH = 1000;
 
 /** How long a failed commit request waits to learn that the connection is closing. */
 const CLOSING_GRACE_MS = 250;

@@ -51,11 +51,6 @@ function render(value: unknown, vars: Record<string, unknown>, key = ""): unknow
   return value;
 }
 
-/** The events stream's name for a namespace: `jetloop` → `jetloop_journal`. */
-export function defaultStreamName(namespace: string): string {
-  return `${checkNamespace(namespace).replaceAll(".", "_")}_journal`;
-}
-
 /** The parked store's name for a namespace: `jetloop` → `jetloop_parked`. */
 export function defaultParkedStreamName(namespace: string): string {
   return `${checkNamespace(namespace).replaceAll(".", "_")}_parked`;

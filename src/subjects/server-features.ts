@@ -13,6 +13,9 @@ export const FEATURES = {
 } as const;
 export type Feature = keyof typeof FEATURES;
 
+/** The most messages nats-server commits in one atomic batch. */
+export const MAX_ATOMIC_BATCH = 1000;
+
 /** The oldest nats-server jetloop supports. */
 export const MINIMUM_SERVER = "2.10.0";
 

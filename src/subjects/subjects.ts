@@ -87,6 +87,14 @@ export function checkNamespace(ns: string): string {
   return ns;
 }
 
+/** The events stream's name for a namespace: `jetloop` → `jetloop_journal`. */
+export function defaultStreamName(namespace: string): string {
+  return `${checkNamespace(namespace).replaceAll(".", "_")}_journal`;
+}
+
+/** The most shards a namespace may have: each is a stream (a Raft group on a cluster). */
+export const MAX_SHARDS = 64;
+
 function id(kind: string, value: unknown): string {
   const problem = idProblem(value);
   if (problem) throw new SubjectError(`${kind} ${JSON.stringify(value)} ${problem}`);

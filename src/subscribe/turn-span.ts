@@ -15,7 +15,7 @@
  * message published outside any batch, and checks `Nats-Batch-Sequence` only inside one.
  */
 import type { MsgHdrs } from "@nats-io/nats-core";
-import { MAX_ATOMIC_BATCH } from "../publish/atomic-batch.js";
+import { MAX_ATOMIC_BATCH } from "../subjects/server-features.js";
 import { BatchHeaders, TurnHeaders } from "../subjects/nats-names.js";
 
 /** The stream sequences of one atomic batch, both inclusive. */
