@@ -13,7 +13,7 @@ import type { EventRegistry } from "./events/registry.js";
 import type { ParkedStore } from "./parking/parked-store.js";
 import type { PublishOptions, PublishResult } from "./publish/publisher.js";
 import type { ConsumerFigures } from "./streams/consumer-figures.js";
-import type { JournalShards } from "./subscribe/journal-shards.js";
+import type { JournalShards } from "./journal/journal-shards.js";
 import type { DecodeContext } from "./subscribe/delivery.js";
 import type { Feeds } from "./subscribe/feed/feeds.js";
 import type { OpenSubscriptions } from "./subscribe/open-subscriptions.js";

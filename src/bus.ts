@@ -9,13 +9,13 @@ import { jetstream, jetstreamManager, type JetStreamManager } from "@nats-io/jet
 import { type NatsConnection, PermissionViolationError } from "@nats-io/transport-node";
 import { pino, type Logger } from "pino";
 import type { BusContext } from "./bus-context.js";
-import type { ShardJournal } from "./subscribe/journal-shards.js";
+import type { ShardJournal } from "./journal/journal-shards.js";
 import { inboxPrefixOf } from "./connection/inbox.js";
 import { openConnection } from "./connection/connect.js";
-import type { JournalSource } from "./subscribe/journal-range.js";
-import { OpenReads } from "./subscribe/open-reads.js";
-import { ReadConsumerPool } from "./subscribe/read-consumers.js";
-import { permissionRefusal } from "./subscribe/consumer-errors.js";
+import type { JournalSource } from "./journal/journal-range.js";
+import { OpenReads } from "./journal/open-reads.js";
+import { ReadConsumerPool } from "./journal/read-consumers.js";
+import { permissionRefusal } from "./journal/consumer-errors.js";
 import { type BusOptions, type BusSettings, type ConnectionSettings, parseBusOptions, parseConnectOptions } from "./connection/options.js";
 import { requireMinimum, supports, type Feature } from "./subjects/server-features.js";
 import { ConnectionClosedError, PermissionDeniedError, ShardLayoutError } from "./errors.js";
@@ -28,7 +28,7 @@ import { type PublishOptions, type PublishResult, Publisher } from "./publish/pu
 import { parsePublishAllOptions, type PublishAllOptions } from "./publish/options.js";
 import { type ReconcileOptions, type StoredEvent, storedEvents } from "./publish/reconcile.js";
 import { JournalPosition, type JournalPositions } from "./streams/position.js";
-import { OwnFilterPosition } from "./subscribe/own-position.js";
+import { OwnFilterPosition } from "./journal/own-position.js";
 import { allShards, type JournalShard, provisionedShards, shardOfSession, shardStreamName } from "./streams/shards.js";
 import { sessionJournalSubject, streamSubjects } from "./subjects/subjects.js";
 import { type ProvisionOptions, provisionParkedStream, provisionPartitioned, provisionStream, type ProvisionReport } from "./streams/provision.js";

@@ -11,7 +11,7 @@ import type { Jetloop } from "../bus.js";
 import { CatalogEntryError, CatalogEntryPoisonedError, CatalogError } from "../errors.js";
 import type { JetloopEvent } from "../events/catalogue.js";
 import { defaultCatalogBucketName } from "../streams/declared.js";
-import { permissionRefusal } from "../subscribe/consumer-errors.js";
+import { permissionRefusal } from "../journal/consumer-errors.js";
 import type { Delivery } from "../subscribe/delivery.js";
 import { type CatalogEntry, type CatalogRow, compareKeyed, ENTRY_MAX_BYTES, ENTRY_PREFIX, decodeEntry, encodeEntry, entryKey, entryOf, type Keyed, keyed, keySession, markedEntry, type Poisoned, rowOf } from "./entry.js";
 import { StatusFold } from "./fold.js";

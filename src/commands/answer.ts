@@ -1,6 +1,6 @@
 /** The subscriber's side of the answer path: answer a gate and get the outcome. */
 import { NoRespondersError, RequestError, TimeoutError } from "@nats-io/transport-node";
-import { permissionViolation } from "../subscribe/consumer-errors.js";
+import { permissionViolation } from "../journal/consumer-errors.js";
 import type { BusContext } from "../bus-context.js";
 import { CommandError } from "../errors.js";
 import { commandSubject } from "../subjects/subjects.js";

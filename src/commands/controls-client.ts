@@ -6,7 +6,7 @@
  * INPUT_REFUSED, COMMAND_INVALID or COMMAND_FAILED (did not take effect).
  */
 import { NoRespondersError, RequestError, TimeoutError } from "@nats-io/transport-node";
-import { permissionViolation } from "../subscribe/consumer-errors.js";
+import { permissionViolation } from "../journal/consumer-errors.js";
 import { z } from "zod";
 import type { BusContext } from "../bus-context.js";
 import { toWireJson } from "../wire/wire.js";

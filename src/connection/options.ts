@@ -69,7 +69,7 @@ export const busShape = z.strictObject({
   journalReads: z.enum(["pull", "push"]).default("pull"),
   /**
    * A pool of consumer names of this process's own for every journal read: `{prefix}_0` …
-   * `{prefix}_{size-1}` (src/subscribe/read-consumers.ts). A user confined to its session
+   * `{prefix}_{size-1}` (src/journal/read-consumers.ts). A user confined to its session
    * is then granted exactly these names (create with its session's filter, pull, info,
    * delete), never a free name token: deploy/nats/permissions.example.conf. Reads are
    * pulled (so `journalReads` must stay `pull`) and delete their consumer when they end; a

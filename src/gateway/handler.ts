@@ -25,7 +25,7 @@ import { openSessionCatalog, type SessionCatalog } from "../catalog/catalog.js";
 import { FrameCache } from "./sse-frames.js";
 import { serveEvents, type SharedStreams } from "./sse-stream.js";
 import { observeGateway, routeOf, tracedHttp } from "../telemetry/index.js";
-import { pullBytes, pullSize } from "../subscribe/pull-size.js";
+import { pullBytes, pullSize } from "../journal/pull-size.js";
 import { type ReadBudget, readBudgetOf, ReadShare } from "./read-budget.js";
 
 /**

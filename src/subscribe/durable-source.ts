@@ -31,8 +31,8 @@ import { declaredConsumerTemplates, defaultPartitionedStreamName } from "../stre
 import { checkDurableOptions, durableDrift, liveDurable, MAX_DELIVER_KEY, recordedLimit } from "../streams/durable-drift.js";
 import { journalShardOf, parkedFilter, replayConsumerName } from "../subjects/subjects.js";
 import { OptionsError, SubscriptionError } from "../errors.js";
-import { consumerError } from "./consumer-errors.js";
-import { pullSize } from "./pull-size.js";
+import { consumerError } from "../journal/consumer-errors.js";
+import { pullSize } from "../journal/pull-size.js";
 import { decodeMessage, hiddenFrom } from "./delivery.js";
 import { DeliveryLedger } from "./delivery-ledger.js";
 import {
@@ -51,7 +51,7 @@ import { acknowledge, durableDelivery, type Lease, type Original, park, type Set
 import type { DurableSettings, StartPosition } from "./options.js";
 import { encodeNewStart, NEW_START_KEY, type NewStart, readNewStart, skippedAtNewStart } from "./new-start.js";
 import { reportPoison, type Source, type SourceContext } from "./source.js";
-import { turnSpanOfMessage } from "./turn-span.js";
+import { turnSpanOfMessage } from "../journal/turn-span.js";
 import { tracedDelivery } from "../telemetry/index.js";
 
 /** How long a recreation is retried while the server refuses it, and its longest pause between tries. */

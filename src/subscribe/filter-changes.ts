@@ -18,7 +18,7 @@
  */
 import { OptionsError } from "../errors.js";
 import { filterSelects } from "../subjects/subjects.js";
-import { begunBefore, TURN_REACH, type TurnSpan } from "./turn-span.js";
+import { begunBefore, TURN_REACH, type TurnSpan } from "../journal/turn-span.js";
 
 /** Consumer metadata key: a JSON list of `[from, at, oldSubjects]` (`at` null while the change's end is not read yet). */
 export const FILTER_CHANGES_KEY = "jetloop_filter_changes";

@@ -6,7 +6,7 @@
  * skipped unless the filter asked for it.
  */
 import { type Decoded, type Delivery, decodeMessage, hiddenFrom } from "./delivery.js";
-import { type JournalRange, readWholeTurns } from "./journal-range.js";
+import { type JournalRange, readWholeTurns } from "../journal/journal-range.js";
 import { reportPoison, type SourceContext } from "./source.js";
 import type { TurnUnheldError } from "../errors.js";
 

@@ -9,7 +9,7 @@
  * group's partition consumer reads copies of every shard, and records each shard's end.
  */
 import { OptionsError } from "../errors.js";
-import { begunBefore, TURN_REACH, type TurnSpan } from "./turn-span.js";
+import { begunBefore, TURN_REACH, type TurnSpan } from "../journal/turn-span.js";
 
 /** Consumer metadata key: `shard:seq` per journal shard, comma-separated, e.g. `0:1200,1:873`. */
 export const NEW_START_KEY = "jetloop_new_at";

@@ -7,9 +7,9 @@
  * one sequence is refused for a reader of several shards: it takes the vector of positions.
  */
 import { OptionsError } from "../errors.js";
-import { consumerError } from "./consumer-errors.js";
+import { consumerError } from "../journal/consumer-errors.js";
 import type { ResolvedFilter, ShardFilter } from "./filter.js";
-import type { ShardJournal } from "./journal-shards.js";
+import type { ShardJournal } from "../journal/journal-shards.js";
 import type { ShardPositions, StartPosition, SubscribeStart } from "./options.js";
 
 /** Checks a position vector against the namespace's shard count (one entry per shard). */

@@ -3,13 +3,13 @@ import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "pino";
 import type { BusContext } from "../bus-context.js";
-import type { ShardJournal } from "./journal-shards.js";
+import type { ShardJournal } from "../journal/journal-shards.js";
 import type { JournalShard } from "../subjects/subjects.js";
 import type { JournalState } from "../streams/position.js";
 import type { DecodeContext, Delivery, DeliveryFailure } from "./delivery.js";
 import type { DeliveryQueue } from "./delivery-queue.js";
 import type { Feeds } from "./feed/feeds.js";
-import type { JournalSource } from "./journal-range.js";
+import type { JournalSource } from "../journal/journal-range.js";
 import type { SubscribeSettings, SubscriptionReport } from "./options.js";
 
 /** What every source of a subscription shares: where to put deliveries and how to fail. */

@@ -1,4 +1,4 @@
-// Forged turn headers (src/subscribe/turn-span.ts), against a real nats-server: the server
+// Forged turn headers (src/journal/turn-span.ts), against a real nats-server: the server
 // stores `Nats-Batch-Sequence` and `Jetloop-Batch-Size` verbatim on a message published
 // outside any batch (no `Nats-Batch-Id`), so such a message names no turn. A "new" feed
 // subscription (both feed modes) delivers every event stored after its start whatever

@@ -1,4 +1,4 @@
-// A turn is never half visible (src/subscribe/turn-span.ts), against a real nats-server
+// A turn is never half visible (src/journal/turn-span.ts), against a real nats-server
 // 2.12+: a producer commits atomic turns (generated sizes 2..500, several sessions, back to
 // back) while replays (of the namespace, of one session, of one loop) and feed subscriptions
 // ("new" and "all", both feed modes) start at generated moments, some right as a commit goes

@@ -21,7 +21,7 @@ import {
   withFilterChange,
 } from "../../src/subscribe/filter-changes.js";
 import { filterSelects } from "../../src/subjects/subjects.js";
-import { TURN_REACH, turnSpan } from "../../src/subscribe/turn-span.js";
+import { TURN_REACH, turnSpan } from "../../src/journal/turn-span.js";
 
 const token = fc.constantFrom("a", "b", "c", "d");
 const subject = fc.array(token, { minLength: 1, maxLength: 5 }).map((t) => t.join("."));

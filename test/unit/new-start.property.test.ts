@@ -8,7 +8,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { OptionsError } from "../../src/errors.js";
 import { encodeNewStart, NEW_START_KEY, readNewStart, skippedAtNewStart } from "../../src/subscribe/new-start.js";
-import { turnSpan } from "../../src/subscribe/turn-span.js";
+import { turnSpan } from "../../src/journal/turn-span.js";
 
 const startArb = fc.uniqueArray(fc.tuple(fc.integer({ min: 0, max: 9999 }), fc.nat({ max: Number.MAX_SAFE_INTEGER })), { minLength: 1, maxLength: 8, selector: ([k]) => k }).map((entries) => new Map(entries));
 

@@ -6,11 +6,11 @@
 import type { JsMsg } from "@nats-io/jetstream";
 import { NotProvisionedError } from "../../errors.js";
 import { feedRepublish, switchChannel } from "../../subjects/subjects.js";
-import { consumerError } from "../consumer-errors.js";
+import { consumerError } from "../../journal/consumer-errors.js";
 import { type Decoded, decodeMessage, type Delivery } from "../delivery.js";
 import { journalDelivery } from "../journal-read.js";
-import { type JournalRange, readJournalRange, readWholeTurns, retryJournalRead } from "../journal-range.js";
-import { begunBefore, TURN_REACH, turnSpanOfMessage } from "../turn-span.js";
+import { type JournalRange, readJournalRange, readWholeTurns, retryJournalRead } from "../../journal/journal-range.js";
+import { begunBefore, TURN_REACH, turnSpanOfMessage } from "../../journal/turn-span.js";
 import type { FeedMode, StartPosition } from "../options.js";
 import { reportPoison, type Source, type SourceContext } from "../source.js";
 import { FeedIndex } from "./feed-index.js";

@@ -6,12 +6,12 @@
  */
 import { noteFeedMessage } from "../../telemetry/index.js";
 import { type Msg, PermissionViolationError } from "@nats-io/transport-node";
-import type { JournalShards } from "../journal-shards.js";
+import type { JournalShards } from "../../journal/journal-shards.js";
 import { PermissionDeniedError, SubscriptionError } from "../../errors.js";
 import { type JournalShard, parseEventSubject, streamLeaderElectedSubject, switchChannel, UNSHARDED } from "../../subjects/subjects.js";
 import type { FeedMode } from "../options.js";
 import { type FeedPosition, RepublishReader } from "../republish-headers.js";
-import { turnSpanOfMessage } from "../turn-span.js";
+import { turnSpanOfMessage } from "../../journal/turn-span.js";
 import type { FeedDeps, FeedMessage, FeedStrategy, FeedViewer, ResyncReason } from "./feed.js";
 import { LoopFeed } from "./loop-feed.js";
 import { NamespaceFeed } from "./namespace-feed.js";

@@ -11,7 +11,7 @@ import { checkPartitions } from "../../partition/partition.js";
 import { groupFigures } from "../../streams/consumer-figures.js";
 import { defaultMembersStreamName, defaultPartitionedStreamName, PARTITIONS_METADATA_KEY } from "../../streams/declared.js";
 import { partitionFilter } from "../../subjects/subjects.js";
-import { consumerError } from "../consumer-errors.js";
+import { consumerError } from "../../journal/consumer-errors.js";
 import { DurableSource } from "../durable-source.js";
 import type { DurableSettings, StartPosition, SubscribeSettings } from "../options.js";
 import type { Source, SourceContext } from "../source.js";

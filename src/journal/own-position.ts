@@ -25,7 +25,7 @@ import { placeOnLeader } from "./read-placement.js";
  * stream republishes to the feed). The leader, on a replicated stream only (a consumer's
  * info names its host only there): asked once of the stream's info, where the user may read
  * it, and then the position's consumer is placed on the leader as a read's is (its count is
- * only the stream's there: subscribe/read-placement.ts); refused (the example grants a
+ * only the stream's there: journal/read-placement.ts); refused (the example grants a
  * follower no stream info), it is never asked again and neither her positions nor her reads
  * are placed (subscribe/README.md says what that costs).
  */

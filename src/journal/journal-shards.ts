@@ -10,7 +10,7 @@ import type { JournalSource } from "./journal-range.js";
 export interface ShardJournal {
   readonly shard: JournalShard;
   readonly stream: string;
-  /** Where the shard's reads go (replay, history, gap repair, reconcile): subscribe/journal-range.ts. */
+  /** Where the shard's reads go (replay, history, gap repair, reconcile): journal/journal-range.ts. */
   readonly journal: JournalSource;
   /** Where subscriptions that start at "new" begin (the stream's info, or a restricted user's own consumer: streams/position.ts). */
   readonly position: JournalPositions;
