@@ -2,7 +2,7 @@
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "pino";
-import type { BusContext } from "../bus-context.js";
+import type { SubscribeContext } from "./context.js";
 import type { ShardJournal } from "../journal/journal-shards.js";
 import type { JournalShard } from "../subjects/subjects.js";
 import type { JournalState } from "../streams/position.js";
@@ -54,7 +54,7 @@ export type OwnSourceContext<E> = Pick<SourceContext<E>, "decode" | "queue" | "s
  * the class), so ten thousand viewers hold one reference to the bus each, not a copy of it.
  */
 export class BusSourceContext<E> implements SourceContext<E> {
-  readonly #bus: BusContext<E>;
+  readonly #bus: SubscribeContext<E>;
   readonly #home: ShardJournal;
   readonly decode: DecodeContext<E>;
   readonly queue: DeliveryQueue<Delivery<E>>;
@@ -64,7 +64,7 @@ export class BusSourceContext<E> implements SourceContext<E> {
   readonly seen: (shard: number, journalSeq: number) => void;
   readonly fail: (error: Error) => void;
 
-  constructor(bus: BusContext<E>, own: OwnSourceContext<E>, home: ShardJournal) {
+  constructor(bus: SubscribeContext<E>, own: OwnSourceContext<E>, home: ShardJournal) {
     this.#bus = bus;
     this.#home = home;
     this.decode = own.decode;

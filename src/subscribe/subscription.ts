@@ -3,7 +3,7 @@
  * (the feed or a durable consumer) and the preview part. It mirrors the Go runtime's
  * `session.SubscribeEvents`. The package exports the interface; the class stays here.
  */
-import type { BusContext } from "../bus-context.js";
+import type { SubscribeContext } from "./context.js";
 import { OptionsError, SubscriptionError } from "../errors.js";
 import type { JetloopEvent } from "../events/catalogue.js";
 import type { ConsumerFigures } from "../streams/consumer-figures.js";
@@ -97,12 +97,12 @@ export interface Subscription<E = JetloopEvent, D extends Delivery<E> = Delivery
 export type DurableSubscription<E = JetloopEvent> = Subscription<E, DurableDelivery<E>>;
 
 /** Opens a subscription: resolves once it is in place (what is published from then on is delivered). */
-export function subscribe<E>(bus: BusContext<E>, filter: EventFilter, options: SubscribeOptions = {}): Promise<Subscription<E>> {
+export function subscribe<E>(bus: SubscribeContext<E>, filter: EventFilter, options: SubscribeOptions = {}): Promise<Subscription<E>> {
   return new SubscriptionImpl<E>(bus, filter, options).start();
 }
 
 class SubscriptionImpl<E, D extends Delivery<E> = Delivery<E>> implements Subscription<E, D>, OpenSubscription {
-  readonly #bus: BusContext<E>;
+  readonly #bus: SubscribeContext<E>;
   readonly #queue: DeliveryQueue<Delivery<E>>;
   readonly #onReport: ((r: SubscriptionReport) => void) | undefined;
   #filter: EventFilter;
@@ -124,7 +124,7 @@ class SubscriptionImpl<E, D extends Delivery<E> = Delivery<E>> implements Subscr
   /** The filter's journal subjects per shard it reads, as it started (a start's position check reads their ends). */
   readonly #filterShards: readonly ShardFilter[];
 
-  constructor(bus: BusContext<E>, filter: EventFilter, options: SubscribeOptions) {
+  constructor(bus: SubscribeContext<E>, filter: EventFilter, options: SubscribeOptions) {
     const settings = parseSubscribeOptions(options);
     const resolved = resolveFilter(bus.settings.namespace, filter, bus.registry, bus.shards.count);
     checkStart(settings.start, resolved, bus.shards.count, "a subscription");
