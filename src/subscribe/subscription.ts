@@ -19,7 +19,8 @@ import type { OpenSubscription } from "./open-subscriptions.js";
 import { type ShardPositions, type StartPosition, type SubscribeOptions, parseSubscribeOptions, type SubscriptionReport } from "./options.js";
 import { PreviewSource } from "./preview-source.js";
 import { ShardedSource } from "./sharded-source.js";
-import { BusSourceContext, type OwnSourceContext, type Source, type SourceContext } from "./source.js";
+import { BusSourceContext } from "./bus-source.js";
+import type { OwnSourceContext, Source, SourceContext } from "./source.js";
 import { recordReport } from "../telemetry/index.js";
 
 export interface SubscriptionStats {

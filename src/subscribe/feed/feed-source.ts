@@ -13,6 +13,7 @@ import { type JournalRange, readJournalRange, readWholeTurns, retryJournalRead }
 import { begunBefore, TURN_REACH, turnSpanOfMessage } from "../../journal/turn-span.js";
 import type { FeedMode, StartPosition } from "../options.js";
 import { reportPoison, type Source, type SourceContext } from "../source.js";
+import type { Feeds } from "./feeds.js";
 import { FeedIndex } from "./feed-index.js";
 import type { FeedMessage, FeedStrategy, FeedViewer, GapCheck, RepairReason, ResyncReason } from "./feed.js";
 import { tracedDelivery } from "../../telemetry/index.js";
@@ -22,8 +23,13 @@ const INBOX_LIMIT = 4096;
 
 type Resync = ResyncReason | "gap" | "slow_reader" | "filter";
 
+/** A feed source's context: a source's, and the bus's feeds, shared by its feed subscriptions. */
+export interface FeedSourceContext<E> extends SourceContext<E> {
+  readonly feeds: Feeds;
+}
+
 export class FeedSource<E> implements Source, FeedViewer {
-  readonly #ctx: SourceContext<E>;
+  readonly #ctx: FeedSourceContext<E>;
   readonly #start: StartPosition;
   readonly #feed: FeedStrategy;
   readonly #gaps: GapCheck;
@@ -61,7 +67,7 @@ export class FeedSource<E> implements Source, FeedViewer {
   #refused: Error | undefined;
 
   /** `subjects`: feed subjects (`ResolvedFilter.feedSubjects`). */
-  constructor(ctx: SourceContext<E>, subjects: readonly string[], start: StartPosition, mode: FeedMode) {
+  constructor(ctx: FeedSourceContext<E>, subjects: readonly string[], start: StartPosition, mode: FeedMode) {
     this.#ctx = ctx;
     this.#feeds = subjects;
     this.#start = start;

@@ -274,7 +274,6 @@ export class GroupSource<E> implements Source {
       jsm: () => base.jsm(),
       stream: this.#stream,
       journalState: (subjects) => base.journalState(subjects),
-      feeds: base.feeds,
       decode: base.decode,
       queue: base.queue,
       settings,
