@@ -19,6 +19,8 @@ const FLOORS = [
   ["streams/"],
   ["journal/"],
   ["parking/", "publish/"],
+  ["sources/"],
+  ["feed/", "group/"],
   ["subscribe/"],
   ["commands/", "operate/"],
   ["policy/", "bus-context.ts"],

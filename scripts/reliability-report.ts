@@ -135,7 +135,7 @@ that failed on one shard (the refusals above) stopped the other shards' parts wh
 were still starting; they finished starting after their stop and consumed on with no
 reader, taking those shards' deliveries (one outstanding at a time) from the subscription
 opened next. A failed start of a sharded source now stops every part once each part's own
-start has settled (src/subscribe/sharded-source.ts; test/unit/sharded-source.test.ts).`,
+start has settled (src/sources/sharded-source.ts; test/unit/sharded-source.test.ts).`,
   },
   "3-client-cutoff": {
     title: "3. Client cut off (server frozen with SIGSTOP), then resumed",

@@ -33,11 +33,11 @@ import type { ConsumersOptions, ProvisionRequest } from "./streams/provision-opt
 import type { RemovedDurable } from "./streams/remove-durable.js";
 import { requireMinimum, supports, type Feature } from "./subjects/server-features.js";
 import { sessionJournalSubject, streamSubjects } from "./subjects/subjects.js";
-import { decodeContexts, type Delivery } from "./subscribe/delivery.js";
-import type { EventFilter } from "./subscribe/filter.js";
-import type { SubscribeOptions } from "./subscribe/options.js";
-import { Feeds } from "./subscribe/feed/feeds.js";
-import { OpenSubscriptions } from "./subscribe/open-subscriptions.js";
+import { decodeContexts, type Delivery } from "./sources/delivery.js";
+import type { EventFilter } from "./sources/filter.js";
+import type { SubscribeOptions } from "./sources/options.js";
+import { Feeds } from "./feed/feeds.js";
+import { OpenSubscriptions } from "./sources/open-subscriptions.js";
 import { replay, type ReplayOptions } from "./subscribe/replay.js";
 import { type DurableSubscription, subscribe, type Subscription } from "./subscribe/subscription.js";
 import { type SessionHandle, sessionHandle } from "./session.js";

@@ -24,10 +24,10 @@ import type { ProvisionRequest } from "./streams/provision-options.js";
 import type { RemovedDurable } from "./streams/remove-durable.js";
 import type { JournalShard } from "./streams/shards.js";
 import type { Feature } from "./subjects/server-features.js";
-import type { GroupReport } from "./subscribe/group/groups-report.js";
-import type { Delivery } from "./subscribe/delivery.js";
-import type { EventFilter } from "./subscribe/filter.js";
-import type { SubscribeOptions } from "./subscribe/options.js";
+import type { GroupReport } from "./group/groups-report.js";
+import type { Delivery } from "./sources/delivery.js";
+import type { EventFilter } from "./sources/filter.js";
+import type { SubscribeOptions } from "./sources/options.js";
 import type { ReplayOptions } from "./subscribe/replay.js";
 import type { DurableSubscription, Subscription } from "./subscribe/subscription.js";
 

@@ -12,7 +12,7 @@ import { CatalogEntryError, CatalogEntryPoisonedError, CatalogError } from "../e
 import type { JetloopEvent } from "../events/catalogue.js";
 import { defaultCatalogBucketName } from "../streams/declared.js";
 import { permissionRefusal } from "../journal/consumer-errors.js";
-import type { Delivery } from "../subscribe/delivery.js";
+import type { Delivery } from "../sources/delivery.js";
 import { type CatalogEntry, type CatalogRow, compareKeyed, ENTRY_MAX_BYTES, ENTRY_PREFIX, decodeEntry, encodeEntry, entryKey, entryOf, type Keyed, keyed, keySession, markedEntry, type Poisoned, rowOf } from "./entry.js";
 import { StatusFold } from "./fold.js";
 import { type CatalogSettings, parseCatalogOptions, parseListOptions } from "./options.js";

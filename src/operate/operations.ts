@@ -20,7 +20,7 @@ import { type ConsumersOptions, parseConsumersOptions, parseProvisionRequest, ty
 import { removeDurable, type RemovedDurable } from "../streams/remove-durable.js";
 import type { RetentionWarning } from "../streams/retention.js";
 import { type JournalShard, provisionedShards } from "../streams/shards.js";
-import { type GroupReport, groupsReport } from "../subscribe/group/groups-report.js";
+import { type GroupReport, groupsReport } from "../group/groups-report.js";
 
 /** One shard's stream, as provisioned: which shard, and on a cluster the server leading it. */
 export interface ShardProvisionReport extends ProvisionReport {

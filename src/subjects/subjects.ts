@@ -316,7 +316,7 @@ export function channelPrefix(ns: string, channel: Channel, shard: JournalShard 
 }
 
 /**
- * The partitioned stream (partitioned durable groups, src/subscribe/group/) stores a copy
+ * The partitioned stream (partitioned durable groups, src/group/) stores a copy
  * of the journal on `{ns}.partition.{p}.{session}.…`: the journal subject with the channel
  * token replaced by `partition` and the session's partition. The server maps it (a subject
  * transform on the stream's source of each shard, `partitionTransform`), so the journal

@@ -10,12 +10,12 @@ import type { ShardJournal } from "../journal/journal-shards.js";
 import type { JournalState } from "../streams/position.js";
 import type { JournalShard } from "../subjects/subjects.js";
 import type { SubscribeContext } from "./context.js";
-import type { DecodeContext, Delivery } from "./delivery.js";
-import type { DeliveryQueue } from "./delivery-queue.js";
-import type { FeedSourceContext } from "./feed/feed-source.js";
-import type { Feeds } from "./feed/feeds.js";
-import type { SubscribeSettings, SubscriptionReport } from "./options.js";
-import type { OwnSourceContext } from "./source.js";
+import type { DecodeContext, Delivery } from "../sources/delivery.js";
+import type { DeliveryQueue } from "../sources/delivery-queue.js";
+import type { FeedSourceContext } from "../feed/feed-source.js";
+import type { Feeds } from "../feed/feeds.js";
+import type { SubscribeSettings, SubscriptionReport } from "../sources/options.js";
+import type { OwnSourceContext } from "../sources/source.js";
 
 /**
  * A source context over the bus's context: the bus's part is read through it (getters on

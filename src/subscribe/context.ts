@@ -13,9 +13,9 @@ import type { EventRegistry } from "../events/registry.js";
 import type { JournalShards } from "../journal/journal-shards.js";
 import type { ParkedStore } from "../parking/parked-store.js";
 import type { ConsumerFigures } from "../streams/consumer-figures.js";
-import type { DecodeContext } from "./delivery.js";
-import type { Feeds } from "./feed/feeds.js";
-import type { OpenSubscriptions } from "./open-subscriptions.js";
+import type { DecodeContext } from "../sources/delivery.js";
+import type { Feeds } from "../feed/feeds.js";
+import type { OpenSubscriptions } from "../sources/open-subscriptions.js";
 
 export interface SubscribeContext<E> {
   readonly nc: NatsConnection;
@@ -27,7 +27,7 @@ export interface SubscribeContext<E> {
   readonly registry: EventRegistry<E>;
   readonly log: Logger;
   readonly parked: ParkedStore;
-  /** The feeds the bus's feed subscriptions share (subscribe/feed/). */
+  /** The feeds the bus's feed subscriptions share (feed/). */
   readonly feeds: Feeds;
   /** The bus's open subscriptions: closed with the bus, watched together. */
   readonly subscriptions: OpenSubscriptions;

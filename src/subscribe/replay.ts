@@ -7,13 +7,13 @@
 import type { SubscribeContext } from "./context.js";
 import { OptionsError } from "../errors.js";
 import type { EventRegistry } from "../events/registry.js";
-import type { Delivery } from "./delivery.js";
+import type { Delivery } from "../sources/delivery.js";
 import type { ShardJournal } from "../journal/journal-shards.js";
-import { type EventFilter, resolveFilter, type ShardFilter } from "./filter.js";
+import { type EventFilter, resolveFilter, type ShardFilter } from "../sources/filter.js";
 import type { JournalRange } from "../journal/journal-range.js";
-import { checkPositions, checkPositionsReached, shardEnds } from "./shard-scope.js";
-import { type JournalReader, readDeliveries } from "./journal-read.js";
-import { parseReplayOptions, type ReplayOptions } from "./options.js";
+import { checkPositions, checkPositionsReached, shardEnds } from "../sources/shard-scope.js";
+import { type JournalReader, readDeliveries } from "../sources/journal-read.js";
+import { parseReplayOptions, type ReplayOptions } from "../sources/options.js";
 
 export type { ReplayOptions };
 

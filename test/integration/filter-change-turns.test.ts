@@ -1,4 +1,4 @@
-// A filter changed while turns are being committed (src/subscribe/filter-changes.ts for a
+// A filter changed while turns are being committed (src/sources/filter-changes.ts for a
 // durable, feed/feed-source.ts for a feed subscription), against a real nats-server 2.12+:
 // a producer commits atomic turns of generated sizes over four loops of one session while
 // the reader's filter changes (any number of times, at generated moments: inside a turn,

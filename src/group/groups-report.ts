@@ -6,12 +6,12 @@
  * membership store; a move in progress shows the new owner.
  */
 import { type ConsumerInfo, JetStreamApiCodes, JetStreamApiError, type JetStreamManager } from "@nats-io/jetstream";
-import type { Parked } from "../../parking/parked-store.js";
-import { type ConsumerFigures, type GroupFigures, groupFiguresOf } from "../../streams/consumer-figures.js";
-import { defaultMembersStreamName, defaultPartitionedStreamName, PARTITIONS_METADATA_KEY } from "../../streams/declared.js";
+import type { Parked } from "../parking/parked-store.js";
+import { type ConsumerFigures, type GroupFigures, groupFiguresOf } from "../streams/consumer-figures.js";
+import { defaultMembersStreamName, defaultPartitionedStreamName, PARTITIONS_METADATA_KEY } from "../streams/declared.js";
 import { partitionOwner } from "./assignment.js";
 import { liveAt, readLeases } from "./membership.js";
-import { parsePartitionDurable } from "../../partition/partition-durable.js";
+import { parsePartitionDurable } from "../partition/partition-durable.js";
 
 export interface GroupPartitionFigures extends ConsumerFigures {
   readonly partition: number;

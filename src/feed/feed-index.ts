@@ -5,8 +5,8 @@
  * family and type tokens. Filter subjects come from `filterSubject` (subjects.ts):
  * `{ns}.feed.{session|*}.{loop|_|*}.>` or `….{family|*}.{type|*}`.
  */
-import { SubjectError } from "../../errors.js";
-import { channelPrefix } from "../../subjects/subjects.js";
+import { SubjectError } from "../errors.js";
+import { channelPrefix } from "../subjects/subjects.js";
 
 /** One pattern's viewers (one held alone, more in a set); `family`/`type` undefined for `>`. */
 interface Pattern<V> {

@@ -5,21 +5,21 @@
  */
 import { JetStreamApiCodes, JetStreamApiError, type JetStreamManager, type StreamInfo } from "@nats-io/jetstream";
 import { randomUUID } from "node:crypto";
-import { NotProvisionedError, OptionsError, SubscriptionError } from "../../errors.js";
-import type { ParkedStore } from "../../parking/parked-store.js";
-import { checkPartitions } from "../../partition/partition.js";
-import { groupFigures } from "../../streams/consumer-figures.js";
-import { defaultMembersStreamName, defaultPartitionedStreamName, PARTITIONS_METADATA_KEY } from "../../streams/declared.js";
-import { partitionFilter } from "../../subjects/subjects.js";
-import { consumerError } from "../../journal/consumer-errors.js";
-import { DurableSource } from "../durable-source.js";
-import type { DurableSettings, StartPosition, SubscribeSettings } from "../options.js";
-import type { Source, SourceContext } from "../source.js";
+import { NotProvisionedError, OptionsError, SubscriptionError } from "../errors.js";
+import type { ParkedStore } from "../parking/parked-store.js";
+import { checkPartitions } from "../partition/partition.js";
+import { groupFigures } from "../streams/consumer-figures.js";
+import { defaultMembersStreamName, defaultPartitionedStreamName, PARTITIONS_METADATA_KEY } from "../streams/declared.js";
+import { partitionFilter } from "../subjects/subjects.js";
+import { consumerError } from "../journal/consumer-errors.js";
+import { DurableSource } from "../sources/durable-source.js";
+import type { DurableSettings, StartPosition, SubscribeSettings } from "../sources/options.js";
+import type { Source, SourceContext } from "../sources/source.js";
 import { ownedPartitions, partitionOwner } from "./assignment.js";
 import type { GroupReport } from "./groups-report.js";
 import { Membership } from "./membership.js";
 import { partitionedOrigin } from "./origin.js";
-import { parsePartitionDurable, partitionDurable } from "../../partition/partition-durable.js";
+import { parsePartitionDurable, partitionDurable } from "../partition/partition-durable.js";
 
 /** A partition's pull requests live this long (NATS.js's default is 30 s): one left open by a member that gave the partition away ends soon. */
 const PULL_EXPIRES_MS = 2000;

@@ -4,9 +4,9 @@
  */
 import type { Msg, NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "pino";
-import type { ShardJournal } from "../../journal/journal-shards.js";
-import type { Decoded } from "../delivery.js";
-import type { TurnSpan } from "../../journal/turn-span.js";
+import type { ShardJournal } from "../journal/journal-shards.js";
+import type { Decoded } from "../sources/delivery.js";
+import type { TurnSpan } from "../journal/turn-span.js";
 
 /** One republished event, parsed once for all viewers of its subject. */
 export interface FeedMessage {

@@ -7,9 +7,9 @@
  * stream than its session's shard is not the journal's.
  */
 import type { JsMsg } from "@nats-io/jetstream";
-import { shardOfSession } from "../../streams/shards.js";
-import { journalSubjectOfPartitioned } from "../../subjects/subjects.js";
-import type { JournalOrigin } from "../durable-source.js";
+import { shardOfSession } from "../streams/shards.js";
+import { journalSubjectOfPartitioned } from "../subjects/subjects.js";
+import type { JournalOrigin } from "../sources/durable-source.js";
 
 export const STREAM_SOURCE_HEADER = "Nats-Stream-Source";
 

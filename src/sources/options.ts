@@ -61,7 +61,7 @@ export const durableShape = z.strictObject({
   /** The durable consumer's name. */
   durable: durableNameSchema,
   /**
-   * A partitioned durable group (src/subscribe/group/README.md). The namespace's sessions
+   * A partitioned durable group (src/group/README.md). The namespace's sessions
    * are split into the partitions `jetloop provision --partitions N` made; each partition is
    * owned by one member of the group (the processes subscribing with this durable name and
    * `group`) at a time, and hands a session's events over in journal order, the next after

@@ -7,7 +7,7 @@
  * between machines shortens or lengthens nothing after the first reading.
  */
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
-import { memberSubject } from "../../subjects/subjects.js";
+import { memberSubject } from "../subjects/subjects.js";
 
 interface Seen {
   seq: number;

@@ -4,19 +4,19 @@
  * feed with (`loop` or `namespace`) finds and reports the gaps.
  */
 import type { JsMsg } from "@nats-io/jetstream";
-import { NotProvisionedError } from "../../errors.js";
-import { feedRepublish, switchChannel } from "../../subjects/subjects.js";
-import { consumerError } from "../../journal/consumer-errors.js";
-import { type Decoded, decodeMessage, type Delivery } from "../delivery.js";
-import { journalDelivery } from "../journal-read.js";
-import { type JournalRange, readJournalRange, readWholeTurns, retryJournalRead } from "../../journal/journal-range.js";
-import { begunBefore, TURN_REACH, turnSpanOfMessage } from "../../journal/turn-span.js";
-import type { FeedMode, StartPosition } from "../options.js";
-import { reportPoison, type Source, type SourceContext } from "../source.js";
+import { NotProvisionedError } from "../errors.js";
+import { feedRepublish, switchChannel } from "../subjects/subjects.js";
+import { consumerError } from "../journal/consumer-errors.js";
+import { type Decoded, decodeMessage, type Delivery } from "../sources/delivery.js";
+import { journalDelivery } from "../sources/journal-read.js";
+import { type JournalRange, readJournalRange, readWholeTurns, retryJournalRead } from "../journal/journal-range.js";
+import { begunBefore, TURN_REACH, turnSpanOfMessage } from "../journal/turn-span.js";
+import type { FeedMode, StartPosition } from "../sources/options.js";
+import { reportPoison, type Source, type SourceContext } from "../sources/source.js";
 import type { Feeds } from "./feeds.js";
 import { FeedIndex } from "./feed-index.js";
 import type { FeedMessage, FeedStrategy, FeedViewer, GapCheck, RepairReason, ResyncReason } from "./feed.js";
-import { tracedDelivery } from "../../telemetry/index.js";
+import { tracedDelivery } from "../telemetry/index.js";
 
 /** Feed messages buffered behind a slow reader before the rest is read back from the journal. */
 const INBOX_LIMIT = 4096;

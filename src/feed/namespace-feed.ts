@@ -7,14 +7,14 @@
  * need no gap check of their own. Shards are independent: no order across them.
  */
 import type { Msg, Subscription } from "@nats-io/transport-node";
-import type { ShardJournal } from "../../journal/journal-shards.js";
-import { feedRepublish } from "../../subjects/subjects.js";
-import { permissionRefusal } from "../../journal/consumer-errors.js";
-import { readJournalRange, retryJournalRead } from "../../journal/journal-range.js";
-import { turnSpanOfMessage } from "../../journal/turn-span.js";
+import type { ShardJournal } from "../journal/journal-shards.js";
+import { feedRepublish } from "../subjects/subjects.js";
+import { permissionRefusal } from "../journal/consumer-errors.js";
+import { readJournalRange, retryJournalRead } from "../journal/journal-range.js";
+import { turnSpanOfMessage } from "../journal/turn-span.js";
 import type { FeedDeps, FeedMessage, FeedStrategy, FeedViewer, GapCheck, RepairReason } from "./feed.js";
 import { FeedIndex } from "./feed-index.js";
-import { noteFeedMessage } from "../../telemetry/index.js";
+import { noteFeedMessage } from "../telemetry/index.js";
 
 /** Messages held behind a repair before the rest is left to the journal. */
 const HOLD_LIMIT = 65_536;

@@ -4,7 +4,7 @@
  * same member list, and a member joining or leaving moves only the partitions it gains or
  * loses (about 1/M of them), not a reshuffle.
  */
-import { fnv1a32 } from "../../partition/partition.js";
+import { fnv1a32 } from "../partition/partition.js";
 
 const utf8 = new TextEncoder();
 

@@ -4,14 +4,14 @@
  * first use; the parse of the republish headers; the watches that concern every viewer
  * (a reconnect, the stream's leader election); and the limit on journal reads at once.
  */
-import { noteFeedMessage } from "../../telemetry/index.js";
+import { noteFeedMessage } from "../telemetry/index.js";
 import { type Msg, PermissionViolationError } from "@nats-io/transport-node";
-import type { JournalShards } from "../../journal/journal-shards.js";
-import { PermissionDeniedError, SubscriptionError } from "../../errors.js";
-import { type JournalShard, parseEventSubject, streamLeaderElectedSubject, switchChannel, UNSHARDED } from "../../subjects/subjects.js";
-import type { FeedMode } from "../options.js";
-import { type FeedPosition, RepublishReader } from "../republish-headers.js";
-import { turnSpanOfMessage } from "../../journal/turn-span.js";
+import type { JournalShards } from "../journal/journal-shards.js";
+import { PermissionDeniedError, SubscriptionError } from "../errors.js";
+import { type JournalShard, parseEventSubject, streamLeaderElectedSubject, switchChannel, UNSHARDED } from "../subjects/subjects.js";
+import type { FeedMode } from "../sources/options.js";
+import { type FeedPosition, RepublishReader } from "../sources/republish-headers.js";
+import { turnSpanOfMessage } from "../journal/turn-span.js";
 import type { FeedDeps, FeedMessage, FeedStrategy, FeedViewer, ResyncReason } from "./feed.js";
 import { LoopFeed } from "./loop-feed.js";
 import { NamespaceFeed } from "./namespace-feed.js";
