@@ -2,27 +2,46 @@
 import js from "@eslint/js";
 import tseslint from "typescript-eslint";
 
-// The floor of src/, bottom up (src/README.md): each layer imports only the layers below it
-// (and errors.ts, the bottom of all). Everything else sits above codec/.
-const FLOOR = ["wire", "events", "subjects", "codec"];
-const floorRules = FLOOR.map((layer, i) => {
-  const below = ["errors\\.js$", ...FLOOR.slice(0, i).map((l) => `${l}/`)].join("|");
-  return {
-    files: [`src/${layer}/**/*.ts`],
-    rules: {
-      "no-restricted-imports": [
-        "error",
-        {
-          patterns: [
-            {
-              regex: `^\\.\\./(?!(${below}))`,
-              message: `src/${layer}/ is a floor layer: it imports only ${["errors.ts", ...FLOOR.slice(0, i).map((l) => `${l}/`)].join(", ")} (src/README.md).`,
-            },
-          ],
-        },
-      ],
-    },
-  };
+// The floors of src/, bottom up: src/README.md's layer table, the same rooms in the same
+// order (test/unit/layering.test.ts reads the table and lints every room importing every
+// other against it). A room is a folder (`wire/`, with its subfolders) or a file of src/
+// (`errors.ts`); it imports only rooms of the floors below its own, never a room beside
+// it. Above the last floor sit the facade (jetloop.ts, bus.ts, index.ts) and its users
+// (catalog/, gateway/, cli/, web/), with the rules further down.
+const FLOORS = [
+  ["errors.ts"],
+  ["wire/"],
+  ["events/"],
+  ["subjects/"],
+  ["codec/"],
+  ["options.ts", "telemetry/", "partition/", "projection/"],
+  ["connection/"],
+  ["streams/"],
+  ["journal/"],
+  ["parking/", "publish/"],
+  ["sources/"],
+  ["feed/", "group/"],
+  ["subscribe/"],
+  ["commands/", "operate/"],
+  ["policy/", "bus-context.ts"],
+  ["session.ts"],
+];
+const escape = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+/** A room as the target of an import specifier: `wire/` its folder, `errors.ts` its module (`errors.js`). */
+const target = (room) => (room.endsWith("/") ? escape(room) : `${escape(room.replace(/\.c?ts$/, ""))}\\.c?js$`);
+const floorRules = FLOORS.flatMap((floor, i) => {
+  const below = FLOORS.slice(0, i).flat();
+  const message = `src/README.md's layer table: ${floor.join(", ")} import${floor.length === 1 ? "s" : ""} only the floors below (${below.join(", ") || "nothing of src/"}).`;
+  const refuse = (up) => ({ regex: below.length === 0 ? `^${up}` : `^${up}(?!(${below.map(target).join("|")}))`, message });
+  return floor.flatMap((room) =>
+    room.endsWith("/")
+      ? [
+          // Out of a folder's own files (../x) and out of its subfolders' (../../x).
+          { files: [`src/${room}*.ts`], rules: { "no-restricted-imports": ["error", { patterns: [refuse("\\.\\./")] }] } },
+          { files: [`src/${room}*/**/*.ts`], rules: { "no-restricted-imports": ["error", { patterns: [refuse("\\.\\./\\.\\./")] }] } },
+        ]
+      : [{ files: [`src/${room}`], rules: { "no-restricted-imports": ["error", { patterns: [refuse("\\./")] }] } }],
+  );
 });
 
 export default tseslint.config(
@@ -111,10 +130,6 @@ export default tseslint.config(
     },
   },
   ...floorRules,
-  {
-    files: ["src/errors.ts"],
-    rules: { "no-restricted-imports": ["error", { patterns: [{ regex: "^\\.", message: "errors.ts is the bottom of src/: it imports nothing of it." }] }] },
-  },
   {
     files: ["**/*.js"],
     ...tseslint.configs.disableTypeChecked,

@@ -8,7 +8,7 @@
  */
 import { AckPolicy, DeliverPolicy, type JetStreamManager, jetstream } from "@nats-io/jetstream";
 import { connect, createEvent, type DurableDelivery, type Jetloop, type JetloopEvent, newId } from "../src/index.js";
-import { compareVersions } from "../src/connection/server-version.js";
+import { compareVersions } from "../src/subjects/server-features.js";
 import { defaultMembersStreamName, defaultPartitionedStreamName } from "../src/streams/declared.js";
 import { partitionFilter } from "../src/subjects/subjects.js";
 import { type BenchContext, type Row, compareRow } from "./lib/context.js";

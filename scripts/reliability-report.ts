@@ -69,7 +69,7 @@ Found by this scenario on docker-compose.yml (CI, 2026-12-01): the namespace-fee
 lost 186 of 300 events after the killed leader came back. Its repair read the journal through
 a consumer the server had placed on that node while it was still catching up, which counted
 only what it held, so the read ended early and the rest was taken as gone. Every journal read
-now keeps its consumer only on the stream leader (src/subscribe/read-placement.ts;
+now keeps its consumer only on the stream leader (src/journal/read-placement.ts;
 test/integration/read-placement.test.ts measures the catch-up case).`,
   },
   "2b-shard-leader-kill": {
@@ -135,7 +135,7 @@ that failed on one shard (the refusals above) stopped the other shards' parts wh
 were still starting; they finished starting after their stop and consumed on with no
 reader, taking those shards' deliveries (one outstanding at a time) from the subscription
 opened next. A failed start of a sharded source now stops every part once each part's own
-start has settled (src/subscribe/sharded-source.ts; test/unit/sharded-source.test.ts).`,
+start has settled (src/sources/sharded-source.ts; test/unit/sharded-source.test.ts).`,
   },
   "3-client-cutoff": {
     title: "3. Client cut off (server frozen with SIGSTOP), then resumed",
@@ -528,7 +528,7 @@ server whose max_pending is 24 MB, with the same viewers' check after each.
 
 Asserted: every event read once on each path, the connection never cut, every viewer
 still receiving.`,
-    notes: `Before every pull was bounded in bytes (src/subscribe/pull-size.ts: at most 8 MiB, at least
+    notes: `Before every pull was bounded in bytes (src/journal/pull-size.ts: at most 8 MiB, at least
 one message of the connection's max_payload), a replay pulled 512 events at once: 300 events
 of 1 MB gave 99 in 30 s while the server cut the connection as a slow consumer again and
 again, and one page at \`limit=1000\` cut the gateway's connection for every viewer. Pages are

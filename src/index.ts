@@ -178,7 +178,7 @@ export { type ReconcileOptions, type StoredEvent } from "./publish/reconcile.js"
 export { type Durability, type DurabilityWarning, type SyncSetting } from "./streams/durability.js";
 export type { ConnectionSettings } from "./connection/connect.js";
 export type { BusOptions, BusSettings } from "./connection/options.js";
-export { FEATURES, MINIMUM_SERVER, type Feature } from "./connection/server-version.js";
+export { FEATURES, MINIMUM_SERVER, type Feature } from "./subjects/server-features.js";
 export { HEADER_LAST_JOURNAL_SEQ, type PublishOptions, type PublishResult } from "./publish/publisher.js";
 export {
   commandSubject,
@@ -195,12 +195,13 @@ export {
   type SubjectAddress,
   type SubjectSelector,
 } from "./subjects/subjects.js";
-export { declaredParkedStreamConfig, declaredStreamConfig, defaultParkedStreamName, defaultStreamName } from "./streams/declared.js";
+export { declaredParkedStreamConfig, declaredStreamConfig, defaultParkedStreamName } from "./streams/declared.js";
+export { defaultStreamName } from "./subjects/subjects.js";
 export { diffStreamConfig, type FieldDrift, type ProvisionReport } from "./streams/provision.js";
 export type { SessionHandle } from "./session.js";
-export type { Delivery, DurableDelivery, DeliveryFailure } from "./subscribe/delivery.js";
-export type { EventFilter, LoopScope } from "./subscribe/filter.js";
-export type { DurableSubscribeOptions, FeedMode, FeedSubscribeOptions, ShardPositions, StartPosition, SubscribeOptions, SubscribeStart, SubscriptionReport } from "./subscribe/options.js";
+export type { Delivery, DurableDelivery, DeliveryFailure } from "./sources/delivery.js";
+export type { EventFilter, LoopScope } from "./sources/filter.js";
+export type { DurableSubscribeOptions, FeedMode, FeedSubscribeOptions, ShardPositions, StartPosition, SubscribeOptions, SubscribeStart, SubscriptionReport } from "./sources/options.js";
 export type { ReplayOptions } from "./subscribe/replay.js";
 export { type Subscription, type DurableSubscription, type SubscriptionStats } from "./subscribe/subscription.js";
 export {
@@ -248,8 +249,8 @@ export type { ParkedEntry, ParkInput, ParkReason } from "./parking/parked-entry.
 export type { ConsumerFigures, ConsumersReport } from "./streams/consumer-figures.js";
 export type { RemovedDurable } from "./streams/remove-durable.js";
 export type { GroupFigures } from "./streams/consumer-figures.js";
-export type { GroupStatus } from "./subscribe/group/group-source.js";
-export type { GroupPartitionFigures, GroupReport } from "./subscribe/group/groups-report.js";
+export type { GroupStatus } from "./group/group-source.js";
+export type { GroupPartitionFigures, GroupReport } from "./group/groups-report.js";
 export { sessionPartition } from "./partition/partition.js";
 export { retentionLimits, retentionWarnings, type RetentionLimit, type RetentionWarning } from "./streams/retention.js";
 export {

@@ -7,9 +7,9 @@ import { type ControlHandlers, type ControlServer, serveControls } from "./comma
 import type { ContentBlock } from "./events/content.js";
 import { OptionsError } from "./errors.js";
 import { idProblem } from "./events/ids.js";
-import type { Delivery } from "./subscribe/delivery.js";
-import type { EventFilter } from "./subscribe/filter.js";
-import type { SubscribeOptions } from "./subscribe/options.js";
+import type { Delivery } from "./sources/delivery.js";
+import type { EventFilter } from "./sources/filter.js";
+import type { SubscribeOptions } from "./sources/options.js";
 import { replay, type ReplayOptions } from "./subscribe/replay.js";
 import { type DurableSubscription, subscribe, type Subscription } from "./subscribe/subscription.js";
 

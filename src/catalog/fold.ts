@@ -6,7 +6,7 @@
 import type { JetloopEvent } from "../events/catalogue.js";
 import type { UserMessage } from "../events/content.js";
 import { GateLedger, type LedgerGate } from "../projection/gate-ledger.js";
-import type { Delivery } from "../subscribe/delivery.js";
+import type { Delivery } from "../sources/delivery.js";
 import { compactJson } from "../wire/strict-json.js";
 
 const decoder = new TextDecoder();

@@ -1,7 +1,7 @@
 import { parseArgs } from "node:util";
 import { connect } from "../bus.js";
 import type { ConsumerFigures } from "../streams/consumer-figures.js";
-import type { GroupReport } from "../subscribe/group/groups-report.js";
+import type { GroupReport } from "../group/groups-report.js";
 import { connectionFlags, connectionHelp, connectOptions, parse } from "./args.js";
 import { fixedTime, jsonRecord } from "./format.js";
 

@@ -4,7 +4,7 @@
  */
 import { encodeEvent } from "../codec/codec.js";
 import type { JetloopEvent } from "../events/catalogue.js";
-import type { Delivery } from "../subscribe/delivery.js";
+import type { Delivery } from "../sources/delivery.js";
 
 const short = (id: string | undefined) => (id ? id.slice(-8) : "_");
 

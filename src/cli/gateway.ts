@@ -2,7 +2,7 @@ import { parseArgs } from "node:util";
 import { UsageError } from "../errors.js";
 import { connect } from "../bus.js";
 import { checkListenOptions, isLoopback, type ListenOptions, parseListen, startGateway } from "../gateway/listen.js";
-import { feedModeSchema } from "../subscribe/options.js";
+import { feedModeSchema } from "../subjects/feed-mode.js";
 import { connectionFlags, connectionHelp, connectOptions, parse, positiveInt } from "./args.js";
 import { warnIfNotProvisioned } from "./provisioned.js";
 import { checkMetricsBind, startMetricsServer } from "../gateway/metrics-server.js";

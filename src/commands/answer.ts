@@ -1,7 +1,7 @@
 /** The subscriber's side of the answer path: answer a gate and get the outcome. */
 import { NoRespondersError, RequestError, TimeoutError } from "@nats-io/transport-node";
-import { permissionViolation } from "../subscribe/consumer-errors.js";
-import type { BusContext } from "../bus-context.js";
+import { permissionViolation } from "../journal/consumer-errors.js";
+import type { CommandsContext } from "./context.js";
 import { CommandError } from "../errors.js";
 import { commandSubject } from "../subjects/subjects.js";
 import { type AnswerOptions, parseAnswerOptions } from "./options.js";
@@ -15,7 +15,7 @@ export type { AnswerOptions };
  * (the first one again for a repeated command id); rejects with CommandError:
  * COMMAND_NO_LISTENER, GATE_UNKNOWN, GATE_RESOLVED, COMMAND_INVALID, PERMISSION_DENIED or COMMAND_FAILED.
  */
-export async function answerGate<E>(bus: BusContext<E>, sessionId: string, loopId: string, input: AnswerInput, options?: AnswerOptions): Promise<AnswerOutcome> {
+export async function answerGate<E>(bus: CommandsContext<E>, sessionId: string, loopId: string, input: AnswerInput, options?: AnswerOptions): Promise<AnswerOutcome> {
   const { timeoutMs } = parseAnswerOptions(options);
   const command = answerCommand(input);
   const subject = commandSubject(bus.settings.namespace, sessionId, loopId, ANSWER_COMMAND);

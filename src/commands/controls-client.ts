@@ -6,9 +6,9 @@
  * INPUT_REFUSED, COMMAND_INVALID or COMMAND_FAILED (did not take effect).
  */
 import { NoRespondersError, RequestError, TimeoutError } from "@nats-io/transport-node";
-import { permissionViolation } from "../subscribe/consumer-errors.js";
+import { permissionViolation } from "../journal/consumer-errors.js";
 import { z } from "zod";
-import type { BusContext } from "../bus-context.js";
+import type { CommandsContext } from "./context.js";
 import { toWireJson } from "../wire/wire.js";
 import { CommandError } from "../errors.js";
 import { type ContentBlock, contentBlockSchema } from "../events/content.js";
@@ -37,7 +37,7 @@ const blocksSchema = z.array(contentBlockSchema);
 const INTERRUPT_FINGERPRINT = fingerprintOf("interrupt");
 
 /** Sends input to the session's actor: `{ ok: true, commandId }` once it took it. */
-export async function submitInput<E>(bus: BusContext<E>, sessionId: string, blocks: ContentBlock[], given?: ControlOptions): Promise<ControlResult<object>> {
+export async function submitInput<E>(bus: CommandsContext<E>, sessionId: string, blocks: ContentBlock[], given?: ControlOptions): Promise<ControlResult<object>> {
   const options = parseControlOptions(given);
   let command;
   try {
@@ -51,7 +51,7 @@ export async function submitInput<E>(bus: BusContext<E>, sessionId: string, bloc
 }
 
 /** Interrupts the session's in-flight turns: `{ ok: true, interrupted }` says whether one was cancelled. */
-export async function interruptSession<E>(bus: BusContext<E>, sessionId: string, given?: InterruptOptions): Promise<ControlResult<{ readonly interrupted: boolean }>> {
+export async function interruptSession<E>(bus: CommandsContext<E>, sessionId: string, given?: InterruptOptions): Promise<ControlResult<{ readonly interrupted: boolean }>> {
   const options = parseInterruptOptions(given);
   let command;
   try {
@@ -67,7 +67,7 @@ export async function interruptSession<E>(bus: BusContext<E>, sessionId: string,
   );
 }
 
-async function send<E>(bus: BusContext<E>, subject: string, data: Uint8Array, sessionId: string, timeoutMs: number): Promise<Uint8Array | CommandError> {
+async function send<E>(bus: CommandsContext<E>, subject: string, data: Uint8Array, sessionId: string, timeoutMs: number): Promise<Uint8Array | CommandError> {
   try {
     return (await tracedRequest("session.control", subject, (headers) => bus.nc.request(subject, data, { timeout: timeoutMs, headers }))).data;
   } catch (e) {

@@ -6,7 +6,7 @@
  * keeps the idempotency promise.
  */
 import type { Msg, Subscription } from "@nats-io/transport-node";
-import type { BusContext } from "../bus-context.js";
+import type { CommandsContext } from "./context.js";
 import { CommandError, OptionsError } from "../errors.js";
 import type { ContentBlock } from "../events/content.js";
 import { sessionCommandSubject } from "../subjects/subjects.js";
@@ -50,7 +50,7 @@ export interface ControlServer {
 }
 
 /** Starts serving the controls of one session: resolves once both subscriptions are on the server. */
-export function serveControls<E>(bus: BusContext<E>, sessionId: string, handlers: ControlHandlers): Promise<ControlServer> {
+export function serveControls<E>(bus: CommandsContext<E>, sessionId: string, handlers: ControlHandlers): Promise<ControlServer> {
   for (const name of ["input", "interrupt"] as const) {
     if (typeof (handlers as unknown as Record<string, unknown> | undefined)?.[name] !== "function") throw new OptionsError(name, "must be a function");
   }
@@ -58,19 +58,19 @@ export function serveControls<E>(bus: BusContext<E>, sessionId: string, handlers
 }
 
 class ControlServerImpl implements ControlServer {
-  readonly #log: BusContext<unknown>["log"];
+  readonly #log: CommandsContext<unknown>["log"];
   readonly #handlers: ControlHandlers;
   readonly #inputs = new ControlBook<InputReply>();
   readonly #interrupts = new ControlBook<InterruptReply>();
   #subs: Subscription[] = [];
 
-  constructor(bus: BusContext<unknown>, handlers: ControlHandlers) {
+  constructor(bus: CommandsContext<unknown>, handlers: ControlHandlers) {
     this.#log = bus.log;
     this.#handlers = handlers;
   }
 
   /** Subscribes to the session's two command subjects; `serveControls` awaits this before handing the server out. */
-  async serve(bus: BusContext<unknown>, sessionId: string): Promise<this> {
+  async serve(bus: CommandsContext<unknown>, sessionId: string): Promise<this> {
     const on = (command: string, serve: (m: Msg) => Promise<Uint8Array>) =>
       bus.nc.subscribe(sessionCommandSubject(bus.settings.namespace, sessionId, command), {
         // A queue group: should a second server start for the session, each command still

@@ -4,7 +4,7 @@
  * does the I/O around gate-rules.ts's decisions. The package exports the interface.
  */
 import { headers, type Msg, type MsgHdrs, type Subscription } from "@nats-io/transport-node";
-import type { BusContext } from "../bus-context.js";
+import type { CommandsContext } from "./context.js";
 import { encodeValidated } from "../codec/codec.js";
 import { CommandError, ConnectionClosedError, GateClosedError, isJetloopError, OptionsError, PublishIdClaimedError, ResolutionIncompleteError } from "../errors.js";
 import { createEvent } from "../events/factories.js";
@@ -123,7 +123,7 @@ export interface GateServer {
 }
 
 /** Starts serving answers for one loop (`bus.serveGates`): resolves once its command subscription is on the server. */
-export function serveGates(bus: BusContext<JetloopEvent>, sessionId: string, loopId: string, options: ServeGatesOptions = {}): Promise<GateServer> {
+export function serveGates(bus: CommandsContext<JetloopEvent>, sessionId: string, loopId: string, options: ServeGatesOptions = {}): Promise<GateServer> {
   return new GateServerImpl(bus, sessionId, loopId).serve(parseServeGatesOptions(options));
 }
 
@@ -156,7 +156,7 @@ function actorKey(subscribedAtMs: number, actorId: string): string {
 }
 
 class GateServerImpl implements GateServer {
-  readonly #bus: BusContext<JetloopEvent>;
+  readonly #bus: CommandsContext<JetloopEvent>;
   readonly #sessionId: string;
   readonly #loopId: string;
   readonly #gates = new GateBook<OpenGate>();
@@ -180,7 +180,7 @@ class GateServerImpl implements GateServer {
   #probesOnly = true;
   #status: { stop?: () => void } | undefined;
 
-  constructor(bus: BusContext<JetloopEvent>, sessionId: string, loopId: string) {
+  constructor(bus: CommandsContext<JetloopEvent>, sessionId: string, loopId: string) {
     this.#bus = bus;
     this.#sessionId = sessionId;
     this.#loopId = loopId;

@@ -5,10 +5,8 @@ import { DEFAULT_MAX_EVENT_BYTES } from "../codec/codec.js";
 import { EventRegistry } from "../events/registry.js";
 import { OptionsError } from "../errors.js";
 import { instanceOption, parseOptions, parseSplit } from "../options.js";
-import { checkNamespace } from "../subjects/subjects.js";
-import { feedModeSchema } from "../subscribe/options.js";
-import { defaultStreamName } from "../streams/declared.js";
-import { MAX_SHARDS } from "../streams/shards.js";
+import { checkNamespace, defaultStreamName, MAX_SHARDS } from "../subjects/subjects.js";
+import { feedModeSchema } from "../subjects/feed-mode.js";
 
 export const busShape = z.strictObject({
   /** First subject token(s) of every jetloop subject. Default `jetloop`. */
@@ -71,7 +69,7 @@ export const busShape = z.strictObject({
   journalReads: z.enum(["pull", "push"]).default("pull"),
   /**
    * A pool of consumer names of this process's own for every journal read: `{prefix}_0` …
-   * `{prefix}_{size-1}` (src/subscribe/read-consumers.ts). A user confined to its session
+   * `{prefix}_{size-1}` (src/journal/read-consumers.ts). A user confined to its session
    * is then granted exactly these names (create with its session's filter, pull, info,
    * delete), never a free name token: deploy/nats/permissions.example.conf. Reads are
    * pulled (so `journalReads` must stay `pull`) and delete their consumer when they end; a

@@ -25,8 +25,8 @@ import { openSessionCatalog, type SessionCatalog } from "../catalog/catalog.js";
 import { FrameCache } from "./sse-frames.js";
 import { serveEvents, type SharedStreams } from "./sse-stream.js";
 import { observeGateway, routeOf, tracedHttp } from "../telemetry/index.js";
-import { pullBytes, pullSize } from "../subscribe/pull-size.js";
-import { withReadPauses } from "../subscribe/read-pauses.js";
+import { pullBytes, pullSize } from "../journal/pull-size.js";
+import { withReadPauses } from "../journal/read-pauses.js";
 import { type ReadBudget, readBudgetOf, ReadShare } from "./read-budget.js";
 
 /**

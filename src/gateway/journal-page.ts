@@ -46,7 +46,7 @@ const TAIL_ROOM = 64;
  * journal (a read may pull), and given back by the sink while it waits for a slow client.
  */
 export async function streamJournalPage(bus: Jetloop, sessionId: string, fromSeq: number, limit: number, maxBytes: number, sink: PageSink, share?: ReadShare): Promise<string | undefined> {
-  // Its pulls are bounded in bytes as well (subscribe/pull-size.ts).
+  // Its pulls are bounded in bytes as well (journal/pull-size.ts).
   const read = bus.session(sessionId).replay({ enduring: "all" }, { fromSeq: Math.max(fromSeq, 1), batch: pageBatch(limit) })[Symbol.asyncIterator]();
   try {
     const pull = async () => {

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { OptionsError } from "../errors.js";
 import { functionOption, parseOptions, parseSplit } from "../options.js";
-import { feedModeSchema } from "../subscribe/options.js";
+import { feedModeSchema } from "../subjects/feed-mode.js";
 import type { Authenticate } from "./auth.js";
 import { type BoundarySettings, LOOPBACK_HOSTS, parseBoundaryLists } from "./boundary.js";
 

@@ -2,7 +2,7 @@
  * The bytes the gateway's reads may owe its NATS connection at once. Every viewer shares
  * that connection, and nats-server cuts a connection that owes more than its `max_pending`
  * (64 MiB by default) as a slow consumer: every SSE stream and every request on it fails
- * at once. One pull is bounded (subscribe/pull-size.ts, 8 MiB), but 30 journal pages or 60
+ * at once. One pull is bounded (journal/pull-size.ts, 8 MiB), but 30 journal pages or 60
  * status reads of megabyte events at once owed it hundreds of MiB. So each read route
  * takes, before it pulls, the bytes its pull may ask for and not yet received (`pullBytes`),
  * from one budget per connection (half the server's max_pending; the other half is the
@@ -23,7 +23,7 @@
  */
 import type { NatsConnection } from "@nats-io/nats-core";
 import { OptionsError } from "../errors.js";
-import type { ReadPauses } from "../subscribe/read-pauses.js";
+import type { ReadPauses } from "../journal/read-pauses.js";
 
 interface Waiter {
   readonly bytes: number;

@@ -6,7 +6,7 @@
 import { encodeEvent } from "../codec/codec.js";
 import { goJson } from "../wire/wire.js";
 import type { JetloopEvent } from "../events/catalogue.js";
-import type { Delivery } from "../subscribe/delivery.js";
+import type { Delivery } from "../sources/delivery.js";
 import { storedEventJson } from "./journal-page.js";
 
 /** event.Header's fields in Go struct order; zero fields are omitted. */

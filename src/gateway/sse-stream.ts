@@ -17,9 +17,9 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Jetloop } from "../bus.js";
 import type { JetloopEvent } from "../events/catalogue.js";
-import type { LoopScope } from "../subscribe/filter.js";
-import type { FeedMode, StartPosition } from "../subscribe/options.js";
-import type { Delivery } from "../subscribe/delivery.js";
+import type { LoopScope } from "../sources/filter.js";
+import type { FeedMode, StartPosition } from "../sources/options.js";
+import type { Delivery } from "../sources/delivery.js";
 import type { Subscription } from "../subscribe/subscription.js";
 import { type GatewayErrorName, sendError } from "./envelope.js";
 import type { ReadShare } from "./read-budget.js";

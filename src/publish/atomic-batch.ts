@@ -2,7 +2,7 @@
  * Atomic batches (nats-server 2.12+, ADR-50; the stream needs `allow_atomic`): a turn's
  * events committed together: stored whole or not at all (not isolated from a reader while
  * the server stores them: each message's `Jetloop-Batch-Size` lets readers read whole
- * turns, subscribe/turn-span.ts; docs/scale.md, "Readers during a commit"). Every message but the last goes out
+ * turns, journal/turn-span.ts; docs/scale.md, "Readers during a commit"). Every message but the last goes out
  * without a reply; the last carries `Nats-Batch-Commit` and its answer is the batch's:
  * stored whole (the ack names the last sequence; a batch's sequences are contiguous) or
  * refused whole. Measured on 2.15.1 (docs/scale.md, "Batches"): `Nats-Msg-Id` is kept
@@ -30,10 +30,9 @@ import {
   PublishError,
 } from "../errors.js";
 import { ApiCodes, BatchHeaders, PubHeaders, TurnHeaders } from "../subjects/nats-names.js";
+import { MAX_ATOMIC_BATCH } from "../subjects/server-features.js";
 import { type AppendRequest, FixedHeaders, payloadTooLarge, storedBehindFence } from "./journal-writer.js";
 
-/** The most messages nats-server commits in one atomic batch. */
-export const MAX_ATOMIC_BATCH = 1000;
 
 /** How long a failed commit request waits to learn that the connection is closing. */
 const CLOSING_GRACE_MS = 250;
@@ -47,7 +46,7 @@ export function checkAtomicBatchSize(size: number): void {
 
 /**
  * The headers of message `index` of the batch `requests`: its id and stream check, the
- * batch's id, 1-based sequence and size (jetloop's, for readers: subscribe/turn-span.ts),
+ * batch's id, 1-based sequence and size (jetloop's, for readers: journal/turn-span.ts),
  * the commit on the last, and the fence (the first request's, if any) on the first only.
  */
 export function batchMessageHeaders(stream: string, batchId: string, requests: readonly AppendRequest[], index: number): (readonly [string, string])[] {

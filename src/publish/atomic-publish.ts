@@ -7,7 +7,7 @@
  * some are, nothing of the batch was stored and the refusal names them.
  */
 import { OptionsError, PublishError } from "../errors.js";
-import { requireFeature } from "../connection/server-version.js";
+import { requireFeature } from "../subjects/server-features.js";
 import { ApiCodes } from "../subjects/nats-names.js";
 import { type JournalShard, UNSHARDED } from "../subjects/subjects.js";
 import { type AtomicBatchWriter, checkAtomicBatchSize } from "./atomic-batch.js";

@@ -7,7 +7,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { encodeValidated } from "../codec/codec.js";
 import { ConnectionClosedError, OptionsError, PublishError } from "../errors.js";
 import type { EventRegistry } from "../events/registry.js";
-import { requireFeature } from "../connection/server-version.js";
+import { requireFeature } from "../subjects/server-features.js";
 import { type JournalShard, sessionJournalSubject, validEventSubject } from "../subjects/subjects.js";
 import { recordPreview, startPublish } from "../telemetry/index.js";
 import { type AppendRequest, FixedHeaders, journalHeaderRoom, type JournalWriter, payloadTooLarge } from "./journal-writer.js";

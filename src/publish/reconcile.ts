@@ -9,8 +9,8 @@
 import type { Logger } from "pino";
 import { PubHeaders } from "../subjects/nats-names.js";
 import { sessionJournalSubject } from "../subjects/subjects.js";
-import type { JournalShards } from "../subscribe/journal-shards.js";
-import { readJournalRange, retryJournalRead } from "../subscribe/journal-range.js";
+import type { JournalShards } from "../journal/journal-shards.js";
+import { readJournalRange, retryJournalRead } from "../journal/journal-range.js";
 import { parseReconcileOptions, type ReconcileOptions } from "./options.js";
 
 /** Sessions read at once: each holds one consumer on the server while it reads. */

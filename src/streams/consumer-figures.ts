@@ -5,10 +5,17 @@
  */
 import { type ConsumerInfo, JetStreamApiCodes, JetStreamApiError, type JetStreamManager } from "@nats-io/jetstream";
 import { NotProvisionedError } from "../errors.js";
-import type { Parked } from "../parking/parked-store.js";
 import { liveDurable, type LiveDurable } from "./durable-drift.js";
 import { retentionWarnings, type RetentionWarning } from "./retention.js";
 import type { JournalShard } from "./shards.js";
+
+/**
+ * What the figures need of the parked store: its entries counted per durable. The bus passes
+ * its parked store in (parking/ sits above streams/, so streams/ names only this much of it).
+ */
+export interface ParkedCounts {
+  counts(shard?: JournalShard): Promise<ReadonlyMap<string, number>>;
+}
 
 export interface ConsumerFigures {
   readonly durable: string;
@@ -97,7 +104,7 @@ export function figuresOf(ci: ConsumerInfo, parked: number): ConsumerFigures {
  * figures carry no shard). A durable's parked count is its own shard's entries. Without a
  * parked store (not provisioned yet) every parked count is 0.
  */
-export async function consumersReport(jsm: JetStreamManager, journals: readonly { readonly stream: string; readonly shard: JournalShard }[], parked: Parked | undefined): Promise<ConsumersReport> {
+export async function consumersReport(jsm: JetStreamManager, journals: readonly { readonly stream: string; readonly shard: JournalShard }[], parked: ParkedCounts | undefined): Promise<ConsumersReport> {
   const split = journals.length > 1;
   const shards: ShardFigures[] = [];
   const consumers: ConsumerFigures[] = [];
@@ -135,7 +142,7 @@ export interface GroupFigures {
  * of the partitioned stream interleave all partitions, so "last sequence minus ack floor"
  * would count other partitions' events.
  */
-export async function groupFigures(jsm: JetStreamManager, stream: string, durables: readonly string[], parked: Parked | undefined): Promise<GroupFigures> {
+export async function groupFigures(jsm: JetStreamManager, stream: string, durables: readonly string[], parked: ParkedCounts | undefined): Promise<GroupFigures> {
   const counts = (await parked?.counts()) ?? new Map<string, number>();
   const infos = await Promise.all(durables.map(async (durable, partition) => ({ partition, info: await jsm.consumers.info(stream, durable) })));
   return groupFiguresOf(stream, infos, counts);

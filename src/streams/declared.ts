@@ -7,8 +7,8 @@ import { readFileSync } from "node:fs";
 import { OptionsError } from "../errors.js";
 import { checkNamespace, type JournalShard, partitionTransform, streamSubjects, UNSHARDED } from "../subjects/subjects.js";
 import { checkPartitions } from "../partition/partition.js";
-import { journalHeaderRoom } from "../publish/journal-writer.js";
-import { type Feature, supports } from "../connection/server-version.js";
+import { journalHeaderRoom } from "../connection/header-room.js";
+import { type Feature, supports } from "../subjects/server-features.js";
 import { SHARD_METADATA_KEY, SHARDS_METADATA_KEY } from "./shards.js";
 
 const STREAMS_DIR = new URL("../../streams/", import.meta.url);
@@ -51,11 +51,6 @@ function render(value: unknown, vars: Record<string, unknown>, key = ""): unknow
   return value;
 }
 
-/** The events stream's name for a namespace: `jetloop` → `jetloop_journal`. */
-export function defaultStreamName(namespace: string): string {
-  return `${checkNamespace(namespace).replaceAll(".", "_")}_journal`;
-}
-
 /** The parked store's name for a namespace: `jetloop` → `jetloop_parked`. */
 export function defaultParkedStreamName(namespace: string): string {
   return `${checkNamespace(namespace).replaceAll(".", "_")}_parked`;
@@ -77,7 +72,7 @@ export interface StreamVars {
   duplicateWindow?: number;
   /**
    * The connected server's version: `allow_atomic` and `allow_batched` are declared where
-   * it has them (server-version.ts). Default: neither (a stream any server takes).
+   * it has them (subjects/server-features.ts). Default: neither (a stream any server takes).
    */
   serverVersion?: string;
   /** Which shard of the namespace this stream is (src/streams/shards.ts). Default: the only one. */

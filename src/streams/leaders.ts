@@ -12,7 +12,7 @@ import type { JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "pino";
 import { streamLeaderStepdownSubject } from "../subjects/subjects.js";
-import { supports } from "../connection/server-version.js";
+import { supports } from "../subjects/server-features.js";
 
 /** A shard stream's leader and its peers that could lead it (online); leader "" while it has none. */
 export interface StreamLeader {

@@ -17,7 +17,7 @@ export interface JournalState {
   readonly streamRead: boolean;
   /** The stream's republish destination (the feed), if it has one. */
   readonly republishDest: string | undefined;
-  /** Where a journal read's consumer must live (subscribe/read-placement.ts); undefined for a stream not replicated, or not known. */
+  /** Where a journal read's consumer must live (journal/read-placement.ts); undefined for a stream not replicated, or not known. */
   readonly leader: Leadership | undefined;
 }
 
@@ -40,7 +40,7 @@ export interface JournalPositions {
  * `$JS.API.STREAM.INFO.<stream>`, which also answers `subjects_filter: ">"` with every
  * subject of the stream (every session and loop id): for trusted users only (the runtime,
  * the gateway, operators, services); a follower reads `OwnFilterPosition`
- * (subscribe/own-position.ts).
+ * (journal/own-position.ts).
  */
 export class JournalPosition implements JournalPositions {
   readonly #jsm: () => Promise<JetStreamManager>;

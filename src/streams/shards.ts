@@ -13,12 +13,11 @@
 import { JetStreamApiCodes, JetStreamApiError, type JetStreamManager } from "@nats-io/jetstream";
 import { OptionsError, ShardLayoutError } from "../errors.js";
 import { sessionPartition } from "../partition/partition.js";
-import { checkNamespace, type JournalShard, shardOfToken, UNSHARDED } from "../subjects/subjects.js";
+import { checkNamespace, type JournalShard, MAX_SHARDS, shardOfToken, UNSHARDED } from "../subjects/subjects.js";
 
 export type { JournalShard };
 
-/** The most shards a namespace may have: each is a stream (a Raft group on a cluster). */
-export const MAX_SHARDS = 64;
+export { MAX_SHARDS };
 
 /** Stream metadata of a shard of S > 1: how many shards, and which this is. */
 export const SHARDS_METADATA_KEY = "jetloop_shards";

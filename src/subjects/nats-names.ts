@@ -17,7 +17,7 @@ export const BatchHeaders = {
 /**
  * jetloop's own header on every message of its atomic batches: the batch's message count.
  * With the server-kept `Nats-Batch-Sequence` it says where a stored message's batch should
- * end (subscribe/turn-span.ts), so readers never end or begin inside a turn. Any writer can
+ * end (journal/turn-span.ts), so readers never end or begin inside a turn. Any writer can
  * set it: it is where a read looks, never a count it waits for (SECURITY.md).
  */
 export const TurnHeaders = {

@@ -87,6 +87,14 @@ export function checkNamespace(ns: string): string {
   return ns;
 }
 
+/** The events stream's name for a namespace: `jetloop` → `jetloop_journal`. */
+export function defaultStreamName(namespace: string): string {
+  return `${checkNamespace(namespace).replaceAll(".", "_")}_journal`;
+}
+
+/** The most shards a namespace may have: each is a stream (a Raft group on a cluster). */
+export const MAX_SHARDS = 64;
+
 function id(kind: string, value: unknown): string {
   const problem = idProblem(value);
   if (problem) throw new SubjectError(`${kind} ${JSON.stringify(value)} ${problem}`);
@@ -308,7 +316,7 @@ export function channelPrefix(ns: string, channel: Channel, shard: JournalShard 
 }
 
 /**
- * The partitioned stream (partitioned durable groups, src/subscribe/group/) stores a copy
+ * The partitioned stream (partitioned durable groups, src/group/) stores a copy
  * of the journal on `{ns}.partition.{p}.{session}.…`: the journal subject with the channel
  * token replaced by `partition` and the session's partition. The server maps it (a subject
  * transform on the stream's source of each shard, `partitionTransform`), so the journal

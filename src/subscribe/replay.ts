@@ -4,16 +4,16 @@
  * journal as it stood when the replay began; then it ends. It reads through the same path
  * as a feed subscription's history (journal-read.ts).
  */
-import type { BusContext } from "../bus-context.js";
+import type { SubscribeContext } from "./context.js";
 import { OptionsError } from "../errors.js";
 import type { EventRegistry } from "../events/registry.js";
-import type { Delivery } from "./delivery.js";
-import type { ShardJournal } from "./journal-shards.js";
-import { type EventFilter, resolveFilter, type ShardFilter } from "./filter.js";
-import type { JournalRange } from "./journal-range.js";
-import { checkPositions, checkPositionsReached, shardEnds } from "./shard-scope.js";
-import { type JournalReader, readDeliveries } from "./journal-read.js";
-import { parseReplayOptions, type ReplayOptions } from "./options.js";
+import type { Delivery } from "../sources/delivery.js";
+import type { ShardJournal } from "../journal/journal-shards.js";
+import { type EventFilter, resolveFilter, type ShardFilter } from "../sources/filter.js";
+import type { JournalRange } from "../journal/journal-range.js";
+import { checkPositions, checkPositionsReached, shardEnds } from "../sources/shard-scope.js";
+import { type JournalReader, readDeliveries } from "../sources/journal-read.js";
+import { parseReplayOptions, type ReplayOptions } from "../sources/options.js";
 
 export type { ReplayOptions };
 
@@ -47,7 +47,7 @@ export function checkReplayFilter(registry: EventRegistry<unknown>, filter: Even
  * them shard by shard, in shard order, each in its own order to its end as it stood when the
  * replay began (no order across shards), from `after` (a position per shard) or the start.
  */
-export function replay<E>(bus: BusContext<E>, filter: EventFilter, options: ReplayOptions = {}): AsyncGenerator<Delivery<E>, void, undefined> {
+export function replay<E>(bus: SubscribeContext<E>, filter: EventFilter, options: ReplayOptions = {}): AsyncGenerator<Delivery<E>, void, undefined> {
   const { fromSeq, toSeq, after, batch, onReport } = parseReplayOptions(options);
   const resolved = resolveFilter(bus.settings.namespace, checkReplayFilter(bus.registry, filter), bus.registry, bus.shards.count);
   if (after !== undefined) checkPositions("after", after, bus.shards.count);
@@ -82,14 +82,14 @@ export function replay<E>(bus: BusContext<E>, filter: EventFilter, options: Repl
 }
 
 /** A replay after a position vector: refused (OptionsError) when an entry is past its shard's end. */
-async function* checkedAfter<E>(bus: BusContext<E>, after: readonly number[], filter: readonly ShardFilter[], read: () => AsyncGenerator<Delivery<E>, void, undefined>): AsyncGenerator<Delivery<E>, void, undefined> {
+async function* checkedAfter<E>(bus: SubscribeContext<E>, after: readonly number[], filter: readonly ShardFilter[], read: () => AsyncGenerator<Delivery<E>, void, undefined>): AsyncGenerator<Delivery<E>, void, undefined> {
   await checkPositionsReached("after", after, bus.shards.all, filter);
   yield* read();
 }
 
 /** The shards' replays one after the other, each ending where its journal ended when the replay began (or at the end of a turn it ended inside). */
 async function* acrossShards<E>(
-  bus: BusContext<E>,
+  bus: SubscribeContext<E>,
   shards: readonly ShardFilter[],
   reader: (home: ShardJournal) => JournalReader<E>,
   range: (f: ShardFilter, end: number) => JournalRange & { readonly from: { readonly seq: number } },

@@ -3,23 +3,24 @@
  * (the feed or a durable consumer) and the preview part. It mirrors the Go runtime's
  * `session.SubscribeEvents`. The package exports the interface; the class stays here.
  */
-import type { BusContext } from "../bus-context.js";
+import type { SubscribeContext } from "./context.js";
 import { OptionsError, SubscriptionError } from "../errors.js";
 import type { JetloopEvent } from "../events/catalogue.js";
 import type { ConsumerFigures } from "../streams/consumer-figures.js";
-import type { Delivery, DurableDelivery } from "./delivery.js";
-import { DeliveryQueue } from "./delivery-queue.js";
-import { DurableSource } from "./durable-source.js";
-import { FeedSource } from "./feed/feed-source.js";
-import { GroupSource, type GroupStatus } from "./group/group-source.js";
-import type { GroupReport } from "./group/groups-report.js";
-import { type EventFilter, MANY_FILTER_SUBJECTS, resolveFilter, type ShardFilter } from "./filter.js";
-import { checkPositionsReached, checkStart, startIn } from "./shard-scope.js";
-import type { OpenSubscription } from "./open-subscriptions.js";
-import { type ShardPositions, type StartPosition, type SubscribeOptions, parseSubscribeOptions, type SubscriptionReport } from "./options.js";
-import { PreviewSource } from "./preview-source.js";
-import { ShardedSource } from "./sharded-source.js";
-import { BusSourceContext, type OwnSourceContext, type Source, type SourceContext } from "./source.js";
+import type { Delivery, DurableDelivery } from "../sources/delivery.js";
+import { DeliveryQueue } from "../sources/delivery-queue.js";
+import { DurableSource } from "../sources/durable-source.js";
+import { FeedSource } from "../feed/feed-source.js";
+import { GroupSource, type GroupStatus } from "../group/group-source.js";
+import type { GroupReport } from "../group/groups-report.js";
+import { type EventFilter, MANY_FILTER_SUBJECTS, resolveFilter, type ShardFilter } from "../sources/filter.js";
+import { checkPositionsReached, checkStart, startIn } from "../sources/shard-scope.js";
+import type { OpenSubscription } from "../sources/open-subscriptions.js";
+import { type ShardPositions, type StartPosition, type SubscribeOptions, parseSubscribeOptions, type SubscriptionReport } from "../sources/options.js";
+import { PreviewSource } from "../sources/preview-source.js";
+import { ShardedSource } from "../sources/sharded-source.js";
+import { BusSourceContext } from "./bus-source.js";
+import type { OwnSourceContext, Source, SourceContext } from "../sources/source.js";
 import { recordReport } from "../telemetry/index.js";
 
 export interface SubscriptionStats {
@@ -97,12 +98,12 @@ export interface Subscription<E = JetloopEvent, D extends Delivery<E> = Delivery
 export type DurableSubscription<E = JetloopEvent> = Subscription<E, DurableDelivery<E>>;
 
 /** Opens a subscription: resolves once it is in place (what is published from then on is delivered). */
-export function subscribe<E>(bus: BusContext<E>, filter: EventFilter, options: SubscribeOptions = {}): Promise<Subscription<E>> {
+export function subscribe<E>(bus: SubscribeContext<E>, filter: EventFilter, options: SubscribeOptions = {}): Promise<Subscription<E>> {
   return new SubscriptionImpl<E>(bus, filter, options).start();
 }
 
 class SubscriptionImpl<E, D extends Delivery<E> = Delivery<E>> implements Subscription<E, D>, OpenSubscription {
-  readonly #bus: BusContext<E>;
+  readonly #bus: SubscribeContext<E>;
   readonly #queue: DeliveryQueue<Delivery<E>>;
   readonly #onReport: ((r: SubscriptionReport) => void) | undefined;
   #filter: EventFilter;
@@ -124,7 +125,7 @@ class SubscriptionImpl<E, D extends Delivery<E> = Delivery<E>> implements Subscr
   /** The filter's journal subjects per shard it reads, as it started (a start's position check reads their ends). */
   readonly #filterShards: readonly ShardFilter[];
 
-  constructor(bus: BusContext<E>, filter: EventFilter, options: SubscribeOptions) {
+  constructor(bus: SubscribeContext<E>, filter: EventFilter, options: SubscribeOptions) {
     const settings = parseSubscribeOptions(options);
     const resolved = resolveFilter(bus.settings.namespace, filter, bus.registry, bus.shards.count);
     checkStart(settings.start, resolved, bus.shards.count, "a subscription");

@@ -14,7 +14,7 @@
 // never a silent skip of events stored after it.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connect, createEvent, newId, startGateway, type Delivery, type Jetloop, type JetloopEvent, type RunningGateway, type Subscription } from "../../src/index.js";
-import { supports } from "../../src/connection/server-version.js";
+import { supports } from "../../src/subjects/server-features.js";
 import { natsServerFlavor, natsServers, natsServerVersion, uniqueNamespace } from "../harness/context.js";
 
 const ATOMIC = natsServerFlavor() === "external" || supports(natsServerVersion(), "atomicBatch");

@@ -14,7 +14,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connect, createEvent, encodeEvent, type Jetloop, newId, startGateway, type RunningGateway } from "../../src/index.js";
 import { headers as natsHeaders } from "@nats-io/nats-core";
-import { supports } from "../../src/connection/server-version.js";
+import { supports } from "../../src/subjects/server-features.js";
 import { natsServerFlavor, natsServers, natsServerVersion, uniqueNamespace } from "../harness/context.js";
 import { subjectOn } from "../harness/bad-messages.js";
 

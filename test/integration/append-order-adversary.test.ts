@@ -18,7 +18,7 @@ import { settledWithin, sleep, waitFor, within } from "../harness/async.js";
 import { uniqueNamespace } from "../harness/namespace.js";
 import { startProxy, type TcpProxy } from "../harness/proxy.js";
 import { type NatsServer, startServer } from "../harness/server.js";
-import { supports } from "../../src/connection/server-version.js";
+import { supports } from "../../src/subjects/server-features.js";
 import { natsServerFlavor, natsServerVersion } from "../harness/context.js";
 
 const ACK_TIMEOUT_MS = 250;

@@ -23,7 +23,7 @@ import {
   type Jetloop,
   type JetloopEvent,
 } from "../../src/index.js";
-import { supports } from "../../src/connection/server-version.js";
+import { supports } from "../../src/subjects/server-features.js";
 import { connectTest, natsServerFlavor, natsServers, natsServerVersion, uniqueNamespace } from "../harness/context.js";
 import { rejection, sleep } from "../harness/async.js";
 import { startServer } from "../harness/server.js";

@@ -1,5 +1,5 @@
 // A turn is never half visible to a durable created at "new", nor to a resume from a "new"
-// subscription's positions (src/subscribe/turn-span.ts, durable-source.ts), against a real
+// subscription's positions (src/journal/turn-span.ts, durable-source.ts), against a real
 // nats-server: a producer commits atomic turns (generated sizes, several sessions, back to
 // back) while durables are created at "new" at generated moments (some closed after taking a
 // few deliveries and opened again on another connection, as another process would), and
@@ -16,7 +16,7 @@ import fc from "fast-check";
 import { afterAll, describe, expect, it } from "vitest";
 import { connect, createEvent, newId, type Delivery, type Jetloop, type JetloopEvent, type Subscription } from "../../src/index.js";
 import { allShards, shardOfSession, shardStreamName } from "../../src/streams/shards.js";
-import { supports } from "../../src/connection/server-version.js";
+import { supports } from "../../src/subjects/server-features.js";
 import { natsServerFlavor, natsServers, natsServerVersion, uniqueNamespace } from "../harness/context.js";
 import { sleep, waitFor } from "../harness/async.js";
 import { propertyRuns, propertyTimeout } from "../harness/property.js";

@@ -1,4 +1,4 @@
-// A durable whose consumer an operator deletes mid-stream (src/subscribe/delivery-ledger.ts,
+// A durable whose consumer an operator deletes mid-stream (src/sources/delivery-ledger.ts,
 // durable-source.ts), against a real nats-server: generated runs of deliveries, each
 // acknowledged, nak'd (with a delay longer than the test's bound, so only the recreation can
 // bring it back in time) or held unsettled when the consumer is deleted. The next event

@@ -7,7 +7,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connect, createEvent, fromConnection, marshalEvent, newId, OptionsError, ServerUnsupportedError, SubjectError, type Jetloop, type JetloopEvent } from "../../src/index.js";
-import { supports } from "../../src/connection/server-version.js";
+import { supports } from "../../src/subjects/server-features.js";
 import { connectTest, natsServerFlavor, natsServers, natsServerVersion, uniqueNamespace } from "../harness/context.js";
 import { rejection, sleep } from "../harness/async.js";
 import { messageCount, messageIdCounts } from "../harness/stream-state.js";

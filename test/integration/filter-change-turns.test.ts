@@ -1,4 +1,4 @@
-// A filter changed while turns are being committed (src/subscribe/filter-changes.ts for a
+// A filter changed while turns are being committed (src/sources/filter-changes.ts for a
 // durable, feed/feed-source.ts for a feed subscription), against a real nats-server 2.12+:
 // a producer commits atomic turns of generated sizes over four loops of one session while
 // the reader's filter changes (any number of times, at generated moments: inside a turn,
@@ -12,7 +12,7 @@
 import fc from "fast-check";
 import { afterAll, describe, expect, it } from "vitest";
 import { connect, createEvent, newId, type Delivery, type EventFilter, type Jetloop, type JetloopEvent, type Subscription } from "../../src/index.js";
-import { supports } from "../../src/connection/server-version.js";
+import { supports } from "../../src/subjects/server-features.js";
 import { natsServerFlavor, natsServers, natsServerVersion, uniqueNamespace } from "../harness/context.js";
 import { sleep } from "../harness/async.js";
 import { propertyRuns, propertyTimeout } from "../harness/property.js";

@@ -8,7 +8,7 @@ import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connect, createEvent, newId, type DurableDelivery, type DurableSubscription, type Jetloop, type JetloopEvent } from "../../src/index.js";
 import { defaultMembersStreamName, defaultPartitionedStreamName } from "../../src/streams/declared.js";
-import { partitionOwner } from "../../src/subscribe/group/assignment.js";
+import { partitionOwner } from "../../src/group/assignment.js";
 import { natsServers } from "../harness/context.js";
 import { uniqueNamespace } from "../harness/namespace.js";
 import { sleep, waitFor, within } from "../harness/async.js";

@@ -26,7 +26,7 @@ import {
   unmarshalPreview,
   type JetloopEvent,
 } from "../../src/index.js";
-import { supports } from "../../src/connection/server-version.js";
+import { supports } from "../../src/subjects/server-features.js";
 import { journalHeaderRoom } from "../../src/publish/journal-writer.js";
 import { connectTest, natsServerFlavor, natsServers, natsServerVersion, uniqueNamespace } from "../harness/context.js";
 import { startServer, type NatsServer } from "../harness/server.js";

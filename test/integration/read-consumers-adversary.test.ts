@@ -10,7 +10,7 @@ import { connect as natsConnect, type NatsConnection } from "@nats-io/transport-
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { busContext } from "../../src/bus.js";
 import { connect, createEvent, newId, ReadConsumersBusyError, type Jetloop, type JetloopEvent } from "../../src/index.js";
-import { INACTIVE_MS, OWNER_KEY } from "../../src/subscribe/read-consumers.js";
+import { INACTIVE_MS, OWNER_KEY } from "../../src/journal/read-consumers.js";
 import { natsServers, uniqueNamespace } from "../harness/context.js";
 
 const SESSION = newId();

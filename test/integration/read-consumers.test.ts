@@ -8,7 +8,7 @@ import { connect as natsConnect, type NatsConnection } from "@nats-io/transport-
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { busContext } from "../../src/bus.js";
 import { connect, createEvent, isJetloopError, newId, ReadConsumersBusyError, type Jetloop, type JetloopEvent } from "../../src/index.js";
-import { OWNER_KEY } from "../../src/subscribe/read-consumers.js";
+import { OWNER_KEY } from "../../src/journal/read-consumers.js";
 import { natsServers, uniqueNamespace } from "../harness/context.js";
 import { waitFor } from "../harness/async.js";
 

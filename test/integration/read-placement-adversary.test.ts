@@ -1,4 +1,4 @@
-// Adversary review of journal reads placed on the stream leader (src/subscribe/read-placement.ts):
+// Adversary review of journal reads placed on the stream leader (src/journal/read-placement.ts):
 // every read's consumer now lives on the stream leader, so a leader that dies takes every
 // read in flight with it. NATS.js cannot recreate a consumer whose host is gone (its
 // consumer info times out while the server still assigns the consumer to the dead peer), so

@@ -1,11 +1,11 @@
-// Journal reads on a three-replica journal (src/subscribe/read-placement.ts): the server
+// Journal reads on a three-replica journal (src/journal/read-placement.ts): the server
 // places a read's consumer on any online peer, and one still catching up counts short.
 // Every read ends by its consumer's counts only on the stream leader.
 import { connect as natsConnect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connect, createEvent, type Jetloop, type JetloopEvent, newId, SubscriptionError } from "../../src/index.js";
-import { REPLACED } from "../../src/subscribe/read-placement.js";
+import { REPLACED } from "../../src/journal/read-placement.js";
 import { provisionOnCluster, startCluster, type NatsCluster } from "../harness/cluster.js";
 import { uniqueNamespace } from "../harness/context.js";
 import { captureLogger, type CapturedLog } from "../harness/reliability/workload.js";

@@ -8,7 +8,7 @@ import { natsServers, uniqueNamespace } from "../harness/context.js";
 import { Reader } from "../harness/reader.js";
 import { sleep, waitFor } from "../harness/async.js";
 import { consumerCount } from "../harness/stream-state.js";
-import { RepublishReader, rawHeaderEnd } from "../../src/subscribe/republish-headers.js";
+import { RepublishReader, rawHeaderEnd } from "../../src/sources/republish-headers.js";
 import type { Msg } from "@nats-io/transport-node";
 import { pino } from "pino";
 

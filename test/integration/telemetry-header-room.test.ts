@@ -9,7 +9,7 @@ import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from "
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connect, createEvent, EventEncodeError, type Jetloop, MessageTooLargeError, marshalEvent, newId, PublishError } from "../../src/index.js";
-import { supports } from "../../src/connection/server-version.js";
+import { supports } from "../../src/subjects/server-features.js";
 import { journalHeaderRoom } from "../../src/publish/journal-writer.js";
 import { MAX_TRACESTATE_LENGTH } from "../../src/telemetry/traceparent.js";
 import { natsServerFlavor, natsServerVersion, uniqueNamespace } from "../harness/context.js";

@@ -11,7 +11,7 @@ import { jetstream } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { get, type IncomingMessage } from "node:http";
 import { connect, createEvent, defaultRegistry, startGateway, type DurableDelivery, encodeEvent, eventSubject, type JetloopEvent, type Jetloop, newId, publishedContext, withDelivery } from "../../src/index.js";
-import { supports } from "../../src/connection/server-version.js";
+import { supports } from "../../src/subjects/server-features.js";
 import { busContext } from "../../src/bus.js";
 import { natsServers, uniqueNamespace } from "../harness/context.js";
 import { waitFor } from "../harness/async.js";

@@ -11,7 +11,7 @@ import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { encodeEvent } from "../../src/codec/codec.js";
 import { connect, createEvent, declaredStreamConfig, newId, type Jetloop, type JetloopEvent } from "../../src/index.js";
-import { supports } from "../../src/connection/server-version.js";
+import { supports } from "../../src/subjects/server-features.js";
 import { BatchHeaders, TurnHeaders } from "../../src/subjects/nats-names.js";
 import { natsServerFlavor, natsServers, natsServerVersion, uniqueNamespace } from "../harness/context.js";
 import { Reader } from "../harness/reader.js";

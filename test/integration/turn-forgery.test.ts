@@ -1,4 +1,4 @@
-// Forged turn headers (src/subscribe/turn-span.ts), against a real nats-server: the server
+// Forged turn headers (src/journal/turn-span.ts), against a real nats-server: the server
 // stores `Nats-Batch-Sequence` and `Jetloop-Batch-Size` verbatim on a message published
 // outside any batch (no `Nats-Batch-Id`), so such a message names no turn. A "new" feed
 // subscription (both feed modes) delivers every event stored after its start whatever
@@ -13,7 +13,7 @@ import { encodeEvent } from "../../src/codec/codec.js";
 import { allShards, shardStreamName } from "../../src/streams/shards.js";
 import { eventSubject } from "../../src/subjects/subjects.js";
 import { defaultRegistry } from "../../src/events/catalogue.js";
-import { supports } from "../../src/connection/server-version.js";
+import { supports } from "../../src/subjects/server-features.js";
 import { connectTest, natsServers, natsServerVersion, uniqueNamespace } from "../harness/context.js";
 
 let nc: NatsConnection;

@@ -12,7 +12,7 @@ import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { busContext } from "../../src/bus.js";
 import { connect, createEvent, newId, type Delivery, type EventFilter, type Jetloop, type JetloopEvent, type Subscription } from "../../src/index.js";
-import { supports } from "../../src/connection/server-version.js";
+import { supports } from "../../src/subjects/server-features.js";
 import { sessionPartition } from "../../src/partition/partition.js";
 import { natsServerFlavor, natsServers, natsServerVersion, uniqueNamespace } from "../harness/context.js";
 import { sleep } from "../harness/async.js";

@@ -1,4 +1,4 @@
-// A turn is never half visible (src/subscribe/turn-span.ts), against a real nats-server
+// A turn is never half visible (src/journal/turn-span.ts), against a real nats-server
 // 2.12+: a producer commits atomic turns (generated sizes 2..500, several sessions, back to
 // back) while replays (of the namespace, of one session, of one loop) and feed subscriptions
 // ("new" and "all", both feed modes) start at generated moments, some right as a commit goes
@@ -14,7 +14,7 @@ import { encodeEvent } from "../../src/codec/codec.js";
 import { allShards, shardStreamName } from "../../src/streams/shards.js";
 import { eventSubject } from "../../src/subjects/subjects.js";
 import { defaultRegistry } from "../../src/events/catalogue.js";
-import { supports } from "../../src/connection/server-version.js";
+import { supports } from "../../src/subjects/server-features.js";
 import { connectTest, natsServerFlavor, natsServers, natsServerVersion, uniqueNamespace } from "../harness/context.js";
 import { sleep } from "../harness/async.js";
 import { propertyRuns, propertyTimeout } from "../harness/property.js";

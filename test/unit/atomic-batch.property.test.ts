@@ -6,7 +6,8 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { BatchTooLargeError } from "../../src/errors.js";
 import { newId } from "../../src/events/ids.js";
-import { batchMessageHeaders, batchSequences, checkAtomicBatchSize, MAX_ATOMIC_BATCH } from "../../src/publish/atomic-batch.js";
+import { batchMessageHeaders, batchSequences, checkAtomicBatchSize } from "../../src/publish/atomic-batch.js";
+import { MAX_ATOMIC_BATCH } from "../../src/subjects/server-features.js";
 import type { AppendRequest } from "../../src/publish/journal-writer.js";
 
 const request = (sessionId: string, fence?: number): AppendRequest => ({

@@ -8,7 +8,7 @@ import { describe, expect, it } from "vitest";
 import { CatalogEntryError, createEvent, encodeEvent, GateLedger, type JetloopEvent, newId } from "../../src/index.js";
 import { type CatalogEntry, decodeEntry, encodeEntry, ENTRY_MAX_BYTES, entryKey, entryOf, markedEntry } from "../../src/catalog/entry.js";
 import { GATES_KEPT, StatusFold, TITLE_MAX_RUNES } from "../../src/catalog/fold.js";
-import type { Delivery } from "../../src/subscribe/delivery.js";
+import type { Delivery } from "../../src/sources/delivery.js";
 
 const SEED = Number(process.env.JETLOOP_SEED ?? 3804);
 const uid = (n: number) => `0190f2a1-5b3c-7d4e-8f60-${(0xc00 + n).toString(16).padStart(12, "0")}`;

@@ -1,6 +1,6 @@
 // DeliveryQueue: the bounded buffer between a subscription's sources and its reader.
 import { describe, expect, it } from "vitest";
-import { DeliveryQueue } from "../../src/subscribe/delivery-queue.js";
+import { DeliveryQueue } from "../../src/sources/delivery-queue.js";
 
 /** Lets pending promise callbacks run. */
 const tick = () => new Promise<void>((r) => setImmediate(r));

@@ -1,12 +1,12 @@
-// The loop strategy's per-subject gap check (subscribe/feed/loop-feed.ts), against a model:
+// The loop strategy's per-subject gap check (feed/loop-feed.ts), against a model:
 // a journal of messages over a few subjects, a feed that loses some, a viewer that has read
 // everything up to a baseline. A message reveals a miss exactly when its previous message on
 // the same subject lies after the baseline and never arrived; the read then starts just
 // after the baseline.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import type { FeedMessage } from "../../src/subscribe/feed/feed.js";
-import { SubjectGaps, TAKEN_MEMORY } from "../../src/subscribe/feed/loop-feed.js";
+import type { FeedMessage } from "../../src/feed/feed.js";
+import { SubjectGaps, TAKEN_MEMORY } from "../../src/feed/loop-feed.js";
 
 const data = new Uint8Array();
 

@@ -2,8 +2,8 @@
 // filter subjects (as resolveFilter makes them) match it, and removal leaves nothing behind.
 import { describe, expect, it } from "vitest";
 import { defaultRegistry, newId } from "../../src/index.js";
-import { FeedIndex } from "../../src/subscribe/feed/feed-index.js";
-import { type EventFilter, resolveFilter } from "../../src/subscribe/filter.js";
+import { FeedIndex } from "../../src/feed/feed-index.js";
+import { type EventFilter, resolveFilter } from "../../src/sources/filter.js";
 
 const ns = "t1";
 

@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { OptionsError } from "../../src/index.js";
 import { parseBusOptions } from "../../src/connection/options.js";
 import { parseGatewayOptions } from "../../src/gateway/options.js";
-import { parseSubscribeOptions } from "../../src/subscribe/options.js";
+import { parseSubscribeOptions } from "../../src/sources/options.js";
 
 function optionOf(fn: () => unknown): string | undefined {
   try {

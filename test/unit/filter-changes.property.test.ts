@@ -1,5 +1,5 @@
-// A durable's filter changes (src/subscribe/filter-changes.ts) and its delivery ledger
-// (src/subscribe/delivery-ledger.ts), from the rules, on generated inputs: subject matching
+// A durable's filter changes (src/sources/filter-changes.ts) and its delivery ledger
+// (src/sources/delivery-ledger.ts), from the rules, on generated inputs: subject matching
 // agrees with a token-by-token model; a turn begun by a change's end is skipped for what the
 // change added, whole (every message of it judged the same), and a turn begun after it never;
 // the metadata round-trips and anything jetloop never writes is refused; the ledger's floor
@@ -7,7 +7,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { OptionsError } from "../../src/errors.js";
-import { DeliveryLedger } from "../../src/subscribe/delivery-ledger.js";
+import { DeliveryLedger } from "../../src/sources/delivery-ledger.js";
 import {
   encodeFilterChanges,
   FILTER_CHANGES_KEY,
@@ -20,9 +20,9 @@ import {
   skippedAtFilterChange,
   widens,
   withFilterChange,
-} from "../../src/subscribe/filter-changes.js";
+} from "../../src/sources/filter-changes.js";
 import { filterSelects } from "../../src/subjects/subjects.js";
-import { TURN_REACH, turnSpan } from "../../src/subscribe/turn-span.js";
+import { TURN_REACH, turnSpan } from "../../src/journal/turn-span.js";
 
 const token = fc.constantFrom("a", "b", "c", "d");
 const subject = fc.array(token, { minLength: 1, maxLength: 5 }).map((t) => t.join("."));

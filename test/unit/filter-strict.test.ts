@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 import { OptionsError } from "../../src/errors.js";
 import { defaultRegistry } from "../../src/events/catalogue.js";
 import { newId } from "../../src/events/ids.js";
-import { resolveFilter } from "../../src/subscribe/filter.js";
+import { resolveFilter } from "../../src/sources/filter.js";
 
 const FILTER_KEYS = ["ephemeral", "enduring", "sessions", "types", "families", "includeInternal"];
 const strayKey = (known: readonly string[]) =>

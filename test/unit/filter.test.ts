@@ -6,7 +6,7 @@ import {
   OptionsError,
   type EventFilter,
 } from "../../src/index.js";
-import { resolveFilter } from "../../src/subscribe/filter.js";
+import { resolveFilter } from "../../src/sources/filter.js";
 import { ID } from "./fixtures.js";
 
 const NS = "acme";

@@ -5,7 +5,7 @@
 import { describe, expect, it } from "vitest";
 import type { EventDecodeError, EventValidationError} from "../../src/index.js";
 import { defaultRegistry, newId, type JetloopEvent } from "../../src/index.js";
-import { decodeMessage } from "../../src/subscribe/delivery.js";
+import { decodeMessage } from "../../src/sources/delivery.js";
 import { badMessages, CHANNELS, MUTATIONS, SECRET_ARGUMENT, SECRET_GRANT } from "../harness/bad-messages.js";
 
 // Room for an event nested past the reader's depth limit (10,000) under the cap.

@@ -1,4 +1,4 @@
-// Where a durable created at "new" started (src/subscribe/new-start.ts): the per-shard
+// Where a durable created at "new" started (src/sources/new-start.ts): the per-shard
 // journal ends kept in its consumer's metadata read back exactly; a value jetloop never
 // writes is refused (read as none, the durable would hand out turn tails); and over
 // generated journals of contiguous turns and starts, the messages after the start that a
@@ -7,8 +7,8 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { OptionsError } from "../../src/errors.js";
-import { encodeNewStart, NEW_START_KEY, readNewStart, refuseStartPastEnds, skippedAtNewStart } from "../../src/subscribe/new-start.js";
-import { turnSpan } from "../../src/subscribe/turn-span.js";
+import { encodeNewStart, NEW_START_KEY, readNewStart, refuseStartPastEnds, skippedAtNewStart } from "../../src/sources/new-start.js";
+import { turnSpan } from "../../src/journal/turn-span.js";
 
 const startArb = fc.uniqueArray(fc.tuple(fc.integer({ min: 0, max: 9999 }), fc.nat({ max: Number.MAX_SAFE_INTEGER })), { minLength: 1, maxLength: 8, selector: ([k]) => k }).map((entries) => new Map(entries));
 

@@ -10,7 +10,7 @@ import { OptionsError } from "../../src/errors.js";
 import { parseBusOptions, parseConnectOptions } from "../../src/connection/options.js";
 import { parseGatewayOptions, parseListenOptions } from "../../src/gateway/options.js";
 import { parsePublishOptions } from "../../src/publish/options.js";
-import { parseSubscribeOptions } from "../../src/subscribe/options.js";
+import { parseSubscribeOptions } from "../../src/sources/options.js";
 
 type Form = "own" | "inherited" | "getter";
 

@@ -12,7 +12,7 @@ import { gatewayShape, listenShape, parseGatewayOptions, parseListenOptions } fr
 import { catalogShape, listShape, parseCatalogOptions, parseListOptions } from "../../src/catalog/options.js";
 import { parsePublishAllOptions, parsePublishOptions, parseReconcileOptions, publishAllShape, publishShape, reconcileShape } from "../../src/publish/options.js";
 import { consumersShape, parseConsumersOptions, parseProvisionRequest, provisionShape } from "../../src/streams/provision-options.js";
-import { durableShape, feedShape, parseReplayOptions, parseSubscribeOptions, replayShape } from "../../src/subscribe/options.js";
+import { durableShape, feedShape, parseReplayOptions, parseSubscribeOptions, replayShape } from "../../src/sources/options.js";
 
 /** A place options nest: its path from the top, a value the entry point accepts there, the keys it knows. */
 interface Nest {

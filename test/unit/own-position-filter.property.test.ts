@@ -1,11 +1,11 @@
-// The filter a restricted user's position is read under (src/subscribe/own-position.ts,
+// The filter a restricted user's position is read under (src/journal/own-position.ts,
 // positionFilter): over generated sets of journal subjects (concrete and wildcard, one
 // session or several, sharded or not), it covers every subject of the set, and it stays
 // inside the narrowest scope they share: a set within one session gives a filter within
 // that session, which a follower's grant on her session (`<root>.<session>.>`) admits.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { positionFilter } from "../../src/subscribe/own-position.js";
+import { positionFilter } from "../../src/journal/own-position.js";
 
 /** NATS subject matching: `*` one token, `>` one or more at the end (pattern over pattern: wildcards as tokens). */
 function covers(filter: string, subject: string): boolean {

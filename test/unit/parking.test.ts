@@ -13,7 +13,7 @@ import {
   SubjectError,
 } from "../../src/index.js";
 import { errorText, MAX_ERROR_CHARS, parkHeaders, readParked, readParkedAt, type ParkInput } from "../../src/parking/parked-entry.js";
-import { errorSummary } from "../../src/subscribe/durable-settlement.js";
+import { errorSummary } from "../../src/sources/durable-settlement.js";
 import { parsePartitionDurable, partitionDurable } from "../../src/partition/partition-durable.js";
 import { MAX_PARTITIONS } from "../../src/partition/partition.js";
 import { parkedStreamSubjects, replayConsumerName, streamSubjects } from "../../src/subjects/subjects.js";

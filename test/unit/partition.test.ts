@@ -2,8 +2,8 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { fnv1a32, MAX_PARTITIONS, sessionPartition } from "../../src/partition/partition.js";
-import { ownedPartitions, partitionOwner } from "../../src/subscribe/group/assignment.js";
-import { parseStreamSource, partitionedOrigin } from "../../src/subscribe/group/origin.js";
+import { ownedPartitions, partitionOwner } from "../../src/group/assignment.js";
+import { parseStreamSource, partitionedOrigin } from "../../src/group/origin.js";
 import type { JsMsg } from "@nats-io/jetstream";
 import { declaredPartitionedStreamConfig } from "../../src/streams/declared.js";
 import { allShards, shardStreamName } from "../../src/streams/shards.js";

@@ -54,14 +54,15 @@ function exportedClasses(file: string): string[] {
 /**
  * The handles the package hands out, each an exported interface over an internal class,
  * and the class's seams: public members the layers inside call, not on the interface.
+ * `ifaceFile`: where the interface is declared, when not beside its class.
  */
-const HANDLES = [
-  { file: "bus.ts", iface: "Jetloop", impl: "BusImpl", seams: ["context"] },
+const HANDLES: readonly { file: string; ifaceFile?: string; iface: string; impl: string; seams: readonly string[] }[] = [
+  { file: "bus.ts", ifaceFile: "jetloop.ts", iface: "Jetloop", impl: "BusImpl", seams: ["context"] },
   { file: "subscribe/subscription.ts", iface: "Subscription", impl: "SubscriptionImpl", seams: ["start", "owns", "fail"] },
   { file: "session.ts", iface: "SessionHandle", impl: "SessionHandleImpl", seams: [] },
   { file: "commands/gate-server.ts", iface: "GateServer", impl: "GateServerImpl", seams: ["serve"] },
   { file: "commands/controls-server.ts", iface: "ControlServer", impl: "ControlServerImpl", seams: ["serve"] },
-] as const;
+];
 
 describe("the public surface (src/index.ts)", () => {
   it("lists each export by name", () => {
@@ -77,7 +78,7 @@ describe("the public surface (src/index.ts)", () => {
   });
 
   it("a bus's members are exactly these", () => {
-    expect(interfaceMembers("bus.ts", "Jetloop")).toEqual(
+    expect(interfaceMembers("jetloop.ts", "Jetloop")).toEqual(
       [
         "close", "consumer", "consumers", "jetstreamManager", "journalOf", "journals", "log", "namespace", "nc", "parked", "provision", "publish", "publishAll",
         "registry", "removeDurable", "replay", "rules", "serveGates", "serverVersion", "session", "settings", "shards", "storedEvents", "stream", "subscribeEvents", "supports",
@@ -86,21 +87,21 @@ describe("the public surface (src/index.ts)", () => {
   });
 
   it("interfaces out, classes in: each handle is an exported interface; its class is neither exported nor a value of the package", () => {
-    for (const { file, iface, impl } of HANDLES) {
+    for (const { file, ifaceFile = file, iface, impl } of HANDLES) {
       expect(exportedClasses(file), file).toEqual([]);
       expect(Object.keys(api), iface).not.toContain(iface);
       expect(Object.keys(api), impl).not.toContain(impl);
-      expect(interfaceMembers(file, iface).length, iface).toBeGreaterThan(0);
+      expect(interfaceMembers(ifaceFile, iface).length, iface).toBeGreaterThan(0);
     }
   });
 
   it("a handle's class shows nothing beyond its interface but its named seams, and marks nothing @internal", () => {
-    for (const { file, iface, impl, seams } of HANDLES) {
+    for (const { file, ifaceFile = file, iface, impl, seams } of HANDLES) {
       const all = members(file, impl);
       expect(all.filter((m) => m.internal).map((m) => m.name), impl).toEqual([]);
       expect(all.filter((m) => m.isStatic && !m.hidden), impl).toEqual([]);
       const visible = new Set(all.filter((m) => !m.hidden && m.name !== "constructor").map((m) => m.name));
-      const allowed = new Set([...interfaceMembers(file, iface), ...seams, "[Symbol.asyncIterator]"]);
+      const allowed = new Set([...interfaceMembers(ifaceFile, iface), ...seams, "[Symbol.asyncIterator]"]);
       expect([...visible].filter((n) => !allowed.has(n)), impl).toEqual([]);
       // A seam is a seam only while the class has it: a stale entry here is dead.
       for (const seam of seams) expect(visible.has(seam), `${impl}.${seam}`).toBe(true);

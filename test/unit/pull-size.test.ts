@@ -1,8 +1,8 @@
-// Every journal pull bounded in count and in bytes (src/subscribe/pull-size.ts), for every
+// Every journal pull bounded in count and in bytes (src/journal/pull-size.ts), for every
 // batch a read may ask and every max_payload a server may have.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { PULL_BUDGET_BYTES, pullSize } from "../../src/subscribe/pull-size.js";
+import { PULL_BUDGET_BYTES, pullSize } from "../../src/journal/pull-size.js";
 
 const ROOM = 4096;
 

@@ -6,7 +6,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { OptionsError } from "../../src/errors.js";
 import { parseBusOptions } from "../../src/connection/options.js";
-import { readConsumerNames } from "../../src/subscribe/read-consumers.js";
+import { readConsumerNames } from "../../src/journal/read-consumers.js";
 
 const prefix = fc.stringMatching(/^[A-Za-z0-9-]{1,32}$/);
 const size = fc.integer({ min: 1, max: 64 });

@@ -5,7 +5,7 @@ import fc from "fast-check";
 import pino from "pino";
 import { describe, expect, it } from "vitest";
 import { SubscriptionError } from "../../src/errors.js";
-import { placeOnLeader, placementAttempts } from "../../src/subscribe/read-placement.js";
+import { placeOnLeader, placementAttempts } from "../../src/journal/read-placement.js";
 
 const node = fc.constantFrom("n1", "n2", "n3");
 const PLACEMENT_ATTEMPTS = placementAttempts(3);

@@ -1,12 +1,12 @@
 // The feed reads its three republish headers from the received bytes instead of NATS.js's
-// header map (src/subscribe/republish-headers.ts). Its answer must be the one the map
+// header map (src/sources/republish-headers.ts). Its answer must be the one the map
 // gives, for any header block: checked on NATS.js's own message class, against NATS.js's
 // own header decoding, for blocks the server writes and blocks nobody should.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { MsgHdrsImpl, MsgImpl } from "@nats-io/nats-core/internal";
 import type { Msg } from "@nats-io/transport-node";
-import { RepublishReader, rawHeaderEnd, type FeedPosition } from "../../src/subscribe/republish-headers.js";
+import { RepublishReader, rawHeaderEnd, type FeedPosition } from "../../src/sources/republish-headers.js";
 
 const STREAM = "JETLOOP_t1";
 const reader = new RepublishReader(STREAM);

@@ -1,12 +1,12 @@
-// Where a reader starts in each journal shard (src/subscribe/shard-scope.ts), from the rules:
+// Where a reader starts in each journal shard (src/sources/shard-scope.ts), from the rules:
 // a vector of positions has one entry per shard and starts each shard after its entry; a
 // single sequence names one shard's position and is refused for a reader of several; every
 // other start is the same in every shard.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { OptionsError } from "../../src/errors.js";
-import { resolveFilter } from "../../src/subscribe/filter.js";
-import { checkStart, startIn } from "../../src/subscribe/shard-scope.js";
+import { resolveFilter } from "../../src/sources/filter.js";
+import { checkStart, startIn } from "../../src/sources/shard-scope.js";
 import { defaultRegistry as registry, newId } from "../../src/index.js";
 
 const count = fc.integer({ min: 1, max: 8 });

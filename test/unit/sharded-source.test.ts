@@ -1,4 +1,4 @@
-// The composite journal source over shards (src/subscribe/sharded-source.ts), from its
+// The composite journal source over shards (src/sources/sharded-source.ts), from its
 // start rule: a start that fails stops every part, and only once each part's own start has
 // settled — a part still starting when another failed would otherwise finish starting after
 // its stop and consume on with no reader (found by RELIABILITY.md scenario 2b: a durable
@@ -6,8 +6,8 @@
 // their deliveries away from the subscription that opened afterwards).
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import type { ShardFilter } from "../../src/subscribe/filter.js";
-import { ShardedSource, type ShardPart } from "../../src/subscribe/sharded-source.js";
+import type { ShardFilter } from "../../src/sources/filter.js";
+import { ShardedSource, type ShardPart } from "../../src/sources/sharded-source.js";
 import type { JournalShard } from "../../src/streams/shards.js";
 
 interface PartPlan {

@@ -1,10 +1,10 @@
-// Forged turn headers (src/subscribe/turn-span.ts): a message of no server batch (no
+// Forged turn headers (src/journal/turn-span.ts): a message of no server batch (no
 // `Nats-Batch-Id`: its batch sequence nothing checked) names no turn, whatever sequence and
 // size it carries; with an id, the same values name the span they say.
 import { headers } from "@nats-io/nats-core";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { turnSpanOf } from "../../src/subscribe/turn-span.js";
+import { turnSpanOf } from "../../src/journal/turn-span.js";
 
 const forged = fc.record({
   k: fc.integer({ min: 1, max: 1000 }),

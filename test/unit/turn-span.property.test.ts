@@ -1,4 +1,4 @@
-// Whole turns for readers (src/subscribe/turn-span.ts): a message of a jetloop atomic batch
+// Whole turns for readers (src/journal/turn-span.ts): a message of a jetloop atomic batch
 // at stream sequence s, batch sequence k of n, tells its batch's span [s-k+1, s-k+n]; a read
 // that ended inside a span goes on to its end (never past a user's bound), a subscription
 // that starts inside one skips it. Checked over generated k, n (1..1,000) and positions, and
@@ -7,7 +7,7 @@
 import { headers } from "@nats-io/nats-core";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { begunBefore, turnSpan, turnSpanOf, turnSpanOfMessage, wholeTurnEnd } from "../../src/subscribe/turn-span.js";
+import { begunBefore, turnSpan, turnSpanOf, turnSpanOfMessage, wholeTurnEnd } from "../../src/journal/turn-span.js";
 
 const MAX = 1000;
 /** A batch size, the message's batch sequence in it, and its stream sequence (a span starting at 1 or later). */

@@ -34,7 +34,7 @@ import {
   TurnUnheldError,
 } from "../../../src/index.js";
 import { defaultRegistry } from "../../../src/events/catalogue.js";
-import { supports } from "../../../src/connection/server-version.js";
+import { supports } from "../../../src/subjects/server-features.js";
 import { MUTATIONS } from "../../harness/bad-messages.js";
 import { connectTest, natsServerVersion, provisionedBus } from "../../harness/context.js";
 import { sleep, waitFor } from "../../harness/async.js";

@@ -2,7 +2,7 @@
 // stream's duplicate window resumes without storing anything twice or losing anything —
 // unfenced through publishAll with resume, fenced by its expectedLastSeq chain.
 import { describe, expect, it } from "vitest";
-import { supports } from "../../../src/connection/server-version.js";
+import { supports } from "../../../src/subjects/server-features.js";
 import { natsServerFlavor, natsServers, natsServerVersion } from "../../harness/context.js";
 import { defaultContext } from "../../harness/reliability/scenarios/common.js";
 import { producerCrashScenario } from "../../harness/reliability/scenarios/producer-crash.js";

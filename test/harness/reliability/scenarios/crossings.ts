@@ -9,7 +9,7 @@ import type { ConsumerConfig, JetStreamManager } from "@nats-io/jetstream";
 import { PermissionViolationError, type NatsConnection } from "@nats-io/transport-node";
 import { isJetloopError, type Jetloop } from "../../../../src/index.js";
 import { partitionDurable } from "../../../../src/partition/partition-durable.js";
-import { readConsumerNames } from "../../../../src/subscribe/read-consumers.js";
+import { readConsumerNames } from "../../../../src/journal/read-consumers.js";
 
 export interface Target {
   readonly kind: "service durable" | "partition durable" | "another follower's pool" | "her own pool";

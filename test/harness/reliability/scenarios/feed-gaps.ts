@@ -15,7 +15,7 @@
 // so the bus sees the miss at the next message and delivers everything in order.
 import { connect, createEvent, newId, type Jetloop, type JetloopEvent, type Subscription, type SubscriptionReport } from "../../../../src/index.js";
 import { busContext } from "../../../../src/bus.js";
-import type { FeedMode } from "../../../../src/subscribe/options.js";
+import type { FeedMode } from "../../../../src/sources/options.js";
 import { startProxy } from "../../proxy.js";
 import { startServer } from "../../server.js";
 import { sleep } from "../../async.js";
