@@ -8,7 +8,7 @@
 import { jetstream } from "@nats-io/jetstream";
 import type { Jetloop } from "../bus.js";
 import { requireFeature } from "../connection/server-version.js";
-import { AttachError } from "../errors.js";
+import { AttachError, NotProvisionedError } from "../errors.js";
 import { Discovery, listGoSessions } from "./discovery.js";
 import { GO_SESSIONS_ALL, overlapsGoSessions } from "./go-layout.js";
 import { type AttachOptions, parseAttachOptions } from "./options.js";
@@ -49,6 +49,16 @@ export async function attach(bus: Jetloop, options?: AttachOptions): Promise<Att
   requireFeature(bus.serverVersion, "fencing");
   checkNoOverlap(bus);
   const jsm = await bus.jetstreamManager();
+  for (const j of bus.journals()) {
+    const exists = await jsm.streams.info(j.stream).then(
+      () => true,
+      (e: unknown) => {
+        if ((e as { code?: number }).code === 10059) return false;
+        throw e;
+      },
+    );
+    if (!exists) throw new NotProvisionedError(j.stream);
+  }
   const js = jetstream(bus.nc, { timeout: settings.ackTimeoutMs });
   const report =
     settings.onReport ??
