@@ -37,7 +37,7 @@ export interface Attach {
  */
 export function checkNoOverlap(bus: Pick<Jetloop, "journals" | "namespace">): void {
   for (const j of bus.journals()) {
-    if (overlapsGoSessions(j.subject) || overlapsGoSessions(bus.namespace)) {
+    if (overlapsGoSessions(j.subject) || overlapsGoSessions(`${bus.namespace}.>`)) {
       throw new AttachError(undefined, "layout", `the journal's subjects ${j.subject} overlap the Go runtime's ${GO_SESSIONS_ALL}: choose another namespace`);
     }
   }

@@ -5,13 +5,14 @@
  * object store. The one place the attach spells them.
  */
 import { isCanonicalUuid } from "../events/ids.js";
+import { GO_SESSION_SUBJECTS, subjectsOverlap } from "../streams/foreign-subjects.js";
 
 /** The subject root every Go session ledger is written under: `sessions.<uuid>`. */
 export const GO_SUBJECT_ROOT = "sessions";
 /** Every Go session's subject (one token per session id). */
 export const GO_SESSIONS_FILTER = `${GO_SUBJECT_ROOT}.*`;
 /** The subjects a jetloop stream must not capture: the Go runtime's stream creation would fail. */
-export const GO_SESSIONS_ALL = `${GO_SUBJECT_ROOT}.>`;
+export const GO_SESSIONS_ALL = GO_SESSION_SUBJECTS;
 
 /** The catalog: KV bucket `natsstore_kv`, key `sessions/<uuid>`, value the session's SessionMeta JSON. */
 export const GO_CATALOG_BUCKET = "natsstore_kv";
@@ -74,12 +75,7 @@ export function objectChunkSubject(nuid: string): string {
   return `$O.${GO_BLOB_BUCKET}.C.${nuid}`;
 }
 
-/**
- * Whether a subject filter of a jetloop stream can capture a Go ledger subject: its first
- * token is `sessions`, `*` or `>`. The namespace is the first token of every jetloop
- * subject, so a namespace `sessions` (or `sessions.…`) is the case that matters.
- */
+/** Whether a subject filter of a jetloop stream can capture a Go ledger subject (streams/foreign-subjects.ts). */
 export function overlapsGoSessions(filter: string): boolean {
-  const first = filter.split(".")[0];
-  return first === GO_SUBJECT_ROOT || first === "*" || first === ">";
+  return subjectsOverlap(filter, GO_SESSIONS_ALL);
 }

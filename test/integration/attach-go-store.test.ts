@@ -172,4 +172,18 @@ describe("attach: the recorded Go session store", () => {
       await a.close();
     }
   }, 60_000);
+
+  it("provision refuses a namespace whose streams would capture the Go sessions' subjects, and attach refuses it too", async () => {
+    const clash = await connect({ servers: server.url, namespace: "sessions" });
+    try {
+      await expect(clash.provision()).rejects.toMatchObject({ code: "OPTIONS_INVALID", option: "namespace" });
+      await expect(attach(clash)).rejects.toMatchObject({ code: "ATTACH_FAILED", reason: "layout" });
+      // Nothing was created beside the Go streams.
+      const names: string[] = [];
+      for await (const n of jsm.streams.names()) names.push(n);
+      expect(names.filter((n) => n.startsWith("sessions_") && !n.startsWith("sessions_s"))).toEqual([]);
+    } finally {
+      await clash.close();
+    }
+  });
 });
