@@ -7,7 +7,7 @@
 import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { connect as natsConnect, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { attach, connect, type Jetloop } from "../../src/index.js";
+import { attach, connect, openSessionCatalog, type Jetloop } from "../../src/index.js";
 import { goSeqOf } from "../../src/attach/journal-position.js";
 import { appendGoRecord, goBlobPointer, goEnvelope, loadRecording, readBack, readRecording, recordedGoEvents, sha256Hex } from "../harness/natsstore.js";
 import { uniqueNamespace } from "../harness/namespace.js";
@@ -125,6 +125,16 @@ describe("attach: the recorded Go session store", () => {
       await a.close();
     }
   }, 60_000);
+
+  it("lists the attached sessions as the Go catalog lists them: title, state, created_at", async () => {
+    const catalog = await openSessionCatalog(bus);
+    const rows = (await catalog.list()).sessions;
+    for (const go of readRecording().catalog.list_sessions) {
+      const row = rows.find((r) => r.sessionId === go.session_id);
+      expect(row, String(go.session_id)).toBeDefined();
+      expect({ title: row!.title, state: row!.state, created_at: row!.createdAt }).toEqual({ title: go.title, state: go.state, created_at: go.created_at });
+    }
+  });
 
   it("keeps internal events internal: a feed reader without includeInternal sees the public ones only", async () => {
     const all: string[] = [];
