@@ -14,6 +14,7 @@ import { GO_SESSIONS_ALL, overlapsGoSessions } from "./go-layout.js";
 import { type AttachOptions, parseAttachOptions } from "./options.js";
 import { type AttachedSession, type AttachReport, type DiscoveredVia, SessionFollower } from "./session-follower.js";
 import { Slots } from "./slots.js";
+import { observeAttach } from "../telemetry/metrics.js";
 
 export type { AttachOptions };
 
@@ -97,6 +98,19 @@ export async function attach(bus: Jetloop, options?: AttachOptions): Promise<Att
   };
   const discovery = new Discovery(bus.nc, jsm, { session: seen, meta: (sid, meta) => metas.set(sid, meta), error: (e) => report({ kind: "error", error: e }) }, settings.resyncMs);
   await discovery.start();
+  // Gauges for the metrics endpoint: sessions by state, the lag summed (telemetry/metrics.ts).
+  const gauges = {
+    states: () => {
+      const m = new Map<string, number>();
+      for (const f of followers.values()) {
+        const st = f.figures().state;
+        m.set(st, (m.get(st) ?? 0) + 1);
+      }
+      return m;
+    },
+    lag: () => [...followers.values()].reduce((n, f) => n + f.figures().lag, 0),
+  };
+  const unobserve = observeAttach(gauges);
 
   const handle: Attach = {
     sessions: () => [...followers.values()].map((f) => f.figures()).sort((a, b) => a.sessionId.localeCompare(b.sessionId)),
@@ -117,6 +131,7 @@ export async function attach(bus: Jetloop, options?: AttachOptions): Promise<Att
     async close() {
       if (closed) return;
       closed = true;
+      unobserve();
       discovery.close();
       await Promise.all([...followers.values()].map((f) => f.close()));
     },

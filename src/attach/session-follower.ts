@@ -16,6 +16,7 @@ import { goStreamName, goSubject } from "./go-layout.js";
 import { journalPosition } from "./journal-position.js";
 import { resolveRecord } from "./record.js";
 import type { Slots } from "./slots.js";
+import { recordAttachError, recordAttachRecord } from "../telemetry/metrics.js";
 
 /** What the attach reports as it goes (options.onReport). */
 export type AttachReport =
@@ -147,6 +148,7 @@ export class SessionFollower {
   async #park(goSeq: number, subject: string, data: Uint8Array, error: GoRecordError): Promise<void> {
     await this.deps.park({ durable: parkedOwner(this.sessionId), journalSeq: goSeq, subject, data, deliveryCount: 1, reason: "poison", errorCode: error.code, errorMessage: error.message });
     this.#parked++;
+    recordAttachRecord("parked");
     this.deps.report({ kind: "parked", sessionId: this.sessionId, goSeq, error });
   }
 
@@ -181,6 +183,7 @@ export class SessionFollower {
             const outcome = await resolveRecord({ sessionId: this.sessionId, jsm, registry: this.deps.registry, maxEventBytes: this.deps.maxEventBytes }, m.seq, m.data);
             if (outcome.kind === "kept_out") {
               this.#keptOut++;
+              recordAttachRecord("kept_out");
             } else if (outcome.kind === "unreadable") {
               await this.#park(m.seq, subject, m.data, outcome.error);
             } else {
@@ -208,6 +211,7 @@ export class SessionFollower {
               }
               if (r.collided) this.deps.report({ kind: "collision", sessionId: this.sessionId, goSeq: m.seq, eventId: outcome.event.eventId });
               this.#appended++;
+              recordAttachRecord("appended");
               this.#journalSeq = r.journalSeq;
             }
             this.#goSeq = m.seq;
@@ -230,6 +234,7 @@ export class SessionFollower {
         }
         if (this.#closed || this.deps.isClosed()) return;
         this.#state = "retrying";
+        recordAttachError();
         this.#lastError = (e as Error).message;
         this.deps.report({ kind: "error", sessionId: this.sessionId, error: e as Error });
         // Read the journal's position again: an append may have been stored unanswered.

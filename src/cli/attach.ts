@@ -2,6 +2,7 @@ import { parseArgs } from "node:util";
 import { attach } from "../attach/attach.js";
 import type { AttachedSession, AttachReport } from "../attach/session-follower.js";
 import { connect } from "../bus.js";
+import { startMetricsServer } from "../gateway/metrics-server.js";
 import { UsageError } from "../errors.js";
 import { connectionFlags, connectionHelp, connectOptions, parse, positiveInt } from "./args.js";
 
@@ -22,6 +23,12 @@ Provision the namespace first (jetloop provision); needs nats-server 2.11+.
                     (default 30; 0 never)
   --json            status and reports as one JSON object per line
   --readers N       sessions reading their ledger at once (default 16)
+  --metrics HOST:PORT  serve jetloop's metrics in Prometheus text format on
+                    http://HOST:PORT/metrics, the attach's among them: jetloop_attach_sessions
+                    (by state), jetloop_attach_lag, jetloop_attach_records_total (by
+                    outcome), jetloop_attach_errors_total (needs the packages
+                    @opentelemetry/api, @opentelemetry/sdk-metrics,
+                    @opentelemetry/exporter-prometheus; loopback only)
 
 ${connectionHelp}`;
 
@@ -50,7 +57,7 @@ export async function attachCommand(argv: string[], out: (s: string) => void, er
   const { values } = parse(() =>
     parseArgs({
       args: argv,
-      options: { ...connectionFlags, "go-store": { type: "boolean" }, once: { type: "boolean" }, "status-every": { type: "string" }, json: { type: "boolean" }, readers: { type: "string" } },
+      options: { ...connectionFlags, "go-store": { type: "boolean" }, once: { type: "boolean" }, "status-every": { type: "string" }, json: { type: "boolean" }, readers: { type: "string" }, metrics: { type: "string" } },
       strict: true,
       tokens: true,
     }),
@@ -63,7 +70,13 @@ export async function attachCommand(argv: string[], out: (s: string) => void, er
   const every = values["status-every"] === "0" ? 0 : (positiveInt("status-every", values["status-every"]) ?? 30);
   const readers = positiveInt("readers", values.readers);
   const json = values.json === true;
-  const bus = await connect(connectOptions(values));
+  // Before the bus: the meter provider must be set before anything records (gateway.ts does the same).
+  const metrics = values.metrics === undefined ? undefined : await startMetricsServer({ listen: values.metrics });
+  if (metrics) err(`jetloop attach metrics on ${metrics.url}`);
+  const bus = await connect(connectOptions(values)).catch(async (e: unknown) => {
+    await metrics?.close();
+    throw e;
+  });
   try {
     const a = await attach(bus, { onReport: (r) => err(reportLine(r, json)), ...(readers === undefined ? {} : { readers }) });
     const status = () => {
@@ -90,5 +103,6 @@ export async function attachCommand(argv: string[], out: (s: string) => void, er
     }
   } finally {
     await bus.close();
+    await metrics?.close();
   }
 }

@@ -27,8 +27,8 @@ interface Child {
   stderr(): string;
 }
 
-function startAttach(url: string, ns: string): Child {
-  const child = spawn(process.execPath, ["--import", "tsx", join(REPO_ROOT, "src/cli/main.ts"), "attach", "--go-store", "-s", url, "-n", ns, "--status-every", "0"], {
+function startAttach(url: string, ns: string, ...extra: string[]): Child {
+  const child = spawn(process.execPath, ["--import", "tsx", join(REPO_ROOT, "src/cli/main.ts"), "attach", "--go-store", "-s", url, "-n", ns, "--status-every", "0", ...extra], {
     cwd: REPO_ROOT,
     env: { ...process.env, JETLOOP_LOG_LEVEL: "warn" },
     stdio: ["ignore", "pipe", "pipe"],
@@ -141,7 +141,7 @@ describe("attach: killed mid-session and restarted", () => {
 
     // After the duplicate window (3 s): only the journal can say what was stored.
     await new Promise((r) => setTimeout(r, 3500));
-    a = startAttach(server.url, bus.namespace);
+    a = startAttach(server.url, bus.namespace, "--metrics", "127.0.0.1:0");
     children.push(a.child);
     await a.caughtUp;
     stopWriting = true;
@@ -151,6 +151,14 @@ describe("attach: killed mid-session and restarted", () => {
     await waitFor("every Go event in the journal", async () => (await stored()) >= total, 120_000);
     // A moment more: anything appended twice would show now.
     await new Promise((r) => setTimeout(r, 500));
+    // What the metrics endpoint says of it: four sessions following, nothing behind.
+    const metricsUrl = /jetloop attach metrics on (\S+)/.exec(a.stderr())?.[1];
+    expect(metricsUrl, a.stderr()).toBeDefined();
+    const scrape = await (await fetch(metricsUrl!)).text();
+    reportFigure(`attach metrics scrape: ${scrape.split("\n").filter((l) => l.includes("attach")).join(" | ")}`);
+    expect(scrape).toMatch(/^jetloop_attach_sessions\{state="following"[^}]*\} 4$/m);
+    expect(scrape).toMatch(/^jetloop_attach_lag(\{[^}]*\})? 0$/m);
+    expect(scrape).toMatch(/^jetloop_attach_records_total\{outcome="appended"[^}]*\} \d+$/m);
     a.child.kill("SIGTERM");
     await a.exited;
 
