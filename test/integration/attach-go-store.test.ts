@@ -183,6 +183,24 @@ describe("attach: the recorded Go session store", () => {
     }
   }, 60_000);
 
+  it("two attaches racing on one namespace append each Go event once: the fence, not a lease, decides", async () => {
+    const race = await connect({ servers: server.url, namespace: uniqueNamespace("race") });
+    const race2 = await connect({ servers: server.url, namespace: race.namespace });
+    try {
+      await race.provision();
+      const [a, b] = await Promise.all([attach(race, { pollMs: 50, readers: 1 }), attach(race2, { pollMs: 50, readers: 3 })]);
+      await Promise.all([a.caughtUp(), b.caughtUp()]);
+      await Promise.all([a.close(), b.close()]);
+      const counts = tally(recordedGoEvents(), await journal(jsm, race.stream), race.namespace);
+      reportFigure(`two attaches racing: ${JSON.stringify({ ...counts, appendedByEach: [a.sessions(), b.sessions()].map((l) => l.reduce((n, x) => n + x.appended, 0)) })}`);
+      // The recording's 58, and the good event the fault test wrote after its parked records.
+      expect(counts).toMatchObject({ goEvents: 58, jetloopEvents: 59, duplicated: 0, missing: 0, outOfOrder: 0, mismatched: 0 });
+    } finally {
+      await race2.close();
+      await race.close();
+    }
+  }, 60_000);
+
   it("provision refuses a namespace whose streams would capture the Go sessions' subjects, and attach refuses it too", async () => {
     const clash = await connect({ servers: server.url, namespace: "sessions" });
     try {
