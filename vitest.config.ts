@@ -36,6 +36,7 @@ const NEWEST_ONLY = [
   // the attach's fence on a session's journal subjects, which needs 2.11+.
   "test/integration/attach-go-store.test.ts",
   "test/integration/attach-kill.test.ts",
+  "test/integration/attach-permissions.test.ts",
   "test/integration/go-interop-doc.test.ts",
 ];
 
