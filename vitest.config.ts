@@ -37,6 +37,7 @@ const NEWEST_ONLY = [
   "test/integration/attach-go-store.test.ts",
   "test/integration/attach-kill.test.ts",
   "test/integration/attach-permissions.test.ts",
+  "test/integration/attach-many.test.ts",
   "test/integration/go-interop-doc.test.ts",
 ];
 
