@@ -65,7 +65,7 @@ export default tseslint.config(
     // BusContext (bus-context.ts), never on the Jetloop class.
     files: ["src/**/*.ts", "src/**/*.cts"],
     // Above the facade: the CLI and the gateway are the SDK's own users.
-    ignores: ["src/bus.ts", "src/index.ts", "src/cli/**", "src/gateway/**", "src/catalog/**"],
+    ignores: ["src/bus.ts", "src/index.ts", "src/cli/**", "src/gateway/**", "src/catalog/**", "src/attach/**"],
     rules: {
       "no-restricted-imports": [
         "error",
@@ -73,7 +73,7 @@ export default tseslint.config(
           patterns: [
             { regex: "(^|/)bus\\.js$", message: "Below the facade: depend on BusContext (src/bus-context.ts), not on bus.ts." },
             { regex: "^(\\.\\.?/)+index\\.js$", message: "Below the facade: import the module itself, not the package surface (src/index.ts)." },
-            { regex: "^(\\.\\.?/)+(cli|gateway|web|catalog)/", message: "Below the facade: cli/, gateway/, catalog/ and web/ are the SDK's users; nothing below imports them (src/README.md)." },
+            { regex: "^(\\.\\.?/)+(cli|gateway|web|catalog|attach)/", message: "Below the facade: cli/, gateway/, catalog/, attach/ and web/ are the SDK's users; nothing below imports them (src/README.md)." },
           ],
         },
       ],
@@ -93,7 +93,7 @@ export default tseslint.config(
     // The facade: bus.ts takes the runtime only; index.ts (the package surface) also the gateway.
     files: ["src/bus.ts"],
     rules: {
-      "no-restricted-imports": ["error", { patterns: [{ regex: "^\\./(cli|gateway|web|catalog)/", message: "bus.ts is the facade: cli/, gateway/, catalog/ and web/ are its users (src/README.md)." }] }],
+      "no-restricted-imports": ["error", { patterns: [{ regex: "^\\./(cli|gateway|web|catalog|attach)/", message: "bus.ts is the facade: cli/, gateway/, catalog/, attach/ and web/ are its users (src/README.md)." }] }],
     },
   },
   {
@@ -115,7 +115,17 @@ export default tseslint.config(
     rules: {
       "no-restricted-imports": [
         "error",
-        { patterns: [{ regex: "^\\.\\./(cli/|gateway/|web/|index\\.js$)", message: "src/catalog/ is read by the gateway and the CLI and exported by index.ts; it imports none of them, nor web/ (src/README.md)." }] },
+        { patterns: [{ regex: "^\\.\\./(cli/|gateway/|web/|attach/|index\\.js$)", message: "src/catalog/ is read by the gateway and the CLI and exported by index.ts; it imports none of them, nor web/ or attach/ (src/README.md)." }] },
+      ],
+    },
+  },
+  {
+    // The attach follows a Go runtime's store into the journal: on the facade and the catalog (which it feeds); run by the CLI, exported by index.ts.
+    files: ["src/attach/**/*.ts"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        { patterns: [{ regex: "^\\.\\./(cli/|gateway/|web/|index\\.js$)", message: "src/attach/ is run by the CLI and exported by index.ts; it imports neither, nor gateway/ or web/ (src/README.md)." }] },
       ],
     },
   },
@@ -125,7 +135,7 @@ export default tseslint.config(
     rules: {
       "no-restricted-imports": [
         "error",
-        { patterns: [{ regex: "^\\.\\./(cli/|web/|index\\.js$)", message: "src/gateway/ is started by the CLI and exported by index.ts; it imports neither, nor web/ (src/README.md)." }] },
+        { patterns: [{ regex: "^\\.\\./(cli/|web/|attach/|index\\.js$)", message: "src/gateway/ is started by the CLI and exported by index.ts; it imports neither, nor web/ or attach/ (src/README.md)." }] },
       ],
     },
   },

@@ -47,7 +47,9 @@ export type JetloopErrorCode =
   | "CATALOG_ENTRY_INVALID"
   | "CATALOG_ENTRY_POISONED"
   | "CATALOG_FAILED"
-  | "NATS_SERVER_MISSING";
+  | "NATS_SERVER_MISSING"
+  | "GO_RECORD_UNREADABLE"
+  | "ATTACH_FAILED";
 
 export class JetloopError extends Error {
   readonly code: JetloopErrorCode;
@@ -654,5 +656,44 @@ export class CatalogEntryPoisonedError extends JetloopError {
     options?: { cause?: unknown },
   ) {
     super("CATALOG_ENTRY_POISONED", `session ${sessionId}: its catalog entry is marked ${reason} at journal sequence ${journalSeq}`, options);
+  }
+}
+
+/**
+ * Why a Go ledger record cannot be read as the Go runtime's reader reads it
+ * (src/attach/README.md): the envelope Go refuses (`envelope`), a blob pointer whose
+ * object is missing or unreadable (`blob_unavailable`) or whose bytes are not its size
+ * and sha256 (`blob_integrity`), an event body Go's UnmarshalEvent would refuse or
+ * jetloop's codec cannot take (`event`), an event of another session than its ledger's
+ * (`session_mismatch`). The record is parked and costs its session that record alone.
+ */
+export type GoRecordProblem = "envelope" | "blob_unavailable" | "blob_integrity" | "event" | "session_mismatch";
+
+export class GoRecordError extends JetloopError {
+  constructor(
+    readonly sessionId: string,
+    readonly goSeq: number,
+    readonly problem: GoRecordProblem,
+    detail: string,
+    options?: { cause?: unknown },
+  ) {
+    super("GO_RECORD_UNREADABLE", `Go session ${sessionId}, record ${goSeq}: ${problem}: ${detail}`, options);
+  }
+}
+
+/**
+ * The attach could not follow a Go session's ledger into the journal: the journal holds
+ * events of that session no attach wrote (`foreign`: the session is not followed), the
+ * journal refused an append for a reason of its own (`refused`), or the deployment's
+ * layout forbids it (`layout`: a jetloop namespace that captures the Go subjects).
+ */
+export class AttachError extends JetloopError {
+  constructor(
+    readonly sessionId: string | undefined,
+    readonly reason: "foreign" | "refused" | "layout",
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super("ATTACH_FAILED", sessionId === undefined ? message : `Go session ${sessionId}: ${message}`, options);
   }
 }

@@ -41,6 +41,9 @@ export {
   SubjectError,
   TelemetryUnavailableError,
   ReadConsumersBusyError,
+  GoRecordError,
+  AttachError,
+  type GoRecordProblem,
   type CommandErrorCode,
   type CommandOutcome,
   type DecodeFailure,
@@ -267,6 +270,9 @@ export {
   type ListenOptions,
   type RunningGateway,
 } from "./gateway/index.js";
+// The Go runtime's own session store followed into the journal (src/attach/README.md).
+export { attach, type Attach, type AttachOptions } from "./attach/attach.js";
+export type { AttachedSession, AttachReport, DiscoveredVia, SessionState as AttachedSessionState } from "./attach/session-follower.js";
 // The session catalog (src/catalog/README.md): one entry per session, what lists read.
 export {
   openSessionCatalog,

@@ -4,6 +4,7 @@
  */
 import { ConnectionFailedError, isJetloopError, NatsServerMissingError, OptionsError, PermissionDeniedError, UsageError } from "../errors.js";
 import { asUsageError } from "./args.js";
+import { attachCommand, attachHelp } from "./attach.js";
 import { consumersCommand, consumersHelp } from "./consumers.js";
 import { demoAnswererCommand, demoCommand, demoHelp } from "./demo.js";
 import { devCommand, devHelp } from "./dev.js";
@@ -31,6 +32,7 @@ Commands:
   rules       list or remove the workspace rules "Approve always" persisted
   demo        run a tool approval sequence end to end (approve and deny)
   gateway     serve the runtime's HTTP surface (journal, SSE, gate answers) and a web page
+  attach      follow a Go runtime's own session store (natsstore) into the journal
   dev         a local nats-server, the gateway and a simulated loop, in one step
 
 Run jetloop <command> --help for a command's options.
@@ -59,6 +61,7 @@ const commands: Record<string, Command> = {
   rules: { run: (a, io) => rulesCommand(a, io.out, io.err), help: rulesHelp },
   demo: { run: (a, io) => demoCommand(a, io.out, io.err), help: demoHelp },
   gateway: { run: (a, io) => gatewayCommand(a, io.out, io.err), help: gatewayHelp },
+  attach: { run: (a, io) => attachCommand(a, io.out, io.err), help: attachHelp },
   dev: { run: (a, io) => devCommand(a, io.out), help: devHelp },
   "demo-answerer": { run: (a, io) => demoAnswererCommand(a, io.out), help: usage },
 };

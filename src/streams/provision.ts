@@ -14,6 +14,7 @@ import {
   type StreamVars,
 } from "./declared.js";
 import type { JournalShard } from "./shards.js";
+import { refuseGoSessionOverlap } from "./foreign-subjects.js";
 
 /** Fields a live stream cannot change. */
 const IMMUTABLE = new Set(["name", "storage", "retention"]);
@@ -80,16 +81,20 @@ function requireRepublish(config: { republish?: unknown }, desired: Record<strin
 }
 
 /** The events stream from `streams/events.json`. */
-export function provisionStream(jsm: JetStreamManager, options: ProvisionOptions): Promise<ProvisionReport> {
-  return provisionDeclared(jsm, options.stream, declaredStreamConfig(options), options.mode, options.serverVersion);
+export async function provisionStream(jsm: JetStreamManager, options: ProvisionOptions): Promise<ProvisionReport> {
+  const config = declaredStreamConfig(options);
+  refuseGoSessionOverlap(options.stream, config);
+  return provisionDeclared(jsm, options.stream, config, options.mode, options.serverVersion);
 }
 
 /** The parked store from `streams/parked.json`. */
-export function provisionParkedStream(
+export async function provisionParkedStream(
   jsm: JetStreamManager,
   options: Pick<ProvisionOptions, "namespace" | "stream" | "replicas" | "mode" | "serverVersion">,
 ): Promise<ProvisionReport> {
-  return provisionDeclared(jsm, options.stream, declaredParkedStreamConfig(options), options.mode, options.serverVersion);
+  const config = declaredParkedStreamConfig(options);
+  refuseGoSessionOverlap(options.stream, config);
+  return provisionDeclared(jsm, options.stream, config, options.mode, options.serverVersion);
 }
 
 /**

@@ -39,6 +39,10 @@ export const METRICS = {
   sseBytes: define("jetloop.gateway.sse.bytes", "counter", "By", [], "Bytes of SSE frames written (heartbeats excluded)"),
   ssePreviewsDropped: define("jetloop.gateway.sse.previews_dropped", "observable_counter", "{preview}", [], "Previews the gateway dropped for an SSE client whose socket was backed up"),
   sseSlowDisconnects: define("jetloop.gateway.sse.slow_disconnects", "observable_counter", "{client}", [], "SSE clients disconnected for not draining in time"),
+  attachSessions: define("jetloop.attach.sessions", "observable_gauge", "{session}", ["state"], "Go runtime sessions an attach follows, by state: starting, catching_up, following, retrying, stopped"),
+  attachLag: define("jetloop.attach.lag", "observable_gauge", "{record}", [], "Go ledger records an attach has seen and not yet handled, summed over its sessions (a session's own lag: jetloop attach's status)"),
+  attachRecords: define("jetloop.attach.records", "counter", "{record}", ["outcome"], "Go ledger records an attach handled, by outcome: appended, kept_out, parked"),
+  attachErrors: define("jetloop.attach.errors", "counter", "{error}", [], "Failures an attach retried (the Go side or the journal unreachable, an append refused): each a session's read again from the journal"),
 } as const;
 
 /**
@@ -159,4 +163,45 @@ export function observeGateway(counters: SseCounters): void {
       return c;
     });
   }
+}
+
+/** What an attach's gauges read (src/attach/attach.ts). */
+export interface AttachGauges {
+  readonly states: () => ReadonlyMap<string, number>;
+  readonly lag: () => number;
+}
+
+// Held until the attach closes (its close() unregisters): a weak reference would let the
+// gauges go while the attach still runs, since nothing else holds them.
+const attaches = new Set<AttachGauges>();
+
+/** Counts a Go ledger record an attach handled. */
+export function recordAttachRecord(outcome: "appended" | "kept_out" | "parked"): void {
+  counter(METRICS.attachRecords)?.add(1, attr("outcome", outcome));
+}
+
+/** Counts a failure an attach retried. */
+export function recordAttachError(): void {
+  counter(METRICS.attachErrors)?.add(1);
+}
+
+/** Registers an attach's gauges until the returned function is called; the callbacks sum over every open attach of the process. */
+export function observeAttach(g: AttachGauges): () => void {
+  attaches.add(g);
+  const live = () => [...attaches];
+  instrument(METRICS.attachSessions.name, (m) => {
+    const gauge = m.createObservableGauge(METRICS.attachSessions.name, { unit: METRICS.attachSessions.unit, description: METRICS.attachSessions.description });
+    gauge.addCallback((o) => {
+      const sums = new Map<string, number>();
+      for (const x of live()) for (const [state, n] of x.states()) sums.set(state, (sums.get(state) ?? 0) + n);
+      for (const [state, n] of sums) o.observe(n, attr("state", state));
+    });
+    return gauge;
+  });
+  instrument(METRICS.attachLag.name, (m) => {
+    const gauge = m.createObservableGauge(METRICS.attachLag.name, { unit: METRICS.attachLag.unit, description: METRICS.attachLag.description });
+    gauge.addCallback((o) => o.observe(live().reduce((n, x) => n + x.lag(), 0)));
+    return gauge;
+  });
+  return () => attaches.delete(g);
 }

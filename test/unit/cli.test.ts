@@ -43,6 +43,7 @@ const COMMANDS: Record<string, string[]> = {
   demo: [],
   gateway: [],
   dev: [],
+  attach: ["--go-store"],
 };
 
 /** A bad input, the flag its message must name. */
@@ -98,6 +99,11 @@ const COMMAND_BAD: Record<string, [string[], string][]> = {
     [["--every", "0"], "--every"],
     [["--max-open", "many"], "--max-open"],
   ],
+  attach: [
+    [["--status-every", "soon"], "--status-every"],
+    [["--readers", "0"], "--readers"],
+    [["--go-store", "--go-store=x"], "--go-store"],
+  ],
 };
 
 const table = Object.entries(COMMANDS).flatMap(([command, ok]) =>
@@ -113,6 +119,12 @@ describe("jetloop CLI usage errors", () => {
     expect(rest.join("\n")).toContain(`jetloop ${command.split(" ")[0]}`);
     expect(rest.join("\n")).toContain("--server");
     expect(r.stdout).toBe("");
+  });
+
+  it("attach without --go-store: exit 2 naming it (it says what to attach), before connecting", async () => {
+    const r = await cli(["attach"]);
+    expect(r.code).toBe(2);
+    expect(r.stderr.split("\n")[0]).toMatch(/^jetloop attach: OPTIONS_INVALID: --go-store is required/);
   });
 
   it("a bad server or namespace from the environment is named by its variable", async () => {

@@ -40,6 +40,7 @@ const PLACES = {
   bus: "src/bus.ts",
   index: "src/index.ts",
   catalog: "src/catalog/catalog.ts",
+  attach: "src/attach/attach.ts",
   gateway: "src/gateway/handler.ts",
   cli: "src/cli/main.ts",
   web: "src/web/app.ts",
@@ -69,10 +70,11 @@ function allowed(from: Place, to: Place): boolean {
   if (ff !== undefined) return ft !== undefined && ft < ff; // a floor: only the floors below
   if (from === "web") return to === "codec" || to === "projection";
   if (from === "jetloop") return ft !== undefined; // the facade's interface: every floor
-  if (from === "bus") return to !== "gateway" && to !== "cli" && to !== "web" && to !== "catalog";
-  if (from === "catalog") return to !== "gateway" && to !== "cli" && to !== "web" && to !== "index";
+  if (from === "bus") return to !== "gateway" && to !== "cli" && to !== "web" && to !== "catalog" && to !== "attach";
+  if (from === "catalog") return to !== "gateway" && to !== "cli" && to !== "web" && to !== "index" && to !== "attach";
+  if (from === "attach") return to !== "gateway" && to !== "cli" && to !== "web" && to !== "index";
   if (from === "index") return to !== "cli" && to !== "web"; // the package surface exports the gateway
-  if (from === "gateway") return to !== "cli" && to !== "web" && to !== "index";
+  if (from === "gateway") return to !== "cli" && to !== "web" && to !== "index" && to !== "attach";
   return to !== "web"; // cli
 }
 

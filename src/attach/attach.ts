@@ -1,0 +1,140 @@
+/**
+ * `attach(bus)`: follows the sessions a Go runtime writes through looprig/natsstore on the
+ * bus's NATS deployment and appends their events to the bus's journal, exactly once, in
+ * Go's order, byte for byte (src/attach/README.md). Read-only on the Go side: it lists
+ * and reads the session streams, watches the catalog, reads the object store and
+ * subscribes to the ledger subjects; it never publishes there.
+ */
+import { jetstream } from "@nats-io/jetstream";
+import type { Jetloop } from "../bus.js";
+import { requireFeature } from "../subjects/server-features.js";
+import { AttachError, NotProvisionedError } from "../errors.js";
+import { Discovery, listGoSessions } from "./discovery.js";
+import { GO_SESSIONS_ALL, overlapsGoSessions } from "./go-layout.js";
+import { type AttachOptions, parseAttachOptions } from "./options.js";
+import { type AttachedSession, type AttachReport, type DiscoveredVia, SessionFollower } from "./session-follower.js";
+import { Slots } from "./slots.js";
+import { observeAttach } from "../telemetry/metrics.js";
+
+export type { AttachOptions };
+
+export interface Attach {
+  /** Every session followed, with its figures (lag in Go sequences, counts, last error). */
+  sessions(): AttachedSession[];
+  /** The Go catalog's SessionMeta of a session, as last watched; undefined when it has no entry. */
+  goMeta(sessionId: string): Readonly<Record<string, unknown>> | undefined;
+  /**
+   * Resolves once every Go session stream that exists now has been handled up to its last
+   * sequence as of this call (or stopped). For a one-shot attach and for tests.
+   */
+  caughtUp(): Promise<void>;
+  /** Stops following; resolves when every session's loop has ended. Idempotent. */
+  close(): Promise<void>;
+}
+
+/**
+ * Refuses a bus whose journal subjects would capture the Go ledgers' (`sessions.>`): the
+ * Go runtime could not create its session streams beside it.
+ */
+export function checkNoOverlap(bus: Pick<Jetloop, "journals" | "namespace">): void {
+  for (const j of bus.journals()) {
+    if (overlapsGoSessions(j.subject) || overlapsGoSessions(`${bus.namespace}.>`)) {
+      throw new AttachError(undefined, "layout", `the journal's subjects ${j.subject} overlap the Go runtime's ${GO_SESSIONS_ALL}: choose another namespace`);
+    }
+  }
+}
+
+export async function attach(bus: Jetloop, options?: AttachOptions): Promise<Attach> {
+  const settings = parseAttachOptions(options);
+  // The fence on a session's journal subjects (Nats-Expected-Last-Subject-Sequence-Subject) is what makes it exactly once.
+  requireFeature(bus.serverVersion, "fencing");
+  checkNoOverlap(bus);
+  const jsm = await bus.jetstreamManager();
+  for (const j of bus.journals()) {
+    const exists = await jsm.streams.info(j.stream).then(
+      () => true,
+      (e: unknown) => {
+        if ((e as { code?: number }).code === 10059) return false;
+        throw e;
+      },
+    );
+    if (!exists) throw new NotProvisionedError(j.stream);
+  }
+  const js = jetstream(bus.nc, { timeout: settings.ackTimeoutMs });
+  const report =
+    settings.onReport ??
+    ((r: AttachReport) => {
+      if (r.kind === "parked") bus.log.warn({ session: r.sessionId, goSeq: r.goSeq, code: r.error.code }, `Go session ${r.sessionId}: record ${r.goSeq} parked: ${r.error.message}`);
+      else if (r.kind === "error" || r.kind === "stopped") bus.log.warn({ session: r.sessionId }, `attach: ${r.error.message}`);
+      else if (r.kind === "session") bus.log.info({ session: r.sessionId, via: r.via }, `attach: following Go session ${r.sessionId} (found by its ${r.via})`);
+      else bus.log.info({ session: r.sessionId, goSeq: r.goSeq }, `Go session ${r.sessionId}: event ${r.eventId} (record ${r.goSeq}) shares its id with another session's: appended without a message id`);
+    });
+  const followers = new Map<string, SessionFollower>();
+  const metas = new Map<string, Readonly<Record<string, unknown>>>();
+  const slots = new Slots(settings.readers);
+  let closed = false;
+  const deps = {
+    jsm,
+    js,
+    namespace: bus.namespace,
+    registry: bus.registry as never,
+    maxEventBytes: bus.settings.maxEventBytes,
+    isClosed: () => closed || bus.nc.isClosed(),
+    journalOf: (sid: string) => bus.journalOf(sid),
+    park: (p: Parameters<Jetloop["parked"]["park"]>[0]) => bus.parked.park(p),
+    report,
+    slots,
+    pollMs: settings.pollMs,
+  };
+  const seen = (sid: string, via: DiscoveredVia, last?: number) => {
+    if (closed) return;
+    let f = followers.get(sid);
+    if (f === undefined) {
+      f = new SessionFollower(deps, sid, via);
+      followers.set(sid, f);
+      report({ kind: "session", sessionId: sid, via });
+    }
+    f.seen(last);
+  };
+  const discovery = new Discovery(bus.nc, jsm, { session: seen, meta: (sid, meta) => metas.set(sid, meta), error: (e) => report({ kind: "error", error: e }) }, settings.resyncMs);
+  await discovery.start();
+  // Gauges for the metrics endpoint: sessions by state, the lag summed (telemetry/metrics.ts).
+  const gauges = {
+    states: () => {
+      const m = new Map<string, number>();
+      for (const f of followers.values()) {
+        const st = f.figures().state;
+        m.set(st, (m.get(st) ?? 0) + 1);
+      }
+      return m;
+    },
+    lag: () => [...followers.values()].reduce((n, f) => n + f.figures().lag, 0),
+  };
+  const unobserve = observeAttach(gauges);
+
+  const handle: Attach = {
+    sessions: () => [...followers.values()].map((f) => f.figures()).sort((a, b) => a.sessionId.localeCompare(b.sessionId)),
+    goMeta: (sid) => metas.get(sid),
+    async caughtUp() {
+      const now = await listGoSessions(jsm);
+      for (const [sid, last] of now) seen(sid, "stream", last);
+      for (;;) {
+        if (closed) return;
+        const behind = [...now].filter(([sid, last]) => {
+          const f = followers.get(sid)!.figures();
+          return f.state !== "stopped" && (f.goSeq < last || f.state !== "following");
+        });
+        if (behind.length === 0) return;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      unobserve();
+      discovery.close();
+      await Promise.all([...followers.values()].map((f) => f.close()));
+    },
+  };
+  return handle;
+}

@@ -1,0 +1,24 @@
+/** The attach's options (`attach(bus, options)`), strict, with their defaults. */
+import { z } from "zod";
+import { functionOption, parseOptions } from "../options.js";
+import type { AttachReport } from "./session-follower.js";
+
+export const attachShape = z.strictObject({
+  /** Sessions found, records parked, id collisions, errors, sessions stopped. Default: the bus's log (parked and errors warn, the rest info). */
+  onReport: functionOption<(report: AttachReport) => void>().optional(),
+  /** How long a caught-up session waits for a wake-up (an append seen on its subject) before it reads its ledger again. Default 2000 ms. */
+  pollMs: z.number().int().min(10).max(600_000).default(2000),
+  /** How often the Go session streams are listed again (discovery, lag). Default 10000 ms. */
+  resyncMs: z.number().int().min(50).max(3_600_000).default(10_000),
+  /** Sessions reading their ledger at once. Default 16. */
+  readers: z.number().int().min(1).max(1024).default(16),
+  /** How long an append waits for the journal's acknowledgement before it is tried again (fenced: safe). Default 5000 ms. */
+  ackTimeoutMs: z.number().int().min(100).max(120_000).default(5000),
+});
+
+export type AttachOptions = Readonly<z.input<typeof attachShape>>;
+export type AttachSettings = z.output<typeof attachShape>;
+
+export function parseAttachOptions(options: unknown): AttachSettings {
+  return parseOptions(attachShape, options ?? {});
+}

@@ -1,0 +1,79 @@
+// 1,000 Go sessions appearing at once, written as natsstore writes them (a stream each, a
+// fence, two events, a catalog entry for every other one): the attach finds each (by its
+// stream, its catalog entry, its first append or its stream-created advisory), reads a bounded
+// number at a time, and appends every event once.
+import { jetstream, jetstreamManager, type JetStreamManager, type StreamConfig } from "@nats-io/jetstream";
+import { Kvm } from "@nats-io/kv";
+import { connect as natsConnect, type NatsConnection } from "@nats-io/transport-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { attach, connect, type Jetloop } from "../../src/index.js";
+import { reportFigure } from "../harness/figures-log.js";
+import { goEnvelope, loadRecording, readRecording, recordedGoEvents } from "../harness/natsstore.js";
+import { uniqueNamespace } from "../harness/namespace.js";
+import { startServer, type NatsServer } from "../harness/server.js";
+import { headers } from "@nats-io/transport-node";
+
+const SESSIONS = 1000;
+const S103 = "6f1c2a3b-4d5e-4f60-8a7b-000000000103";
+
+describe("attach: 1,000 Go sessions appearing at once", () => {
+  let server: NatsServer;
+  let nc: NatsConnection;
+  let jsm: JetStreamManager;
+  let bus: Jetloop;
+
+  beforeAll(async () => {
+    server = await startServer();
+    nc = await natsConnect({ servers: server.url });
+    jsm = await jetstreamManager(nc);
+    await loadRecording(nc);
+    bus = await connect({ servers: server.url, namespace: uniqueNamespace("many") });
+    await bus.provision();
+  }, 60_000);
+
+  afterAll(async () => {
+    await bus?.close();
+    await nc?.close();
+    await server?.close();
+  });
+
+  it("appends every event of every session once", async () => {
+    const a = await attach(bus, { pollMs: 500, resyncMs: 1000 });
+    try {
+      await a.caughtUp();
+      const template = recordedGoEvents().get(S103)!;
+      const { metadata: _m, ...config } = readRecording().streams.find((s) => s.config.name === `sessions_s${S103}`)!.config;
+      const js = jetstream(nc);
+      const kv = await new Kvm(nc).open("natsstore_kv");
+      const started = Date.now();
+      const ids: string[] = [];
+      // At once for the attach (written without waiting for it), 50 sessions in flight at a
+      // time: a thousand stream creates together time out on the server's API.
+      const write = async (i: number) => {
+        const sid = `6f1c2a3b-4d5e-4f60-8a7b-${(0xc00000000000 + i).toString(16)}`;
+          ids.push(sid);
+          await jsm.streams.add({ ...(config as unknown as StreamConfig), name: `sessions_s${sid}`, subjects: [`sessions.${sid}`] });
+          const records = [goEnvelope("fence", "1", Buffer.from('{"epoch":1}')), ...template.slice(0, 2).map((e) => goEnvelope("event", e.id, Buffer.from(e.bytes.toString().split(S103).join(sid))))];
+          for (const [k, data] of records.entries()) {
+            const h = headers();
+            h.set("Nats-Expected-Last-Sequence", String(k));
+            await js.publish(`sessions.${sid}`, data, { headers: h });
+          }
+          if (i % 2 === 0) await kv.put(`sessions/${sid}`, JSON.stringify({ session_id: sid, status: "active" }));
+      };
+      for (let i = 0; i < SESSIONS; i += 50) await Promise.all(Array.from({ length: Math.min(50, SESSIONS - i) }, (_, k) => write(i + k)));
+      const written = Date.now() - started;
+      await a.caughtUp();
+      const took = Date.now() - started;
+      const mine = a.sessions().filter((s) => ids.includes(s.sessionId));
+      const vias = new Map<string, number>();
+      for (const s of mine) vias.set(s.via, (vias.get(s.via) ?? 0) + 1);
+      reportFigure(`attach, ${SESSIONS} sessions at once: written in ${written} ms, all appended ${took} ms after the first write; found by ${JSON.stringify(Object.fromEntries(vias))}`);
+      expect(mine).toHaveLength(SESSIONS);
+      expect(mine.every((s) => s.appended === 2 && s.keptOut === 1 && s.parked === 0 && s.lag === 0)).toBe(true);
+      expect((await jsm.streams.info(bus.stream)).state.messages).toBe(58 + 2 * SESSIONS);
+    } finally {
+      await a.close();
+    }
+  }, 300_000);
+});

@@ -1,0 +1,81 @@
+// deploy/nats/attach-permissions.example.conf run verbatim: the attach, as the user it
+// describes, appends every recorded Go event, while every write it could try on the Go side
+// (a ledger append, a catalog or lease write, an object chunk, a stream purge or delete) is
+// refused by the server and changes nothing.
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
+import { connect as natsConnect, type NatsConnection } from "@nats-io/transport-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { attach, connect, type Jetloop } from "../../src/index.js";
+import { loadRecording, readBack } from "../harness/natsstore.js";
+import { REPO_ROOT, startServer, type NatsServer } from "../harness/server.js";
+
+const S101 = "6f1c2a3b-4d5e-4f60-8a7b-000000000101";
+
+async function goSide(jsm: JetStreamManager): Promise<string> {
+  const out: unknown[] = [];
+  for (const n of ["KV_natsstore_kv", "KV_natsstore_leases", "OBJ_natsstore_blobs", `sessions_s${S101}`]) out.push(n, await readBack(jsm, n));
+  return JSON.stringify(out);
+}
+
+describe("attach under deploy/nats/attach-permissions.example.conf", () => {
+  let server: NatsServer;
+  let admin: NatsConnection;
+  let jsm: JetStreamManager;
+  let bus: Jetloop;
+
+  beforeAll(async () => {
+    server = await startServer({ configText: readFileSync(join(REPO_ROOT, "deploy/nats/attach-permissions.example.conf"), "utf8") });
+    admin = await natsConnect({ servers: server.url, user: "go-runtime", pass: "go-runtime-example" });
+    jsm = await jetstreamManager(admin);
+    await loadRecording(admin);
+    const operator = await connect({ servers: server.url, namespace: "gorun", user: "operator", pass: "operator-example" });
+    await operator.provision();
+    await operator.close();
+    bus = await connect({ servers: server.url, namespace: "gorun", user: "attach", pass: "attach-example" });
+  }, 60_000);
+
+  afterAll(async () => {
+    await bus?.close();
+    await admin?.close();
+    await server?.close();
+  });
+
+  it("appends every Go event as the attach user", async () => {
+    const errors: string[] = [];
+    const a = await attach(bus, { pollMs: 100, onReport: (r) => (r.kind === "error" || r.kind === "stopped" ? errors.push(r.error.message) : undefined) });
+    try {
+      await a.caughtUp();
+      // The catalog watch (an ordered consumer on KV_natsstore_kv) works under the grant too.
+      for (let i = 0; i < 100 && a.goMeta(S101) === undefined; i++) await new Promise((r) => setTimeout(r, 50));
+      expect(a.goMeta(S101)?.status).toBe("stopped");
+      expect(errors).toEqual([]);
+      expect(a.sessions().reduce((n, s) => n + s.appended, 0)).toBe(58);
+      expect((await jsm.streams.info("gorun_journal")).state.messages).toBe(58);
+    } finally {
+      await a.close();
+    }
+  }, 60_000);
+
+  it("cannot write anything on the Go side", async () => {
+    const before = await goSide(jsm);
+    const nc = bus.nc;
+    // Each refused by the server (a permissions violation), none stored.
+    const attempts: [string, string][] = [
+      [`sessions.${S101}`, '{"v":1,"kind":"fence","id":"9","body":"e30="}'],
+      [`$KV.natsstore_kv.sessions/${S101}`, "{}"],
+      [`$KV.natsstore_leases.sessions_s${S101}`, "{}"],
+      ["$O.natsstore_blobs.C.forged", "x"],
+      [`$JS.API.STREAM.PURGE.sessions_s${S101}`, "{}"],
+      [`$JS.API.STREAM.DELETE.sessions_s${S101}`, ""],
+      [`$JS.API.STREAM.MSG.DELETE.sessions_s${S101}`, '{"seq":2}'],
+      [`$JS.API.STREAM.UPDATE.sessions_s${S101}`, "{}"],
+    ];
+    for (const [subject, data] of attempts) {
+      await expect(nc.request(subject, data, { timeout: 1000 }), subject).rejects.toThrow();
+    }
+    await new Promise((r) => setTimeout(r, 200));
+    expect(await goSide(jsm)).toBe(before);
+  }, 60_000);
+});
