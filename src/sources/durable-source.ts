@@ -539,10 +539,10 @@ export class DurableSource<E> implements Source {
    * counts the old deliveries as its own (the nak'd ones wait out their delay, the held
    * ones the ack wait) and goes on after them: what was owed would not come again in time.
    * It is deleted and the recreation tried again after a pause (a SubscriptionError:
-   * `#recreating` retries), by when the old state is gone. A consumer made by another process of this durable is
-   * found by `consumers.info` and adopted, not checked here; one it made between that
-   * read and this creation with the very same start is deleted too, and that process
-   * recreates it from its own ledger (at least once, as the README says of shared ones).
+   * `#recreating` retries), by when the old state is gone. A consumer another process of
+   * this durable made is found by `consumers.info` and adopted, not checked here; one it
+   * made between that read and this creation, with the very same start, and already pulled
+   * from is deleted too: that process sees it gone and recreates it from its own ledger.
    */
   async #refuseInherited(jsm: JetStreamManager, fromSeq: number, info: ConsumerInfo): Promise<never> {
     const { consumer_seq: deliveries, stream_seq: through } = info.delivered;
