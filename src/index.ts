@@ -177,7 +177,7 @@ export { type JournalLocation, type PublishAllOptions } from "./bus.js";
 export { type ReconcileOptions, type StoredEvent } from "./publish/reconcile.js";
 export { type Durability, type DurabilityWarning, type SyncSetting } from "./streams/durability.js";
 export type { ConnectionSettings } from "./connection/connect.js";
-export type { BusOptions, BusSettings } from "./connection/options.js";
+export type { BusOptions, BusSettings, ReadConsumersOption, TlsFiles } from "./connection/options.js";
 export { FEATURES, MINIMUM_SERVER, type Feature } from "./connection/server-version.js";
 export { HEADER_LAST_JOURNAL_SEQ, type PublishOptions, type PublishResult } from "./publish/publisher.js";
 export {
@@ -200,7 +200,7 @@ export { diffStreamConfig, type FieldDrift, type ProvisionReport } from "./strea
 export type { SessionHandle } from "./session.js";
 export type { Delivery, DurableDelivery, DeliveryFailure } from "./subscribe/delivery.js";
 export type { EventFilter, LoopScope } from "./subscribe/filter.js";
-export type { DurableSubscribeOptions, FeedMode, FeedSubscribeOptions, ShardPositions, StartPosition, SubscribeOptions, SubscribeStart, SubscriptionReport } from "./subscribe/options.js";
+export type { CommonSubscribeOptions, DurableSubscribeOptions, FeedMode, GroupOptions, FeedSubscribeOptions, ShardPositions, StartPosition, SubscribeOptions, SubscribeStart, SubscriptionReport } from "./subscribe/options.js";
 export type { ReplayOptions } from "./subscribe/replay.js";
 export { type Subscription, type DurableSubscription, type SubscriptionStats } from "./subscribe/subscription.js";
 export {
@@ -217,7 +217,7 @@ export type { AnswerOptions } from "./commands/answer.js";
 export { MAX_RULES_LISTED, ruleId, rulesBucketName, type RuleCandidate, type RuleProvenance, type WorkspaceRule, type WorkspaceRules } from "./commands/workspace-rules.js";
 export type { Answer, AnswerInput, AnswerOutcome } from "./commands/protocol.js";
 export { type ControlServer, type ControlHandlers, type InputResult, type InterruptResult } from "./commands/controls-server.js";
-export type { ControlOptions, ControlResult } from "./commands/controls-client.js";
+export type { ControlOptions, ControlResult, InterruptOptions } from "./commands/controls-client.js";
 export {
   GateLedger,
   type GateViolation,
@@ -262,6 +262,7 @@ export {
   type Authenticate,
   type GatewayHandler,
   type GatewayOptions,
+  type ServerOptions,
   type GatewayPrincipal,
   type ListenOptions,
   type RunningGateway,
