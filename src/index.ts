@@ -1,7 +1,259 @@
 // The public surface of jetloop. Everything a user imports comes from here, each name
-// listed: a new export is a decision, and internals (filter resolution, consumer
-// templates, the bus's context) stay inside.
+// listed and grouped by what a user does with it: a new export is a decision (reviewed in
+// etc/jetloop.api.md), and internals (filter resolution, consumer templates, the bus's
+// context, the zod schemas that check values) stay inside. Options and events are
+// interfaces; their schemas are kept the same by test/unit/public-types.test.ts.
+
+// --- Connect and publish ------------------------------------------------------------
+// A bus: connect (or wrap a NATS connection), provision the journal, publish events.
+export { connect, fromConnection, type Jetloop, type BusProvisionReport, type ConnectOptions, type ProvisionRequest } from "./bus.js";
+export { type JournalLocation, type PublishAllOptions } from "./bus.js";
+export type { ConnectionSettings } from "./connection/connect.js";
+export type { BusOptions, BusSettings, ReadConsumersOption, TlsFiles } from "./connection/options.js";
+export { FEATURES, MINIMUM_SERVER, type Feature } from "./subjects/server-features.js";
+export { HEADER_LAST_JOURNAL_SEQ, type PublishOptions, type PublishResult } from "./publish/publisher.js";
+export { type ReconcileOptions, type StoredEvent } from "./publish/reconcile.js";
+export { type Durability, type DurabilityWarning, type SyncSetting } from "./streams/durability.js";
+export type { SessionHandle } from "./session.js";
+
+// --- Events: the model the Go runtime writes -----------------------------------------
+export { createEvent } from "./events/factories.js";
 export {
+  builtInTypes,
+  defaultRegistry,
+  GateOpened,
+  GateResolved,
+  LoopIdle,
+  LoopStarted,
+  PermissionDecided,
+  PermissionRequested,
+  SessionIdle,
+  SessionStarted,
+  SessionStopped,
+  StepDone,
+  ToolCallCompleted,
+  ToolCallStarted,
+  TurnDone,
+  TurnFailed,
+  TurnInterrupted,
+  TurnStarted,
+  UserInputRequested,
+  type BuiltInDefinition,
+  type EventType,
+  type JetloopEvent,
+  type LoopEventHeader,
+  type PermissionEffect,
+  type SessionEventHeader,
+  type StepEventHeader,
+  type TurnError,
+  type TurnEventHeader,
+} from "./events/catalogue.js";
+export { AGENCY_MACHINE, AGENCY_USER, goTimestamp } from "./events/header.js";
+export type { Cause, EventHeader, Visibility } from "./events/header.js";
+export {
+  GATE_KINDS,
+  GATE_RESOLUTION_REASONS,
+  GATE_RESOLVERS,
+  gateIdentity,
+  type Gate,
+  type GateAudit,
+  type GateControl,
+  type GateField,
+  type GatePrompt,
+  type GateResponse,
+  type GateResponsePolicy,
+  type GateSource,
+  type GateSubject,
+} from "./events/gate.js";
+export {
+  COMMAND_EXECUTE,
+  COMMAND_START_GRANT,
+  decodePermissionRequest,
+  encodePermissionRequest,
+  validatePermissionRequest,
+  type PermissionCandidate,
+  type PermissionRequest,
+  type PermissionRequestInput,
+  type PermissionRequirement,
+} from "./events/request.js";
+export { MESSAGE_ROLES, type AIMessage, type ContentBlock, type StepMessage, type ToolResultBlock, type Usage, type UserMessage } from "./events/content.js";
+export type { ToolResultCapture } from "./events/capture.js";
+export { checkLoopRuntime, checkManifest, EFFORTS, MANIFEST_SCHEMA_VERSION, type AgentRuntime, type ConfigFingerprint, type ConfigManifest, type ModelRuntime } from "./events/runtime.js";
+export { NIL_UUID, isCanonicalUuid, newId } from "./events/ids.js";
+export { limits, capText } from "./events/text.js";
+export { safeValidateEvent, validateEvent, type SafeResult } from "./events/validate.js";
+// An application's own event types: a zod shape per body, so uuidSchema and goMapSchema
+// are the two building blocks the surface keeps.
+export {
+  defineEventType,
+  EventRegistry,
+  type EventClass,
+  type EventInputOf,
+  type EventOf,
+  type EventScope,
+  type EventTypeDefinition,
+  type EventTypeSpec,
+  type IdentityProfile,
+  type Presence,
+  type Violation,
+} from "./events/registry.js";
+export { uuidSchema } from "./events/ids.js";
+/** A Go `map[string]X` field for a custom event type: every key kept (`z.record` drops `__proto__`), written in Go's order. */
+export { goMapSchema } from "./wire/go-map-schema.js";
+
+// --- Subscribe: follow, replay and rebuild --------------------------------------------
+export type { Delivery, DurableDelivery, DeliveryFailure } from "./sources/delivery.js";
+export type { EventFilter, LoopScope } from "./sources/filter.js";
+export type {
+  CommonSubscribeOptions,
+  DurableSubscribeOptions,
+  FeedMode,
+  FeedSubscribeOptions,
+  GroupOptions,
+  ShardPositions,
+  StartPosition,
+  SubscribeOptions,
+  SubscribeStart,
+  SubscriptionReport,
+} from "./sources/options.js";
+export type { ReplayOptions } from "./subscribe/replay.js";
+export { type Subscription, type DurableSubscription, type SubscriptionStats } from "./subscribe/subscription.js";
+export {
+  GateLedger,
+  type GateViolation,
+  type LedgerGate,
+  type LedgerVerdict,
+  rebuildToolActivity,
+  ToolActivityProjection,
+  type ApplyResult,
+  type DecisionFact,
+  type GateFact,
+  type GateResolutionFact,
+  type InputFact,
+  type JournalRef,
+  type LiveCompletionFact,
+  type LiveOverlay,
+  type LiveStartFact,
+  type RequestFact,
+  type ResultFact,
+  type ToolActivity,
+  type ToolActivityDelivery,
+  type ToolKey,
+  type ToolStatus,
+  type TurnOutcome,
+} from "./projection/index.js";
+// The session catalog (src/catalog/README.md): one entry per session, what lists read.
+export {
+  openSessionCatalog,
+  type CatalogReport,
+  type CatchUpReport,
+  type RebuildReport,
+  type SessionCatalog,
+  type SessionCatalogOptions,
+  type SessionListOptions,
+  type SessionPage,
+} from "./catalog/catalog.js";
+export { ENTRY_MAX_BYTES, type CatalogRow, type Poisoned, type PoisonReason } from "./catalog/entry.js";
+
+// --- Answer: gates, controls, policy --------------------------------------------------
+export {
+  type GateServer,
+  type InputAnswer,
+  type InputGate,
+  type PermissionAction,
+  type PermissionAnswer,
+  type PermissionGate,
+  type ServeGatesOptions,
+  type StepCoordinates,
+} from "./commands/gate-server.js";
+export type { AnswerOptions } from "./commands/answer.js";
+export type { Answer, AnswerInput, AnswerOutcome } from "./commands/protocol.js";
+export { type ControlServer, type ControlHandlers, type InputResult, type InterruptResult } from "./commands/controls-server.js";
+export type { ControlOptions, ControlResult, InterruptOptions } from "./commands/controls-client.js";
+export { MAX_RULES_LISTED, ruleId, rulesBucketName, type RuleCandidate, type RuleProvenance, type WorkspaceRule, type WorkspaceRules } from "./commands/workspace-rules.js";
+export {
+  servePolicy,
+  type PermissionCase,
+  type PolicyBus,
+  type PolicyDecide,
+  type PolicyDecision,
+  type PolicyOptions,
+  type PolicyService,
+  type PolicyStats,
+} from "./policy/policy-service.js";
+
+// --- Operate: subjects, streams, consumers, parking, the gateway, telemetry -----------
+export {
+  commandSubject,
+  eventSubject,
+  filterSubject,
+  NO_LOOP,
+  parkedFilter,
+  parkedSubject,
+  parseEventSubject,
+  parseParkedSubject,
+  type Channel,
+  type ParkedState,
+  type ParsedSubject,
+  type SubjectAddress,
+  type SubjectSelector,
+} from "./subjects/subjects.js";
+export { declaredParkedStreamConfig, declaredStreamConfig, defaultParkedStreamName } from "./streams/declared.js";
+export { defaultStreamName } from "./subjects/subjects.js";
+export { diffStreamConfig, type FieldDrift, type ProvisionReport } from "./streams/provision.js";
+export { retentionLimits, retentionWarnings, type RetentionLimit, type RetentionWarning } from "./streams/retention.js";
+export type { ConsumerFigures, ConsumersReport, GroupFigures } from "./streams/consumer-figures.js";
+export type { RemovedDurable } from "./streams/remove-durable.js";
+export type { GroupStatus } from "./group/group-source.js";
+export type { GroupPartitionFigures, GroupReport } from "./group/groups-report.js";
+export { sessionPartition } from "./partition/partition.js";
+export type { Parked, ParkedOwner, ParkedSelection } from "./parking/parked-store.js";
+export type { ParkedEntry, ParkInput, ParkReason } from "./parking/parked-entry.js";
+export {
+  bearerToken,
+  CAPABILITIES_JSON,
+  createGatewayHandler,
+  isLoopback,
+  JETLOOP_CAPABILITIES_JSON,
+  startGateway,
+  type Authenticate,
+  type GatewayHandler,
+  type GatewayOptions,
+  type GatewayPrincipal,
+  type ListenOptions,
+  type RunningGateway,
+  type ServerOptions,
+} from "./gateway/index.js";
+// Telemetry (src/telemetry/README.md): a delivery's trace context, log lines that join traces, metrics.
+export { deliveryContext, publishedContext, withDelivery } from "./telemetry/spans.js";
+export { traceLogFields } from "./telemetry/logs.js";
+export { METRICS, type MetricDefinition } from "./telemetry/metrics.js";
+export { checkMetricsBind, startMetricsServer, type MetricsServer, type MetricsServerOptions } from "./gateway/metrics-server.js";
+
+// --- Attach: a Go runtime's own session store followed into the journal (src/attach/README.md)
+export { attach, type Attach, type AttachOptions } from "./attach/attach.js";
+export type { AttachedSession, AttachReport, DiscoveredVia, SessionState as AttachedSessionState } from "./attach/session-follower.js";
+
+// --- Codec: the wire form, for tools and other languages ------------------------------
+export {
+  DEFAULT_MAX_EVENT_BYTES,
+  encodeEvent,
+  marshalEvent,
+  safeUnmarshalEvent,
+  unmarshalEvent,
+  unmarshalPreview,
+  WIRE_VERSION,
+  type CodecOptions,
+  type DecodeError,
+} from "./codec/codec.js";
+/** A json.RawMessage field's value (a tool's input, gate metadata): its JSON text, parsed on demand. */
+export { RawJson } from "./wire/raw-json.js";
+
+// --- Errors: each a JetloopError with a stable code and its cause ---------------------
+export {
+  JetloopError,
+  isJetloopError,
+  type JetloopErrorCode,
   CommandError,
   ConnectionClosedError,
   ConnectionFailedError,
@@ -15,8 +267,6 @@ export {
   CatalogEntryPoisonedError,
   CatalogError,
   GatewayBindError,
-  isJetloopError,
-  JetloopError,
   MessageTooLargeError,
   NotProvisionedError,
   OptionsError,
@@ -47,256 +297,5 @@ export {
   type CommandErrorCode,
   type CommandOutcome,
   type DecodeFailure,
-  type JetloopErrorCode,
   type ValidationRule,
 } from "./errors.js";
-export { NIL_UUID, isCanonicalUuid, newId, uuidSchema } from "./events/ids.js";
-export { limits, capText } from "./events/text.js";
-export { AGENCY_MACHINE, AGENCY_USER, goTimestamp } from "./events/header.js";
-export type { Cause, EventHeader, Visibility } from "./events/header.js";
-export {
-  aiMessageSchema,
-  audioBlockSchema,
-  contentBlockSchema,
-  documentBlockSchema,
-  imageBlockSchema,
-  MESSAGE_ROLES,
-  messageUsageSchema,
-  refusalBlockSchema,
-  stepMessageSchema,
-  textBlockSchema,
-  thinkingBlockSchema,
-  toolResultBlockSchema,
-  toolUseBlockSchema,
-  turnUsageSchema,
-  userMessageSchema,
-  type AIMessage,
-  type ContentBlock,
-  type StepMessage,
-  type ToolResultBlock,
-  type Usage,
-  type UserMessage,
-} from "./events/content.js";
-export {
-  GATE_KINDS,
-  GATE_RESOLUTION_REASONS,
-  GATE_RESOLVERS,
-  gateAuditSchema,
-  gateFieldSchema,
-  gateIdentity,
-  gatePromptSchema,
-  gateResponsePolicySchema,
-  gateSchema,
-  gateSourceSchema,
-  type Gate,
-  type GateAudit,
-  type GatePrompt,
-} from "./events/gate.js";
-export {
-  agentRuntimeSchema,
-  checkLoopRuntime,
-  checkManifest,
-  configFingerprintSchema,
-  configManifestSchema,
-  EFFORTS,
-  MANIFEST_SCHEMA_VERSION,
-  modelRuntimeSchema,
-  type AgentRuntime,
-  type ConfigManifest,
-  type ModelRuntime,
-} from "./events/runtime.js";
-export {
-  defineEventType,
-  EventRegistry,
-  type EventClass,
-  type EventInputOf,
-  type EventOf,
-  type EventScope,
-  type EventTypeDefinition,
-  type EventTypeSpec,
-  type IdentityProfile,
-  type Presence,
-  type Violation,
-} from "./events/registry.js";
-export {
-  builtInTypes,
-  defaultRegistry,
-  GateOpened,
-  GateResolved,
-  LoopIdle,
-  LoopStarted,
-  PermissionDecided,
-  permissionEffectSchema,
-  PermissionRequested,
-  SessionIdle,
-  SessionStarted,
-  SessionStopped,
-  StepDone,
-  ToolCallCompleted,
-  ToolCallStarted,
-  TurnDone,
-  turnErrorSchema,
-  TurnFailed,
-  TurnInterrupted,
-  TurnStarted,
-  UserInputRequested,
-  type BuiltInDefinition,
-  type EventType,
-  type JetloopEvent,
-  type PermissionEffect,
-  type TurnError,
-} from "./events/catalogue.js";
-export {
-  COMMAND_EXECUTE,
-  COMMAND_START_GRANT,
-  decodePermissionRequest,
-  encodePermissionRequest,
-  permissionRequestSchema,
-  validatePermissionRequest,
-  type PermissionCandidate,
-  type PermissionRequest,
-  type PermissionRequestInput,
-  type PermissionRequirement,
-} from "./events/request.js";
-export { safeValidateEvent, validateEvent, type SafeResult } from "./events/validate.js";
-export { createEvent } from "./events/factories.js";
-export {
-  DEFAULT_MAX_EVENT_BYTES,
-  encodeEvent,
-  marshalEvent,
-  safeUnmarshalEvent,
-  unmarshalEvent,
-  unmarshalPreview,
-  WIRE_VERSION,
-  type CodecOptions,
-  type DecodeError,
-} from "./codec/codec.js";
-/** A json.RawMessage field's value (a tool's input, gate metadata): its JSON text, parsed on demand. */
-export { RawJson } from "./wire/raw-json.js";
-/** A Go `map[string]X` field for a custom event type: every key kept (`z.record` drops `__proto__`), written in Go's order. */
-export { goMapSchema } from "./wire/go-map-schema.js";
-export { connect, fromConnection, type Jetloop, type BusProvisionReport, type ConnectOptions, type ProvisionRequest } from "./bus.js";
-export { type JournalLocation, type PublishAllOptions } from "./bus.js";
-export { type ReconcileOptions, type StoredEvent } from "./publish/reconcile.js";
-export { type Durability, type DurabilityWarning, type SyncSetting } from "./streams/durability.js";
-export type { ConnectionSettings } from "./connection/connect.js";
-export type { BusOptions, BusSettings } from "./connection/options.js";
-export { FEATURES, MINIMUM_SERVER, type Feature } from "./subjects/server-features.js";
-export { HEADER_LAST_JOURNAL_SEQ, type PublishOptions, type PublishResult } from "./publish/publisher.js";
-export {
-  commandSubject,
-  eventSubject,
-  filterSubject,
-  NO_LOOP,
-  parkedFilter,
-  parkedSubject,
-  parseEventSubject,
-  parseParkedSubject,
-  type Channel,
-  type ParkedState,
-  type ParsedSubject,
-  type SubjectAddress,
-  type SubjectSelector,
-} from "./subjects/subjects.js";
-export { declaredParkedStreamConfig, declaredStreamConfig, defaultParkedStreamName } from "./streams/declared.js";
-export { defaultStreamName } from "./subjects/subjects.js";
-export { diffStreamConfig, type FieldDrift, type ProvisionReport } from "./streams/provision.js";
-export type { SessionHandle } from "./session.js";
-export type { Delivery, DurableDelivery, DeliveryFailure } from "./sources/delivery.js";
-export type { EventFilter, LoopScope } from "./sources/filter.js";
-export type { DurableSubscribeOptions, FeedMode, FeedSubscribeOptions, ShardPositions, StartPosition, SubscribeOptions, SubscribeStart, SubscriptionReport } from "./sources/options.js";
-export type { ReplayOptions } from "./subscribe/replay.js";
-export { type Subscription, type DurableSubscription, type SubscriptionStats } from "./subscribe/subscription.js";
-export {
-  type GateServer,
-  type InputAnswer,
-  type InputGate,
-  type PermissionAction,
-  type PermissionAnswer,
-  type PermissionGate,
-  type ServeGatesOptions,
-  type StepCoordinates,
-} from "./commands/gate-server.js";
-export type { AnswerOptions } from "./commands/answer.js";
-export { MAX_RULES_LISTED, ruleId, rulesBucketName, type RuleCandidate, type RuleProvenance, type WorkspaceRule, type WorkspaceRules } from "./commands/workspace-rules.js";
-export type { Answer, AnswerInput, AnswerOutcome } from "./commands/protocol.js";
-export { type ControlServer, type ControlHandlers, type InputResult, type InterruptResult } from "./commands/controls-server.js";
-export type { ControlOptions, ControlResult } from "./commands/controls-client.js";
-export {
-  GateLedger,
-  type GateViolation,
-  type LedgerGate,
-  type LedgerVerdict,
-  rebuildToolActivity,
-  ToolActivityProjection,
-  type ApplyResult,
-  type DecisionFact,
-  type GateFact,
-  type GateResolutionFact,
-  type InputFact,
-  type JournalRef,
-  type LiveCompletionFact,
-  type LiveOverlay,
-  type LiveStartFact,
-  type RequestFact,
-  type ResultFact,
-  type ToolActivity,
-  type ToolActivityDelivery,
-  type ToolKey,
-  type ToolStatus,
-  type TurnOutcome,
-} from "./projection/index.js";
-export type { Parked, ParkedSelection } from "./parking/parked-store.js";
-export type { ParkedOwner } from "./parking/parked-store.js";
-export type { ParkedEntry, ParkInput, ParkReason } from "./parking/parked-entry.js";
-export type { ConsumerFigures, ConsumersReport } from "./streams/consumer-figures.js";
-export type { RemovedDurable } from "./streams/remove-durable.js";
-export type { GroupFigures } from "./streams/consumer-figures.js";
-export type { GroupStatus } from "./group/group-source.js";
-export type { GroupPartitionFigures, GroupReport } from "./group/groups-report.js";
-export { sessionPartition } from "./partition/partition.js";
-export { retentionLimits, retentionWarnings, type RetentionLimit, type RetentionWarning } from "./streams/retention.js";
-export {
-  bearerToken,
-  CAPABILITIES_JSON,
-  createGatewayHandler,
-  isLoopback,
-  JETLOOP_CAPABILITIES_JSON,
-  startGateway,
-  type Authenticate,
-  type GatewayHandler,
-  type GatewayOptions,
-  type GatewayPrincipal,
-  type ListenOptions,
-  type RunningGateway,
-} from "./gateway/index.js";
-// The Go runtime's own session store followed into the journal (src/attach/README.md).
-export { attach, type Attach, type AttachOptions } from "./attach/attach.js";
-export type { AttachedSession, AttachReport, DiscoveredVia, SessionState as AttachedSessionState } from "./attach/session-follower.js";
-// The session catalog (src/catalog/README.md): one entry per session, what lists read.
-export {
-  openSessionCatalog,
-  type CatalogReport,
-  type CatchUpReport,
-  type RebuildReport,
-  type SessionCatalog,
-  type SessionCatalogOptions,
-  type SessionListOptions,
-  type SessionPage,
-} from "./catalog/catalog.js";
-export { ENTRY_MAX_BYTES, type CatalogRow, type Poisoned, type PoisonReason } from "./catalog/entry.js";
-export {
-  servePolicy,
-  type PermissionCase,
-  type PolicyBus,
-  type PolicyDecide,
-  type PolicyDecision,
-  type PolicyOptions,
-  type PolicyService,
-  type PolicyStats,
-} from "./policy/policy-service.js";
-// Telemetry (src/telemetry/README.md): a delivery's trace context, log lines that join traces, metrics.
-export { deliveryContext, publishedContext, withDelivery } from "./telemetry/spans.js";
-export { traceLogFields } from "./telemetry/logs.js";
-export { METRICS, type MetricDefinition } from "./telemetry/metrics.js";
-export { checkMetricsBind, startMetricsServer, type MetricsServer, type MetricsServerOptions } from "./gateway/metrics-server.js";

@@ -5,13 +5,25 @@
  */
 import { z } from "zod";
 import { wireField } from "../wire/wire.js";
-import { checkCaptures, toolResultCaptureSchema } from "./capture.js";
-import { aiMessageSchema, MAX_STEP_MESSAGES, stepMessageSchema, turnUsageSchema, userMessageSchema } from "./content.js";
-import { gateAuditSchema, gateIdentity, gateSchema, gateSourceSchema } from "./gate.js";
+import { checkCaptures, toolResultCaptureSchema, type ToolResultCapture } from "./capture.js";
+import { aiMessageSchema, MAX_STEP_MESSAGES, stepMessageSchema, turnUsageSchema, userMessageSchema, type AIMessage, type StepMessage, type Usage, type UserMessage } from "./content.js";
+import { gateAuditSchema, gateIdentity, gateSchema, gateSourceSchema, type Gate, type GateAudit, type GateSource } from "./gate.js";
+import type { EventHeader } from "./header.js";
 import { uuidSchema } from "./ids.js";
-import { defineEventType, EventRegistry, type EventOf } from "./registry.js";
-import { permissionRequestSchema } from "./request.js";
-import { agentRuntimeSchema, checkLoopRuntime, checkManifest, configFingerprintSchema, configManifestSchema, modelRuntimeSchema } from "./runtime.js";
+import { defineEventType, EventRegistry } from "./registry.js";
+import { permissionRequestSchema, type PermissionRequest } from "./request.js";
+import {
+  agentRuntimeSchema,
+  checkLoopRuntime,
+  checkManifest,
+  configFingerprintSchema,
+  configManifestSchema,
+  modelRuntimeSchema,
+  type AgentRuntime,
+  type ConfigFingerprint,
+  type ConfigManifest,
+  type ModelRuntime,
+} from "./runtime.js";
 import { text, utf8Length } from "./text.js";
 
 /** The full Session/Loop/Turn/Step quartet. */
@@ -239,7 +251,6 @@ export const turnErrorSchema = z
       ctx.addIssue({ code: "custom", path: ["modelFacingDetail"], message: `longer than ${MAX_MODEL_FACING_DETAIL_BYTES} bytes` });
     }
   });
-export type TurnError = z.output<typeof turnErrorSchema>;
 
 export const TurnFailed = defineEventType(
   {
@@ -327,28 +338,218 @@ export const builtInTypes = [
   SessionStopped,
 ] as const;
 
-export type PermissionRequested = EventOf<typeof PermissionRequested>;
-export type PermissionDecided = EventOf<typeof PermissionDecided>;
-export type UserInputRequested = EventOf<typeof UserInputRequested>;
-export type ToolCallStarted = EventOf<typeof ToolCallStarted>;
-export type ToolCallCompleted = EventOf<typeof ToolCallCompleted>;
-export type GateOpened = EventOf<typeof GateOpened>;
-export type GateResolved = EventOf<typeof GateResolved>;
-export type StepDone = EventOf<typeof StepDone>;
-export type TurnStarted = EventOf<typeof TurnStarted>;
-export type TurnDone = EventOf<typeof TurnDone>;
-export type TurnFailed = EventOf<typeof TurnFailed>;
-export type TurnInterrupted = EventOf<typeof TurnInterrupted>;
-export type LoopStarted = EventOf<typeof LoopStarted>;
-export type LoopIdle = EventOf<typeof LoopIdle>;
-export type SessionStarted = EventOf<typeof SessionStarted>;
-export type SessionIdle = EventOf<typeof SessionIdle>;
-export type SessionStopped = EventOf<typeof SessionStopped>;
+// The built-in events as a subscriber reads them. Each is its schema's output with the
+// coordinates its identity profile rules (a tool event has loop, turn and step; a turn
+// event no step; a loop event only its loop; a session event none; a gate's depend on its
+// resolver), which validation enforces: test/unit/public-types.test.ts keeps each the same
+// as its schema and its profile.
+
+/** The header of an event inside a step (tool and step events): loop, turn and step set. */
+export interface StepEventHeader extends EventHeader {
+  loopId: string;
+  turnId: string;
+  stepId: string;
+}
+
+/** The header of a turn's own events: loop and turn set, no step. */
+export interface TurnEventHeader extends EventHeader {
+  loopId: string;
+  turnId: string;
+  stepId?: undefined;
+}
+
+/** The header of a loop's own events: the loop set, no turn, no step. */
+export interface LoopEventHeader extends EventHeader {
+  loopId: string;
+  turnId?: undefined;
+  stepId?: undefined;
+}
+
+/** The header of a session's own events: no loop, turn or step. */
+export interface SessionEventHeader extends EventHeader {
+  loopId?: undefined;
+  turnId?: undefined;
+  stepId?: undefined;
+}
+
+/** A tool asks permission: what it wants to do and the requirements it has not met. Enduring. */
+export interface PermissionRequested extends StepEventHeader {
+  type: "PermissionRequested";
+  toolExecutionId: string;
+  request: PermissionRequest;
+}
+
+/** The permission decision for a tool call: approve or deny (absent when the runtime wrote none). Enduring. */
+export interface PermissionDecided extends StepEventHeader {
+  type: "PermissionDecided";
+  toolExecutionId: string;
+  effect?: PermissionEffect | undefined;
+  reason?: string | undefined;
+  /** A summary of what was decided on, not the request itself. */
+  subject?: string | undefined;
+  /** A summary for the audit trail. */
+  audit?: string | undefined;
+}
+
+/** A tool asks the user a question. Enduring. */
+export interface UserInputRequested extends StepEventHeader {
+  type: "UserInputRequested";
+  toolExecutionId: string;
+  question?: string | undefined;
+  choices?: string[] | undefined;
+}
+
+/** A tool call began (a preview, never journaled). */
+export interface ToolCallStarted extends StepEventHeader {
+  type: "ToolCallStarted";
+  toolExecutionId: string;
+  toolName?: string | undefined;
+  /** For display; capped at construction by `createEvent`. */
+  summary?: string | undefined;
+}
+
+/** A tool call ended (a preview, never journaled): the step's StepDone records its result. */
+export interface ToolCallCompleted extends StepEventHeader {
+  type: "ToolCallCompleted";
+  toolExecutionId: string;
+  isError: boolean;
+  /** For display; capped at construction by `createEvent`. */
+  resultPreview?: string | undefined;
+}
+
+/**
+ * A gate opened: something waits on an answer. A session gate (`gate.resolver` is
+ * `session`) needs only its session; every other gate has loop, turn and step. Enduring.
+ */
+export interface GateOpened extends EventHeader {
+  type: "GateOpened";
+  /** Absent on the wire reads as the empty gate (Go's zero): a subscriber always gets the object. */
+  gate: Gate;
+}
+
+/** A gate was resolved: answered, by policy, abandoned, closed with its owner. Enduring. */
+export interface GateResolved extends EventHeader {
+  type: "GateResolved";
+  gateId?: string | undefined;
+  resolver?: string | undefined;
+  /** answered, policy_response, abandoned, owner_closed or restore_unavailable. */
+  reason?: string | undefined;
+  /** The chosen action, e.g. Approve or Deny. */
+  action?: string | undefined;
+  source?: GateSource | undefined;
+  audit?: GateAudit | undefined;
+}
+
+/**
+ * The model's finalized response and the tool results of the step: the first message is
+ * the assistant's, every later one a tool result; with, optionally, what was kept of each
+ * result's bytes. Enduring.
+ */
+export interface StepDone extends StepEventHeader {
+  type: "StepDone";
+  messages: StepMessage[];
+  captures?: ToolResultCapture[] | undefined;
+}
+
+/** A turn began with the user's message. Enduring. */
+export interface TurnStarted extends TurnEventHeader {
+  type: "TurnStarted";
+  /** Per loop (absent means 0). */
+  turnIndex?: number | undefined;
+  message?: UserMessage | undefined;
+}
+
+/** A turn ended with the model's final message and the turn's usage. Enduring; ends the turn. */
+export interface TurnDone extends TurnEventHeader {
+  type: "TurnDone";
+  turnIndex?: number | undefined;
+  message?: AIMessage | undefined;
+  usage?: Usage | undefined;
+}
+
+/**
+ * The runtime's record of a turn's error: absent, it writes kind "unknown". The detail is
+ * for the model only under the explicit `modelFacing` flag.
+ */
+export interface TurnError {
+  kind: string;
+  message: string;
+  /** Set when the error's detail may be shown to the model. */
+  modelFacing?: boolean | undefined;
+  modelFacingDetail?: string | undefined;
+}
+
+/** A turn failed. Enduring; ends the turn. */
+export interface TurnFailed extends TurnEventHeader {
+  type: "TurnFailed";
+  turnIndex?: number | undefined;
+  err: TurnError;
+}
+
+/** A turn was interrupted. Enduring; ends the turn. */
+export interface TurnInterrupted extends TurnEventHeader {
+  type: "TurnInterrupted";
+  turnIndex?: number | undefined;
+}
+
+/** A loop started: its model and agent runtime, and where it came from. Enduring. */
+export interface LoopStarted extends LoopEventHeader {
+  type: "LoopStarted";
+  runtime?: ModelRuntime | undefined;
+  /** A Go pointer: `{}` is an agent runtime with nothing set, which the rules refuse. */
+  agentRuntime?: AgentRuntime | undefined;
+  /** The model provider's id of the tool call that started this loop (a sub-agent). */
+  parentToolUseId?: string | undefined;
+  foreignSid?: string | undefined;
+  initialMode?: string | undefined;
+  initialRequestId?: string | undefined;
+  displayName?: string | undefined;
+  description?: string | undefined;
+}
+
+/** A loop went idle. Enduring. */
+export interface LoopIdle extends LoopEventHeader {
+  type: "LoopIdle";
+}
+
+/** A session started, with its configuration. Enduring. */
+export interface SessionStarted extends SessionEventHeader {
+  type: "SessionStarted";
+  config?: ConfigFingerprint | undefined;
+  manifest?: ConfigManifest | undefined;
+}
+
+/** A session went idle. Enduring. */
+export interface SessionIdle extends SessionEventHeader {
+  type: "SessionIdle";
+}
+
+/** A session stopped. Enduring. */
+export interface SessionStopped extends SessionEventHeader {
+  type: "SessionStopped";
+}
 
 export type BuiltInDefinition<T extends string> = Extract<(typeof builtInTypes)[number], { readonly type: T }>;
 
 /** Every built-in event, discriminated by `type`. */
-export type JetloopEvent = EventOf<(typeof builtInTypes)[number]>;
+export type JetloopEvent =
+  | PermissionRequested
+  | PermissionDecided
+  | UserInputRequested
+  | ToolCallStarted
+  | ToolCallCompleted
+  | GateOpened
+  | GateResolved
+  | StepDone
+  | TurnStarted
+  | TurnDone
+  | TurnFailed
+  | TurnInterrupted
+  | LoopStarted
+  | LoopIdle
+  | SessionStarted
+  | SessionIdle
+  | SessionStopped;
 export type EventType = JetloopEvent["type"];
 
 /** The catalogue of built-in types; `defaultRegistry.with(def)` adds an application's own. */

@@ -1,5 +1,5 @@
 import type { z } from "zod";
-import { type BuiltInDefinition, defaultRegistry, type EventType } from "./catalogue.js";
+import { type BuiltInDefinition, defaultRegistry, type EventType, type JetloopEvent } from "./catalogue.js";
 import { newId } from "./ids.js";
 import type { EventInputOf, EventOf, EventTypeDefinition } from "./registry.js";
 import { capText, limits } from "./text.js";
@@ -23,7 +23,9 @@ type AnyDef = EventTypeDefinition<string, z.ZodRawShape>;
  *
  * `createEvent("ToolCallStarted", { sessionId, loopId, turnId, stepId, toolExecutionId, toolName, summary })`
  */
-export function createEvent<T extends EventType>(type: T, fields: Fields<EventInputOf<BuiltInDefinition<T>>>): EventOf<BuiltInDefinition<T>>;
+// A built-in type's event is its interface (catalogue.ts): the schema's output with the
+// coordinates its identity profile rules, which validateWith enforces.
+export function createEvent<T extends EventType>(type: T, fields: Fields<EventInputOf<BuiltInDefinition<T>>>): Extract<JetloopEvent, { type: T }>;
 /** The same for an application's own type: `createEvent(MyEventType, fields)`. */
 export function createEvent<D extends AnyDef>(definition: D, fields: Fields<EventInputOf<D>>): EventOf<D>;
 export function createEvent(typeOrDef: string | AnyDef, fields: Record<string, unknown>): unknown {

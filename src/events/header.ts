@@ -26,6 +26,21 @@ export const AGENCY_USER = 1;
 export const agencySchema = z.number().int().min(0).max(255);
 
 /** What caused an event: a command, another event, a tool call, and where it happened. */
+export interface Cause {
+  sessionId?: string | undefined;
+  loopId?: string | undefined;
+  turnId?: string | undefined;
+  stepId?: string | undefined;
+  /** The command that caused it (an answer, an input). */
+  commandId?: string | undefined;
+  /** The event that caused it. */
+  eventId?: string | undefined;
+  /** The tool call that caused it. */
+  toolExecutionId?: string | undefined;
+  /** Who: 0 the machine (AGENCY_MACHINE), 1 a user (AGENCY_USER); other values are kept. */
+  agency?: number | undefined;
+}
+
 export const causeSchema = z.object({
   sessionId: uuidSchema.optional(),
   loopId: uuidSchema.optional(),
@@ -36,7 +51,6 @@ export const causeSchema = z.object({
   toolExecutionId: uuidSchema.optional(),
   agency: agencySchema.optional(),
 });
-export type Cause = z.input<typeof causeSchema>;
 
 const DAYS_IN_MONTH = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
 /** Go's zero time, which its writer omits. */
@@ -189,4 +203,28 @@ export const headerShape = {
 /** Keys a body may not use: they belong to the header or the envelope. */
 export const RESERVED_KEYS: ReadonlySet<string> = new Set([...Object.keys(headerShape), "type", "v"]);
 
-export type EventHeader = z.output<z.ZodObject<typeof headerShape>>;
+/**
+ * The header every event carries, flattened beside its body. Which of `loopId`, `turnId`
+ * and `stepId` an event has is its type's (each event interface says: a tool event has all
+ * three, a turn event no step, a session event none).
+ */
+export interface EventHeader {
+  /** The session the event belongs to (a UUID, as every id here). */
+  sessionId: string;
+  /** The loop (an agent's run inside the session), when the event belongs to one. */
+  loopId?: string | undefined;
+  /** The turn of the loop, when the event belongs to one. */
+  turnId?: string | undefined;
+  /** The step of the turn (one model response and its tool calls), when the event belongs to one. */
+  stepId?: string | undefined;
+  /** The agent that wrote it. */
+  agentName?: string | undefined;
+  /** The event's own id: its message id in the journal, so a resend is stored once. */
+  eventId: string;
+  /** When it was created, RFC 3339 in Go's form (the writer's offset, trailing zeros dropped). */
+  createdAt?: string | undefined;
+  /** What caused it. */
+  cause?: Cause | undefined;
+  /** `public` events reach product streams; `internal` ones only trusted subscribers. */
+  visibility: Visibility;
+}

@@ -15,7 +15,50 @@ import { isSet, isTrimmedText } from "./text.js";
 export const COMMAND_START_GRANT = "command.start.v1";
 export const COMMAND_EXECUTE = "command.execute";
 
-const candidateSchema = z.strictObject({
+/** Another grant that would also meet a requirement (same kind and grant; another match). */
+export interface PermissionCandidate {
+  kind: string;
+  match: string;
+  description: string;
+  grantClass?: string | undefined;
+  grantTarget?: string | undefined;
+}
+
+/** One requirement the tool has not met: what it needs (`kind`, e.g. fs.read), where (`match`), said for a person. */
+export interface PermissionRequirement {
+  kind: string;
+  /** Written even when empty, as the runtime writes it. */
+  scope?: string | undefined;
+  match: string;
+  description: string;
+  grantClass?: string | undefined;
+  grantTarget?: string | undefined;
+  candidates?: PermissionCandidate[] | undefined;
+}
+
+/**
+ * A request as a subscriber reads it: `requirements` always a list. Every other field may
+ * be absent: a pure tool asks with no requirements, and the runtime writes such a request
+ * as `{}` (so `toolName` too may be absent).
+ */
+export interface PermissionRequest {
+  toolName?: string | undefined;
+  summary?: string | undefined;
+  /** The runtime's own execution id: free text, not necessarily a UUID. */
+  executionId?: string | undefined;
+  command?: string | undefined;
+  workingDirectory?: string | undefined;
+  expiresAtUnixMilli?: number | undefined;
+  requirements: PermissionRequirement[];
+}
+
+/** A request as a writer gives it: `requirements` may be left out (none). */
+export interface PermissionRequestInput extends Omit<PermissionRequest, "requirements"> {
+  requirements?: PermissionRequirement[] | undefined;
+}
+
+// The checking side of the interfaces above (test/unit/public-types.test.ts keeps them the same).
+export const candidateSchema = z.strictObject({
   kind: z.string(),
   match: z.string(),
   description: z.string(),
@@ -23,7 +66,7 @@ const candidateSchema = z.strictObject({
   grantTarget: z.string().optional(),
 });
 
-const requirementSchema = z.strictObject({
+export const requirementSchema = z.strictObject({
   kind: z.string(),
   /** Written even when empty, as the runtime writes it. */
   scope: wireField(z.string().optional(), { always: true }),
@@ -33,9 +76,6 @@ const requirementSchema = z.strictObject({
   grantTarget: z.string().optional(),
   candidates: z.array(candidateSchema).optional(),
 });
-
-export type PermissionCandidate = z.output<typeof candidateSchema>;
-export type PermissionRequirement = z.output<typeof requirementSchema>;
 
 /**
  * Every field may be absent: a pure tool asks with no requirements, and the runtime
@@ -123,10 +163,6 @@ export const permissionRequestSchema = requestShape.superRefine((req, ctx) => {
   }
 });
 
-/** A request as a subscriber reads it: `requirements` always a list. */
-export type PermissionRequest = z.output<typeof permissionRequestSchema>;
-/** A request as a writer gives it: `requirements` may be left out (none). */
-export type PermissionRequestInput = z.input<typeof permissionRequestSchema>;
 
 function firstIssue(error: z.ZodError): RequestDecodeError {
   const issue = error.issues[0]!;

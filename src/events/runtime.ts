@@ -190,6 +190,8 @@ export const configManifestSchema = z.object({
   appFields: wireField(goMapSchema(z.string()).optional(), { keepEmpty: true }),
 });
 export type ConfigManifest = z.output<typeof configManifestSchema>;
+/** The configuration a session started with, as revisions (SessionStarted's `config`). */
+export type ConfigFingerprint = z.output<typeof configFingerprintSchema>;
 
 const RUNTIME_MANIFEST_FIELDS = ["runtimeProfile", "runtimeCatalogRev", "runtimeIdentityRev"] as const;
 

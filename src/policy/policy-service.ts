@@ -66,32 +66,40 @@ const decisionSchema = z.strictObject({
   action: z.string().min(1).max(256).optional(),
 });
 
-const policyShape = z.strictObject({
+/** `servePolicy`'s options: how it decides, and the durable it reads the gates with. */
+export interface PolicyOptions {
+  /** Decides one case: sync or async. A throw is a failure: the gate comes again (the durable's backoff), parked after the last attempt. */
+  readonly decide: PolicyDecide;
   /** The durable consumer's name; processes sharing it split the gates. Default `policy`. */
-  durable: durableNameSchema.default("policy"),
+  readonly durable?: string | undefined;
   /** Gates decided at once by one process. Default 8. */
-  concurrency: z.number().int().min(1).max(1024).default(8),
+  readonly concurrency?: number | undefined;
   /**
    * How long one decide() call may take. Past it the call is abandoned (its late result
    * answers nothing) and the gate comes again with the durable's backoff, so a hung policy
    * neither holds a concurrency slot nor close() forever. Default 60000 ms.
    */
-  decideTimeoutMs: z.number().int().min(10).max(24 * 3600_000).default(60_000),
+  readonly decideTimeoutMs?: number | undefined;
   /** How long to wait for the loop actor's reply to an answer. Default 5000 ms. */
-  answerTimeoutMs: z.number().int().min(100).default(5000),
+  readonly answerTimeoutMs?: number | undefined;
   /**
    * The durable subscription's own options (start, maxDeliver, backoffMs, batch, a group
    * option…), passed through as they are and checked by `subscribeEvents`; not `durable`
    * (the option above) nor `autoExtendMs` (the service extends a gate while it holds it).
    */
+  readonly subscription?: Omit<DurableSubscribeOptions, "durable" | "autoExtendMs"> | undefined;
+}
+
+// The checking side of PolicyOptions (documented there; test/unit/public-types.test.ts keeps
+// the two the same but for `decide`, checked on its own, and `subscription`, checked by
+// subscribeEvents).
+export const policyShape = z.strictObject({
+  durable: durableNameSchema.default("policy"),
+  concurrency: z.number().int().min(1).max(1024).default(8),
+  decideTimeoutMs: z.number().int().min(10).max(24 * 3600_000).default(60_000),
+  answerTimeoutMs: z.number().int().min(100).default(5000),
   subscription: z.record(z.string(), z.unknown()).default({}),
 });
-
-export type PolicyOptions = Omit<z.input<typeof policyShape>, "subscription"> & {
-  /** Decides one case: sync or async. A throw is a failure: the gate comes again (the durable's backoff), parked after the last attempt. */
-  readonly decide: PolicyDecide;
-  readonly subscription?: Omit<DurableSubscribeOptions, "durable" | "autoExtendMs">;
-};
 
 export interface PolicyStats {
   /** Permission gates received (redeliveries included). */

@@ -5,32 +5,34 @@
 import { z } from "zod";
 import { noOptions, parseOptions } from "../options.js";
 
-export const publishShape = z.strictObject({
+/** How `publish` appends an event (`bus.publish(event, options)`). */
+export interface PublishOptions {
   /**
    * Fencing: append only if the session's last journal sequence is this (0: the session
    * has no events yet). Losing the race is PublishConflictError. Needs nats-server 2.11+.
    * Enduring events only. Default: no fence.
    */
-  expectedLastSeq: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER, "must be a non-negative integer").optional(),
+  readonly expectedLastSeq?: number | undefined;
   /**
    * Previews only: send without waiting to learn whether the server refused it. By default
    * a preview waits for a round trip to the server and a refusal by the subject permissions
    * rejects with PermissionDeniedError; fire-and-forget resolves at once with
    * `unconfirmed: true`, and a refusal is only logged. Default false.
    */
-  fireAndForget: z.boolean("must be a boolean").optional(),
-});
+  readonly fireAndForget?: boolean | undefined;
+}
 
-export const reconcileShape = z.strictObject({
+/** Where `storedEvents` (and `publishAll`'s `resume`) read the journal from. */
+export interface ReconcileOptions {
   /**
    * Read the journal from this time (the server's clock). No later than the first attempt
    * to publish any of the events: an event stored before it is not found. Required.
    */
-  since: z.date("must be a valid Date: the time of the first attempt to publish these events, or earlier"),
-});
+  readonly since: Date;
+}
 
-export const publishAllShape = z.strictObject({
-  ...publishShape.shape,
+/** How `publishAll` appends a batch of events. */
+export interface PublishAllOptions extends PublishOptions {
   /**
    * Resuming a batch that may be partly stored (the producer crashed, or appends failed
    * with PublishTimeoutError): the journal is read for the batch's sessions from
@@ -40,7 +42,7 @@ export const publishAllShape = z.strictObject({
    * is gone or its appends have settled): an append of it still in flight could land
    * after the read. Default: every event is published.
    */
-  resume: reconcileShape.optional(),
+  readonly resume?: ReconcileOptions | undefined;
   /**
    * Commit the events together in one atomic batch (nats-server 2.12+, a stream
    * provisioned with `allow_atomic`): all stored or none (a read started during the
@@ -49,12 +51,25 @@ export const publishAllShape = z.strictObject({
    * `expectedLastSeq`, all of one session, fenced as a whole. Default false: each event
    * is appended on its own.
    */
-  atomic: z.boolean("must be a boolean").optional(),
+  readonly atomic?: boolean | undefined;
+}
+
+// The checking side of the interfaces above (documented there; test/unit/public-types.test.ts
+// keeps each shape's input type and its interface the same).
+export const publishShape = z.strictObject({
+  expectedLastSeq: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER, "must be a non-negative integer").optional(),
+  fireAndForget: z.boolean("must be a boolean").optional(),
 });
 
-export type PublishOptions = Readonly<z.input<typeof publishShape>>;
-export type ReconcileOptions = Readonly<z.input<typeof reconcileShape>>;
-export type PublishAllOptions = Readonly<z.input<typeof publishAllShape>>;
+export const reconcileShape = z.strictObject({
+  since: z.date("must be a valid Date: the time of the first attempt to publish these events, or earlier"),
+});
+
+export const publishAllShape = z.strictObject({
+  ...publishShape.shape,
+  resume: reconcileShape.optional(),
+  atomic: z.boolean("must be a boolean").optional(),
+});
 
 const NO_OPTIONS: PublishOptions = Object.freeze({});
 

@@ -5,7 +5,7 @@ import type { ParkReason } from "../parking/parked-entry.js";
 import { durableNameSchema } from "../subjects/subjects.js";
 import type { DeliveryFailure } from "./delivery.js";
 
-import { feedModeSchema } from "../subjects/feed-mode.js";
+import { feedModeSchema, type FeedMode } from "../subjects/feed-mode.js";
 export { feedModeSchema, type FeedMode } from "../subjects/feed-mode.js";
 
 /** Where the journal part of a subscription starts in one shard (`seq` is a position in that shard's stream). */
@@ -29,89 +29,139 @@ const start = z.union(
   'must be "new", "all", { seq } (a journal sequence, 1 or more), { time } (a Date) or { after } (a subscription\'s positions(): per shard, the last journal sequence handed)',
 );
 
-/** Status of the subscription: poison messages, drops, consumer recreation. */
-const onReport = functionOption<(report: SubscriptionReport) => void>().optional();
-
-/** The options both kinds take. */
-const common = {
-  onReport,
+/** The options both kinds of subscription take. */
+export interface CommonSubscribeOptions {
+  /** Status of the subscription: poison messages, drops, consumer recreation, gaps repaired. */
+  onReport?: ((report: SubscriptionReport) => void) | undefined;
   /** Preview deliveries buffered before the oldest is dropped. Default 1024. */
-  ephemeralBuffer: z.number().int().min(1).default(1024),
-};
+  ephemeralBuffer?: number | undefined;
+}
 
-/** A feed subscription (no `durable`): history from the journal, then the feed; no consumer while it follows. */
-export const feedShape = z.strictObject({
-  ...common,
+/** Options of a feed subscription (no `durable`): history from the journal, then the feed; no consumer while it follows. */
+export interface FeedSubscribeOptions extends CommonSubscribeOptions {
   /** Where the journal part starts. Default `new`. */
-  start: start.default("new"),
+  start?: SubscribeStart | undefined;
   /** How to follow the feed, `loop` or `namespace`. Default: the bus option `feed`. */
-  feed: feedModeSchema.optional(),
-  /** Messages pulled at once from the journal (history, gap repairs), at most 8 MiB of them (pull-size.ts). Default 256. */
-  batch: z.number().int().min(1).max(10_000).default(256),
+  feed?: FeedMode | undefined;
+  /** Messages pulled at once from the journal (history, gap repairs), at most 8 MiB of them. Default 256. */
+  batch?: number | undefined;
   /** Journal deliveries buffered before the source waits. Default 256. */
-  enduringBuffer: z.number().int().min(1).default(256),
-});
+  enduringBuffer?: number | undefined;
+  /** Durable subscriptions only. */
+  durable?: undefined;
+  /** Durable subscriptions only. */
+  group?: undefined;
+  /** Durable subscriptions only. */
+  ackWaitMs?: undefined;
+  /** Durable subscriptions only. */
+  maxDeliver?: undefined;
+  /** Durable subscriptions only. */
+  backoffMs?: undefined;
+  /** Durable subscriptions only. */
+  maxAckPending?: undefined;
+  /** Durable subscriptions only. */
+  autoExtendMs?: undefined;
+}
 
 /**
- * A durable subscription: a durable consumer of this name, explicit acks, redelivery,
- * shared work, resume from the ack floor.
+ * Options of a durable subscription (`durable` set): a durable consumer of this name,
+ * explicit acks, redelivery, shared work, resume from the ack floor.
  */
-export const durableShape = z.strictObject({
-  ...common,
+export interface DurableSubscribeOptions extends CommonSubscribeOptions {
   /** The durable consumer's name. */
-  durable: durableNameSchema,
+  durable: string;
   /**
-   * A partitioned durable group (src/group/README.md). The namespace's sessions
-   * are split into the partitions `jetloop provision --partitions N` made; each partition is
+   * A partitioned durable group (docs/groups-and-policy.md). The namespace's sessions are
+   * split into the partitions `jetloop provision --partitions N` made; each partition is
    * owned by one member of the group (the processes subscribing with this durable name and
    * `group`) at a time, and hands a session's events over in journal order, the next after
-   * the previous is settled. `leaseMs`: a member that stops renewing its lease for this long
-   * loses its partitions (default 10000); it is also the group's default ack wait (a held
-   * delivery is extended meanwhile). `member`: this member's id in the membership store
-   * (default: random). `maxAckPending` is 1 per partition and cannot be set. Default: no group.
+   * the previous is settled. `maxAckPending` is 1 per partition and cannot be set.
+   * Default: no group.
    */
+  group?: GroupOptions | undefined;
+  /** Where a new durable starts (an existing one resumes from its ack floor). Default `all`. */
+  start?: SubscribeStart | undefined;
+  /** A fixed ack wait in ms, instead of the backoff. Default: the backoff (streams/consumers.json). */
+  ackWaitMs?: number | undefined;
+  /**
+   * Deliveries before a failing or unsettled message is parked (kept in the parked store
+   * for `parked replay`). Default 5 (streams/consumers.json). Enforced by jetloop; fixed
+   * when the durable is created (processes sharing it use the creator's).
+   */
+  maxDeliver?: number | undefined;
+  /** Redelivery delays in ms (the first is the ack wait). Default 30s, 1m, 5m, 15m (streams/consumers.json). */
+  backoffMs?: number[] | undefined;
+  /** Unacknowledged deliveries outstanding at once. Default 1000 (streams/consumers.json). */
+  maxAckPending?: number | undefined;
+  /** Messages pulled at once, at most 8 MiB of them. Their ack-wait clock starts at delivery: keep it small for slow handlers. Default 16. */
+  batch?: number | undefined;
+  /** Keep extending the ack of an unsettled delivery for this long, in ms. Default 15 min. */
+  autoExtendMs?: number | undefined;
+  /** Journal deliveries buffered before the source waits (they wait out their ack wait if the process dies). Default 16. */
+  enduringBuffer?: number | undefined;
+  /** Feed subscriptions only. */
+  feed?: undefined;
+}
+
+/** A durable group's settings (`DurableSubscribeOptions.group`). */
+export interface GroupOptions {
+  /**
+   * A member that stops renewing its lease for this long, in ms, loses its partitions
+   * (default 10000); it is also the group's default ack wait (a held delivery is extended
+   * meanwhile).
+   */
+  leaseMs?: number | undefined;
+  /** This member's id in the membership store. Default: random. */
+  member?: string | undefined;
+}
+
+/** Options of a feed subscription or of a durable one, told apart by `durable`. */
+export type SubscribeOptions = FeedSubscribeOptions | DurableSubscribeOptions;
+
+// The checking side of the interfaces above (documented there; test/unit/public-types.test.ts
+// keeps each shape's input type and its interface the same).
+/** Status of the subscription: poison messages, drops, consumer recreation. */
+
+const onReport = functionOption<(report: SubscriptionReport) => void>().optional();
+const common = {
+  onReport,
+  ephemeralBuffer: z.number().int().min(1).default(1024),
+};
+export const feedShape = z.strictObject({
+  ...common,
+  start: start.default("new"),
+  feed: feedModeSchema.optional(),
+  batch: z.number().int().min(1).max(10_000).default(256),
+  enduringBuffer: z.number().int().min(1).default(256),
+});
+export const durableShape = z.strictObject({
+  ...common,
+  durable: durableNameSchema,
   group: z
     .strictObject({
       leaseMs: z.number().int().min(300).max(600_000).default(10_000),
       member: durableNameSchema.optional(),
     })
     .optional(),
-  /** Where a new durable starts (an existing one resumes from its ack floor). Default `all`. */
   start: start.default("all"),
-  /** A fixed ack wait in ms, instead of the backoff. Default: the backoff (streams/consumers.json). */
   ackWaitMs: z.number().int().min(100).optional(),
-  /**
-   * Deliveries before a failing or unsettled message is parked (kept in the parked store
-   * for `parked replay`). Default 5 (streams/consumers.json). Enforced by jetloop; fixed
-   * when the durable is created (processes sharing it use the creator's).
-   */
   maxDeliver: z.number().int().min(1).optional(),
-  /** Redelivery delays in ms (the first is the ack wait). Default 30s, 1m, 5m, 15m (streams/consumers.json). */
   backoffMs: z.array(z.number().int().min(1)).min(1).optional(),
-  /** Unacknowledged deliveries outstanding at once. Default 1000 (streams/consumers.json). */
   maxAckPending: z.number().int().min(1).optional(),
-  /** Messages pulled at once, at most 8 MiB of them (pull-size.ts). Their ack-wait clock starts at delivery: keep it small for slow handlers. Default 16. */
   batch: z.number().int().min(1).max(10_000).default(16),
-  /** Keep extending the ack of an unsettled delivery for this long, in ms. Default 15 min. */
   autoExtendMs: z.number().int().min(0).default(15 * 60_000),
-  /** Journal deliveries buffered before the source waits (they wait out their ack wait if the process dies). Default 16. */
   enduringBuffer: z.number().int().min(1).default(16),
 });
 
 /** Each kind's keys the other does not take, typed absent there: a settings union reads them as `T | undefined`. */
 type Absent<T, Other> = T & { readonly [K in Exclude<keyof Other, keyof T>]?: undefined };
 
-type FeedInput = z.input<typeof feedShape>;
-type DurableInput = z.input<typeof durableShape>;
+/** The shapes' input types as the options interfaces are (checked in test/unit/public-types.test.ts). */
+export type FeedInput = Absent<z.input<typeof feedShape>, z.input<typeof durableShape>>;
+export type DurableInput = Absent<z.input<typeof durableShape>, z.input<typeof feedShape>>;
 export type FeedSettings = Absent<z.output<typeof feedShape>, z.output<typeof durableShape>>;
 export type DurableSettings = Absent<z.output<typeof durableShape>, z.output<typeof feedShape>>;
 
-/** Options of a feed subscription: no `durable`. */
-export type FeedSubscribeOptions = Absent<FeedInput, DurableInput>;
-/** Options of a durable subscription: `durable` set. */
-export type DurableSubscribeOptions = Absent<DurableInput, FeedInput>;
-/** Options of a feed subscription or of a durable one, told apart by `durable`. */
-export type SubscribeOptions = FeedSubscribeOptions | DurableSubscribeOptions;
 /** A subscription's checked options with their defaults, told apart by `durable`. */
 export type SubscribeSettings = FeedSettings | DurableSettings;
 
@@ -157,20 +207,27 @@ function checkGroup(settings: SubscribeSettings): SubscribeSettings {
 }
 
 /** The range of a replay and how it reads. */
-export const replayShape = z.strictObject({
+export interface ReplayOptions {
   /** First journal sequence. Default 1. A position in one shard: refused for a filter over several shards (use `after`). */
-  fromSeq: z.number().int().min(1).optional(),
+  fromSeq?: number | undefined;
   /** Last journal sequence, inclusive, not below `fromSeq`. Default: the journal's last sequence when the replay begins. One shard only, as `fromSeq`. */
-  toSeq: z.number().int().min(1).optional(),
+  toSeq?: number | undefined;
   /** Start after these shard positions (a subscription's `positions()`, or a replay's last deliveries per shard); instead of `fromSeq`. */
-  after: positions.optional(),
-  /** Messages pulled at once, at most 8 MiB of them (pull-size.ts). Default 512. */
-  batch: z.number().int().min(1).max(10_000).default(512),
+  after?: ShardPositions | undefined;
+  /** Messages pulled at once, at most 8 MiB of them. Default 512. */
+  batch?: number | undefined;
   /** Malformed messages in the range are reported here (`poison`) and skipped. */
+  onReport?: ((report: SubscriptionReport) => void) | undefined;
+}
+
+export const replayShape = z.strictObject({
+  fromSeq: z.number().int().min(1).optional(),
+  toSeq: z.number().int().min(1).optional(),
+  after: positions.optional(),
+  batch: z.number().int().min(1).max(10_000).default(512),
   onReport,
 });
 
-export type ReplayOptions = z.input<typeof replayShape>;
 export type ReplaySettings = z.output<typeof replayShape>;
 
 export function parseReplayOptions(options: ReplayOptions | undefined): ReplaySettings {

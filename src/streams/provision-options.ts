@@ -10,46 +10,59 @@ import { MAX_PARTITIONS } from "../partition/partition.js";
 import { parseDuration } from "./declared.js";
 import { checkMonitorUrls, type Durability } from "./durability.js";
 
-/** Monitoring URLs (`http://host:8222`) of the journal's servers: their /varz is read for the sync setting. */
-const monitor = z.array(z.string()).optional();
-
-export const provisionShape = z.strictObject({
+/** What `bus.provision` creates or checks: the journal stream's settings, its retention and durability. */
+export interface ProvisionRequest {
   /** `apply` creates or updates; `verify` only reports drift. Default `apply`. */
-  mode: z.enum(["apply", "verify"]).default("apply"),
+  mode?: "apply" | "verify" | undefined;
   /** Stream replicas. Default: 3 when the server is part of a cluster, else 1. */
-  replicas: z.number().int().min(1).max(5).optional(),
+  replicas?: number | undefined;
   /**
    * Retention, an explicit choice: remove journal events older than this Go duration
    * (`720h`). Default: no age limit, the journal is kept.
    */
-  maxAge: z.string().optional(),
+  maxAge?: string | undefined;
   /** Retention: remove the oldest journal events past this many bytes. Default: no limit. */
-  maxBytes: z.number().optional(),
+  maxBytes?: number | undefined;
   /**
    * How long the stream recognises a resent event id (Go duration). Default `2m`. The
    * server keeps an entry per append for this long (on every replica; about 230 bytes
    * each, measured: docs/scale.md); past it, only a fenced append or `publishAll` with
    * `resume` recognises its first copy.
    */
-  duplicateWindow: z.string().optional(),
+  duplicateWindow?: string | undefined;
   /**
    * `strict`: replicas 3 (a cluster is required), file storage, and the server's sync
    * setting read from `monitor` and warned of unless it syncs before every ack. Default
    * `default`: replicas as given or 3 on a cluster, the sync setting checked only when
    * `monitor` is given.
    */
-  durability: z.enum(["default", "strict"], 'must be "default" or "strict"').default("default"),
-  monitor,
+  durability?: "default" | "strict" | undefined;
+  /** Monitoring URLs (`http://host:8222`) of the journal's servers: their /varz is read for the sync setting. */
+  monitor?: string[] | undefined;
   /**
    * Partitioned durable groups: also provision the partitioned stream
    * (`streams/partitioned.json`, a copy of the journal split by session into this many
    * partitions) and the group membership store (`streams/members.json`). Fixed once the
    * stream exists. Default: neither is touched.
    */
+  partitions?: number | undefined;
+}
+
+// The checking side of the interfaces above (documented there; test/unit/public-types.test.ts
+// keeps each shape's input type and its interface the same).
+/** Monitoring URLs (`http://host:8222`) of the journal's servers: their /varz is read for the sync setting. */
+const monitor = z.array(z.string()).optional();
+
+export const provisionShape = z.strictObject({
+  mode: z.enum(["apply", "verify"]).default("apply"),
+  replicas: z.number().int().min(1).max(5).optional(),
+  maxAge: z.string().optional(),
+  maxBytes: z.number().optional(),
+  duplicateWindow: z.string().optional(),
+  durability: z.enum(["default", "strict"], 'must be "default" or "strict"').default("default"),
+  monitor,
   partitions: z.number().int().min(1).max(MAX_PARTITIONS).optional(),
 });
-
-export type ProvisionRequest = z.input<typeof provisionShape>;
 
 /** A provision request checked: retention in ns and bytes, the profile, the monitoring URLs. */
 export interface ProvisionSettings {

@@ -1,7 +1,7 @@
 // Adversary edges, third round: what a durable trusts in its consumer's metadata, and one
 // caller's session lists against other viewers' reads.
 //
-// Rule (src/subscribe/filter-changes.ts, readFilterChanges): "A value jetloop never writes
+// Rule (src/sources/filter-changes.ts, readFilterChanges): "A value jetloop never writes
 // is refused". jetloop writes a filter change's `at` as the journal's end read after the
 // change, so an `at` past the journal's end is a value it never writes. Anyone who may update
 // the consumer (the example's gateway user has `$JS.API.CONSUMER.CREATE.<stream>.>`, an

@@ -372,7 +372,7 @@ describe("bad input gets a typed error and nothing is published", () => {
       [{ ...good, type: "NoSuchEvent" }, "type"],
     ];
     for (const [event, field] of bad) {
-      const err = await rejection(bus.publish(event as JetloopEvent));
+      const err = await rejection(bus.publish(event as unknown as JetloopEvent));
       expect(err, field).toBeInstanceOf(EventValidationError);
       expect((err as EventValidationError).field).toBe(field);
     }

@@ -13,7 +13,8 @@ import { RawJson } from "../../src/wire/raw-json.js";
 import { isNilUuid, NIL_UUID } from "../../src/events/ids.js";
 import { guideFor, mergeGuides } from "../../src/wire/wire.js";
 import { type GoWritten, readJsonl } from "../conformance/go-oracle.js";
-import { defaultRegistry, permissionRequestSchema, validateEvent } from "../../src/index.js";
+import { defaultRegistry, validateEvent } from "../../src/index.js";
+import { permissionRequestSchema } from "../../src/events/request.js";
 import { anyEventArb } from "./arbitraries.js";
 import { BUILT_IN_TYPES, sample } from "./fixtures.js";
 

@@ -143,7 +143,7 @@ describe("decodePermissionRequest: unknown fields fail closed", () => {
 
   it("validatePermissionRequest refuses unknown camelCase keys too", () => {
     expectRequestError(validate(requestWith((r) => (r.grantToken = "secret"))), "", /grantToken/);
-    expectRequestError(validate(requestWith((r) => ((r.requirements[0] as Record<string, unknown>).rawArguments = "{}"))), "requirements.0", /rawArguments/);
+    expectRequestError(validate(requestWith((r) => ((r.requirements[0] as unknown as Record<string, unknown>).rawArguments = "{}"))), "requirements.0", /rawArguments/);
   });
 });
 
@@ -227,9 +227,9 @@ describe("validatePermissionRequest: shape", () => {
 
   it("requires kind, match and description of requirements and candidates", () => {
     for (const f of ["kind", "match", "description"]) {
-      expectRequestError(validate(requestWith((r) => delete (r.requirements[1] as Record<string, unknown>)[f])), `requirements.1.${f}`);
-      expectRequestError(validate(requestWith((r) => ((r.requirements[1] as Record<string, unknown>)[f] = ""))), `requirements.1.${f}`, /must not be empty/);
-      expectRequestError(validate(requestWith((r) => delete (r.requirements[1]!.candidates![0] as Record<string, unknown>)[f])), `requirements.1.candidates.0.${f}`);
+      expectRequestError(validate(requestWith((r) => delete (r.requirements[1] as unknown as Record<string, unknown>)[f])), `requirements.1.${f}`);
+      expectRequestError(validate(requestWith((r) => ((r.requirements[1] as unknown as Record<string, unknown>)[f] = ""))), `requirements.1.${f}`, /must not be empty/);
+      expectRequestError(validate(requestWith((r) => delete (r.requirements[1]!.candidates![0] as unknown as Record<string, unknown>)[f])), `requirements.1.candidates.0.${f}`);
     }
     expectRequestError(validate(requestWith((r) => (r.requirements[1]!.candidates![0]!.match = ""))), "requirements.1.candidates.0.match", /must not be empty/);
     expectRequestError(validate(requestWith((r) => (r.requirements[1]!.candidates![0]!.description = ""))), "requirements.1.candidates.0.description", /must not be empty/);
@@ -421,7 +421,7 @@ describe("marshalEvent fails closed on a request the codec rejects", () => {
   it.each<[string, (r: PermissionRequest & Record<string, unknown>) => void]>([
     ["a half-set grant", (r) => delete r.requirements[0]!.grantTarget],
     ["a smuggled grant token", (r) => (r.grantToken = "secret")],
-    ["smuggled raw arguments", (r) => ((r.requirements[1] as Record<string, unknown>).rawArguments = '{"path":"/"}')],
+    ["smuggled raw arguments", (r) => ((r.requirements[1] as unknown as Record<string, unknown>).rawArguments = '{"path":"/"}')],
     ["untrimmed text", (r) => (r.summary = "run the tests ")],
     ["a duplicate candidate", (r) => r.requirements[1]!.candidates!.push({ ...r.requirements[1]!.candidates![0]! })],
   ])("%s → EventEncodeError request_rejected", (_, edit) => {
