@@ -13,6 +13,7 @@ import {
 } from "../errors.js";
 import { defaultRegistry, type JetloopEvent } from "../events/catalogue.js";
 import type { EventRegistry, EventTypeDefinition } from "../events/registry.js";
+import { isMadeBy, markMade } from "../events/made.js";
 import { definitionFor, type SafeResult, validateWith } from "../events/validate.js";
 import { goFold } from "../wire/go-fold.js";
 import { parseOrdinaryJson } from "../wire/fast-json.js";
@@ -83,7 +84,9 @@ export function encodeValidated<E = JetloopEvent>(event: E, options?: CodecOptio
   const def = definitionFor(event, registryOf(options));
   let valid: E;
   try {
-    valid = validateWith<E>(def, event as Record<string, unknown>, { strict: true });
+    // An event the library made by this definition (decoded, or from createEvent) is
+    // frozen and already what validation returns: it is written without a second check.
+    valid = isMadeBy(event, def) ? event : validateWith<E>(def, event as Record<string, unknown>, { strict: true });
   } catch (e) {
     if (e instanceof RangeError) throw stackTooDeep(def.type, e);
     // What the runtime's MarshalEvent reports as an EventEncodeError: the typed request
@@ -249,7 +252,7 @@ function decodeWith<E>(input: Uint8Array | string, options: CodecOptions<E> | un
   }
   delete camel.v;
   try {
-    return validateWith<E>(def, camel);
+    return markMade(def, validateWith<E>(def, camel));
   } catch (e) {
     if (e instanceof RangeError) throw STACK_TOO_DEEP();
     throw e;

@@ -3,6 +3,7 @@ import { type BuiltInDefinition, defaultRegistry, type EventType } from "./catal
 import { newId } from "./ids.js";
 import type { EventInputOf, EventOf, EventTypeDefinition } from "./registry.js";
 import { capText, limits } from "./text.js";
+import { markMade } from "./made.js";
 import { validateWith } from "./validate.js";
 import { EventValidationError } from "../errors.js";
 
@@ -41,5 +42,5 @@ export function createEvent(typeOrDef: string | AnyDef, fields: Record<string, u
     if (value === "") delete event[field];
     else if (typeof value === "string") event[field] = capText(value, max);
   }
-  return validateWith(def, event);
+  return markMade(def, validateWith(def, event));
 }
