@@ -18,10 +18,17 @@ stop_checks() {
   rm -f "$log"
 }
 trap stop_checks EXIT
+# Figures tests report (test/harness/figures-log.ts): this run's, printed once it passed.
+figures=.bench-out/test-figures.log
+rm -f "$figures"
 npm run -s build:web && npx vitest run "$@"
 rc=$?
 if [[ $rc -ne 0 ]]; then
   exit "$rc"
+fi
+if [[ -s $figures ]]; then
+  echo "figures of this run (case counts per rule, measurements):"
+  sed 's/^/  /' "$figures"
 fi
 t0=$SECONDS
 wait "$checks"

@@ -14,6 +14,7 @@ import { eventCapOf, eventOfSize } from "../harness/big-events.js";
 import { uniqueNamespace } from "../harness/context.js";
 import { startServer, type NatsServer } from "../harness/server.js";
 import { request, SseReader } from "./gateway/http.js";
+import { reportFigure } from "../harness/figures-log.js";
 
 const EVENTS = 32;
 const VIEWERS = 100;
@@ -63,7 +64,7 @@ async function path(name: string, read: () => Promise<number[]>, expected: numbe
   const before = disconnects.length;
   const started = Date.now();
   const seqs = await read();
-  console.log(`[megabyte-events] ${name}: ${seqs.length} events of ~1 MB in ${Date.now() - started} ms`);
+  reportFigure(`[megabyte-events] ${name}: ${seqs.length} events of ~1 MB in ${Date.now() - started} ms`);
   expect(seqs).toEqual(expected);
   await viewersStillReceive(before);
 }

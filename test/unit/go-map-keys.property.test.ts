@@ -27,6 +27,7 @@ import { scanJson } from "../../src/wire/strict-json.js";
 import { goString, toSnake, type WirePosition, wirePositions } from "../../src/wire/wire.js";
 import { type GoWritten, readJsonl } from "../conformance/go-oracle.js";
 import { CARRIERS } from "./model-carriers.js";
+import { reportFigure } from "../harness/figures-log.js";
 
 const text = (b: Uint8Array) => new TextDecoder().decode(b);
 const utf8Order = (a: string, b: string): number => Buffer.compare(Buffer.from(a, "utf8"), Buffer.from(b, "utf8"));
@@ -192,7 +193,7 @@ describe("Go map keys are data, in every map the model has", () => {
       { numRuns: 400, seed: 3901 },
     );
     expect(({} as Record<string, unknown>).k).toBeUndefined();
-    console.log(`go-map-keys: ${n} maps over ${mapSites.length} map positions (${mapSites.map((s) => `${s.type} ${s.position.path.join(".")} via ${s.carrier}`).join("; ")})`);
+    reportFigure(`go-map-keys: ${n} maps over ${mapSites.length} map positions (${mapSites.map((s) => `${s.type} ${s.position.path.join(".")} via ${s.carrier}`).join("; ")})`);
   }, 60_000);
 
   it("each map, given by the publisher as a plain object (JSON.parse's own __proto__ key, a computed key) or a null-prototype one: written with every key, in Go's order", () => {

@@ -11,6 +11,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { RawJson } from "../../src/wire/raw-json.js";
 import { StrictJsonError } from "../../src/wire/strict-json.js";
+import { reportFigure } from "../harness/figures-log.js";
 
 const OVERFLOW_AT = 2n ** 1024n - 2n ** 970n;
 
@@ -106,7 +107,7 @@ describe("numbers past float64 as Go's ParseFloat reads them", () => {
       }),
       { numRuns: 300, seed: 3931 },
     );
-    console.log(`go-parse-float: ${tally.ok} read as finite (${tally.jsWouldRefuse} of them past float64 to JavaScript), ${tally.range} refused`);
+    reportFigure(`go-parse-float: ${tally.ok} read as finite (${tally.jsWouldRefuse} of them past float64 to JavaScript), ${tally.range} refused`);
     expect(tally.jsWouldRefuse).toBeGreaterThan(10);
     expect(tally.range).toBeGreaterThan(10);
   }, 120_000);

@@ -16,6 +16,7 @@ import { thawed } from "./fixtures.js";
 import { EventEncodeError } from "../../src/errors.js";
 import { goString } from "../../src/wire/wire.js";
 import { type GoWritten, readJsonl } from "../conformance/go-oracle.js";
+import { reportFigure } from "../harness/figures-log.js";
 
 const written = readJsonl<GoWritten>("go-written-events.jsonl");
 
@@ -81,7 +82,7 @@ describe("Go maps are written with keys in UTF-8 byte order", () => {
       }),
       { numRuns: 800, seed: 39 },
     );
-    console.log(`map-key-order: ${n} maps written in Go's order, ${differ} of the generated key sets ordered differently by UTF-16 code units`);
+    reportFigure(`map-key-order: ${n} maps written in Go's order, ${differ} of the generated key sets ordered differently by UTF-16 code units`);
     expect(differ).toBeGreaterThan(100);
     expect(n).toBeGreaterThan(500);
   }, 60_000);

@@ -90,6 +90,58 @@ describe("MODEL.md's inventory", () => {
     expect(seen.size).toBe(rows.length);
   });
 
+  // A rule's citation is the Go line that applies it, in the stored copy MODEL.md lists, so a
+  // reader can open the line instead of searching a function whose body drifts between
+  // versions. Rules of Go's standard library are cited by function (no stored copy of the
+  // release); every other citation must carry `file.go:LINE`, and its file must be listed.
+  it("cites, for every rule of looprig's code, the Go line that applies it, in a listed copy", () => {
+    const page = readFileSync(join(import.meta.dirname, "../../MODEL.md"), "utf8");
+    const copies = new Set([...page.matchAll(/^\| looprig\/\w+ \| `([^`]+\.go)` \| [0-9a-f]{12}\b/gm)].map((m) => m[1]!.split("/").pop()!));
+    expect(copies.size).toBeGreaterThan(0);
+    const cited = page.split("\n").filter((line) => /^\| [^|]+ \| `[^`]+` \|/.test(line) && line.split(" | ").length >= 8);
+    expect(cited.length).toBe(rows.length);
+    const problems: string[] = [];
+    let lines = 0;
+    for (const line of cited) {
+      const [, name, json] = /^\| ([^|]+) \| `([^`]+)`/.exec(line)!;
+      const checks = line.split(" | ")[4]!;
+      if (/`[\w/]+\.go\b/.test(checks) && !checks.includes(" — Go: ")) problems.push(`${name}.${json}: names Go code outside "— Go:"`);
+      if (!checks.includes(" — Go: ")) continue;
+      const go = checks.slice(checks.indexOf(" — Go: ") + 7);
+      if (/^(encoding\/json's|Go's `time\.)/.test(go)) continue;
+      const files = [...go.matchAll(/`([\w/.-]+\.go)(?::(\d+))?`/g)];
+      if (files.length === 0) problems.push(`${name}.${json}: no Go line`);
+      for (const [, file, at] of files) {
+        if (at === undefined) problems.push(`${name}.${json}: ${file} without a line`);
+        else if (!copies.has(file!.split("/").pop()!)) problems.push(`${name}.${json}: ${file} is not in the copies read`);
+        else lines++;
+      }
+    }
+    expect(problems).toEqual([]);
+    expect(lines).toBeGreaterThan(80);
+  });
+
+  // CONFORMANCE.md's stricter rules say why Go's writer never produces what they refuse; the
+  // Go lines that show it are in the same stored copies.
+  it("cites, for every stricter rule of CONFORMANCE.md, the Go lines of its why, in a listed copy", () => {
+    const model = readFileSync(join(import.meta.dirname, "../../MODEL.md"), "utf8");
+    const copies = new Set([...model.matchAll(/^\| looprig\/\w+ \| `([^`]+\.go)` \| [0-9a-f]{12}\b/gm)].map((m) => m[1]!.split("/").pop()!));
+    const page = readFileSync(join(import.meta.dirname, "../../CONFORMANCE.md"), "utf8");
+    const rules = page.split("\n").filter((line) => /^\| `[a-z0-9-]+` \|.*\| \d+ \| \d+ \| \d+ \|$/.test(line));
+    expect(rules.length).toBeGreaterThan(5);
+    const problems: string[] = [];
+    for (const line of rules) {
+      const rule = /^\| `([a-z0-9-]+)`/.exec(line)![1]!;
+      const why = line.split(" | ")[2]!;
+      if (!why.includes("Go: ")) problems.push(`${rule}: no "Go:"`);
+      for (const [, file, at] of why.matchAll(/`([\w/.-]+\.go)(?::(\d+))?`/g)) {
+        if (at === undefined) problems.push(`${rule}: ${file} without a line`);
+        else if (!copies.has(file!)) problems.push(`${rule}: ${file} is not in MODEL.md's copies read`);
+      }
+    }
+    expect(problems).toEqual([]);
+  });
+
   it.each(Object.keys(CARRIERS))("%s: a Go-form event comes back byte for byte", (name) => {
     const r = roundTrip(CARRIERS[name]!);
     expect(r.ok && r.text).toBe(CARRIERS[name]);

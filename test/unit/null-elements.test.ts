@@ -17,6 +17,7 @@ import { describe, expect, it } from "vitest";
 import { encodeEvent, safeDecodeEvent } from "../../src/codec/codec.js";
 import { type GoWritten, readJsonl } from "../conformance/go-oracle.js";
 import { CARRIERS } from "./model-carriers.js";
+import { reportFigure } from "../harness/figures-log.js";
 
 /** The Go-written events, and the events in Go's form MODEL.md's inventory adds (captures among them). */
 const written: GoWritten[] = [...readJsonl<GoWritten>("go-written-events.jsonl"), ...Object.entries(CARRIERS).map(([id, json]) => ({ id, type: "", json }))];
@@ -105,7 +106,7 @@ describe("a null element in an array", () => {
         }
       }
     }
-    console.log(`null-elements: ${refused} null elements refused in typed arrays (${[...refusedKeys].sort().join(", ")}), ${kept} kept in raw JSON`);
+    reportFigure(`null-elements: ${refused} null elements refused in typed arrays (${[...refusedKeys].sort().join(", ")}), ${kept} kept in raw JSON`);
     expect(refused).toBeGreaterThan(50);
     expect(kept).toBeGreaterThan(0);
   }, 60_000);

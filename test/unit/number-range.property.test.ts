@@ -19,6 +19,7 @@ import { thawed } from "./fixtures.js";
 import { RawJson } from "../../src/wire/raw-json.js";
 import { StrictJsonError } from "../../src/wire/strict-json.js";
 import { type GoVerdict, type GoWritten, readJsonl } from "../conformance/go-oracle.js";
+import { reportFigure } from "../harness/figures-log.js";
 
 /** 2^1024 - 2^970: the least magnitude that rounds to infinity. */
 const OVERFLOW_AT = 2n ** 1024n - 2n ** 970n;
@@ -125,7 +126,7 @@ describe("a number past float64 is refused wherever it stands, as Go's whole-eve
       }),
       { numRuns: 3000, seed: 39 },
     );
-    console.log(`number-range: ${counts.overflow} overflowing and ${counts.inRange} in-range numbers at generated positions`);
+    reportFigure(`number-range: ${counts.overflow} overflowing and ${counts.inRange} in-range numbers at generated positions`);
     expect(counts.overflow).toBeGreaterThan(300);
     expect(counts.inRange).toBeGreaterThan(300);
   }, 120_000);
@@ -145,7 +146,7 @@ describe("a number past float64 is refused wherever it stands, as Go's whole-eve
       }),
       { numRuns: 1500, seed: 39 },
     );
-    console.log(`number-range: ${n} overflowing numbers in typed fields`);
+    reportFigure(`number-range: ${n} overflowing numbers in typed fields`);
     expect(n).toBeGreaterThan(100);
   }, 60_000);
 
@@ -177,7 +178,7 @@ describe("the writer refuses what Go's reader refuses: no overflowing number is 
       }),
       { numRuns: 1000, seed: 39 },
     );
-    console.log(`number-range: ${n} overflowing raw texts refused by the writer`);
+    reportFigure(`number-range: ${n} overflowing raw texts refused by the writer`);
     expect(n).toBeGreaterThan(100);
   }, 60_000);
 

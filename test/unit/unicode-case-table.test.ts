@@ -18,6 +18,7 @@ import { goFold, goLower } from "../../src/wire/go-fold.js";
 import { CASE_TABLE_SHA256, FOLD_RUNS, LOWER_RUNS, UNICODE_VERSION } from "../../src/wire/unicode-case-table.js";
 import { caseOrbit, checksumOf, fromRuns, loadCaseData, renderTable, TABLE_PATH } from "../../scripts/unicode-case-table.js";
 import { type GoWritten, readJsonl } from "../conformance/go-oracle.js";
+import { reportFigure } from "../harness/figures-log.js";
 
 const lowerTable = fromRuns(LOWER_RUNS);
 const foldTable = fromRuns(FOLD_RUNS);
@@ -69,7 +70,7 @@ describe("the Unicode 15.0.0 case table", () => {
 
   it("every code point whose lower case differs between Unicode 15 and the engine is lower-cased by the table, in keys too", () => {
     const differs = [...nonAscii()].filter((cp) => engineLower(cp) !== (lowerTable.get(cp) ?? cp));
-    console.log(`unicode-case-table: ${differs.length} code points lower-case differently in the engine (Unicode ${process.versions.unicode}) and in Go's Unicode 15.0.0`);
+    reportFigure(`unicode-case-table: ${differs.length} code points lower-case differently in the engine (Unicode ${process.versions.unicode}) and in Go's Unicode 15.0.0`);
     // İ alone differs on any engine: toLowerCase's full mapping adds a combining dot.
     expect(differs).toContain(0x130);
     expect(differs.filter((cp) => goLower(str(cp)) !== str(lowerTable.get(cp) ?? cp))).toEqual([]);
@@ -90,7 +91,7 @@ describe("the Unicode 15.0.0 case table", () => {
       if (goFold(s) !== (own === undefined ? s : str(own))) wrong.push(cp);
       if (engineCased(cp) !== (own !== undefined || foldsOnto.has(cp))) differs++;
     }
-    console.log(`unicode-case-table: ${differs} code points have a case in the engine (Unicode ${process.versions.unicode}) and none in Go's Unicode 15.0.0 folding, or the other way round`);
+    reportFigure(`unicode-case-table: ${differs} code points have a case in the engine (Unicode ${process.versions.unicode}) and none in Go's Unicode 15.0.0 folding, or the other way round`);
     expect(wrong).toEqual([]);
     expect(differs).toBeGreaterThan(0);
   }, 30_000);
@@ -122,7 +123,7 @@ describe("keys Go keeps apart and the engine would merge", () => {
         kept++;
       }
     }
-    console.log(`unicode-case-table: ${pairs.length} engine case pairs as keys: ${refused} refused as Go refuses them, ${kept} kept apart as Go keeps them`);
+    reportFigure(`unicode-case-table: ${pairs.length} engine case pairs as keys: ${refused} refused as Go refuses them, ${kept} kept apart as Go keeps them`);
     expect(refused).toBeGreaterThan(1000);
     // U+1C89/U+1C8A, U+A7CB..U+A7DC and Garay are case pairs only from Unicode 16 on.
     if (engineLower(0x1c89) === 0x1c8a) expect(kept).toBeGreaterThanOrEqual(50);

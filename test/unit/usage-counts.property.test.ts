@@ -14,6 +14,7 @@ import { describe, expect, it } from "vitest";
 import { decodeEvent, encodeEvent, safeDecodeEvent } from "../../src/codec/codec.js";
 import { thawed } from "./fixtures.js";
 import { type GoWritten, readJsonl } from "../conformance/go-oracle.js";
+import { reportFigure } from "../harness/figures-log.js";
 
 const FIELDS = ["InputTokens", "OutputTokens", "CacheReadTokens", "CacheCreationTokens", "ReasoningTokens"] as const;
 const written = readJsonl<GoWritten>("go-written-events.jsonl");
@@ -65,7 +66,7 @@ describe("usage counts are recorded verbatim, as the pinned core records them", 
       }),
       { numRuns: 800, seed: 39 },
     );
-    console.log(`usage-counts: ${n} usages read and written back, ${above} with more reasoning than output tokens`);
+    reportFigure(`usage-counts: ${n} usages read and written back, ${above} with more reasoning than output tokens`);
     expect(above).toBeGreaterThan(100);
   }, 60_000);
 

@@ -12,6 +12,7 @@ import { rssMiB, startHeaderFlood } from "../../harness/header-flood.js";
 import { saveRecord } from "../../harness/reliability/save.js";
 import { serverFlavor } from "../../harness/server.js";
 import { request, SseReader } from "./http.js";
+import { reportFigure } from "../../harness/figures-log.js";
 
 const TOKEN = "flood-test-token";
 const auth = { Authorization: `Bearer ${TOKEN}` };
@@ -116,7 +117,7 @@ describe("a header flood from several source addresses", () => {
       sse.close();
     }
     const cpu = (await cpuMs(pid)) - cpu0;
-    console.log(`[header-flood] quiet answer ${quiet} ms, gateway cpu ${cpu} ms; gateway RSS ${before.toFixed(0)} MiB before, peak ${peak.toFixed(0)} MiB under the flood (${flood.opened()} flood connections opened, ${flood.cut()} cut); ${answered} authenticated answers (ms: ${latencies.join(", ")})`);
+    reportFigure(`[header-flood] quiet answer ${quiet} ms, gateway cpu ${cpu} ms; gateway RSS ${before.toFixed(0)} MiB before, peak ${peak.toFixed(0)} MiB under the flood (${flood.opened()} flood connections opened, ${flood.cut()} cut); ${answered} authenticated answers (ms: ${latencies.join(", ")})`);
     saveRecord({
       id: "16-header-flood",
       title: "16. A header flood before authentication",

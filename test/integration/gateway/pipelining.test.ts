@@ -11,6 +11,7 @@ import { startGatewayProcess, type GatewayProcess } from "../../harness/gateway-
 import { natsServers, natsUrl, uniqueNamespace } from "../../harness/context.js";
 import { rssMiB } from "../../harness/header-flood.js";
 import { request } from "./http.js";
+import { reportFigure } from "../../harness/figures-log.js";
 
 const TOKEN = "pipelining-test-token";
 const auth = { Authorization: `Bearer ${TOKEN}` };
@@ -88,7 +89,7 @@ describe("one connection pipelining requests", () => {
       answered++;
       peak = Math.max(peak, await rssMiB(pid));
     }
-    console.log(`[pipelining] gateway RSS ${before.toFixed(0)} MiB before, peak ${peak.toFixed(0)} MiB while one socket pipelined 10,000 lists; ${answered} other answers`);
+    reportFigure(`[pipelining] gateway RSS ${before.toFixed(0)} MiB before, peak ${peak.toFixed(0)} MiB while one socket pipelined 10,000 lists; ${answered} other answers`);
     expect(answered).toBeGreaterThan(0);
     // Unbounded, the lists ran together and their answers were held: hundreds of MiB.
     expect(peak - before).toBeLessThan(60);

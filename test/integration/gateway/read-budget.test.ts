@@ -13,6 +13,7 @@ import { eventCapOf, eventOfSize } from "../../harness/big-events.js";
 import { uniqueNamespace } from "../../harness/context.js";
 import { startServer, type NatsServer } from "../../harness/server.js";
 import { request, SseReader } from "./http.js";
+import { reportFigure } from "../../harness/figures-log.js";
 
 const PER_SESSION = 4;
 const VIEWERS = 10;
@@ -71,7 +72,7 @@ describe("concurrent reads of megabyte events on the gateway's one connection", 
       expect([r.status, (JSON.parse(r.body) as { last_journal_seq: number }).last_journal_seq]).toEqual([200, stored.get(sid)!.at(0)]);
     });
     await Promise.all([...pages, ...statuses]);
-    console.log(`[read-budget] 30 pages of ${PER_SESSION} events of ~1 MB and 60 statuses in ${Date.now() - started} ms; connection events: ${JSON.stringify(disconnects)}`);
+    reportFigure(`[read-budget] 30 pages of ${PER_SESSION} events of ~1 MB and 60 statuses in ${Date.now() - started} ms; connection events: ${JSON.stringify(disconnects)}`);
     const sentinel = await writer.publish(createEvent("SessionStopped", { sessionId: quiet }));
     await Promise.all(viewers.map((v) => v.until((t) => t.includes(`id: ${sentinel.journalSeq}\n`), 30_000)));
     expect(disconnects).toEqual([]);
