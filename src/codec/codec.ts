@@ -194,6 +194,11 @@ const WIRE_KEY_REASONS = { letter_case: "letter_case_key", null: "null_value" } 
 /**
  * Decodes and validates one event of either class from untrusted bytes: the subscribers'
  * path, which checks the channel against the subject itself.
+ *
+ * The event is deep-frozen (its objects, arrays and Go maps; RawJson values freeze
+ * themselves) and remembered, so `encodeEvent` writes it without validating it again; copy
+ * it to edit it. An event of a custom type holding anything else (a Date, a Map, a
+ * Uint8Array, a class instance) is returned unfrozen, and the encoder validates it.
  */
 export function decodeEvent<E = JetloopEvent>(input: Uint8Array | string, options?: CodecOptions<E>): E {
   return decodeWith(input, options, true);
@@ -268,12 +273,17 @@ const STACK_TOO_DEEP = () => new EventDecodeError("too_deep", "nesting too deep 
  * bytes. Throws EventDecodeError for bytes that are not an event envelope,
  * EventValidationError for an envelope whose type is unknown, ephemeral, or whose
  * content breaks the event's rules. Never returns untyped JSON.
+ *
+ * Frozen as `decodeEvent`'s events are.
  */
 export function unmarshalEvent<E = JetloopEvent>(input: Uint8Array | string, options?: CodecOptions<E>): E {
   return ofClass(decodeEvent(input, options), "enduring", options);
 }
 
-/** The live channel's decoder: one ephemeral preview from untrusted bytes. */
+/**
+ * The live channel's decoder: one ephemeral preview from untrusted bytes. Frozen as
+ * `decodeEvent`'s events are.
+ */
 export function unmarshalPreview<E = JetloopEvent>(input: Uint8Array | string, options?: CodecOptions<E>): E {
   return ofClass(decodeEvent(input, options), "ephemeral", options);
 }

@@ -22,6 +22,11 @@ type AnyDef = EventTypeDefinition<string, z.ZodRawShape>;
  * (unless given), caps display text on a code-point boundary, drops empty optional
  * strings. Throws EventValidationError like `validateEvent`.
  *
+ * The event returned is deep-frozen (its objects, arrays and Go maps) and remembered, so
+ * `encodeEvent` and `publish` write it without validating it again; copy it to edit it. An
+ * event of a custom type holding anything else (a Date, a Map, a Uint8Array, a class
+ * instance) is returned unfrozen, and the encoder validates it.
+ *
  * `createEvent("ToolCallStarted", { sessionId, loopId, turnId, stepId, toolExecutionId, toolName, summary })`
  */
 export function createEvent<T extends EventType>(type: T, fields: Fields<EventInputOf<BuiltInDefinition<T>>>): EventOf<BuiltInDefinition<T>>;
