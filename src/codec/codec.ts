@@ -11,7 +11,7 @@ import {
   EventNotPersistableError,
   EventValidationError,
 } from "../errors.js";
-import { defaultRegistry, type JetloopEvent } from "../events/catalogue.js";
+import { builtInTypes, defaultRegistry, type JetloopEvent } from "../events/catalogue.js";
 import type { EventRegistry, EventTypeDefinition } from "../events/registry.js";
 import { isMadeBy, markMade } from "../events/made.js";
 import { definitionFor, type SafeResult, validateWith } from "../events/validate.js";
@@ -19,6 +19,8 @@ import { goFold } from "../wire/go-fold.js";
 import { parseOrdinaryJson } from "../wire/fast-json.js";
 import { encodePooled } from "../wire/pooled-utf8.js";
 import { isWellFormed, type JsonGuide, MAX_DEPTH, parseStrictJson, scanJson, StrictJsonError } from "../wire/strict-json.js";
+import { type FastDecoder, type FastDecoderFactory, NOT_MINE, schemaNodes } from "./fast-model.js";
+import * as generatedDecoders from "./generated/decoders.js";
 import { fromWire, guideFor, mergeGuides, sortedKeys, takeDeepestRaw, toWireJson, UnwritableJsonError, WireKeyError } from "../wire/wire.js";
 
 /** The wire schema version this codec writes; it reads 0 and 1 (and an absent `v`) as 1. */
@@ -218,6 +220,7 @@ function decodeWith<E>(input: Uint8Array | string, options: CodecOptions<E> | un
   // Ordinary text (the usual event) is read by JSON.parse; anything else, and every
   // refusal and its wording, by the guided reader (src/wire/fast-json.ts).
   let json: unknown = fast ? parseOrdinaryJson(text, guide) : undefined;
+  const ordinary = json !== undefined;
   if (json === undefined) {
     try {
       json = parseStrictJson(text, guide);
@@ -243,6 +246,15 @@ function decodeWith<E>(input: Uint8Array | string, options: CodecOptions<E> | un
   if (v !== undefined && v !== 0 && v !== WIRE_VERSION) {
     throw new EventValidationError(def.type, "v", "is invalid", `unsupported schema version ${JSON.stringify(v)}`);
   }
+  // Ordinary text of a built-in type: its generated decoder, which answers only "here is
+  // the event" or NOT_MINE (fast-model.ts); everything else, every refusal included, below.
+  if (ordinary) {
+    const decoder = fastDecoderOf(def);
+    if (decoder !== undefined) {
+      const event = decoder(envelope);
+      if (event !== NOT_MINE) return markMade(def, event as E);
+    }
+  }
   let camel: Record<string, unknown>;
   try {
     camel = fromWire(wireSchemaOf(def), envelope) as Record<string, unknown>;
@@ -262,6 +274,32 @@ function decodeWith<E>(input: Uint8Array | string, options: CodecOptions<E> | un
     if (e instanceof RangeError) throw STACK_TOO_DEEP();
     throw e;
   }
+}
+
+/** The generated decoders, by the built-in definition they were generated from (no other definition has one). */
+const generatedFactories = new Map<EventTypeDefinition, FastDecoderFactory>(
+  builtInTypes.map((def) => [def as EventTypeDefinition, (generatedDecoders as Record<string, FastDecoderFactory>)[def.type]!]),
+);
+const fastDecoders = new Map<EventTypeDefinition, FastDecoder>();
+
+function fastDecoderOf(def: EventTypeDefinition): FastDecoder | undefined {
+  let decoder = fastDecoders.get(def);
+  if (decoder === undefined) {
+    const factory = generatedFactories.get(def);
+    if (factory === undefined) return undefined;
+    decoder = factory(schemaNodes(def.schema), def);
+    fastDecoders.set(def, decoder);
+  }
+  return decoder;
+}
+
+/**
+ * @internal The generated decoder's answer for a wire object the fast reader made (the
+ * differential tests hold it to the reference path): the event, NOT_MINE, or undefined
+ * for a type that has none.
+ */
+export function fastDecodeWire(def: EventTypeDefinition, wire: Record<string, unknown>): unknown {
+  return fastDecoderOf(def)?.(wire);
 }
 
 // The reader's own answer when the stack runs out (strict-json.ts): tool results nest
