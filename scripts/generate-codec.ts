@@ -21,7 +21,9 @@
  * (`passesChecks`), the identity profile and the type's cross-field `check`. Wherever a value
  * is not what that path would accept without a word, the decoder answers NOT_MINE and the
  * reference path decides. A schema of a kind not listed makes its whole type always
- * NOT_MINE (listed in the generated file's header).
+ * NOT_MINE (listed in the generated file's header). Every object, array and map a decoder
+ * builds is frozen as it is built, so the codec only remembers the event (`rememberMade`)
+ * instead of walking it again to freeze it.
  */
 import { readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
@@ -286,7 +288,7 @@ class TypeGen {
         }
         if (conds.length > 0) body.push(`if (${conds.join(" || ")}) return NOT_MINE;`);
         if (generic) body.push(`if (!passesChecks(N[${this.index(core)}]!, ${a})) return NOT_MINE;`);
-        body.push(`${target} = ${a};`);
+        body.push(`${target} = Object.freeze(${a});`);
         if (dropsEmpty) lines.push(`if (${x}.length === 0) ${target} = undefined;\nelse {\n${body.join("\n")}\n}`);
         else lines.push(body.join("\n"));
         break;
@@ -301,7 +303,7 @@ class TypeGen {
         lines.push(`for (const ${k} in ${x} as Record<string, unknown>) {\nconst ${e} = (${x} as Record<string, unknown>)[${k}];\nlet v: unknown;`);
         lines.push(this.present(mapping.element, e, "v", undefined));
         lines.push(`${m}[${k}] = v;\n}`);
-        lines.push(`${target} = ${m};`);
+        lines.push(`${target} = Object.freeze(${m});`);
         break;
       }
     }
@@ -380,7 +382,7 @@ class TypeGen {
     for (const f of fields) out.push(this.absentCode(f.child, f.camel, f.v));
     if (checksOf(schema).length > 0) out.push(`if (!passesChecks(N[${this.index(schema)}]!, out)) return NOT_MINE;`);
     if (top) out.push(`if (def.check(out as never) !== undefined) return NOT_MINE;`);
-    out.push(`EMPTY = empty;\nreturn out;\n}`);
+    out.push(`EMPTY = empty;\nreturn Object.freeze(out);\n}`);
     this.bodies.push(out.join("\n"));
     return name;
   }
@@ -453,11 +455,20 @@ function isEmptyPlain(v: unknown): boolean {
   return typeof v === "object" && v !== null && !Array.isArray(v) && Object.getPrototypeOf(v) === Object.prototype && Object.keys(v).length === 0;
 }
 
-/** A default value as a literal: a fresh copy per decode, as zod's (shallow-cloned) default is. */
+/**
+ * A default value as a literal: a fresh copy per decode, as zod's (shallow-cloned) default
+ * is, frozen as the decoder freezes everything it builds.
+ */
 function literal(v: unknown): string {
   const text = JSON.stringify(v);
   if (text === undefined || JSON.stringify(JSON.parse(text)) !== text || !sameJson(JSON.parse(text), v)) throw new Unsupported("a default that is not plain JSON");
-  return text;
+  return frozenLiteral(v);
+}
+
+function frozenLiteral(v: unknown): string {
+  if (Array.isArray(v)) return `Object.freeze([${v.map(frozenLiteral).join(", ")}])`;
+  if (typeof v === "object" && v !== null) return `Object.freeze({ ${Object.entries(v).map(([k, x]) => `${JSON.stringify(k)}: ${frozenLiteral(x)}`).join(", ")} })`;
+  return JSON.stringify(v);
 }
 
 function sameJson(a: unknown, b: unknown): boolean {

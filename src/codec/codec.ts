@@ -13,7 +13,7 @@ import {
 } from "../errors.js";
 import { builtInTypes, defaultRegistry, type JetloopEvent } from "../events/catalogue.js";
 import type { EventRegistry, EventTypeDefinition } from "../events/registry.js";
-import { isMadeBy, markMade } from "../events/made.js";
+import { isMadeBy, markMade, rememberMade } from "../events/made.js";
 import { definitionFor, type SafeResult, validateWith } from "../events/validate.js";
 import { goFold } from "../wire/go-fold.js";
 import { parseOrdinaryJson } from "../wire/fast-json.js";
@@ -252,7 +252,8 @@ function decodeWith<E>(input: Uint8Array | string, options: CodecOptions<E> | un
     const decoder = fastDecoderOf(def);
     if (decoder !== undefined) {
       const event = decoder(envelope);
-      if (event !== NOT_MINE) return markMade(def, event as E);
+      // Built frozen, every level of it: only remembered.
+      if (event !== NOT_MINE) return rememberMade(def, event as E);
     }
   }
   let camel: Record<string, unknown>;

@@ -71,6 +71,17 @@ export function markMade<E>(def: EventTypeDefinition, event: E): E {
   return event;
 }
 
+/**
+ * Remembers as made by `def` an event its maker already froze whole: every object, array and
+ * Go map in it frozen, nothing in it but those, RawJson values and primitives (the codec's
+ * generated decoders build and freeze each as they go; the differential test checks every
+ * level is frozen). Saves `markMade`'s walk.
+ */
+export function rememberMade<E>(def: EventTypeDefinition, event: E): E {
+  made.set(event as object, def);
+  return event;
+}
+
 /** Whether `event` is one the library made by `def` (and so, frozen, still valid by it). */
 export function isMadeBy(event: unknown, def: EventTypeDefinition): boolean {
   return typeof event === "object" && event !== null && made.get(event) === def;

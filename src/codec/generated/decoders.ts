@@ -140,7 +140,7 @@ export const PermissionRequested: FastDecoderFactory = (N, def) => {
   if (m6 !== undefined) out["toolExecutionId"] = m6;
   if (m7 !== undefined) out["agency"] = m7;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   function o53(w: Record<string, unknown>): unknown {
   let m0: unknown, m1: unknown, m2: unknown, m3: unknown, m4: unknown;
@@ -212,7 +212,7 @@ export const PermissionRequested: FastDecoderFactory = (N, def) => {
   if (m3 !== undefined) out["grantClass"] = m3;
   if (m4 !== undefined) out["grantTarget"] = m4;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   function o41(w: Record<string, unknown>): unknown {
   let m0: unknown, m1: unknown, m2: unknown, m3: unknown, m4: unknown, m5: unknown, m6: unknown;
@@ -298,7 +298,7 @@ export const PermissionRequested: FastDecoderFactory = (N, def) => {
   }
   a20[i21] = v;
   }
-  m6 = a20;
+  m6 = Object.freeze(a20);
   }
   }
   break;
@@ -319,7 +319,7 @@ export const PermissionRequested: FastDecoderFactory = (N, def) => {
   if (m5 !== undefined) out["grantTarget"] = m5;
   if (m6 !== undefined) out["candidates"] = m6;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   function o26(w: Record<string, unknown>): unknown {
   let m0: unknown, m1: unknown, m2: unknown, m3: unknown, m4: unknown, m5: unknown, m6: unknown;
@@ -405,7 +405,7 @@ export const PermissionRequested: FastDecoderFactory = (N, def) => {
   }
   a17[i18] = v;
   }
-  m6 = a17;
+  m6 = Object.freeze(a17);
   }
   }
   break;
@@ -422,10 +422,10 @@ export const PermissionRequested: FastDecoderFactory = (N, def) => {
   if (m4 !== undefined) out["workingDirectory"] = m4;
   if (m5 !== undefined) out["expiresAtUnixMilli"] = m5;
   if (m6 !== undefined) out["requirements"] = m6;
-  else { out["requirements"] = []; }
+  else { out["requirements"] = Object.freeze([]); }
   if (!passesChecks(N[26]!, out)) return NOT_MINE;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   function o0(w: Record<string, unknown>): unknown {
   let m0: unknown, m1: unknown, m2: unknown, m3: unknown, m4: unknown, m5: unknown, m6: unknown, m7: unknown, m8: unknown, m9: unknown, m10: unknown, m11: unknown;
@@ -601,7 +601,7 @@ export const PermissionRequested: FastDecoderFactory = (N, def) => {
   }
   if (def.check(out as never) !== undefined) return NOT_MINE;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   return (w) => o0(w);
 };
@@ -728,7 +728,7 @@ export const PermissionDecided: FastDecoderFactory = (N, def) => {
   if (m6 !== undefined) out["toolExecutionId"] = m6;
   if (m7 !== undefined) out["agency"] = m7;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   function o0(w: Record<string, unknown>): unknown {
   let m0: unknown, m1: unknown, m2: unknown, m3: unknown, m4: unknown, m5: unknown, m6: unknown, m7: unknown, m8: unknown, m9: unknown, m10: unknown, m11: unknown, m12: unknown, m13: unknown, m14: unknown;
@@ -933,7 +933,7 @@ export const PermissionDecided: FastDecoderFactory = (N, def) => {
   if (m14 !== undefined) out["audit"] = m14;
   if (def.check(out as never) !== undefined) return NOT_MINE;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   return (w) => o0(w);
 };
@@ -1060,7 +1060,7 @@ export const UserInputRequested: FastDecoderFactory = (N, def) => {
   if (m6 !== undefined) out["toolExecutionId"] = m6;
   if (m7 !== undefined) out["agency"] = m7;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   function o0(w: Record<string, unknown>): unknown {
   let m0: unknown, m1: unknown, m2: unknown, m3: unknown, m4: unknown, m5: unknown, m6: unknown, m7: unknown, m8: unknown, m9: unknown, m10: unknown, m11: unknown, m12: unknown;
@@ -1221,7 +1221,7 @@ export const UserInputRequested: FastDecoderFactory = (N, def) => {
   }
   a17[i18] = v;
   }
-  m12 = a17;
+  m12 = Object.freeze(a17);
   }
   }
   break;
@@ -1254,7 +1254,7 @@ export const UserInputRequested: FastDecoderFactory = (N, def) => {
   if (m12 !== undefined) out["choices"] = m12;
   if (def.check(out as never) !== undefined) return NOT_MINE;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   return (w) => o0(w);
 };
@@ -1381,7 +1381,7 @@ export const ToolCallStarted: FastDecoderFactory = (N, def) => {
   if (m6 !== undefined) out["toolExecutionId"] = m6;
   if (m7 !== undefined) out["agency"] = m7;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   function o0(w: Record<string, unknown>): unknown {
   let m0: unknown, m1: unknown, m2: unknown, m3: unknown, m4: unknown, m5: unknown, m6: unknown, m7: unknown, m8: unknown, m9: unknown, m10: unknown, m11: unknown, m12: unknown;
@@ -1564,7 +1564,7 @@ export const ToolCallStarted: FastDecoderFactory = (N, def) => {
   if (m12 !== undefined) out["summary"] = m12;
   if (def.check(out as never) !== undefined) return NOT_MINE;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   return (w) => o0(w);
 };
@@ -1691,7 +1691,7 @@ export const ToolCallCompleted: FastDecoderFactory = (N, def) => {
   if (m6 !== undefined) out["toolExecutionId"] = m6;
   if (m7 !== undefined) out["agency"] = m7;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   function o0(w: Record<string, unknown>): unknown {
   let m0: unknown, m1: unknown, m2: unknown, m3: unknown, m4: unknown, m5: unknown, m6: unknown, m7: unknown, m8: unknown, m9: unknown, m10: unknown, m11: unknown, m12: unknown;
@@ -1875,7 +1875,7 @@ export const ToolCallCompleted: FastDecoderFactory = (N, def) => {
   if (m12 !== undefined) out["resultPreview"] = m12;
   if (def.check(out as never) !== undefined) return NOT_MINE;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   return (w) => o0(w);
 };
@@ -2012,7 +2012,7 @@ export const GateOpened: FastDecoderFactory = (N, def) => {
   if (m6 !== undefined) out["toolExecutionId"] = m6;
   if (m7 !== undefined) out["agency"] = m7;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   function o39(w: Record<string, unknown>): unknown {
   let m0: unknown, m1: unknown, m2: unknown, m3: unknown, m4: unknown;
@@ -2089,7 +2089,7 @@ export const GateOpened: FastDecoderFactory = (N, def) => {
   if (m3 !== undefined) out["stepId"] = m3;
   if (m4 !== undefined) out["inputId"] = m4;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   function o69(w: Record<string, unknown>): unknown {
   let m0: unknown, m1: unknown;
@@ -2125,7 +2125,7 @@ export const GateOpened: FastDecoderFactory = (N, def) => {
   if (m0 !== undefined) out["value"] = m0;
   if (m1 !== undefined) out["label"] = m1;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   function o58(w: Record<string, unknown>): unknown {
   let m0: unknown, m1: unknown, m2: unknown, m3: unknown, m4: unknown, m5: unknown;
@@ -2191,7 +2191,7 @@ export const GateOpened: FastDecoderFactory = (N, def) => {
   }
   a25[i26] = v;
   }
-  m4 = a25;
+  m4 = Object.freeze(a25);
   }
   }
   break;
@@ -2216,7 +2216,7 @@ export const GateOpened: FastDecoderFactory = (N, def) => {
   if (m4 !== undefined) out["options"] = m4;
   if (m5 !== undefined) out["default"] = m5;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   function o55(w: Record<string, unknown>): unknown {
   let m0: unknown;
@@ -2242,7 +2242,7 @@ export const GateOpened: FastDecoderFactory = (N, def) => {
   }
   a22[i23] = v;
   }
-  m0 = a22;
+  m0 = Object.freeze(a22);
   }
   }
   break;
@@ -2254,7 +2254,7 @@ export const GateOpened: FastDecoderFactory = (N, def) => {
   const out: Record<string, unknown> = {};
   if (m0 !== undefined) out["fields"] = m0;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   function o80(w: Record<string, unknown>): unknown {
   let m0: unknown, m1: unknown;
@@ -2290,7 +2290,7 @@ export const GateOpened: FastDecoderFactory = (N, def) => {
   if (m0 !== undefined) out["action"] = m0;
   if (m1 !== undefined) out["label"] = m1;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   function o47(w: Record<string, unknown>): unknown {
   let m0: unknown, m1: unknown, m2: unknown, m3: unknown, m4: unknown;
@@ -2355,7 +2355,7 @@ export const GateOpened: FastDecoderFactory = (N, def) => {
   }
   a31[i32] = v;
   }
-  m4 = a31;
+  m4 = Object.freeze(a31);
   }
   }
   break;
@@ -2371,7 +2371,7 @@ export const GateOpened: FastDecoderFactory = (N, def) => {
   if (m3 !== undefined) out["schema"] = m3;
   if (m4 !== undefined) out["controls"] = m4;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   function o92(w: Record<string, unknown>): unknown {
   let m0: unknown, m1: unknown;
@@ -2404,7 +2404,7 @@ export const GateOpened: FastDecoderFactory = (N, def) => {
   }
   m36[k37] = v;
   }
-  m1 = m36;
+  m1 = Object.freeze(m36);
   }
   break;
   default:
@@ -2416,7 +2416,7 @@ export const GateOpened: FastDecoderFactory = (N, def) => {
   if (m0 !== undefined) out["action"] = m0;
   if (m1 !== undefined) out["values"] = m1;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   function o103(w: Record<string, unknown>): unknown {
   let m0: unknown, m1: unknown, m2: unknown, m3: unknown;
@@ -2450,7 +2450,7 @@ export const GateOpened: FastDecoderFactory = (N, def) => {
   }
   a40[i41] = v;
   }
-  m1 = a40;
+  m1 = Object.freeze(a40);
   }
   }
   break;
@@ -2482,7 +2482,7 @@ export const GateOpened: FastDecoderFactory = (N, def) => {
   if (m2 !== undefined) out["default"] = m2;
   if (m3 !== undefined) out["metadata"] = m3;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   function o86(w: Record<string, unknown>): unknown {
   let m0: unknown, m1: unknown, m2: unknown, m3: unknown;
@@ -2538,7 +2538,7 @@ export const GateOpened: FastDecoderFactory = (N, def) => {
   if (m2 !== undefined) out["response"] = m2;
   if (m3 !== undefined) out["modelDecision"] = m3;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   function o26(w: Record<string, unknown>): unknown {
   let m0: unknown, m1: unknown, m2: unknown, m3: unknown, m4: unknown, m5: unknown, m6: unknown, m7: unknown, m8: unknown, m9: unknown;
@@ -2666,7 +2666,7 @@ export const GateOpened: FastDecoderFactory = (N, def) => {
   if (m8 !== undefined) out["responsePolicy"] = m8;
   if (m9 !== undefined) out["restorable"] = m9;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   function o0(w: Record<string, unknown>): unknown {
   let m0: unknown, m1: unknown, m2: unknown, m3: unknown, m4: unknown, m5: unknown, m6: unknown, m7: unknown, m8: unknown, m9: unknown, m10: unknown;
@@ -2828,7 +2828,7 @@ export const GateOpened: FastDecoderFactory = (N, def) => {
   }
   if (def.check(out as never) !== undefined) return NOT_MINE;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   return (w) => o0(w);
 };
@@ -2962,7 +2962,7 @@ export const GateResolved: FastDecoderFactory = (N, def) => {
   if (m6 !== undefined) out["toolExecutionId"] = m6;
   if (m7 !== undefined) out["agency"] = m7;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   function o33(w: Record<string, unknown>): unknown {
   let m0: unknown, m1: unknown;
@@ -2998,7 +2998,7 @@ export const GateResolved: FastDecoderFactory = (N, def) => {
   if (m0 !== undefined) out["kind"] = m0;
   if (m1 !== undefined) out["reason"] = m1;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   function o42(w: Record<string, unknown>): unknown {
   let m0: unknown, m1: unknown;
@@ -3022,7 +3022,7 @@ export const GateResolved: FastDecoderFactory = (N, def) => {
   }
   a18[i19] = v;
   }
-  m0 = a18;
+  m0 = Object.freeze(a18);
   }
   }
   break;
@@ -3043,7 +3043,7 @@ export const GateResolved: FastDecoderFactory = (N, def) => {
   }
   a21[i22] = v;
   }
-  m1 = a21;
+  m1 = Object.freeze(a21);
   }
   }
   break;
@@ -3056,7 +3056,7 @@ export const GateResolved: FastDecoderFactory = (N, def) => {
   if (m0 !== undefined) out["requirementDescriptions"] = m0;
   if (m1 !== undefined) out["candidateDescriptions"] = m1;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   function o40(w: Record<string, unknown>): unknown {
   let m0: unknown, m1: unknown;
@@ -3093,7 +3093,7 @@ export const GateResolved: FastDecoderFactory = (N, def) => {
   if (m1 !== undefined) out["data"] = m1;
   else { return NOT_MINE; }
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   function o51(w: Record<string, unknown>): unknown {
   let m0: unknown;
@@ -3118,7 +3118,7 @@ export const GateResolved: FastDecoderFactory = (N, def) => {
   const out: Record<string, unknown> = {};
   if (m0 !== undefined) out["answerPreview"] = m0;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   function o49(w: Record<string, unknown>): unknown {
   let m0: unknown, m1: unknown;
@@ -3155,7 +3155,7 @@ export const GateResolved: FastDecoderFactory = (N, def) => {
   if (m1 !== undefined) out["data"] = m1;
   else { return NOT_MINE; }
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   function o56(w: Record<string, unknown>): unknown {
   let m0: unknown;
@@ -3177,7 +3177,7 @@ export const GateResolved: FastDecoderFactory = (N, def) => {
   }
   m26[k27] = v;
   }
-  m0 = m26;
+  m0 = Object.freeze(m26);
   }
   break;
   default:
@@ -3188,7 +3188,7 @@ export const GateResolved: FastDecoderFactory = (N, def) => {
   const out: Record<string, unknown> = {};
   if (m0 !== undefined) out["values"] = m0;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   function o54(w: Record<string, unknown>): unknown {
   let m0: unknown, m1: unknown;
@@ -3225,7 +3225,7 @@ export const GateResolved: FastDecoderFactory = (N, def) => {
   if (m1 !== undefined) out["data"] = m1;
   else { return NOT_MINE; }
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   function o0(w: Record<string, unknown>): unknown {
   let m0: unknown, m1: unknown, m2: unknown, m3: unknown, m4: unknown, m5: unknown, m6: unknown, m7: unknown, m8: unknown, m9: unknown, m10: unknown, m11: unknown, m12: unknown, m13: unknown, m14: unknown, m15: unknown;
@@ -3447,7 +3447,7 @@ export const GateResolved: FastDecoderFactory = (N, def) => {
   if (m15 !== undefined) out["audit"] = m15;
   if (def.check(out as never) !== undefined) return NOT_MINE;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   return (w) => o0(w);
 };
@@ -3591,7 +3591,7 @@ export const StepDone: FastDecoderFactory = (N, def) => {
   if (m6 !== undefined) out["toolExecutionId"] = m6;
   if (m7 !== undefined) out["agency"] = m7;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   function o32(w: Record<string, unknown>): unknown {
   let m0: unknown, m1: unknown;
@@ -3628,7 +3628,7 @@ export const StepDone: FastDecoderFactory = (N, def) => {
   else { return NOT_MINE; }
   if (m1 !== undefined) out["text"] = m1;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   function o36(w: Record<string, unknown>): unknown {
   let m0: unknown, m1: unknown;
@@ -3665,7 +3665,7 @@ export const StepDone: FastDecoderFactory = (N, def) => {
   else { return NOT_MINE; }
   if (m1 !== undefined) out["text"] = m1;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   function o40(w: Record<string, unknown>): unknown {
   let m0: unknown, m1: unknown, m2: unknown, m3: unknown, m4: unknown, m5: unknown;
@@ -3744,7 +3744,7 @@ export const StepDone: FastDecoderFactory = (N, def) => {
   if (m4 !== undefined) out["providerState"] = m4;
   if (m5 !== undefined) out["providerStateFormat"] = m5;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   function o54(w: Record<string, unknown>): unknown {
   let m0: unknown, m1: unknown, m2: unknown, m3: unknown, m4: unknown, m5: unknown;
@@ -3821,7 +3821,7 @@ export const StepDone: FastDecoderFactory = (N, def) => {
   if (m4 !== undefined) out["providerState"] = m4;
   if (m5 !== undefined) out["providerStateFormat"] = m5;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   function o69(w: Record<string, unknown>): unknown {
   let m0: unknown, m1: unknown;
@@ -3861,7 +3861,7 @@ export const StepDone: FastDecoderFactory = (N, def) => {
   if (m0 !== undefined) out["url"] = m0;
   if (m1 !== undefined) out["data"] = m1;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   function o64(w: Record<string, unknown>): unknown {
   let m0: unknown, m1: unknown, m2: unknown;
@@ -3908,7 +3908,7 @@ export const StepDone: FastDecoderFactory = (N, def) => {
   if (m1 !== undefined) out["mediaType"] = m1;
   if (m2 !== undefined) out["source"] = m2;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   function o76(w: Record<string, unknown>): unknown {
   let m0: unknown, m1: unknown, m2: unknown;
@@ -3960,7 +3960,7 @@ export const StepDone: FastDecoderFactory = (N, def) => {
   if (m1 !== undefined) out["mediaType"] = m1;
   if (m2 !== undefined) out["data"] = m2;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   function o81(w: Record<string, unknown>): unknown {
   let m0: unknown, m1: unknown, m2: unknown, m3: unknown, m4: unknown;
@@ -4034,7 +4034,7 @@ export const StepDone: FastDecoderFactory = (N, def) => {
   if (m3 !== undefined) out["data"] = m3;
   if (m4 !== undefined) out["text"] = m4;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   function o90(w: Record<string, unknown>): unknown {
   let m0: unknown, m1: unknown, m2: unknown, m3: unknown;
@@ -4095,7 +4095,7 @@ export const StepDone: FastDecoderFactory = (N, def) => {
   a29[i30] = v;
   }
   if (a29.length > 10000) return NOT_MINE;
-  m2 = a29;
+  m2 = Object.freeze(a29);
   }
   }
   break;
@@ -4121,7 +4121,7 @@ export const StepDone: FastDecoderFactory = (N, def) => {
   if (m2 !== undefined) out["content"] = m2;
   if (m3 !== undefined) out["isError"] = m3;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   function o99(w: Record<string, unknown>): unknown {
   let m0: unknown, m1: unknown, m2: unknown, m3: unknown, m4: unknown;
@@ -4190,7 +4190,7 @@ export const StepDone: FastDecoderFactory = (N, def) => {
   if (m3 !== undefined) out["cacheCreationTokens"] = m3;
   if (m4 !== undefined) out["reasoningTokens"] = m4;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   function o27(w: Record<string, unknown>): unknown {
   let m0: unknown, m1: unknown, m2: unknown;
@@ -4241,7 +4241,7 @@ export const StepDone: FastDecoderFactory = (N, def) => {
   a19[i20] = v;
   }
   if (a19.length > 10000) return NOT_MINE;
-  m1 = a19;
+  m1 = Object.freeze(a19);
   }
   }
   break;
@@ -4265,7 +4265,7 @@ export const StepDone: FastDecoderFactory = (N, def) => {
   if (m1 !== undefined) out["blocks"] = m1;
   if (m2 !== undefined) out["usage"] = m2;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   function o106(w: Record<string, unknown>): unknown {
   let m0: unknown, m1: unknown, m2: unknown, m3: unknown;
@@ -4316,7 +4316,7 @@ export const StepDone: FastDecoderFactory = (N, def) => {
   a33[i34] = v;
   }
   if (a33.length > 10000) return NOT_MINE;
-  m1 = a33;
+  m1 = Object.freeze(a33);
   }
   }
   break;
@@ -4352,7 +4352,7 @@ export const StepDone: FastDecoderFactory = (N, def) => {
   if (m2 !== undefined) out["toolUseId"] = m2;
   if (m3 !== undefined) out["isError"] = m3;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   function o112(w: Record<string, unknown>): unknown {
   let m0: unknown, m1: unknown;
@@ -4403,7 +4403,7 @@ export const StepDone: FastDecoderFactory = (N, def) => {
   a36[i37] = v;
   }
   if (a36.length > 10000) return NOT_MINE;
-  m1 = a36;
+  m1 = Object.freeze(a36);
   }
   }
   break;
@@ -4417,7 +4417,7 @@ export const StepDone: FastDecoderFactory = (N, def) => {
   else { return NOT_MINE; }
   if (m1 !== undefined) out["blocks"] = m1;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   function o114(w: Record<string, unknown>): unknown {
   let m0: unknown, m1: unknown;
@@ -4468,7 +4468,7 @@ export const StepDone: FastDecoderFactory = (N, def) => {
   a39[i40] = v;
   }
   if (a39.length > 10000) return NOT_MINE;
-  m1 = a39;
+  m1 = Object.freeze(a39);
   }
   }
   break;
@@ -4482,7 +4482,7 @@ export const StepDone: FastDecoderFactory = (N, def) => {
   else { return NOT_MINE; }
   if (m1 !== undefined) out["blocks"] = m1;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   function o122(w: Record<string, unknown>): unknown {
   let m0: unknown;
@@ -4507,7 +4507,7 @@ export const StepDone: FastDecoderFactory = (N, def) => {
   const out: Record<string, unknown> = {};
   if (m0 !== undefined) out["objectId"] = m0;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   function o118(w: Record<string, unknown>): unknown {
   let m0: unknown, m1: unknown, m2: unknown, m3: unknown, m4: unknown, m5: unknown, m6: unknown, m7: unknown, m8: unknown;
@@ -4622,7 +4622,7 @@ export const StepDone: FastDecoderFactory = (N, def) => {
   if (m7 !== undefined) out["truncationReason"] = m7;
   if (m8 !== undefined) out["encoding"] = m8;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   function o0(w: Record<string, unknown>): unknown {
   let m0: unknown, m1: unknown, m2: unknown, m3: unknown, m4: unknown, m5: unknown, m6: unknown, m7: unknown, m8: unknown, m9: unknown, m10: unknown, m11: unknown;
@@ -4774,7 +4774,7 @@ export const StepDone: FastDecoderFactory = (N, def) => {
   a16[i17] = v;
   }
   if (a16.length < 1 || a16.length > 10000) return NOT_MINE;
-  m10 = a16;
+  m10 = Object.freeze(a16);
   }
   }
   break;
@@ -4797,7 +4797,7 @@ export const StepDone: FastDecoderFactory = (N, def) => {
   }
   a42[i43] = v;
   }
-  m11 = a42;
+  m11 = Object.freeze(a42);
   }
   }
   break;
@@ -4829,7 +4829,7 @@ export const StepDone: FastDecoderFactory = (N, def) => {
   if (m11 !== undefined) out["captures"] = m11;
   if (def.check(out as never) !== undefined) return NOT_MINE;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   return (w) => o0(w);
 };
@@ -4967,7 +4967,7 @@ export const TurnStarted: FastDecoderFactory = (N, def) => {
   if (m6 !== undefined) out["toolExecutionId"] = m6;
   if (m7 !== undefined) out["agency"] = m7;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   function o34(w: Record<string, unknown>): unknown {
   let m0: unknown, m1: unknown;
@@ -5004,7 +5004,7 @@ export const TurnStarted: FastDecoderFactory = (N, def) => {
   else { return NOT_MINE; }
   if (m1 !== undefined) out["text"] = m1;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   function o38(w: Record<string, unknown>): unknown {
   let m0: unknown, m1: unknown;
@@ -5041,7 +5041,7 @@ export const TurnStarted: FastDecoderFactory = (N, def) => {
   else { return NOT_MINE; }
   if (m1 !== undefined) out["text"] = m1;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   function o42(w: Record<string, unknown>): unknown {
   let m0: unknown, m1: unknown, m2: unknown, m3: unknown, m4: unknown, m5: unknown;
@@ -5120,7 +5120,7 @@ export const TurnStarted: FastDecoderFactory = (N, def) => {
   if (m4 !== undefined) out["providerState"] = m4;
   if (m5 !== undefined) out["providerStateFormat"] = m5;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   function o56(w: Record<string, unknown>): unknown {
   let m0: unknown, m1: unknown, m2: unknown, m3: unknown, m4: unknown, m5: unknown;
@@ -5197,7 +5197,7 @@ export const TurnStarted: FastDecoderFactory = (N, def) => {
   if (m4 !== undefined) out["providerState"] = m4;
   if (m5 !== undefined) out["providerStateFormat"] = m5;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   function o71(w: Record<string, unknown>): unknown {
   let m0: unknown, m1: unknown;
@@ -5237,7 +5237,7 @@ export const TurnStarted: FastDecoderFactory = (N, def) => {
   if (m0 !== undefined) out["url"] = m0;
   if (m1 !== undefined) out["data"] = m1;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   function o66(w: Record<string, unknown>): unknown {
   let m0: unknown, m1: unknown, m2: unknown;
@@ -5284,7 +5284,7 @@ export const TurnStarted: FastDecoderFactory = (N, def) => {
   if (m1 !== undefined) out["mediaType"] = m1;
   if (m2 !== undefined) out["source"] = m2;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   function o78(w: Record<string, unknown>): unknown {
   let m0: unknown, m1: unknown, m2: unknown;
@@ -5336,7 +5336,7 @@ export const TurnStarted: FastDecoderFactory = (N, def) => {
   if (m1 !== undefined) out["mediaType"] = m1;
   if (m2 !== undefined) out["data"] = m2;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   function o83(w: Record<string, unknown>): unknown {
   let m0: unknown, m1: unknown, m2: unknown, m3: unknown, m4: unknown;
@@ -5410,7 +5410,7 @@ export const TurnStarted: FastDecoderFactory = (N, def) => {
   if (m3 !== undefined) out["data"] = m3;
   if (m4 !== undefined) out["text"] = m4;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   function o92(w: Record<string, unknown>): unknown {
   let m0: unknown, m1: unknown, m2: unknown, m3: unknown;
@@ -5471,7 +5471,7 @@ export const TurnStarted: FastDecoderFactory = (N, def) => {
   a26[i27] = v;
   }
   if (a26.length > 10000) return NOT_MINE;
-  m2 = a26;
+  m2 = Object.freeze(a26);
   }
   }
   break;
@@ -5497,7 +5497,7 @@ export const TurnStarted: FastDecoderFactory = (N, def) => {
   if (m2 !== undefined) out["content"] = m2;
   if (m3 !== undefined) out["isError"] = m3;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   function o28(w: Record<string, unknown>): unknown {
   let m0: unknown, m1: unknown;
@@ -5548,7 +5548,7 @@ export const TurnStarted: FastDecoderFactory = (N, def) => {
   a16[i17] = v;
   }
   if (a16.length > 10000) return NOT_MINE;
-  m1 = a16;
+  m1 = Object.freeze(a16);
   }
   }
   break;
@@ -5561,7 +5561,7 @@ export const TurnStarted: FastDecoderFactory = (N, def) => {
   if (m0 !== undefined) out["role"] = m0;
   if (m1 !== undefined) out["blocks"] = m1;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   function o0(w: Record<string, unknown>): unknown {
   let m0: unknown, m1: unknown, m2: unknown, m3: unknown, m4: unknown, m5: unknown, m6: unknown, m7: unknown, m8: unknown, m9: unknown, m10: unknown, m11: unknown;
@@ -5729,7 +5729,7 @@ export const TurnStarted: FastDecoderFactory = (N, def) => {
   if (m11 !== undefined) out["message"] = m11;
   if (def.check(out as never) !== undefined) return NOT_MINE;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   return (w) => o0(w);
 };
@@ -5869,7 +5869,7 @@ export const TurnDone: FastDecoderFactory = (N, def) => {
   if (m6 !== undefined) out["toolExecutionId"] = m6;
   if (m7 !== undefined) out["agency"] = m7;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   function o34(w: Record<string, unknown>): unknown {
   let m0: unknown, m1: unknown;
@@ -5906,7 +5906,7 @@ export const TurnDone: FastDecoderFactory = (N, def) => {
   else { return NOT_MINE; }
   if (m1 !== undefined) out["text"] = m1;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   function o38(w: Record<string, unknown>): unknown {
   let m0: unknown, m1: unknown;
@@ -5943,7 +5943,7 @@ export const TurnDone: FastDecoderFactory = (N, def) => {
   else { return NOT_MINE; }
   if (m1 !== undefined) out["text"] = m1;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   function o42(w: Record<string, unknown>): unknown {
   let m0: unknown, m1: unknown, m2: unknown, m3: unknown, m4: unknown, m5: unknown;
@@ -6022,7 +6022,7 @@ export const TurnDone: FastDecoderFactory = (N, def) => {
   if (m4 !== undefined) out["providerState"] = m4;
   if (m5 !== undefined) out["providerStateFormat"] = m5;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   function o56(w: Record<string, unknown>): unknown {
   let m0: unknown, m1: unknown, m2: unknown, m3: unknown, m4: unknown, m5: unknown;
@@ -6099,7 +6099,7 @@ export const TurnDone: FastDecoderFactory = (N, def) => {
   if (m4 !== undefined) out["providerState"] = m4;
   if (m5 !== undefined) out["providerStateFormat"] = m5;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   function o71(w: Record<string, unknown>): unknown {
   let m0: unknown, m1: unknown;
@@ -6139,7 +6139,7 @@ export const TurnDone: FastDecoderFactory = (N, def) => {
   if (m0 !== undefined) out["url"] = m0;
   if (m1 !== undefined) out["data"] = m1;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   function o66(w: Record<string, unknown>): unknown {
   let m0: unknown, m1: unknown, m2: unknown;
@@ -6186,7 +6186,7 @@ export const TurnDone: FastDecoderFactory = (N, def) => {
   if (m1 !== undefined) out["mediaType"] = m1;
   if (m2 !== undefined) out["source"] = m2;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   function o78(w: Record<string, unknown>): unknown {
   let m0: unknown, m1: unknown, m2: unknown;
@@ -6238,7 +6238,7 @@ export const TurnDone: FastDecoderFactory = (N, def) => {
   if (m1 !== undefined) out["mediaType"] = m1;
   if (m2 !== undefined) out["data"] = m2;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   function o83(w: Record<string, unknown>): unknown {
   let m0: unknown, m1: unknown, m2: unknown, m3: unknown, m4: unknown;
@@ -6312,7 +6312,7 @@ export const TurnDone: FastDecoderFactory = (N, def) => {
   if (m3 !== undefined) out["data"] = m3;
   if (m4 !== undefined) out["text"] = m4;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   function o92(w: Record<string, unknown>): unknown {
   let m0: unknown, m1: unknown, m2: unknown, m3: unknown;
@@ -6373,7 +6373,7 @@ export const TurnDone: FastDecoderFactory = (N, def) => {
   a26[i27] = v;
   }
   if (a26.length > 10000) return NOT_MINE;
-  m2 = a26;
+  m2 = Object.freeze(a26);
   }
   }
   break;
@@ -6399,7 +6399,7 @@ export const TurnDone: FastDecoderFactory = (N, def) => {
   if (m2 !== undefined) out["content"] = m2;
   if (m3 !== undefined) out["isError"] = m3;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   function o101(w: Record<string, unknown>): unknown {
   let m0: unknown, m1: unknown, m2: unknown, m3: unknown, m4: unknown;
@@ -6468,7 +6468,7 @@ export const TurnDone: FastDecoderFactory = (N, def) => {
   if (m3 !== undefined) out["cacheCreationTokens"] = m3;
   if (m4 !== undefined) out["reasoningTokens"] = m4;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   function o28(w: Record<string, unknown>): unknown {
   let m0: unknown, m1: unknown, m2: unknown;
@@ -6519,7 +6519,7 @@ export const TurnDone: FastDecoderFactory = (N, def) => {
   a16[i17] = v;
   }
   if (a16.length > 10000) return NOT_MINE;
-  m1 = a16;
+  m1 = Object.freeze(a16);
   }
   }
   break;
@@ -6542,7 +6542,7 @@ export const TurnDone: FastDecoderFactory = (N, def) => {
   if (m1 !== undefined) out["blocks"] = m1;
   if (m2 !== undefined) out["usage"] = m2;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   function o109(w: Record<string, unknown>): unknown {
   let m0: unknown, m1: unknown, m2: unknown, m3: unknown, m4: unknown;
@@ -6611,7 +6611,7 @@ export const TurnDone: FastDecoderFactory = (N, def) => {
   if (m3 !== undefined) out["cacheCreationTokens"] = m3;
   if (m4 !== undefined) out["reasoningTokens"] = m4;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   function o0(w: Record<string, unknown>): unknown {
   let m0: unknown, m1: unknown, m2: unknown, m3: unknown, m4: unknown, m5: unknown, m6: unknown, m7: unknown, m8: unknown, m9: unknown, m10: unknown, m11: unknown, m12: unknown;
@@ -6789,7 +6789,7 @@ export const TurnDone: FastDecoderFactory = (N, def) => {
   if (m12 !== undefined) out["usage"] = m12;
   if (def.check(out as never) !== undefined) return NOT_MINE;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   return (w) => o0(w);
 };
@@ -6917,7 +6917,7 @@ export const TurnFailed: FastDecoderFactory = (N, def) => {
   if (m6 !== undefined) out["toolExecutionId"] = m6;
   if (m7 !== undefined) out["agency"] = m7;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   function o28(w: Record<string, unknown>): unknown {
   let m0: unknown, m1: unknown, m2: unknown, m3: unknown;
@@ -6978,7 +6978,7 @@ export const TurnFailed: FastDecoderFactory = (N, def) => {
   if (m3 !== undefined) out["modelFacingDetail"] = m3;
   if (!passesChecks(N[28]!, out)) return NOT_MINE;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   function o0(w: Record<string, unknown>): unknown {
   let m0: unknown, m1: unknown, m2: unknown, m3: unknown, m4: unknown, m5: unknown, m6: unknown, m7: unknown, m8: unknown, m9: unknown, m10: unknown, m11: unknown;
@@ -7144,10 +7144,10 @@ export const TurnFailed: FastDecoderFactory = (N, def) => {
   else { return NOT_MINE; }
   if (m10 !== undefined) out["turnIndex"] = m10;
   if (m11 !== undefined) out["err"] = m11;
-  else { out["err"] = {"kind":"unknown","message":""}; }
+  else { out["err"] = Object.freeze({ "kind": "unknown", "message": "" }); }
   if (def.check(out as never) !== undefined) return NOT_MINE;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   return (w) => o0(w);
 };
@@ -7274,7 +7274,7 @@ export const TurnInterrupted: FastDecoderFactory = (N, def) => {
   if (m6 !== undefined) out["toolExecutionId"] = m6;
   if (m7 !== undefined) out["agency"] = m7;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   function o0(w: Record<string, unknown>): unknown {
   let m0: unknown, m1: unknown, m2: unknown, m3: unknown, m4: unknown, m5: unknown, m6: unknown, m7: unknown, m8: unknown, m9: unknown, m10: unknown;
@@ -7432,7 +7432,7 @@ export const TurnInterrupted: FastDecoderFactory = (N, def) => {
   if (m10 !== undefined) out["turnIndex"] = m10;
   if (def.check(out as never) !== undefined) return NOT_MINE;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   return (w) => o0(w);
 };
@@ -7563,7 +7563,7 @@ export const LoopStarted: FastDecoderFactory = (N, def) => {
   if (m6 !== undefined) out["toolExecutionId"] = m6;
   if (m7 !== undefined) out["agency"] = m7;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   function o28(w: Record<string, unknown>): unknown {
   let m0: unknown, m1: unknown;
@@ -7599,7 +7599,7 @@ export const LoopStarted: FastDecoderFactory = (N, def) => {
   if (m0 !== undefined) out["provider"] = m0;
   if (m1 !== undefined) out["model"] = m1;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   function o34(w: Record<string, unknown>): unknown {
   let m0: unknown, m1: unknown, m2: unknown;
@@ -7646,7 +7646,7 @@ export const LoopStarted: FastDecoderFactory = (N, def) => {
   if (m1 !== undefined) out["maxInputTokens"] = m1;
   if (m2 !== undefined) out["maxOutputTokens"] = m2;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   function o26(w: Record<string, unknown>): unknown {
   let m0: unknown, m1: unknown, m2: unknown, m3: unknown, m4: unknown;
@@ -7713,7 +7713,7 @@ export const LoopStarted: FastDecoderFactory = (N, def) => {
   if (m3 !== undefined) out["apiFormat"] = m3;
   if (m4 !== undefined) out["baseUrl"] = m4;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   function o46(w: Record<string, unknown>): unknown {
   let m0: unknown, m1: unknown, m2: unknown, m3: unknown, m4: unknown, m5: unknown, m6: unknown, m7: unknown;
@@ -7815,7 +7815,7 @@ export const LoopStarted: FastDecoderFactory = (N, def) => {
   if (m6 !== undefined) out["smallModelAlias"] = m6;
   if (m7 !== undefined) out["acpSessionId"] = m7;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   function o0(w: Record<string, unknown>): unknown {
   let m0: unknown, m1: unknown, m2: unknown, m3: unknown, m4: unknown, m5: unknown, m6: unknown, m7: unknown, m8: unknown, m9: unknown, m10: unknown, m11: unknown, m12: unknown, m13: unknown, m14: unknown, m15: unknown, m16: unknown, m17: unknown;
@@ -8050,7 +8050,7 @@ export const LoopStarted: FastDecoderFactory = (N, def) => {
   if (m17 !== undefined) out["description"] = m17;
   if (def.check(out as never) !== undefined) return NOT_MINE;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   return (w) => o0(w);
 };
@@ -8177,7 +8177,7 @@ export const LoopIdle: FastDecoderFactory = (N, def) => {
   if (m6 !== undefined) out["toolExecutionId"] = m6;
   if (m7 !== undefined) out["agency"] = m7;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   function o0(w: Record<string, unknown>): unknown {
   let m0: unknown, m1: unknown, m2: unknown, m3: unknown, m4: unknown, m5: unknown, m6: unknown, m7: unknown, m8: unknown, m9: unknown;
@@ -8324,7 +8324,7 @@ export const LoopIdle: FastDecoderFactory = (N, def) => {
   else { return NOT_MINE; }
   if (def.check(out as never) !== undefined) return NOT_MINE;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   return (w) => o0(w);
 };
@@ -8454,7 +8454,7 @@ export const SessionStarted: FastDecoderFactory = (N, def) => {
   if (m6 !== undefined) out["toolExecutionId"] = m6;
   if (m7 !== undefined) out["agency"] = m7;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   function o26(w: Record<string, unknown>): unknown {
   let m0: unknown, m1: unknown, m2: unknown, m3: unknown, m4: unknown, m5: unknown, m6: unknown, m7: unknown, m8: unknown, m9: unknown, m10: unknown, m11: unknown, m12: unknown, m13: unknown;
@@ -8622,7 +8622,7 @@ export const SessionStarted: FastDecoderFactory = (N, def) => {
   if (m12 !== undefined) out["runtimeCatalogRev"] = m12;
   if (m13 !== undefined) out["runtimeIdentityRev"] = m13;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   function o69(w: Record<string, unknown>): unknown {
   let m0: unknown, m1: unknown, m2: unknown;
@@ -8669,7 +8669,7 @@ export const SessionStarted: FastDecoderFactory = (N, def) => {
   if (m1 !== undefined) out["inputSchemaRev"] = m1;
   if (m2 !== undefined) out["outputSchemaRev"] = m2;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   function o56(w: Record<string, unknown>): unknown {
   let m0: unknown, m1: unknown, m2: unknown, m3: unknown, m4: unknown, m5: unknown, m6: unknown, m7: unknown, m8: unknown, m9: unknown, m10: unknown, m11: unknown, m12: unknown, m13: unknown, m14: unknown, m15: unknown, m16: unknown, m17: unknown, m18: unknown, m19: unknown, m20: unknown, m21: unknown, m22: unknown;
@@ -8743,7 +8743,7 @@ export const SessionStarted: FastDecoderFactory = (N, def) => {
   }
   a17[i18] = v;
   }
-  m5 = a17;
+  m5 = Object.freeze(a17);
   }
   break;
   case "runtime_skills":
@@ -8921,7 +8921,7 @@ export const SessionStarted: FastDecoderFactory = (N, def) => {
   }
   m21[k22] = v;
   }
-  m22 = m21;
+  m22 = Object.freeze(m21);
   }
   break;
   default:
@@ -8954,7 +8954,7 @@ export const SessionStarted: FastDecoderFactory = (N, def) => {
   if (m21 !== undefined) out["runtimeIdentityRev"] = m21;
   if (m22 !== undefined) out["appFields"] = m22;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   function o0(w: Record<string, unknown>): unknown {
   let m0: unknown, m1: unknown, m2: unknown, m3: unknown, m4: unknown, m5: unknown, m6: unknown, m7: unknown, m8: unknown, m9: unknown, m10: unknown, m11: unknown;
@@ -9121,7 +9121,7 @@ export const SessionStarted: FastDecoderFactory = (N, def) => {
   if (m11 !== undefined) out["manifest"] = m11;
   if (def.check(out as never) !== undefined) return NOT_MINE;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   return (w) => o0(w);
 };
@@ -9248,7 +9248,7 @@ export const SessionIdle: FastDecoderFactory = (N, def) => {
   if (m6 !== undefined) out["toolExecutionId"] = m6;
   if (m7 !== undefined) out["agency"] = m7;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   function o0(w: Record<string, unknown>): unknown {
   let m0: unknown, m1: unknown, m2: unknown, m3: unknown, m4: unknown, m5: unknown, m6: unknown, m7: unknown, m8: unknown, m9: unknown;
@@ -9395,7 +9395,7 @@ export const SessionIdle: FastDecoderFactory = (N, def) => {
   else { return NOT_MINE; }
   if (def.check(out as never) !== undefined) return NOT_MINE;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   return (w) => o0(w);
 };
@@ -9522,7 +9522,7 @@ export const SessionStopped: FastDecoderFactory = (N, def) => {
   if (m6 !== undefined) out["toolExecutionId"] = m6;
   if (m7 !== undefined) out["agency"] = m7;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   function o0(w: Record<string, unknown>): unknown {
   let m0: unknown, m1: unknown, m2: unknown, m3: unknown, m4: unknown, m5: unknown, m6: unknown, m7: unknown, m8: unknown, m9: unknown;
@@ -9669,7 +9669,7 @@ export const SessionStopped: FastDecoderFactory = (N, def) => {
   else { return NOT_MINE; }
   if (def.check(out as never) !== undefined) return NOT_MINE;
   EMPTY = empty;
-  return out;
+  return Object.freeze(out);
   }
   return (w) => o0(w);
 };
