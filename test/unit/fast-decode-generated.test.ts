@@ -10,6 +10,9 @@ import { decodeEvent, decodeEventByReference, encodeEvent, envelopeGuide, fastDe
 import { NOT_MINE } from "../../src/codec/fast-model.js";
 import * as generated from "../../src/codec/generated/decoders.js";
 import { builtInTypes, defaultRegistry } from "../../src/events/catalogue.js";
+import { defineEventType } from "../../src/events/registry.js";
+import { rawJsonSchema } from "../../src/wire/raw-json-schema.js";
+import { timestampSchema } from "../../src/events/header.js";
 import { parseOrdinaryJson } from "../../src/wire/fast-json.js";
 import { DECODERS_PATH, renderDecoders } from "../../scripts/generate-codec.js";
 import { readJsonl, type GoWritten } from "../conformance/go-oracle.js";
@@ -42,5 +45,26 @@ describe("the generated decoders", () => {
       expect(text(encodeEvent(decodeEvent(w.json))), w.id).toBe(text(encodeEvent(reference)));
     }
     expect(seen.size).toBeGreaterThan(10);
+  });
+
+  it("in a registry whose own type reads a built-in's key raw or as a time, give what the reference path gives", () => {
+    // The envelope's guide merges every type's: here `messages`, `gate` and `request` are
+    // read raw and `reason` quoted wherever they stand, so the built-in types' values
+    // arrive as RawJson or unescaped text, which their generated decoders must not take
+    // as their own.
+    const odd = defineEventType({
+      type: "OddReader",
+      family: "odd",
+      class: "enduring",
+      scope: "loop",
+      body: { messages: rawJsonSchema().optional(), gate: rawJsonSchema().optional(), request: rawJsonSchema().optional(), reason: timestampSchema.optional() },
+    });
+    const registry = defaultRegistry.with(odd);
+    for (const w of written) {
+      const fast = decodeEvent(w.json, { registry });
+      const reference = decodeEventByReference(w.json, { registry });
+      expect(fast, w.id).toStrictEqual(reference);
+      expect(text(encodeEvent(fast, { registry })), w.id).toBe(text(encodeEvent(reference, { registry })));
+    }
   });
 });
