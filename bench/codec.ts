@@ -4,7 +4,8 @@
  * of the network benchmarks (a target of 80-90% of a raw client is a budget of a few
  * microseconds per event for everything jetloop adds).
  *   encode: encodeEvent (validate, map to the wire, JSON, UTF-8) vs JSON.stringify + UTF-8
- *           of the already-mapped wire object;
+ *           of the already-mapped wire object; on the Go-written mix both for the decoded
+ *           events (the library's own: no second validation) and for plain copies of them;
  *   decode: unmarshalEvent (UTF-8, strict JSON, map from the wire, validate) vs UTF-8 +
  *           JSON.parse; on the Go-written mix also by the guided reader alone (the fast
  *           path off: what the fast path saves), and per event type;
@@ -61,6 +62,10 @@ export function runCodec(ctx: BenchContext): Promise<Row[]> {
   const n = mix.length;
   const size = Math.round(mixBytes.reduce((a, b) => a + b.length, 0) / n);
   measure(`Go-written mix (${n} events, ${size} B avg)`, "encode", (i) => encodeEvent(mixEvents[i % n]!), "JSON.stringify + UTF-8", (i) => encoder.encode(JSON.stringify(mixWire[i % n])));
+  // Plain copies of the same events: what a caller builds, validated before it is written
+  // (the decoded events above are the library's own, written without a second check).
+  const mixPlain: JetloopEvent[] = mixEvents.map((e) => ({ ...e }));
+  measure(`Go-written mix, plain objects`, "encode", (i) => encodeEvent(mixPlain[i % n]!), "JSON.stringify + UTF-8", (i) => encoder.encode(JSON.stringify(mixWire[i % n])));
   measure(`Go-written mix (${n} events, ${size} B avg)`, "decode", (i) => unmarshalEvent(mixBytes[i % n]!), "UTF-8 + JSON.parse", (i): unknown => JSON.parse(decoder.decode(mixBytes[i % n])));
   measure(`Go-written mix, guided reader only`, "decode", (i) => decodeEventByReference(mixBytes[i % n]!), "UTF-8 + JSON.parse", (i): unknown => JSON.parse(decoder.decode(mixBytes[i % n])));
   // Per type: each type's Go-written events, cycled (fewer rounds: there are many types).

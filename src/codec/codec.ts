@@ -11,13 +11,16 @@ import {
   EventNotPersistableError,
   EventValidationError,
 } from "../errors.js";
-import { defaultRegistry, type JetloopEvent } from "../events/catalogue.js";
+import { builtInTypes, defaultRegistry, type JetloopEvent } from "../events/catalogue.js";
 import type { EventRegistry, EventTypeDefinition } from "../events/registry.js";
+import { isMadeBy, markMade, rememberMade } from "../events/made.js";
 import { definitionFor, type SafeResult, validateWith } from "../events/validate.js";
 import { goFold } from "../wire/go-fold.js";
 import { parseOrdinaryJson } from "../wire/fast-json.js";
 import { encodePooled } from "../wire/pooled-utf8.js";
 import { isWellFormed, type JsonGuide, MAX_DEPTH, parseStrictJson, scanJson, StrictJsonError } from "../wire/strict-json.js";
+import { type FastDecoder, type FastDecoderFactory, NOT_MINE, schemaNodes } from "./fast-model.js";
+import * as generatedDecoders from "./generated/decoders.js";
 import { fromWire, guideFor, mergeGuides, sortedKeys, takeDeepestRaw, toWireJson, UnwritableJsonError, WireKeyError } from "../wire/wire.js";
 
 /** The wire schema version this codec writes; it reads 0 and 1 (and an absent `v`) as 1. */
@@ -83,7 +86,9 @@ export function encodeValidated<E = JetloopEvent>(event: E, options?: CodecOptio
   const def = definitionFor(event, registryOf(options));
   let valid: E;
   try {
-    valid = validateWith<E>(def, event as Record<string, unknown>, { strict: true });
+    // An event the library made by this definition (decoded, or from createEvent) is
+    // frozen and already what validation returns: it is written without a second check.
+    valid = isMadeBy(event, def) ? event : validateWith<E>(def, event as Record<string, unknown>, { strict: true });
   } catch (e) {
     if (e instanceof RangeError) throw stackTooDeep(def.type, e);
     // What the runtime's MarshalEvent reports as an EventEncodeError: the typed request
@@ -191,6 +196,11 @@ const WIRE_KEY_REASONS = { letter_case: "letter_case_key", null: "null_value" } 
 /**
  * Decodes and validates one event of either class from untrusted bytes: the subscribers'
  * path, which checks the channel against the subject itself.
+ *
+ * The event is deep-frozen (its objects, arrays and Go maps; RawJson values freeze
+ * themselves) and remembered, so `encodeEvent` writes it without validating it again; copy
+ * it to edit it. An event of a custom type holding anything else (a Date, a Map, a
+ * Uint8Array, a class instance) is returned unfrozen, and the encoder validates it.
  */
 export function decodeEvent<E = JetloopEvent>(input: Uint8Array | string, options?: CodecOptions<E>): E {
   return decodeWith(input, options, true);
@@ -210,6 +220,7 @@ function decodeWith<E>(input: Uint8Array | string, options: CodecOptions<E> | un
   // Ordinary text (the usual event) is read by JSON.parse; anything else, and every
   // refusal and its wording, by the guided reader (src/wire/fast-json.ts).
   let json: unknown = fast ? parseOrdinaryJson(text, guide) : undefined;
+  const ordinary = json !== undefined;
   if (json === undefined) {
     try {
       json = parseStrictJson(text, guide);
@@ -235,6 +246,16 @@ function decodeWith<E>(input: Uint8Array | string, options: CodecOptions<E> | un
   if (v !== undefined && v !== 0 && v !== WIRE_VERSION) {
     throw new EventValidationError(def.type, "v", "is invalid", `unsupported schema version ${JSON.stringify(v)}`);
   }
+  // Ordinary text of a built-in type: its generated decoder, which answers only "here is
+  // the event" or NOT_MINE (fast-model.ts); everything else, every refusal included, below.
+  if (ordinary) {
+    const decoder = fastDecoderOf(def);
+    if (decoder !== undefined) {
+      const event = decoder(envelope);
+      // Built frozen, every level of it: only remembered.
+      if (event !== NOT_MINE) return rememberMade(def, event as E);
+    }
+  }
   let camel: Record<string, unknown>;
   try {
     camel = fromWire(wireSchemaOf(def), envelope) as Record<string, unknown>;
@@ -249,11 +270,37 @@ function decodeWith<E>(input: Uint8Array | string, options: CodecOptions<E> | un
   }
   delete camel.v;
   try {
-    return validateWith<E>(def, camel);
+    return markMade(def, validateWith<E>(def, camel));
   } catch (e) {
     if (e instanceof RangeError) throw STACK_TOO_DEEP();
     throw e;
   }
+}
+
+/** The generated decoders, by the built-in definition they were generated from (no other definition has one). */
+const generatedFactories = new Map<EventTypeDefinition, FastDecoderFactory>(
+  builtInTypes.map((def) => [def as EventTypeDefinition, (generatedDecoders as Record<string, FastDecoderFactory>)[def.type]!]),
+);
+const fastDecoders = new Map<EventTypeDefinition, FastDecoder>();
+
+function fastDecoderOf(def: EventTypeDefinition): FastDecoder | undefined {
+  let decoder = fastDecoders.get(def);
+  if (decoder === undefined) {
+    const factory = generatedFactories.get(def);
+    if (factory === undefined) return undefined;
+    decoder = factory(schemaNodes(def.schema), def);
+    fastDecoders.set(def, decoder);
+  }
+  return decoder;
+}
+
+/**
+ * @internal The generated decoder's answer for a wire object the fast reader made (the
+ * differential tests hold it to the reference path): the event, NOT_MINE, or undefined
+ * for a type that has none.
+ */
+export function fastDecodeWire(def: EventTypeDefinition, wire: Record<string, unknown>): unknown {
+  return fastDecoderOf(def)?.(wire);
 }
 
 // The reader's own answer when the stack runs out (strict-json.ts): tool results nest
@@ -265,12 +312,17 @@ const STACK_TOO_DEEP = () => new EventDecodeError("too_deep", "nesting too deep 
  * bytes. Throws EventDecodeError for bytes that are not an event envelope,
  * EventValidationError for an envelope whose type is unknown, ephemeral, or whose
  * content breaks the event's rules. Never returns untyped JSON.
+ *
+ * Frozen as `decodeEvent`'s events are.
  */
 export function unmarshalEvent<E = JetloopEvent>(input: Uint8Array | string, options?: CodecOptions<E>): E {
   return ofClass(decodeEvent(input, options), "enduring", options);
 }
 
-/** The live channel's decoder: one ephemeral preview from untrusted bytes. */
+/**
+ * The live channel's decoder: one ephemeral preview from untrusted bytes. Frozen as
+ * `decodeEvent`'s events are.
+ */
 export function unmarshalPreview<E = JetloopEvent>(input: Uint8Array | string, options?: CodecOptions<E>): E {
   return ofClass(decodeEvent(input, options), "ephemeral", options);
 }

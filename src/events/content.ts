@@ -27,7 +27,7 @@ export const MAX_STEP_MESSAGES = 10_000;
  * way. `""` is an empty, non-nil slice (written `""`), distinct from absent (`null`), so
  * the codec keeps it.
  */
-const bytes = withValueCodec(
+export const bytesSchema = withValueCodec(
   z
     .string()
     .refine((v) => canonicalBase64(v) !== undefined, "must be standard base64")
@@ -47,7 +47,7 @@ const bytes = withValueCodec(
 /** A Go field without a JSON tag: its own name on the wire, written even when empty. */
 const goField = <S extends z.ZodType>(name: string, schema: S) => wireField(schema, { name, always: true });
 /** The same, where Go writes an absent value as null (a nil []byte). */
-const goBytes = (name: string) => wireField(bytes.optional(), { name, always: true, nullable: true });
+const goBytes = (name: string) => wireField(bytesSchema.optional(), { name, always: true, nullable: true });
 
 /** Any JSON value, kept as written (a json.RawMessage): a RawJson. */
 const rawJson = rawJsonSchema();

@@ -3,6 +3,7 @@ import { type BuiltInDefinition, defaultRegistry, type EventType, type JetloopEv
 import { newId } from "./ids.js";
 import type { EventInputOf, EventOf, EventTypeDefinition } from "./registry.js";
 import { capText, limits } from "./text.js";
+import { markMade } from "./made.js";
 import { validateWith } from "./validate.js";
 import { EventValidationError } from "../errors.js";
 
@@ -20,6 +21,11 @@ type AnyDef = EventTypeDefinition<string, z.ZodRawShape>;
  * Builds and validates an event: stamps a time-ordered event id and the creation time
  * (unless given), caps display text on a code-point boundary, drops empty optional
  * strings. Throws EventValidationError like `validateEvent`.
+ *
+ * The event returned is deep-frozen (its objects, arrays and Go maps) and remembered, so
+ * `encodeEvent` and `publish` write it without validating it again; copy it to edit it. An
+ * event of a custom type holding anything else (a Date, a Map, a Uint8Array, a class
+ * instance) is returned unfrozen, and the encoder validates it.
  *
  * `createEvent("ToolCallStarted", { sessionId, loopId, turnId, stepId, toolExecutionId, toolName, summary })`
  */
@@ -43,5 +49,5 @@ export function createEvent(typeOrDef: string | AnyDef, fields: Record<string, u
     if (value === "") delete event[field];
     else if (typeof value === "string") event[field] = capText(value, max);
   }
-  return validateWith(def, event);
+  return markMade(def, validateWith(def, event));
 }

@@ -7,8 +7,16 @@ import { RawJson } from "./raw-json.js";
 import { StrictJsonError } from "./strict-json.js";
 import { withValueCodec } from "./wire.js";
 
+/** Every schema `rawJsonSchema` made: the codec generator recognizes them (their output is the RawJson read). */
+const rawJsonSchemas = new WeakSet<z.ZodType>();
+
+/** Whether `schema` is one `rawJsonSchema` made (not a clone of one). */
+export function isRawJsonSchema(schema: z.ZodType): boolean {
+  return rawJsonSchemas.has(schema);
+}
+
 export function rawJsonSchema() {
-  return withValueCodec(
+  const schema = withValueCodec(
     z.unknown().transform((v, ctx): RawJson => {
       try {
         return RawJson.of(v);
@@ -20,4 +28,6 @@ export function rawJsonSchema() {
     }),
     { readsAs: "raw", toWire: (v) => v, fromWire: (v) => v, jsonSchema: { description: "any JSON value, kept as written (a Go json.RawMessage)" } },
   );
+  rawJsonSchemas.add(schema);
+  return schema;
 }

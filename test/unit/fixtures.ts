@@ -34,3 +34,19 @@ export function thrownBy(fn: () => unknown): unknown {
   }
   expect.fail("expected a throw");
 }
+
+/**
+ * A mutable deep copy of an event the library made (decoded events and createEvent's are
+ * frozen): plain objects and arrays copied with their prototype (a Go map's null prototype
+ * kept), frozen class instances (RawJson) shared. Tests that edit a decoded event in place
+ * edit this copy, which the encoder validates as any caller's object.
+ */
+export function thawed<T>(value: T): T {
+  if (typeof value !== "object" || value === null) return value;
+  if (Array.isArray(value)) return value.map((v: unknown) => thawed(v)) as T;
+  const proto = Object.getPrototypeOf(value) as object | null;
+  if (proto !== null && proto !== Object.prototype) return value;
+  const out = Object.create(proto) as Record<string, unknown>;
+  for (const key of Object.keys(value)) out[key] = thawed((value as Record<string, unknown>)[key]);
+  return out as T;
+}

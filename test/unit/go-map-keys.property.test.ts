@@ -15,6 +15,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { decodeEvent, encodeEvent, safeDecodeEvent } from "../../src/codec/codec.js";
+import { thawed } from "./fixtures.js";
 import { defaultRegistry } from "../../src/events/catalogue.js";
 import { defineEventType } from "../../src/events/registry.js";
 import { goMapSchema } from "../../src/wire/go-map-schema.js";
@@ -208,7 +209,7 @@ describe("Go map keys are data, in every map the model has", () => {
               : entries.reduce((o, [k, v]) => ({ ...o, [k]: v }), {} as Record<string, string>);
         expect(Object.keys(given).length).toBe(keys.length);
         const [span] = spansAt(site.base, 0, site.position.path);
-        const event = decodeEvent(site.base);
+        const event = thawed(decodeEvent(site.base));
         const holder = valueAt(event, site.base, site.position.path.slice(0, -1)) as Record<string, unknown>;
         const field = Object.keys(holder).find((k) => valueAt(event, site.base, site.position.path) === holder[k])!;
         holder[field] = given;

@@ -15,6 +15,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { decodeEvent, encodeEvent, safeDecodeEvent } from "../../src/codec/codec.js";
+import { thawed } from "./fixtures.js";
 import { RawJson } from "../../src/wire/raw-json.js";
 import { StrictJsonError } from "../../src/wire/strict-json.js";
 import { type GoVerdict, type GoWritten, readJsonl } from "../conformance/go-oracle.js";
@@ -182,7 +183,7 @@ describe("the writer refuses what Go's reader refuses: no overflowing number is 
   }, 60_000);
 
   it("an event cannot carry one either: a raw field given as RawJson text, or as a JavaScript value (±Infinity), is refused before anything is written", () => {
-    const event = decodeEvent<{ messages: { blocks: Record<string, unknown>[] }[] }>(written.find((w) => w.json.includes(`"Input":{"command":"npm test"}`))!.json);
+    const event = thawed(decodeEvent<{ messages: { blocks: Record<string, unknown>[] }[] }>(written.find((w) => w.json.includes(`"Input":{"command":"npm test"}`))!.json));
     const block = event.messages[0]!.blocks.find((b) => b.type === "tool_use")!;
     for (const bad of ["1e309", "-1E400", `{"a":[${"9".repeat(400)}]}`]) expect(() => RawJson.fromText(bad)).toThrow(StrictJsonError);
     for (const bad of [Infinity, -Infinity, { a: [Infinity] }]) {

@@ -12,6 +12,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { decodeEvent, encodeEvent, safeDecodeEvent } from "../../src/codec/codec.js";
+import { thawed } from "./fixtures.js";
 import { type GoWritten, readJsonl } from "../conformance/go-oracle.js";
 import { reportFigure } from "../harness/figures-log.js";
 
@@ -71,7 +72,7 @@ describe("usage counts are recorded verbatim, as the pinned core records them", 
 
   it("a message usage with more reasoning than output tokens is written from TypeScript as given", () => {
     const base = written.find((w) => w.id === "StepDone/assistant-tools-results")!.json;
-    const event = decodeEvent<{ messages: { usage?: Record<string, number> }[] }>(base);
+    const event = thawed(decodeEvent<{ messages: { usage?: Record<string, number> }[] }>(base));
     event.messages[0]!.usage = { outputTokens: 1, reasoningTokens: 2 };
     expect(new TextDecoder().decode(encodeEvent(event))).toContain('"usage":{"OutputTokens":1,"ReasoningTokens":2}');
   });
