@@ -141,8 +141,8 @@ describe("strict JSON: the one-pass reader", () => {
     const ws = fc.constantFrom(" ", "\t", "\n", "\r", " \r\n ");
     fc.assert(
       fc.property(json, key, ws, fc.nat(3), (v, k, space, colons) => {
-        // "C0" beside "c0" would be a letter-case pair rather than a duplicate.
-        fc.pre(!/^c[0-2]$/.test(k.toLowerCase()) || k === k.toLowerCase());
+        // A key named like one of the values before it ("c0", or "C0": a letter-case pair) would be a duplicate of its own.
+        fc.pre(!/^c[0-2]$/.test(k.toLowerCase()));
         const name = JSON.stringify(k);
         const values = Array.from({ length: colons }, (_, i) => `"c${i}":":${i}"`).join(",");
         const text = `{${values}${values ? "," : ""}${name}:${v},${name}${space}:${v}}`;
