@@ -57,7 +57,8 @@ export const PermissionRequested = defineEventType(
  * says.) The runtime writes a decision without an effect too.
  */
 export const permissionEffectSchema = z.enum(["approve", "deny"]);
-export type PermissionEffect = z.output<typeof permissionEffectSchema>;
+/** A permission decision's effect. */
+export type PermissionEffect = "approve" | "deny";
 
 export const PermissionDecided = defineEventType(
   {

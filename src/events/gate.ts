@@ -217,7 +217,8 @@ export const gateAuditSchema = z.discriminatedUnion("kind", [
 
 export const gateSourceSchema = z.object({ kind: text().optional(), reason: text().optional() });
 
-interface Coordinates {
+/** A gate event's coordinates, as gateIdentity reads them. */
+export interface GateCoordinates {
   loopId?: string | undefined;
   turnId?: string | undefined;
   stepId?: string | undefined;
@@ -227,7 +228,7 @@ interface Coordinates {
  * A session gate needs only its session; every other gate (a resolver of `loop`, none, or
  * one the runtime does not know) needs the full quartet, as the runtime rules.
  */
-export function gateIdentity(resolver: string | undefined, e: Coordinates): Violation | undefined {
+export function gateIdentity(resolver: string | undefined, e: GateCoordinates): Violation | undefined {
   if (resolver === "session") return undefined;
   for (const field of ["loopId", "turnId", "stepId"] as const) {
     if (e[field] === undefined) return { field, rule: "must be set", detail: "a gate that is not a session gate needs the full quartet" };

@@ -4,8 +4,8 @@ import { uuidSchema } from "./ids.js";
 import { text } from "./text.js";
 
 /** `public` events reach product streams; `internal` ones only trusted subscribers. */
-export const VISIBILITIES = ["public", "internal"] as const;
-export type Visibility = (typeof VISIBILITIES)[number];
+export const VISIBILITIES: readonly Visibility[] = ["public", "internal"];
+export type Visibility = "public" | "internal";
 
 /**
  * Visibility is a number on the wire (0 public, 1 internal). Anything else decodes to a
@@ -184,8 +184,8 @@ export const timestampSchema = withValueCodec(
   },
 );
 
-export const COORDINATES = ["loopId", "turnId", "stepId"] as const;
-export type Coordinate = (typeof COORDINATES)[number];
+export const COORDINATES: readonly Coordinate[] = ["loopId", "turnId", "stepId"];
+export type Coordinate = "loopId" | "turnId" | "stepId";
 
 /** The header fields every event carries, flattened beside its body. */
 export const headerShape = {

@@ -24,7 +24,8 @@ export interface Violation {
 /** Cross-field rule of a type; returns the offending field and rule, or nothing. */
 export type EventCheck<E> = (event: E) => Violation | undefined;
 
-type HeaderShape = typeof headerShape;
+/** The zod shape of the header (an event type's schema is it, its type and its body). */
+export type HeaderShape = typeof headerShape;
 export type EventShape<T extends string, B extends z.ZodRawShape> = HeaderShape & { type: z.ZodLiteral<T> } & B;
 export type EventSchema<T extends string, B extends z.ZodRawShape> = z.ZodObject<EventShape<T, B>>;
 

@@ -11,7 +11,7 @@ import type { DeliveryFailure } from "./delivery.js";
  * and gateway options all take it.
  */
 export const feedModeSchema = z.enum(["loop", "namespace"]);
-export type FeedMode = z.output<typeof feedModeSchema>;
+export type FeedMode = "loop" | "namespace";
 
 /** Where the journal part of a subscription starts in one shard (`seq` is a position in that shard's stream). */
 export type StartPosition = "new" | "all" | { readonly seq: number } | { readonly time: Date };
@@ -249,7 +249,7 @@ export function parseReplayOptions(options: ReplayOptions | undefined): ReplaySe
  */
 export type SubscriptionReport = ReportBody & { readonly shard?: number | undefined };
 
-type ReportBody =
+export type ReportBody =
   | { readonly kind: "poison"; readonly journalSeq: number; readonly subject: string; readonly error: DeliveryFailure }
   | { readonly kind: "dropped"; readonly total: number }
   | { readonly kind: "consumer_recreated"; readonly fromSeq: number; readonly reason: string }
