@@ -99,14 +99,17 @@ const leafBlockSchemas = [
 ] as const;
 /** The blocks that hold no blocks (text, refusal, thinking, tool use, image, audio, document). */
 export type LeafBlock = z.output<(typeof leafBlockSchemas)[number]>;
+/** A block that holds no blocks, as a writer gives it. */
 export type LeafBlockInput = z.input<(typeof leafBlockSchemas)[number]>;
 
+/** A tool's result as the model reads it: blocks, and whether it is an error. */
 export interface ToolResultBlock {
   type: "tool_result";
   toolUseId?: string | undefined;
   content?: ContentBlock[] | undefined;
   isError?: boolean | undefined;
 }
+/** A content block of a message, told apart by `type`. */
 export type ContentBlock = LeafBlock | ToolResultBlock;
 
 /** What a block is built from: raw JSON fields (a tool's input) may be any JSON value. */
@@ -116,6 +119,7 @@ export interface ToolResultBlockInput {
   content?: ContentBlockInput[] | undefined;
   isError?: boolean | undefined;
 }
+/** A content block as a writer gives it: raw JSON fields (a tool's input) may be any JSON value. */
 export type ContentBlockInput = LeafBlockInput | ToolResultBlockInput;
 
 // Written out rather than with `block`: the getter (a block may contain blocks) must
@@ -171,6 +175,7 @@ export const userMessageSchema = z.object({ role, blocks });
 /** The model's response (TurnDone's final message). */
 export const aiMessageSchema = z.object({ role, blocks, usage: aiUsage });
 
+/** The roles of a StepDone's messages. */
 export const MESSAGE_ROLES = ["assistant", "tool", "user", "system"] as const;
 
 /** One message of a StepDone: the model's response, then one message per tool result. */

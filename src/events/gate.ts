@@ -15,7 +15,9 @@ import type { Violation } from "./registry.js";
 
 /** Known values, for reference: the runtime also writes others. */
 export const GATE_KINDS = ["harness.permission", "harness.ask_user", "harness.form", "harness.open_url"] as const;
+/** Who resolves a gate: its loop, or the session (a session gate needs no loop coordinates). */
 export const GATE_RESOLVERS = ["loop", "session"] as const;
+/** Why a gate was resolved (GateResolved.reason), as the runtime writes them; it writes others too. */
 export const GATE_RESOLUTION_REASONS = ["answered", "policy_response", "abandoned", "owner_closed", "restore_unavailable"] as const;
 
 /** One field of a form gate's schema. */

@@ -11,6 +11,7 @@ import type { Violation } from "./registry.js";
 const tokens = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
 const always = <S extends z.ZodType>(name: string | undefined, schema: S) => wireField(schema, { ...(name ? { name } : {}), always: true });
 
+/** Reasoning efforts a model runtime names (ModelRuntime.effort), lowest first. */
 export const EFFORTS = ["none", "minimal", "low", "medium", "high", "xhigh", "max"] as const;
 
 /** The model a loop calls and its context limits. */
@@ -172,6 +173,7 @@ export const configFingerprintSchema = z.object({
   runtimeIdentityRev: text().optional(),
 });
 
+/** The configuration manifest version this jetloop writes and reads (ConfigManifest.schemaVersion). */
 export const MANIFEST_SCHEMA_VERSION = 3;
 
 /** An ordered posture supplied by the application (a Go uint8; 0 is unknown). */

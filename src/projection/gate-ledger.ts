@@ -41,9 +41,12 @@ export type LedgerVerdict =
 
 /** What the gate ledger reads of any event. */
 export type LedgerEvent = { readonly type: string; readonly sessionId?: string; readonly loopId?: string | undefined; readonly turnId?: string | undefined; readonly stepId?: string | undefined };
+/** What the gate ledger reads of a GateOpened. */
 export type LedgerOpened = LedgerEvent & { readonly gate?: { readonly id?: string | undefined; readonly kind?: string | undefined; readonly subject?: { readonly toolExecutionId?: string | undefined } | undefined } | undefined; readonly cause?: { readonly toolExecutionId?: string | undefined } | undefined };
+/** What the gate ledger reads of a GateResolved. */
 export type LedgerResolved = LedgerEvent & { readonly gateId?: string | undefined };
 
+/** A gate ledger's options. */
 export interface GateLedgerOptions {
   /**
    * How many gates it remembers at most (default: every one). When a gate it does not
@@ -57,6 +60,7 @@ export interface GateLedgerOptions {
   readonly capacity?: number | undefined;
 }
 
+/** The gates of a journal, from its GateOpened and GateResolved: which are open, and each resolution that does not bind to its gate (from another session or loop, or a second one), reported and not applied. */
 export class GateLedger {
   /** By gate id alone (a UUID): a resolution naming it from another session is caught too. */
   readonly #gates = new Map<string, LedgerGate>();

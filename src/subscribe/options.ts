@@ -11,6 +11,7 @@ import type { DeliveryFailure } from "./delivery.js";
  * and gateway options all take it.
  */
 export const feedModeSchema = z.enum(["loop", "namespace"]);
+/** How a feed subscription follows the feed: `loop`, a core subscription per followed loop or session; `namespace`, one for the whole namespace. */
 export type FeedMode = "loop" | "namespace";
 
 /** Where the journal part of a subscription starts in one shard (`seq` is a position in that shard's stream). */
@@ -249,6 +250,7 @@ export function parseReplayOptions(options: ReplayOptions | undefined): ReplaySe
  */
 export type SubscriptionReport = ReportBody & { readonly shard?: number | undefined };
 
+/** What a subscription reports (SubscriptionReport without its shard), told apart by `kind`. */
 export type ReportBody =
   | { readonly kind: "poison"; readonly journalSeq: number; readonly subject: string; readonly error: DeliveryFailure }
   | { readonly kind: "dropped"; readonly total: number }
