@@ -7,7 +7,7 @@
 // --- Connect and publish ------------------------------------------------------------
 // A bus: connect (or wrap a NATS connection), provision the journal, publish events.
 export { connect, fromConnection, type Jetloop, type BusProvisionReport, type ConnectOptions, type ProvisionRequest } from "./bus.js";
-export { type JournalLocation, type PublishAllOptions } from "./bus.js";
+export { type JournalLocation, type PublishAllOptions, type ShardProvisionReport } from "./bus.js";
 export type { ConnectionSettings } from "./connection/connect.js";
 export type { BusOptions, BusSettings, ReadConsumersOption, TlsFiles } from "./connection/options.js";
 export { FEATURES, MINIMUM_SERVER, type Feature } from "./subjects/server-features.js";
@@ -17,7 +17,7 @@ export { type Durability, type DurabilityWarning, type SyncSetting } from "./str
 export type { SessionHandle } from "./session.js";
 
 // --- Events: the model the Go runtime writes -----------------------------------------
-export { createEvent } from "./events/factories.js";
+export { createEvent, type AnyDef, type Fields, type Stamped } from "./events/factories.js";
 export {
   builtInTypes,
   defaultRegistry,
@@ -49,13 +49,14 @@ export {
   type TurnEventHeader,
 } from "./events/catalogue.js";
 export { AGENCY_MACHINE, AGENCY_USER, goTimestamp } from "./events/header.js";
-export type { Cause, EventHeader, Visibility } from "./events/header.js";
+export type { Cause, Coordinate, EventHeader, Visibility } from "./events/header.js";
 export {
   GATE_KINDS,
   GATE_RESOLUTION_REASONS,
   GATE_RESOLVERS,
   gateIdentity,
   type Gate,
+  type GateCoordinates,
   type GateAudit,
   type GateControl,
   type GateField,
@@ -76,7 +77,7 @@ export {
   type PermissionRequestInput,
   type PermissionRequirement,
 } from "./events/request.js";
-export { MESSAGE_ROLES, type AIMessage, type ContentBlock, type StepMessage, type ToolResultBlock, type Usage, type UserMessage } from "./events/content.js";
+export { MESSAGE_ROLES, type AIMessage, type ContentBlock, type ContentBlockInput, type LeafBlock, type LeafBlockInput, type ToolResultBlockInput, type StepMessage, type ToolResultBlock, type Usage, type UserMessage } from "./events/content.js";
 export type { ToolResultCapture } from "./events/capture.js";
 export { checkLoopRuntime, checkManifest, EFFORTS, MANIFEST_SCHEMA_VERSION, type AgentRuntime, type ConfigFingerprint, type ConfigManifest, type ModelRuntime } from "./events/runtime.js";
 export { NIL_UUID, isCanonicalUuid, newId } from "./events/ids.js";
@@ -87,8 +88,12 @@ export { safeValidateEvent, validateEvent, type SafeResult } from "./events/vali
 export {
   defineEventType,
   EventRegistry,
+  type EventCheck,
   type EventClass,
   type EventInputOf,
+  type EventSchema,
+  type EventShape,
+  type HeaderShape,
   type EventOf,
   type EventScope,
   type EventTypeDefinition,
@@ -110,6 +115,7 @@ export type {
   FeedMode,
   FeedSubscribeOptions,
   GroupOptions,
+  ReportBody,
   ShardPositions,
   StartPosition,
   SubscribeOptions,
@@ -120,8 +126,12 @@ export type { ReplayOptions } from "./subscribe/replay.js";
 export { type Subscription, type DurableSubscription, type SubscriptionStats } from "./subscribe/subscription.js";
 export {
   GateLedger,
+  type GateLedgerOptions,
   type GateViolation,
+  type LedgerEvent,
   type LedgerGate,
+  type LedgerOpened,
+  type LedgerResolved,
   type LedgerVerdict,
   rebuildToolActivity,
   ToolActivityProjection,
@@ -153,7 +163,8 @@ export {
   type SessionListOptions,
   type SessionPage,
 } from "./catalog/catalog.js";
-export { ENTRY_MAX_BYTES, type CatalogRow, type Poisoned, type PoisonReason } from "./catalog/entry.js";
+export { ENTRY_MAX_BYTES, type CatalogEntry, type CatalogRow, type Poisoned, type PoisonReason } from "./catalog/entry.js";
+export type { SessionLifecycle, SessionState } from "./catalog/fold.js";
 
 // --- Answer: gates, controls, policy --------------------------------------------------
 export {
@@ -167,7 +178,7 @@ export {
   type StepCoordinates,
 } from "./commands/gate-server.js";
 export type { AnswerOptions } from "./commands/answer.js";
-export type { Answer, AnswerInput, AnswerOutcome } from "./commands/protocol.js";
+export type { Answer, AnswerInput, AnswerOutcome, AnswerTarget, InputGateAnswer, PermissionGateAnswer } from "./commands/protocol.js";
 export { type ControlServer, type ControlHandlers, type InputResult, type InterruptResult } from "./commands/controls-server.js";
 export type { ControlOptions, ControlResult, InterruptOptions } from "./commands/controls-client.js";
 export { MAX_RULES_LISTED, ruleId, rulesBucketName, type RuleCandidate, type RuleProvenance, type WorkspaceRule, type WorkspaceRules } from "./commands/workspace-rules.js";
@@ -196,13 +207,14 @@ export {
   type ParkedState,
   type ParsedSubject,
   type SubjectAddress,
+  type JournalShard,
   type SubjectSelector,
 } from "./subjects/subjects.js";
-export { declaredParkedStreamConfig, declaredStreamConfig, defaultParkedStreamName } from "./streams/declared.js";
+export { declaredParkedStreamConfig, declaredStreamConfig, defaultParkedStreamName, type StreamVars } from "./streams/declared.js";
 export { defaultStreamName } from "./subjects/subjects.js";
 export { diffStreamConfig, type FieldDrift, type ProvisionReport } from "./streams/provision.js";
-export { retentionLimits, retentionWarnings, type RetentionLimit, type RetentionWarning } from "./streams/retention.js";
-export type { ConsumerFigures, ConsumersReport, GroupFigures } from "./streams/consumer-figures.js";
+export { retentionLimits, retentionWarnings, type RetentionField, type RetentionLimit, type RetentionWarning } from "./streams/retention.js";
+export type { ConsumerFigures, ConsumersReport, GroupFigures, ShardFigures } from "./streams/consumer-figures.js";
 export type { RemovedDurable } from "./streams/remove-durable.js";
 export type { GroupStatus } from "./group/group-source.js";
 export type { GroupPartitionFigures, GroupReport } from "./group/groups-report.js";
@@ -227,7 +239,9 @@ export {
 // Telemetry (src/telemetry/README.md): a delivery's trace context, log lines that join traces, metrics.
 export { deliveryContext, publishedContext, withDelivery } from "./telemetry/spans.js";
 export { traceLogFields } from "./telemetry/logs.js";
-export { METRICS, type MetricDefinition } from "./telemetry/metrics.js";
+export { METRICS, type MetricDefinition, type MetricKind } from "./telemetry/metrics.js";
+export type { BoundarySettings } from "./gateway/boundary.js";
+export type { SharedStreams } from "./gateway/sse-stream.js";
 export { checkMetricsBind, startMetricsServer, type MetricsServer, type MetricsServerOptions } from "./gateway/metrics-server.js";
 
 // --- Attach: a Go runtime's own session store followed into the journal (src/attach/README.md)

@@ -29,8 +29,9 @@ export interface StepCoordinates {
 }
 
 /** The permission controls of the Go gate model (gate.ApprovalAction): the only actions a permission gate offers. */
-export const PERMISSION_ACTIONS = ["Approve", "Approve always for this workspace", "Deny"] as const;
-export type PermissionAction = (typeof PERMISSION_ACTIONS)[number];
+export const PERMISSION_ACTIONS = ["Approve", "Approve always for this workspace", "Deny"] as const satisfies readonly PermissionAction[];
+/** The controls a permission gate offers, in the Go runtime's words. */
+export type PermissionAction = "Approve" | "Approve always for this workspace" | "Deny";
 /** What each permission control means to the tool call; "always" also persists the gate's rule candidates first (workspace-rules.ts). */
 const EFFECT_OF: Record<PermissionAction, PermissionEffect> = { Approve: "approve", "Approve always for this workspace": "approve", Deny: "deny" };
 /** The control that persists workspace rules before the approval is journaled. */

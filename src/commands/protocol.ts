@@ -11,7 +11,7 @@ import { fromWire, toWireJson, WireKeyError } from "../wire/wire.js";
 /** Command text: non-empty (the wire omits "" like every zero value). */
 const text = () => z.string().min(1);
 import { CommandError, type CommandErrorCode } from "../errors.js";
-import { permissionEffectSchema } from "../events/catalogue.js";
+import { permissionEffectSchema, type PermissionEffect } from "../events/catalogue.js";
 import { newId, uuidSchema } from "../events/ids.js";
 
 
@@ -40,7 +40,32 @@ export const answerSchema = z
   ])
   .refine((a) => a.gateId !== undefined || a.toolExecutionId !== undefined, "name the gate by gateId or toolExecutionId")
   .refine((a) => a.kind !== "permission" || a.effect !== undefined || a.action !== undefined, "name the effect or the control chosen");
-export type Answer = z.output<typeof answerSchema>;
+/** What the gate's answer names: a command id, and the gate by its id or by the tool execution it guards. */
+export interface AnswerTarget {
+  /** A command id makes the answer idempotent: the same id always gets the first outcome. */
+  commandId: string;
+  gateId?: string | undefined;
+  toolExecutionId?: string | undefined;
+}
+
+/** An answer to a permission gate: the effect, or the control chosen (one the gate's GateOpened listed). */
+export interface PermissionGateAnswer extends AnswerTarget {
+  kind: "permission";
+  /** approve or deny: the first control the gate offers with that effect. */
+  effect?: PermissionEffect | undefined;
+  /** The control chosen, e.g. "Approve always for this workspace". */
+  action?: string | undefined;
+  reason?: string | undefined;
+}
+
+/** An answer to a user-input gate. */
+export interface InputGateAnswer extends AnswerTarget {
+  kind: "input";
+  answer: string;
+}
+
+/** An answer to a gate, as the loop's actor reads it. */
+export type Answer = PermissionGateAnswer | InputGateAnswer;
 /** What a caller passes to `answer`; the command id is generated when omitted. */
 export type AnswerInput = Answer extends infer A ? (A extends Answer ? Omit<A, "commandId"> & { commandId?: string } : never) : never;
 
@@ -67,7 +92,28 @@ export const outcomeSchema = z.strictObject({
   /** The command id was answered before; this is that first outcome. */
   duplicate: z.boolean().default(false),
 });
-export type AnswerOutcome = z.output<typeof outcomeSchema>;
+/** What an answer did. */
+export interface AnswerOutcome {
+  status: "ok";
+  gateId: string;
+  toolExecutionId?: string | undefined;
+  /**
+   * What took effect: `approve`/`deny` for a permission (the effect, whatever control was
+   * chosen), `answered` for user input; for a gate closed without an answer its close
+   * reason (`owner_closed`, `abandoned`; `deny` for a permission timed out). Not the
+   * control: that is `control`.
+   */
+  action: string;
+  /**
+   * The permission control chosen, e.g. `Approve always for this workspace` (whose effect,
+   * `approve`, is `action`); absent for input and for a gate closed without an answer.
+   */
+  control?: string | undefined;
+  /** Journal sequence of the GateResolved the answer produced. */
+  journalSeq: number;
+  /** The command id was answered before; this is that first outcome. */
+  duplicate: boolean;
+}
 
 const refusalSchema = z.strictObject({
   status: z.literal("refused"),

@@ -172,7 +172,19 @@ export const connectionShape = z.strictObject({
 
 export const connectShape = z.strictObject({ ...busShape.shape, ...connectionShape.shape });
 
-export type BusSettings = Omit<z.output<typeof busShape>, "registry" | "logger"> & { stream: string; shards: number };
+/** A bus's settings as read (`bus.settings`): every default filled in (BusOptions says what each is). */
+export interface BusSettings {
+  namespace: string;
+  stream: string;
+  shards: number;
+  maxEventBytes: number;
+  ackTimeoutMs: number;
+  publishDeadlineMs: number;
+  maxInFlight: number;
+  feed: FeedMode;
+  journalReads: "pull" | "push";
+  readConsumers?: { prefix: string; size: number; waitMs: number } | undefined;
+}
 
 /** Checks bus options eagerly; throws OptionsError naming the option. */
 export function parseBusOptions(options: unknown): BusSettings {

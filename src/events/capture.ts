@@ -40,7 +40,21 @@ export const toolResultCaptureSchema = z.strictObject({
   truncationReason: text().optional(),
   encoding: always(text().optional()),
 });
-export type ToolResultCapture = z.output<typeof toolResultCaptureSchema>;
+/** What was kept of one tool result's bytes (StepDone's `captures`). */
+export interface ToolResultCapture {
+  toolExecutionId: string;
+  /** The model provider's id of the call whose result this is. */
+  toolUseId?: string | undefined;
+  /** Where the bytes are kept; an empty `{}` (no object id) is kept, so validation refuses it. */
+  reference?: { objectId?: string | undefined } | undefined;
+  capturedBytes?: number | undefined;
+  /** Exact size; absent when only a lower bound is known. */
+  originalBytes?: number | undefined;
+  originalBytesLowerBound?: number | undefined;
+  truncated?: boolean | undefined;
+  truncationReason?: string | undefined;
+  encoding?: string | undefined;
+}
 
 const bad = (i: number, detail: string): Violation => ({ field: `captures.${i}`, rule: "is invalid", detail });
 

@@ -35,6 +35,7 @@ const GATE = { loopId: "optional", turnId: "optional", stepId: "optional" } as c
 
 // --- tool ---------------------------------------------------------------------
 
+/** The definition of PermissionRequested (its schema, family, class and identity profile); the event is the PermissionRequested interface. */
 export const PermissionRequested = defineEventType(
   {
     type: "PermissionRequested",
@@ -57,8 +58,10 @@ export const PermissionRequested = defineEventType(
  * says.) The runtime writes a decision without an effect too.
  */
 export const permissionEffectSchema = z.enum(["approve", "deny"]);
-export type PermissionEffect = z.output<typeof permissionEffectSchema>;
+/** A permission decision's effect. */
+export type PermissionEffect = "approve" | "deny";
 
+/** The definition of PermissionDecided (its schema, family, class and identity profile); the event is the PermissionDecided interface. */
 export const PermissionDecided = defineEventType(
   {
     type: "PermissionDecided",
@@ -79,6 +82,7 @@ export const PermissionDecided = defineEventType(
   true,
 );
 
+/** The definition of UserInputRequested (its schema, family, class and identity profile); the event is the UserInputRequested interface. */
 export const UserInputRequested = defineEventType(
   {
     type: "UserInputRequested",
@@ -95,6 +99,7 @@ export const UserInputRequested = defineEventType(
   true,
 );
 
+/** The definition of ToolCallStarted (its schema, family, class and identity profile); the event is the ToolCallStarted interface. */
 export const ToolCallStarted = defineEventType(
   {
     type: "ToolCallStarted",
@@ -112,6 +117,7 @@ export const ToolCallStarted = defineEventType(
   true,
 );
 
+/** The definition of ToolCallCompleted (its schema, family, class and identity profile); the event is the ToolCallCompleted interface. */
 export const ToolCallCompleted = defineEventType(
   {
     type: "ToolCallCompleted",
@@ -131,6 +137,7 @@ export const ToolCallCompleted = defineEventType(
 
 // --- gate ----------------------------------------------------------------------
 
+/** The definition of GateOpened (its schema, family, class and identity profile); the event is the GateOpened interface. */
 export const GateOpened = defineEventType(
   {
     type: "GateOpened",
@@ -145,6 +152,7 @@ export const GateOpened = defineEventType(
   true,
 );
 
+/** The definition of GateResolved (its schema, family, class and identity profile); the event is the GateResolved interface. */
 export const GateResolved = defineEventType(
   {
     type: "GateResolved",
@@ -202,6 +210,7 @@ export const StepDone = defineEventType(
 /** Per loop (absent means 0). */
 const turnIndex = z.number().int().min(Number.MIN_SAFE_INTEGER).max(Number.MAX_SAFE_INTEGER).optional();
 
+/** The definition of TurnStarted (its schema, family, class and identity profile); the event is the TurnStarted interface. */
 export const TurnStarted = defineEventType(
   {
     type: "TurnStarted",
@@ -213,6 +222,7 @@ export const TurnStarted = defineEventType(
   },
   true,
 );
+/** The definition of TurnDone (its schema, family, class and identity profile); the event is the TurnDone interface. */
 export const TurnDone = defineEventType(
   {
     type: "TurnDone",
@@ -252,6 +262,7 @@ export const turnErrorSchema = z
     }
   });
 
+/** The definition of TurnFailed (its schema, family, class and identity profile); the event is the TurnFailed interface. */
 export const TurnFailed = defineEventType(
   {
     type: "TurnFailed",
@@ -264,6 +275,7 @@ export const TurnFailed = defineEventType(
   },
   true,
 );
+/** The definition of TurnInterrupted (its schema, family, class and identity profile); the event is the TurnInterrupted interface. */
 export const TurnInterrupted = defineEventType(
   { type: "TurnInterrupted", family: "turn", class: "enduring", scope: "loop", identity: TURN, endsTurn: true, body: { turnIndex } },
   true,
@@ -271,6 +283,7 @@ export const TurnInterrupted = defineEventType(
 
 // --- loop and session ------------------------------------------------------------
 
+/** The definition of LoopStarted (its schema, family, class and identity profile); the event is the LoopStarted interface. */
 export const LoopStarted = defineEventType(
   {
     type: "LoopStarted",
@@ -294,10 +307,12 @@ export const LoopStarted = defineEventType(
   },
   true,
 );
+/** The definition of LoopIdle (its schema, family, class and identity profile); the event is the LoopIdle interface. */
 export const LoopIdle = defineEventType(
   { type: "LoopIdle", family: "loop", class: "enduring", scope: "loop", identity: LOOP_ONLY, body: {} },
   true,
 );
+/** The definition of SessionStarted (its schema, family, class and identity profile); the event is the SessionStarted interface. */
 export const SessionStarted = defineEventType(
   {
     type: "SessionStarted",
@@ -309,15 +324,18 @@ export const SessionStarted = defineEventType(
   },
   true,
 );
+/** The definition of SessionIdle (its schema, family, class and identity profile); the event is the SessionIdle interface. */
 export const SessionIdle = defineEventType(
   { type: "SessionIdle", family: "session", class: "enduring", scope: "session", body: {} },
   true,
 );
+/** The definition of SessionStopped (its schema, family, class and identity profile); the event is the SessionStopped interface. */
 export const SessionStopped = defineEventType(
   { type: "SessionStopped", family: "session", class: "enduring", scope: "session", body: {} },
   true,
 );
 
+/** The definitions of the seventeen built-in event types. */
 export const builtInTypes = [
   PermissionRequested,
   PermissionDecided,
@@ -529,6 +547,7 @@ export interface SessionStopped extends SessionEventHeader {
   type: "SessionStopped";
 }
 
+/** The definition of the built-in type named T. */
 export type BuiltInDefinition<T extends string> = Extract<(typeof builtInTypes)[number], { readonly type: T }>;
 
 /** Every built-in event, discriminated by `type`. */
@@ -550,6 +569,7 @@ export type JetloopEvent =
   | SessionStarted
   | SessionIdle
   | SessionStopped;
+/** The name of a built-in event type. */
 export type EventType = JetloopEvent["type"];
 
 /** The catalogue of built-in types; `defaultRegistry.with(def)` adds an application's own. */

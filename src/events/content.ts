@@ -97,15 +97,19 @@ const leafBlockSchemas = [
   audioBlockSchema,
   documentBlockSchema,
 ] as const;
-type LeafBlock = z.output<(typeof leafBlockSchemas)[number]>;
-type LeafBlockInput = z.input<(typeof leafBlockSchemas)[number]>;
+/** The blocks that hold no blocks (text, refusal, thinking, tool use, image, audio, document). */
+export type LeafBlock = z.output<(typeof leafBlockSchemas)[number]>;
+/** A block that holds no blocks, as a writer gives it. */
+export type LeafBlockInput = z.input<(typeof leafBlockSchemas)[number]>;
 
+/** A tool's result as the model reads it: blocks, and whether it is an error. */
 export interface ToolResultBlock {
   type: "tool_result";
   toolUseId?: string | undefined;
   content?: ContentBlock[] | undefined;
   isError?: boolean | undefined;
 }
+/** A content block of a message, told apart by `type`. */
 export type ContentBlock = LeafBlock | ToolResultBlock;
 
 /** What a block is built from: raw JSON fields (a tool's input) may be any JSON value. */
@@ -115,6 +119,7 @@ export interface ToolResultBlockInput {
   content?: ContentBlockInput[] | undefined;
   isError?: boolean | undefined;
 }
+/** A content block as a writer gives it: raw JSON fields (a tool's input) may be any JSON value. */
 export type ContentBlockInput = LeafBlockInput | ToolResultBlockInput;
 
 // Written out rather than with `block`: the getter (a block may contain blocks) must
@@ -151,7 +156,14 @@ const usageShape = (always: boolean) => ({
 export const messageUsageSchema = z.object(usageShape(false));
 /** Token usage of a whole turn: all five counts written. */
 export const turnUsageSchema = z.object(usageShape(true));
-export type Usage = z.output<typeof turnUsageSchema>;
+/** Token usage: of one model response (zero counts omitted) or of a whole turn (all five written). */
+export interface Usage {
+  inputTokens?: number | undefined;
+  outputTokens?: number | undefined;
+  cacheReadTokens?: number | undefined;
+  cacheCreationTokens?: number | undefined;
+  reasoningTokens?: number | undefined;
+}
 
 const blocks = z.array(contentBlockSchema).max(MAX_BLOCKS).optional();
 const role = wireField(text().optional(), { always: true });
@@ -163,6 +175,7 @@ export const userMessageSchema = z.object({ role, blocks });
 /** The model's response (TurnDone's final message). */
 export const aiMessageSchema = z.object({ role, blocks, usage: aiUsage });
 
+/** The roles of a StepDone's messages. */
 export const MESSAGE_ROLES = ["assistant", "tool", "user", "system"] as const;
 
 /** One message of a StepDone: the model's response, then one message per tool result. */
@@ -179,6 +192,26 @@ export const stepMessageSchema = z.discriminatedUnion("role", [
   z.object({ role: z.literal("system"), blocks }),
 ]);
 
-export type UserMessage = z.output<typeof userMessageSchema>;
-export type AIMessage = z.output<typeof aiMessageSchema>;
-export type StepMessage = z.output<typeof stepMessageSchema>;
+/** A message whose role the runtime does not check (TurnStarted's user message). */
+export interface UserMessage {
+  role?: string | undefined;
+  blocks?: ContentBlock[] | undefined;
+}
+
+/** The model's response (TurnDone's final message). `usage: {}` (zero usage reported) is kept as written. */
+export interface AIMessage extends UserMessage {
+  usage?: Usage | undefined;
+}
+
+/** One message of a StepDone: the model's response, then one message per tool result. */
+export type StepMessage =
+  | { role: "assistant"; blocks?: ContentBlock[] | undefined; usage?: Usage | undefined }
+  | {
+      role: "tool";
+      blocks?: ContentBlock[] | undefined;
+      /** The model provider's id of the call this result answers. */
+      toolUseId?: string | undefined;
+      isError?: boolean | undefined;
+    }
+  | { role: "user"; blocks?: ContentBlock[] | undefined }
+  | { role: "system"; blocks?: ContentBlock[] | undefined };

@@ -13,9 +13,12 @@ const CAPPED: Readonly<Record<string, Readonly<Record<string, number>>>> = {
   ToolCallCompleted: { resultPreview: limits.resultPreview },
 };
 
-type Stamped = "type" | "eventId" | "createdAt";
-type Fields<I> = Omit<I, Stamped> & Partial<Pick<I, Extract<keyof I, "eventId" | "createdAt">>>;
-type AnyDef = EventTypeDefinition<string, z.ZodRawShape>;
+/** The fields createEvent stamps itself. */
+export type Stamped = "type" | "eventId" | "createdAt";
+/** An event's fields as createEvent takes them: the type is given apart, the id and the time may be left out. */
+export type Fields<I> = Omit<I, Stamped> & Partial<Pick<I, Extract<keyof I, "eventId" | "createdAt">>>;
+/** Any event type definition. */
+export type AnyDef = EventTypeDefinition<string, z.ZodRawShape>;
 
 /**
  * Builds and validates an event: stamps a time-ordered event id and the creation time

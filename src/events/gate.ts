@@ -15,7 +15,9 @@ import type { Violation } from "./registry.js";
 
 /** Known values, for reference: the runtime also writes others. */
 export const GATE_KINDS = ["harness.permission", "harness.ask_user", "harness.form", "harness.open_url"] as const;
+/** Who resolves a gate: its loop, or the session (a session gate needs no loop coordinates). */
 export const GATE_RESOLVERS = ["loop", "session"] as const;
+/** Why a gate was resolved (GateResolved.reason), as the runtime writes them; it writes others too. */
 export const GATE_RESOLUTION_REASONS = ["answered", "policy_response", "abandoned", "owner_closed", "restore_unavailable"] as const;
 
 /** One field of a form gate's schema. */
@@ -217,7 +219,8 @@ export const gateAuditSchema = z.discriminatedUnion("kind", [
 
 export const gateSourceSchema = z.object({ kind: text().optional(), reason: text().optional() });
 
-interface Coordinates {
+/** A gate event's coordinates, as gateIdentity reads them. */
+export interface GateCoordinates {
   loopId?: string | undefined;
   turnId?: string | undefined;
   stepId?: string | undefined;
@@ -227,7 +230,7 @@ interface Coordinates {
  * A session gate needs only its session; every other gate (a resolver of `loop`, none, or
  * one the runtime does not know) needs the full quartet, as the runtime rules.
  */
-export function gateIdentity(resolver: string | undefined, e: Coordinates): Violation | undefined {
+export function gateIdentity(resolver: string | undefined, e: GateCoordinates): Violation | undefined {
   if (resolver === "session") return undefined;
   for (const field of ["loopId", "turnId", "stepId"] as const) {
     if (e[field] === undefined) return { field, rule: "must be set", detail: "a gate that is not a session gate needs the full quartet" };

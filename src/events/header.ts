@@ -4,8 +4,9 @@ import { uuidSchema } from "./ids.js";
 import { text } from "./text.js";
 
 /** `public` events reach product streams; `internal` ones only trusted subscribers. */
-export const VISIBILITIES = ["public", "internal"] as const;
-export type Visibility = (typeof VISIBILITIES)[number];
+export const VISIBILITIES: readonly Visibility[] = ["public", "internal"];
+/** `public` events reach product streams; `internal` ones only trusted subscribers. */
+export type Visibility = "public" | "internal";
 
 /**
  * Visibility is a number on the wire (0 public, 1 internal). Anything else decodes to a
@@ -22,6 +23,7 @@ export const visibilitySchema = withValueCodec(z.enum(VISIBILITIES).default("pub
 
 /** Who caused an event: 0 the machine, 1 a user (the runtime's uint8; other values are kept). */
 export const AGENCY_MACHINE = 0;
+/** Agency of an event a user caused (Cause.agency). */
 export const AGENCY_USER = 1;
 export const agencySchema = z.number().int().min(0).max(255);
 
@@ -184,8 +186,9 @@ export const timestampSchema = withValueCodec(
   },
 );
 
-export const COORDINATES = ["loopId", "turnId", "stepId"] as const;
-export type Coordinate = (typeof COORDINATES)[number];
+export const COORDINATES: readonly Coordinate[] = ["loopId", "turnId", "stepId"];
+/** The coordinates below a session, in order: loop, turn, step. */
+export type Coordinate = "loopId" | "turnId" | "stepId";
 
 /** The header fields every event carries, flattened beside its body. */
 export const headerShape = {

@@ -12,10 +12,12 @@ export const TYPE = /^[A-Z][A-Za-z0-9]{0,63}$/;
 export type EventClass = "enduring" | "ephemeral";
 /** Session-scoped events belong to the session as a whole and pass every loop filter. */
 export type EventScope = "session" | "loop";
+/** Whether an event type requires a coordinate, forbids it, or leaves it open. */
 export type Presence = "required" | "forbidden" | "optional";
 /** Which coordinates an event type must carry and which must be zero. */
 export type IdentityProfile = Readonly<Record<Coordinate, Presence>>;
 
+/** A broken rule of an event: the field and the rule (EventValidationError carries it). */
 export interface Violation {
   field: string;
   rule: "must be set" | "must be zero" | "is invalid";
@@ -24,10 +26,14 @@ export interface Violation {
 /** Cross-field rule of a type; returns the offending field and rule, or nothing. */
 export type EventCheck<E> = (event: E) => Violation | undefined;
 
-type HeaderShape = typeof headerShape;
+/** The zod shape of the header (an event type's schema is it, its type and its body). */
+export type HeaderShape = typeof headerShape;
+/** The zod shape of an event type: the header, its `type` literal and its body. */
 export type EventShape<T extends string, B extends z.ZodRawShape> = HeaderShape & { type: z.ZodLiteral<T> } & B;
+/** The zod schema of an event type (`definition.schema`). */
 export type EventSchema<T extends string, B extends z.ZodRawShape> = z.ZodObject<EventShape<T, B>>;
 
+/** What `defineEventType` takes: an event type's name, family, class, scope, identity and body. */
 export interface EventTypeSpec<T extends string, B extends z.ZodRawShape> {
   /** The wire discriminator and the last subject token: `^[A-Z][A-Za-z0-9]*$`. */
   readonly type: T;
@@ -44,6 +50,7 @@ export interface EventTypeSpec<T extends string, B extends z.ZodRawShape> {
   readonly check?: EventCheck<z.output<EventSchema<T, B>>>;
 }
 
+/** An event type as a registry holds it (`defineEventType`'s result; the built-in ones are exported by name). */
 export interface EventTypeDefinition<T extends string = string, B extends z.ZodRawShape = z.ZodRawShape> {
   readonly type: T;
   readonly family: string;
@@ -66,6 +73,7 @@ export type EventInputOf<D> = D extends EventTypeDefinition<infer T, infer B> ? 
 
 const SESSION_PROFILE: IdentityProfile = { loopId: "forbidden", turnId: "forbidden", stepId: "forbidden" };
 
+/** Defines an application's own event type, checked like the built-in ones: `defaultRegistry.with(defineEventType({...}))`. Throws RegistryError on a bad name or a body field the header reserves. */
 export function defineEventType<const T extends string, B extends z.ZodRawShape>(
   spec: EventTypeSpec<T, B>,
   builtIn = false,

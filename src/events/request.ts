@@ -13,6 +13,7 @@ import { isSet, isTrimmedText } from "./text.js";
 
 /** The grant class of an approved `command.execute` requirement. */
 export const COMMAND_START_GRANT = "command.start.v1";
+/** The requirement kind of running a command; its grant is COMMAND_START_GRANT on the command itself. */
 export const COMMAND_EXECUTE = "command.execute";
 
 /** Another grant that would also meet a requirement (same kind and grant; another match). */

@@ -11,6 +11,7 @@ import type { Violation } from "./registry.js";
 const tokens = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
 const always = <S extends z.ZodType>(name: string | undefined, schema: S) => wireField(schema, { ...(name ? { name } : {}), always: true });
 
+/** Reasoning efforts a model runtime names (ModelRuntime.effort), lowest first. */
 export const EFFORTS = ["none", "minimal", "low", "medium", "high", "xhigh", "max"] as const;
 
 /** The model a loop calls and its context limits. */
@@ -30,7 +31,15 @@ export const modelRuntimeSchema = z.object({
   apiFormat: text().optional(),
   baseUrl: text().optional(),
 });
-export type ModelRuntime = z.output<typeof modelRuntimeSchema>;
+/** The model a loop runs: provider and model, limits, effort, API format and endpoint (LoopStarted's `runtime`). */
+export interface ModelRuntime {
+  key?: { provider?: string | undefined; model?: string | undefined } | undefined;
+  limits?: { windowTokens?: number | undefined; maxInputTokens?: number | undefined; maxOutputTokens?: number | undefined } | undefined;
+  /** One of EFFORTS. */
+  effort?: string | undefined;
+  apiFormat?: string | undefined;
+  baseUrl?: string | undefined;
+}
 
 /** The agent harness a loop runs in, and where its credentials come from. */
 export const agentRuntimeSchema = z.object({
@@ -46,7 +55,20 @@ export const agentRuntimeSchema = z.object({
   smallModelAlias: text().optional(),
   acpSessionId: text().optional(),
 });
-export type AgentRuntime = z.output<typeof agentRuntimeSchema>;
+/** The agent harness a loop runs in (LoopStarted's `agentRuntime`). */
+export interface AgentRuntime {
+  harness?: string | undefined;
+  profile?: string | undefined;
+  /** native-auth or gateway-backed. */
+  credentialMode?: string | undefined;
+  /** gateway or native. */
+  source?: string | undefined;
+  /** explicit or harness-managed. */
+  selectionKind?: string | undefined;
+  modelAlias?: string | undefined;
+  smallModelAlias?: string | undefined;
+  acpSessionId?: string | undefined;
+}
 
 const isZeroRuntime = (r: ModelRuntime | undefined) =>
   r === undefined ||
@@ -151,6 +173,7 @@ export const configFingerprintSchema = z.object({
   runtimeIdentityRev: text().optional(),
 });
 
+/** The configuration manifest version this jetloop writes and reads (ConfigManifest.schemaVersion). */
 export const MANIFEST_SCHEMA_VERSION = 3;
 
 /** An ordered posture supplied by the application (a Go uint8; 0 is unknown). */
@@ -189,9 +212,51 @@ export const configManifestSchema = z.object({
   runtimeIdentityRev: text().optional(),
   appFields: wireField(goMapSchema(z.string()).optional(), { keepEmpty: true }),
 });
-export type ConfigManifest = z.output<typeof configManifestSchema>;
 /** The configuration a session started with, as revisions (SessionStarted's `config`). */
-export type ConfigFingerprint = z.output<typeof configFingerprintSchema>;
+export interface ConfigFingerprint {
+  topologyRev?: string | undefined;
+  agentKind?: string | undefined;
+  modelId?: string | undefined;
+  systemPromptRev?: string | undefined;
+  toolPolicyRev?: string | undefined;
+  runtimeSkills?: boolean | undefined;
+  workspaceRoot?: string | undefined;
+  agentAdapter?: string | undefined;
+  permissionPosture?: string | undefined;
+  nativePermissionPolicyRev?: string | undefined;
+  externalCapabilityRev?: string | undefined;
+  runtimeProfile?: string | undefined;
+  runtimeCatalogRev?: string | undefined;
+  runtimeIdentityRev?: string | undefined;
+}
+
+/** The session's configuration manifest, versioned (SessionStarted's `manifest`; MANIFEST_SCHEMA_VERSION). */
+export interface ConfigManifest {
+  schemaVersion?: number | undefined;
+  agentKind?: string | undefined;
+  topologyRev?: string | undefined;
+  modelId?: string | undefined;
+  systemPromptRev?: string | undefined;
+  tools?: { name?: string | undefined; inputSchemaRev?: string | undefined; outputSchemaRev?: string | undefined }[] | undefined;
+  runtimeSkills?: boolean | undefined;
+  workspaceRoot?: string | undefined;
+  workspaceTrust?: string | undefined;
+  agentAdapter?: string | undefined;
+  permissionPosture?: string | undefined;
+  nativePermissionPolicyRev?: string | undefined;
+  permissionStrictness?: number | undefined;
+  permissionReviewConfigured?: boolean | undefined;
+  permissionReviewPolicyRev?: string | undefined;
+  confinementRev?: string | undefined;
+  confinementStrictness?: number | undefined;
+  externalCapabilityRev?: string | undefined;
+  hookPolicyRev?: string | undefined;
+  runtimeProfile?: string | undefined;
+  runtimeCatalogRev?: string | undefined;
+  runtimeIdentityRev?: string | undefined;
+  /** The application's own fields (a Go map: sorted keys). */
+  appFields?: Record<string, string> | undefined;
+}
 
 const RUNTIME_MANIFEST_FIELDS = ["runtimeProfile", "runtimeCatalogRev", "runtimeIdentityRev"] as const;
 

@@ -5,6 +5,7 @@ import { COORDINATES } from "./header.js";
 import { isNilUuid } from "./ids.js";
 import type { EventRegistry, EventTypeDefinition } from "./registry.js";
 
+/** A result without a throw: the value, or the error that would have been thrown. */
 export type SafeResult<T, E> = { success: true; data: T } | { success: false; error: E };
 
 function isPlainObject(v: unknown): v is Record<string, unknown> {

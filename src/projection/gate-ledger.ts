@@ -39,10 +39,14 @@ export type LedgerVerdict =
   | { readonly kind: "violation"; readonly violation: GateViolation }
   | { readonly kind: "unmatched" | "ignored" };
 
-type Event = { readonly type: string; readonly sessionId?: string; readonly loopId?: string | undefined; readonly turnId?: string | undefined; readonly stepId?: string | undefined };
-type Opened = Event & { readonly gate?: { readonly id?: string | undefined; readonly kind?: string | undefined; readonly subject?: { readonly toolExecutionId?: string | undefined } | undefined } | undefined; readonly cause?: { readonly toolExecutionId?: string | undefined } | undefined };
-type Resolved = Event & { readonly gateId?: string | undefined };
+/** What the gate ledger reads of any event. */
+export type LedgerEvent = { readonly type: string; readonly sessionId?: string; readonly loopId?: string | undefined; readonly turnId?: string | undefined; readonly stepId?: string | undefined };
+/** What the gate ledger reads of a GateOpened. */
+export type LedgerOpened = LedgerEvent & { readonly gate?: { readonly id?: string | undefined; readonly kind?: string | undefined; readonly subject?: { readonly toolExecutionId?: string | undefined } | undefined } | undefined; readonly cause?: { readonly toolExecutionId?: string | undefined } | undefined };
+/** What the gate ledger reads of a GateResolved. */
+export type LedgerResolved = LedgerEvent & { readonly gateId?: string | undefined };
 
+/** A gate ledger's options. */
 export interface GateLedgerOptions {
   /**
    * How many gates it remembers at most (default: every one). When a gate it does not
@@ -56,6 +60,7 @@ export interface GateLedgerOptions {
   readonly capacity?: number | undefined;
 }
 
+/** The gates of a journal, from its GateOpened and GateResolved: which are open, and each resolution that does not bind to its gate (from another session or loop, or a second one), reported and not applied. */
 export class GateLedger {
   /** By gate id alone (a UUID): a resolution naming it from another session is caught too. */
   readonly #gates = new Map<string, LedgerGate>();
@@ -65,7 +70,7 @@ export class GateLedger {
     this.#capacity = options.capacity ?? Infinity;
   }
 
-  apply(event: Opened | Resolved): LedgerVerdict {
+  apply(event: LedgerOpened | LedgerResolved): LedgerVerdict {
     if (event.sessionId === undefined) return { kind: "ignored" };
     if (event.type === "GateOpened") return this.#opened(event, event.sessionId);
     if (event.type === "GateResolved") return this.#resolved(event, event.sessionId);
@@ -91,7 +96,7 @@ export class GateLedger {
     return [...this.#gates.values()].filter((g) => !g.resolved && (filter.loopId === undefined || g.loopId === filter.loopId));
   }
 
-  #opened(e: Opened, sessionId: string): LedgerVerdict {
+  #opened(e: LedgerOpened, sessionId: string): LedgerVerdict {
     const gateId = e.gate?.id;
     if (gateId === undefined) return { kind: "ignored" };
     // A gate id opened again by its own loop (the runtime's restore) starts over; by anyone
@@ -128,7 +133,7 @@ export class GateLedger {
     if (first !== undefined) this.#gates.delete(first);
   }
 
-  #resolved(e: Resolved, sessionId: string): LedgerVerdict {
+  #resolved(e: LedgerResolved, sessionId: string): LedgerVerdict {
     if (e.gateId === undefined) return { kind: "ignored" };
     const key = e.gateId;
     const gate = this.#gates.get(key);
@@ -142,6 +147,6 @@ export class GateLedger {
   }
 }
 
-function violation(e: Event, record: GateViolation["record"], gateId: string, sessionId: string, rule: GateViolation["rule"], message: string): LedgerVerdict {
+function violation(e: LedgerEvent, record: GateViolation["record"], gateId: string, sessionId: string, rule: GateViolation["rule"], message: string): LedgerVerdict {
   return { kind: "violation", violation: { gateId, sessionId, loopId: e.loopId, rule, record, message } };
 }

@@ -1,5 +1,5 @@
 /** Pure projections over deliveries: the state a reconnecting UI rebuilds. */
-export { GateLedger, type GateViolation, type LedgerGate, type LedgerVerdict } from "./gate-ledger.js";
+export { GateLedger, type GateLedgerOptions, type GateViolation, type LedgerEvent, type LedgerGate, type LedgerOpened, type LedgerResolved, type LedgerVerdict } from "./gate-ledger.js";
 export { rebuildToolActivity, ToolActivityProjection } from "./tool-activity.js";
 export type {
   ApplyResult,

@@ -244,7 +244,8 @@ export function parseReplayOptions(options: ReplayOptions | undefined): ReplaySe
  */
 export type SubscriptionReport = ReportBody & { readonly shard?: number | undefined };
 
-type ReportBody =
+/** What a subscription reports (SubscriptionReport without its shard), told apart by `kind`. */
+export type ReportBody =
   | { readonly kind: "poison"; readonly journalSeq: number; readonly subject: string; readonly error: DeliveryFailure }
   | { readonly kind: "dropped"; readonly total: number }
   | { readonly kind: "consumer_recreated"; readonly fromSeq: number; readonly reason: string }

@@ -7,4 +7,5 @@ import { z } from "zod";
  * follows) so that connection/ need not import subscribe/.
  */
 export const feedModeSchema = z.enum(["loop", "namespace"]);
-export type FeedMode = z.output<typeof feedModeSchema>;
+/** How a feed subscription follows the feed: `loop`, a core subscription per followed loop or session; `namespace`, one for the whole namespace. */
+export type FeedMode = "loop" | "namespace";

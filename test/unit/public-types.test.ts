@@ -22,6 +22,10 @@ import type * as gate from "../../src/events/gate.js";
 import type * as request from "../../src/events/request.js";
 import type * as catalogue from "../../src/events/catalogue.js";
 import type { EventOf } from "../../src/events/registry.js";
+import type * as content from "../../src/events/content.js";
+import type * as runtime from "../../src/events/runtime.js";
+import type * as capture from "../../src/events/capture.js";
+import type * as protocol from "../../src/commands/protocol.js";
 
 /** A type with interfaces, intersections and aliases flattened to plain object types, deeply. */
 type Flat<T> = T extends (...args: never[]) => unknown
@@ -124,6 +128,21 @@ agree<catalogue.SessionStarted, Profiled<EventOf<typeof catalogue.SessionStarted
 agree<catalogue.SessionIdle, Profiled<EventOf<typeof catalogue.SessionIdle>, typeof SESSION>>();
 agree<catalogue.SessionStopped, Profiled<EventOf<typeof catalogue.SessionStopped>, typeof SESSION>>();
 agree<catalogue.TurnError, z.output<typeof catalogue.turnErrorSchema>>();
+agree<catalogue.PermissionEffect, z.output<typeof catalogue.permissionEffectSchema>>();
+agree<subscribe.FeedMode, z.output<typeof subscribe.feedModeSchema>>();
+agree<content.Usage, z.output<typeof content.turnUsageSchema>>();
+agree<content.Usage, z.output<typeof content.messageUsageSchema>>();
+agree<content.UserMessage, z.output<typeof content.userMessageSchema>>();
+agree<content.AIMessage, z.output<typeof content.aiMessageSchema>>();
+agree<content.StepMessage, z.output<typeof content.stepMessageSchema>>();
+agree<runtime.ModelRuntime, z.output<typeof runtime.modelRuntimeSchema>>();
+agree<runtime.AgentRuntime, z.output<typeof runtime.agentRuntimeSchema>>();
+agree<runtime.ConfigFingerprint, z.output<typeof runtime.configFingerprintSchema>>();
+agree<runtime.ConfigManifest, z.output<typeof runtime.configManifestSchema>>();
+agree<capture.ToolResultCapture, z.output<typeof capture.toolResultCaptureSchema>>();
+agree<protocol.Answer, z.output<typeof protocol.answerSchema>>();
+agree<protocol.AnswerOutcome, z.output<typeof protocol.outcomeSchema>>();
+agree<connection.BusSettings, Omit<z.output<typeof connection.busShape>, "registry" | "logger"> & { stream: string; shards: number }>();
 
 // The check bites: a field made required, dropped, added or retyped is refused.
 // @ts-expect-error -- required here, optional in the shape
