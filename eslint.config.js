@@ -45,7 +45,7 @@ const floorRules = FLOORS.flatMap((floor, i) => {
 });
 
 export default tseslint.config(
-  { ignores: ["dist/", "node_modules/", ".nats/", "coverage/"] },
+  { ignores: ["dist/", "node_modules/", ".nats/", "coverage/", "docs-api/"] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {
