@@ -26,6 +26,7 @@ import { openParkedStore, refusalsTyped } from "./parking/parked.js";
 import type { Parked } from "./parking/parked-store.js";
 import type { PublishAllOptions } from "./publish/options.js";
 import type { PublishOptions, PublishResult } from "./publish/publisher.js";
+import type { JournalWriter } from "./publish/journal-writer.js";
 import { type Publishing, publishing } from "./publish/publishing.js";
 import type { ReconcileOptions, StoredEvent } from "./publish/reconcile.js";
 import type { ConsumerFigures } from "./streams/consumer-figures.js";
@@ -93,6 +94,7 @@ class BusImpl<E = JetloopEvent> implements Jetloop<E> {
     const conn = { nc, settings, log, serverVersion: this.serverVersion, jetstreamManager: jsm };
     const shards = openJournalShards({ ...conn, js, reads: this.#reads });
     this.#publishing = publishing({ ...conn, registry: this.registry, shards, closed: () => this.#closed });
+    PUBLISHINGS.set(this, this.#publishing);
     this.#operations = operations({ ...conn, parked: this.parked, journals: shards.all });
     const onPermissionViolation = (listener: ViolationListener) => {
       this.#violationListeners.add(listener);
@@ -235,6 +237,16 @@ export async function connect<E = JetloopEvent>(options: ConnectOptions<E> = {})
 /** A bus over a connection the caller owns; the bus's `close()` leaves the connection open. */
 export function fromConnection<E = JetloopEvent>(nc: NatsConnection, options: BusOptions<E> = {}): Jetloop<E> {
   return new BusImpl<E>(nc, options, false);
+}
+
+/** Each bus's publishing, for `busWriters` (a map, so the bus shows no member beyond its interface). */
+const PUBLISHINGS = new WeakMap<object, { readonly writers: readonly JournalWriter[] }>();
+
+/** A bus's journal writers, one per shard. For jetloop's own tests (a writer's lanes after a cut); not exported by the package. */
+export function busWriters<E>(bus: Jetloop<E>): readonly JournalWriter[] {
+  const p = PUBLISHINGS.get(bus);
+  if (p === undefined) throw new TypeError("not a bus made by connect() or fromConnection()");
+  return p.writers;
 }
 
 /**

@@ -63,6 +63,12 @@ function deleteByName(js: JetStreamClient, stream: string, name: string): () => 
   return async () => (await js.jetstreamManager(false)).consumers.delete(stream, name);
 }
 
+/** JetStream answered 503 ("temporarily unavailable": no leader yet), itself or as the typed error's cause. */
+function unavailableForNow(e: unknown): boolean {
+  const api = e instanceof JetStreamApiError ? e : e instanceof Error && e.cause instanceof JetStreamApiError ? e.cause : undefined;
+  return api !== undefined && api.status === 503;
+}
+
 /** A failure no retry mends: the server's permissions refused it, or the stream is not there. */
 function isRefusal(e: unknown): boolean {
   return e instanceof PermissionDeniedError || e instanceof NotProvisionedError;
@@ -304,9 +310,10 @@ async function* readOrdered(source: JournalSource, range: JournalRange, what: st
     try {
       opened = await openOrdered(source, { ...range, from }, push, what);
     } catch (e) {
-      // A first open's failure is the caller's (nothing yielded yet); a re-open mid-read (the
+      // A first open's failure is the caller's (nothing yielded yet), unless the cluster said
+      // it is unavailable for now (503: a leader being elected); a re-open mid-read (the
       // leader it lived on gone, a new one still being elected) is retried like a loss.
-      if (attempt === 0 || isRefusal(e) || attempt >= RETRY_MS.length) throw e;
+      if ((attempt === 0 && !unavailableForNow(e)) || isRefusal(e) || attempt >= RETRY_MS.length) throw e;
       await backoff(attempt);
       continue;
     }

@@ -63,6 +63,11 @@ export class Publishing<E> {
   readonly #shards: readonly WriterShard[];
   readonly #publisher: Publisher<E>;
   readonly #atomic: AtomicPublishDeps<E>;
+  /** The journal writers, one per shard (for the bus's own tests: `busWriters`). */
+  get writers(): readonly JournalWriter[] {
+    return this.#shards.map((s) => s.writer);
+  }
+
   /** Set once what closes with the bus has closed: it (a gate server settling its gates) may still write until then. */
   #writerClosed = false;
 

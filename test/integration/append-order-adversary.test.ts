@@ -10,7 +10,7 @@
 import { DeliverPolicy, type JetStreamManager, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { busContext } from "../../src/bus.js";
+import { busWriters } from "../../src/bus.js";
 import { connect as natsConnect } from "@nats-io/transport-node";
 import { connect, ConnectionClosedError, createEvent, fromConnection, type Jetloop, JetloopError, type JetloopEvent, newId, PublishOrderError, type PublishResult } from "../../src/index.js";
 import type { JournalWriter } from "../../src/publish/journal-writer.js";
@@ -60,7 +60,7 @@ function cutBus(maxInFlight = 1024): Promise<Jetloop> {
 }
 
 function writerOf(bus: Jetloop): JournalWriter {
-  return (busContext(bus).shards.all[0] as unknown as { writer: JournalWriter }).writer;
+  return busWriters(bus)[0]!;
 }
 
 function stepDone(sessionId: string, loopId = newId()) {
