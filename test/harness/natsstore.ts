@@ -11,7 +11,10 @@ import { join } from "node:path";
 import { gunzipSync } from "node:zlib";
 import { createHash } from "node:crypto";
 import { jetstream, jetstreamManager, type JetStreamManager, type StreamConfig } from "@nats-io/jetstream";
-import { headers, type NatsConnection } from "@nats-io/transport-node";
+import { connect as natsConnect, headers, type NatsConnection } from "@nats-io/transport-node";
+import { connect, type Jetloop } from "../../src/index.js";
+import { uniqueNamespace } from "./namespace.js";
+import { startServer, type NatsServer } from "./server.js";
 import { conformanceDir } from "../conformance/go-oracle.js";
 
 const at = (name: string) => join(conformanceDir, "natsstore", name);
@@ -167,4 +170,33 @@ export async function appendGoRecord(nc: NatsConnection, sessionId: string, data
   h.set("Nats-Expected-Last-Sequence", String(last));
   const ack = await jetstream(nc).publish(`sessions.${sessionId}`, data, { headers: h });
   return ack.seq;
+}
+
+/** A nats-server of its own holding the recording as recorded, and a provisioned bus beside it in a fresh namespace. */
+export interface RecordedStore {
+  readonly server: NatsServer;
+  readonly nc: NatsConnection;
+  readonly jsm: JetStreamManager;
+  readonly bus: Jetloop;
+  close(): Promise<void>;
+}
+
+export async function recordedStore(namespacePrefix: string): Promise<RecordedStore> {
+  const server = await startServer();
+  const nc = await natsConnect({ servers: server.url });
+  const jsm = await jetstreamManager(nc);
+  await loadRecording(nc);
+  const bus = await connect({ servers: server.url, namespace: uniqueNamespace(namespacePrefix) });
+  await bus.provision();
+  return {
+    server,
+    nc,
+    jsm,
+    bus,
+    async close() {
+      await bus.close();
+      await nc.close();
+      await server.close();
+    },
+  };
 }

@@ -4,14 +4,14 @@
 // commands and gate_prepared stay out; internal events stay internal; nothing is written
 // on the Go side. Then the faults: a blob pointer whose object is missing or whose digest
 // differs, and a record Go's reader refuses, are parked and cost only their session.
-import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
-import { connect as natsConnect, type NatsConnection } from "@nats-io/transport-node";
+import type { JetStreamManager } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { attach, connect, openSessionCatalog, type Jetloop } from "../../src/index.js";
 import { goSeqOf } from "../../src/attach/journal-position.js";
-import { appendGoRecord, goBlobPointer, goEnvelope, loadRecording, readBack, readRecording, recordedGoEvents, sha256Hex } from "../harness/natsstore.js";
+import { appendGoRecord, goBlobPointer, goEnvelope, readBack, recordedStore, type RecordedStore, readRecording, recordedGoEvents, sha256Hex } from "../harness/natsstore.js";
 import { uniqueNamespace } from "../harness/namespace.js";
-import { startServer, type NatsServer } from "../harness/server.js";
+import type { NatsServer } from "../harness/server.js";
 import { reportFigure } from "../harness/figures-log.js";
 
 const S101 = "6f1c2a3b-4d5e-4f60-8a7b-000000000101";
@@ -73,19 +73,15 @@ describe("attach: the recorded Go session store", () => {
   let jsm: JetStreamManager;
   let bus: Jetloop;
 
+  let store: RecordedStore | undefined;
+
   beforeAll(async () => {
-    server = await startServer();
-    nc = await natsConnect({ servers: server.url });
-    jsm = await jetstreamManager(nc);
-    await loadRecording(nc);
-    bus = await connect({ servers: server.url, namespace: uniqueNamespace("att") });
-    await bus.provision();
+    store = await recordedStore("att");
+    ({ server, nc, jsm, bus } = store);
   }, 60_000);
 
   afterAll(async () => {
-    await bus?.close();
-    await nc?.close();
-    await server?.close();
+    await store?.close();
   });
 
   it("loads the recording exactly as recorded: subjects, sequences, headers and bytes", async () => {

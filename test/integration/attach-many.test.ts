@@ -2,39 +2,32 @@
 // fence, two events, a catalog entry for every other one): the attach finds each (by its
 // stream, its catalog entry, its first append or its stream-created advisory), reads a bounded
 // number at a time, and appends every event once.
-import { jetstream, jetstreamManager, type JetStreamManager, type StreamConfig } from "@nats-io/jetstream";
+import { jetstream, type JetStreamManager, type StreamConfig } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
-import { connect as natsConnect, type NatsConnection } from "@nats-io/transport-node";
+import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { attach, connect, type Jetloop } from "../../src/index.js";
+import { attach, type Jetloop } from "../../src/index.js";
 import { reportFigure } from "../harness/figures-log.js";
-import { goEnvelope, loadRecording, readRecording, recordedGoEvents } from "../harness/natsstore.js";
-import { uniqueNamespace } from "../harness/namespace.js";
-import { startServer, type NatsServer } from "../harness/server.js";
+import { goEnvelope, readRecording, recordedGoEvents, recordedStore, type RecordedStore } from "../harness/natsstore.js";
 import { headers } from "@nats-io/transport-node";
 
 const SESSIONS = 1000;
 const S103 = "6f1c2a3b-4d5e-4f60-8a7b-000000000103";
 
 describe("attach: 1,000 Go sessions appearing at once", () => {
-  let server: NatsServer;
   let nc: NatsConnection;
   let jsm: JetStreamManager;
   let bus: Jetloop;
 
+  let store: RecordedStore | undefined;
+
   beforeAll(async () => {
-    server = await startServer();
-    nc = await natsConnect({ servers: server.url });
-    jsm = await jetstreamManager(nc);
-    await loadRecording(nc);
-    bus = await connect({ servers: server.url, namespace: uniqueNamespace("many") });
-    await bus.provision();
+    store = await recordedStore("many");
+    ({ nc, jsm, bus } = store);
   }, 60_000);
 
   afterAll(async () => {
-    await bus?.close();
-    await nc?.close();
-    await server?.close();
+    await store?.close();
   });
 
   it("appends every event of every session once", async () => {
