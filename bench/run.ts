@@ -35,6 +35,7 @@ import { checkTemplates } from "./lib/events.js";
 import { formatTable } from "./lib/report.js";
 import { runLatency } from "./latency.js";
 import { runReplay } from "./replay.js";
+import { runRouter } from "./router.js";
 import { runSelective } from "./selective.js";
 import { writeBenchmarksMd } from "./write-md.js";
 
@@ -55,6 +56,7 @@ const BENCHES: Record<string, (ctx: BenchContext) => Promise<Row[]>> = {
   group: runGroup,
   batch: runBatch,
   shards: runShards,
+  router: runRouter,
 };
 
 function arg(name: string): string | undefined {
