@@ -16,6 +16,17 @@ const withoutZodLocales: Plugin = {
   },
 };
 
+// The codec's generated decoders are a fast path beside the reference reader, which decides
+// every input alike (src/codec/README.md): a page decoding one session's events needs the
+// reference path alone, and the generated code was a third of the bundle. Without the
+// module every type takes the reference path (codec.ts finds no factory for it).
+const withoutGeneratedDecoders: Plugin = {
+  name: "without-generated-decoders",
+  setup(b) {
+    b.onResolve({ filter: /\/generated\/decoders\.js$/ }, (a) => (a.importer.includes("/src/codec/") ? { path: "generated-decoders", namespace: "empty" } : undefined));
+  },
+};
+
 const web = join(process.argv[2] ?? "dist", "web");
 mkdirSync(web, { recursive: true });
 await build({
@@ -27,6 +38,6 @@ await build({
   target: "es2022",
   outfile: join(web, "app.js"),
   logLevel: "warning",
-  plugins: [withoutZodLocales],
+  plugins: [withoutZodLocales, withoutGeneratedDecoders],
 });
 copyFileSync("src/web/page.html", join(web, "page.html"));
