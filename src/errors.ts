@@ -51,6 +51,7 @@ export type JetloopErrorCode =
   | "GO_RECORD_UNREADABLE"
   | "ATTACH_FAILED";
 
+/** The base class of every error jetloop throws or reports: a stable `code`, and the `cause` when another error led to it. */
 export class JetloopError extends Error {
   readonly code: JetloopErrorCode;
 
@@ -104,6 +105,7 @@ export class EventEncodeError extends JetloopError {
   }
 }
 
+/** What was wrong with bytes the codec refused, in `EventDecodeError.failure`. */
 export type DecodeFailure =
   | "too_large"
   | "not_utf8"
@@ -442,6 +444,7 @@ export class SubscriptionError extends JetloopError {
   }
 }
 
+/** The stable codes a command (an answer, an input, an interrupt) fails with, in `CommandError.code`. */
 export type CommandErrorCode =
   | "COMMAND_FAILED"
   | "COMMAND_NO_LISTENER"
@@ -669,6 +672,7 @@ export class CatalogEntryPoisonedError extends JetloopError {
  */
 export type GoRecordProblem = "envelope" | "blob_unavailable" | "blob_integrity" | "event" | "session_mismatch";
 
+/** A record of a Go session's ledger the attach could not read as the Go runtime reads it; parked and reported, never skipped. */
 export class GoRecordError extends JetloopError {
   constructor(
     readonly sessionId: string,

@@ -31,6 +31,7 @@ import type { SubscribeOptions } from "./sources/options.js";
 import type { ReplayOptions } from "./subscribe/replay.js";
 import type { DurableSubscription, Subscription } from "./subscribe/subscription.js";
 
+/** `connect()`'s options: where and how to connect (servers, credentials, TLS, any NATS.js connection option) and the bus's own settings (namespace, shards, limits). A connection of your own goes to `fromConnection` instead. */
 export type ConnectOptions<E = JetloopEvent> = ConnectionSettings & BusOptions<E>;
 
 /** Where a journal (a session's, or a shard's) is kept: `bus.journalOf`, `bus.journals`. */
@@ -68,7 +69,9 @@ export interface Jetloop<E = JetloopEvent> {
   journalOf(sessionId: string): JournalLocation;
   /** Every shard's stream and the subjects it captures, in shard order (one for a namespace never split). */
   journals(): readonly JournalLocation[];
+  /** Whether the connected server has a feature jetloop uses where it can (fencing, atomic batches, fast batches). */
   supports(feature: Feature): boolean;
+  /** NATS.js's JetStream manager on the bus's connection, for what jetloop does not wrap. */
   jetstreamManager(): Promise<JetStreamManager>;
   /**
    * Validates and publishes one event. Enduring: appended to the journal, resolves with
@@ -97,6 +100,7 @@ export interface Jetloop<E = JetloopEvent> {
    * explicitly.
    */
   subscribeEvents(filter: EventFilter, options: SubscribeOptions & { durable: string }): Promise<DurableSubscription<E>>;
+  /** A feed subscription (without `durable`): history from the journal, then live events. */
   subscribeEvents(filter: EventFilter, options?: SubscribeOptions): Promise<Subscription<E>>;
   /**
    * Reads the journal events `filter` selects (the filter of `subscribeEvents`; its

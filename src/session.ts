@@ -16,7 +16,9 @@ import { type DurableSubscription, subscribe, type Subscription } from "./subscr
 /** One session's view of the bus (`bus.session(id)`): its filters carry no `sessions`, the handle fixes it. */
 export interface SessionHandle<E> {
   readonly sessionId: string;
+  /** A durable subscription to this session's events (`bus.subscribeEvents` with the session fixed). */
   subscribeEvents(filter: Omit<EventFilter, "sessions">, options: SubscribeOptions & { durable: string }): Promise<DurableSubscription<E>>;
+  /** A feed subscription to this session's events (`bus.subscribeEvents` with the session fixed). */
   subscribeEvents(filter: Omit<EventFilter, "sessions">, options?: SubscribeOptions): Promise<Subscription<E>>;
   /** This session's part of the journal that `filter` selects, `fromSeq` to `toSeq`, in order; then it ends. */
   replay(filter: Omit<EventFilter, "sessions">, options?: ReplayOptions): AsyncGenerator<Delivery<E>, void, undefined>;

@@ -18,6 +18,7 @@ import { observeAttach } from "../telemetry/metrics.js";
 
 export type { AttachOptions };
 
+/** A running attach of a Go runtime's natsstore sessions (`attach()`): its sessions' figures, and how to stop it. */
 export interface Attach {
   /** Every session followed, with its figures (lag in Go sequences, counts, last error). */
   sessions(): AttachedSession[];
@@ -44,6 +45,7 @@ export function checkNoOverlap(bus: Pick<Jetloop, "journals" | "namespace">): vo
   }
 }
 
+/** Follows the sessions a Go runtime writes through natsstore on the bus's NATS deployment and appends their events to the bus's journal, byte for byte, in Go's order, once (docs/go-interop.md). Read-only on the Go side. Needs nats-server 2.11 or later (fencing) and a provisioned namespace; refuses otherwise. */
 export async function attach(bus: Jetloop, options?: AttachOptions): Promise<Attach> {
   const settings = parseAttachOptions(options);
   // The fence on a session's journal subjects (Nats-Expected-Last-Subject-Sequence-Subject) is what makes it exactly once.

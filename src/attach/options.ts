@@ -16,7 +16,19 @@ export const attachShape = z.strictObject({
   ackTimeoutMs: z.number().int().min(100).max(120_000).default(5000),
 });
 
-export type AttachOptions = Readonly<z.input<typeof attachShape>>;
+/** `attach()`'s options, each optional, with its default; checked when `attach()` is called (OptionsError). */
+export interface AttachOptions {
+  /** Sessions found, records parked, id collisions, errors, sessions stopped. Default: the bus's log (parked and errors warn, the rest info). */
+  readonly onReport?: ((report: AttachReport) => void) | undefined;
+  /** How long a caught-up session waits for a wake-up (an append seen on its subject) before it reads its ledger again, 10 ms to 10 min. Default 2000 ms. */
+  readonly pollMs?: number | undefined;
+  /** How often the Go session streams are listed again (discovery, lag), 50 ms to 1 h. Default 10000 ms. */
+  readonly resyncMs?: number | undefined;
+  /** Sessions reading their ledger at once, 1 to 1024. Default 16. */
+  readonly readers?: number | undefined;
+  /** How long an append waits for the journal's acknowledgement before it is tried again (fenced: safe), 100 ms to 2 min. Default 5000 ms. */
+  readonly ackTimeoutMs?: number | undefined;
+}
 export type AttachSettings = z.output<typeof attachShape>;
 
 export function parseAttachOptions(options: unknown): AttachSettings {

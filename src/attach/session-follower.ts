@@ -26,8 +26,10 @@ export type AttachReport =
   | { readonly kind: "error"; readonly sessionId?: string | undefined; readonly error: Error }
   | { readonly kind: "stopped"; readonly sessionId: string; readonly error: AttachError };
 
+/** How an attach found a Go session: its catalog entry, its stream listed, a stream-created advisory, or an append seen on its subject. */
 export type DiscoveredVia = "catalog" | "stream" | "advisory" | "subject";
 
+/** Where an attach stands with one Go session (exported as `AttachedSessionState`): starting, catching up, following, retrying after an error, or stopped. */
 export type SessionState = "starting" | "catching_up" | "following" | "retrying" | "stopped";
 
 /** One session's figures (attach.sessions(), the CLI's status). */

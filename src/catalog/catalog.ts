@@ -26,6 +26,7 @@ export type CatalogReport =
   /** A session whose entry could not be its fold (too large, a fold that threw, unreadable): marked, listed with the mark; the checkpoints move on. */
   | { readonly kind: "entry_poisoned"; readonly sessionId: string; readonly error: CatalogEntryPoisonedError };
 
+/** The session catalog's options: where its reports go, and how long a list waits for the index. */
 export interface SessionCatalogOptions {
   /** Entries refused, sessions marked and updates that failed. Default: the bus's log (warn). */
   readonly onReport?: ((report: CatalogReport) => void) | undefined;
@@ -33,6 +34,7 @@ export interface SessionCatalogOptions {
   readonly syncTimeoutMs?: number | undefined;
 }
 
+/** A page of the session list: how many to skip and return, and which sessions the caller may see. */
 export interface SessionListOptions {
   /** Entries passed over, in the list's order. Default 0. */
   readonly skip?: number | undefined;
@@ -42,6 +44,7 @@ export interface SessionListOptions {
   readonly visible?: ((sessionId: string) => boolean) | undefined;
 }
 
+/** One page of the session list, in Go's order (last activity first). */
 export interface SessionPage {
   readonly sessions: readonly CatalogRow[];
   readonly skip: number;

@@ -34,6 +34,7 @@ export const ENTRY_MAX_BYTES = 8192;
  */
 export type PoisonReason = "too_large" | "fold_failed" | "unreadable";
 
+/** The mark on a catalog entry that could not be the fold of its session's journal (too large, a fold that threw, unreadable). */
 export interface Poisoned {
   readonly reason: PoisonReason;
   /** The last journal sequence of the session folded when it could not be kept. */
@@ -54,6 +55,7 @@ export function keySession(key: string): string | undefined {
   return isCanonicalUuid(sid) ? sid : undefined;
 }
 
+/** A session's entry in the session catalog: what its journal folds to (state, title, gates, times), where it lives and how far it is folded. */
 export interface CatalogEntry extends FoldState {
   readonly sessionId: string;
   /** The journal shard the session lives in (`foldedSeq` is a position in its stream). */

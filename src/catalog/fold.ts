@@ -87,6 +87,7 @@ export interface FoldState {
   readonly gates: readonly LedgerGate[];
 }
 
+/** A session's state as the Go runtime reports it, folded from its journal. */
 export type SessionState = "running" | "waiting_on_gate" | "idle" | "failed" | "interrupted" | "stopped";
 
 export interface Summary {

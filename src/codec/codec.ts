@@ -34,6 +34,7 @@ export const WIRE_VERSION = 1;
  */
 export const DEFAULT_MAX_EVENT_BYTES = 1024 * 1024;
 
+/** The codec's options: the event catalogue to read and write with, and the byte cap. */
 export interface CodecOptions<E = JetloopEvent> {
   /** The catalogue to encode or decode with. Default: the built-in types. */
   registry?: EventRegistry<E>;
@@ -335,6 +336,7 @@ function ofClass<E>(event: E, cls: "enduring" | "ephemeral", options?: CodecOpti
   return event;
 }
 
+/** Why bytes could not be read as an event: malformed or refused as the Go runtime refuses it (`EventDecodeError`), or not valid for its type (`EventValidationError`). */
 export type DecodeError = EventDecodeError | EventValidationError;
 
 /** `decodeEvent` as a result value: the hot path of subscribers, which report rather than throw. */

@@ -31,6 +31,7 @@ import { tracedRequest } from "../telemetry/index.js";
 
 export type { ControlOptions, InterruptOptions };
 
+/** A control's outcome as a result value: accepted (with its command id, and whether a retry found it already done) or refused with a typed `CommandError`. */
 export type ControlResult<T> = ({ readonly ok: true; readonly commandId: string; readonly duplicate: boolean } & T) | { readonly ok: false; readonly error: CommandError };
 
 const blocksSchema = z.array(contentBlockSchema);

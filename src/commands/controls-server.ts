@@ -31,6 +31,7 @@ export interface InterruptResult {
   readonly interrupted: boolean;
 }
 
+/** What a session's loop actor does with the controls sent to it (`bus.session(id).serveControls`): input and interrupt, each called once per command id. */
 export interface ControlHandlers {
   /** Human-authored input for the session; called once per command id. */
   input(command: { readonly commandId: string; readonly blocks: ContentBlock[] }): InputResult | Promise<InputResult>;

@@ -17,6 +17,7 @@ import type { PermissionRequestInput } from "../events/request.js";
 import { type Answer, type AnswerOutcome, decodeAnswer, type Reply } from "./protocol.js";
 import type { RuleCandidate } from "./workspace-rules.js";
 
+/** Where a gate belongs in the session: its turn, step and tool execution. */
 export interface StepCoordinates {
   readonly turnId: string;
   readonly stepId: string;

@@ -37,6 +37,7 @@ import { tracedServe } from "../telemetry/index.js";
 
 export type { PermissionAction, StepCoordinates } from "./gate-rules.js";
 
+/** A permission gate to open (a gate server's `requestPermission`): the tool request, the controls offered, and how long to wait. */
 export interface PermissionGate extends StepCoordinates {
   readonly request: PermissionRequestInput;
   readonly title?: string;
@@ -51,6 +52,7 @@ export interface PermissionGate extends StepCoordinates {
   readonly timeoutMs?: number;
 }
 
+/** An input gate to open (a gate server's `requestInput`): the question, the answers allowed, and how long to wait. */
 export interface InputGate extends StepCoordinates {
   readonly question: string;
   /** The answers allowed; at least one (an empty list is refused). Omit it for free text. */
@@ -58,6 +60,7 @@ export interface InputGate extends StepCoordinates {
   readonly timeoutMs?: number;
 }
 
+/** The decision on a permission gate: the effect (approve or deny), the control chosen, and why. */
 export interface PermissionAnswer {
   readonly effect: PermissionEffect;
   /** The control chosen, e.g. "Approve always for this workspace"; "Deny" for a timeout; "Approve" when a workspace rule covered the request. */
@@ -73,6 +76,7 @@ export interface PermissionAnswer {
   readonly byRule: boolean;
 }
 
+/** The answer to an input gate: the text chosen or typed, or none when the gate timed out. */
 export interface InputAnswer {
   readonly answer: string | undefined;
   readonly gateId: string;

@@ -141,18 +141,22 @@ export class EventRegistry<E = { type: string }> {
     return new EventRegistry<E | EventOf<D>>([...this.#types.values(), definition]);
   }
 
+  /** The definition of an event type, or undefined when the registry does not hold it. */
   get(type: string): EventTypeDefinition | undefined {
     return this.#types.get(type);
   }
 
+  /** Whether the registry holds an event type. */
   has(type: string): boolean {
     return this.#types.has(type);
   }
 
+  /** Every event type's definition, in the order registered. */
   types(): IterableIterator<EventTypeDefinition> {
     return this.#types.values();
   }
 
+  /** Every family the registry's types belong to (a subject token: `tool`, `gate`, …). */
   families(): Set<string> {
     return new Set([...this.#types.values()].map((d) => d.family));
   }

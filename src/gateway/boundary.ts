@@ -84,6 +84,7 @@ function localHost(req: IncomingMessage): string | undefined {
   return isIP(a) === 6 ? canonicalV6(`[${a}]`) : a;
 }
 
+/** The browser boundary's settings: the host names and origins a request may come from. */
 export interface BoundarySettings {
   /** Parsed host names (`parseHost`). */
   readonly allowedHosts: ReadonlySet<string>;

@@ -51,6 +51,7 @@ export const JETLOOP_CAPABILITIES_JSON = '{"protocol":"jetloop.gateway","version
 /** Routes answered without NATS. */
 const STATIC_ROUTES: ReadonlySet<RouteName> = new Set(["page", "script", "capabilities", "jetloop-capabilities", "create"]);
 
+/** The gateway's request handler (`createGatewayHandler`), with its counters and `close()`. */
 export type GatewayHandler = ((req: IncomingMessage, res: ServerResponse) => void) & {
   /** Whether every request is authenticated (a public bind requires it). */
   readonly authenticated: boolean;
@@ -71,6 +72,7 @@ interface Context {
   readonly budget: ReadBudget;
 }
 
+/** The gateway as a `node:http` request handler over a bus: the Go runtime's HTTP surface served from NATS, for a server of your own. `startGateway` binds one. */
 export function createGatewayHandler(bus: Jetloop, options: GatewayOptions = {}): GatewayHandler {
   const settings = parseGatewayOptions(options);
   const auth: Authenticate | undefined = settings.authenticate ?? (settings.token === undefined ? undefined : bearerToken(settings.token));

@@ -12,11 +12,13 @@ import { oneAtATime } from "./pipeline.js";
 
 export type { ListenOptions };
 
+/** A gateway bound to an address (`startGateway`): its server, its handler, its URL, and how to stop it. */
 export interface RunningGateway {
   readonly server: Server;
   readonly handler: GatewayHandler;
   /** `http://host:port` as bound. */
   readonly url: string;
+  /** Stops accepting, ends the open streams and closes the server. */
   close(): Promise<void>;
 }
 
@@ -72,6 +74,7 @@ function capConnections(server: Server, perClient: number, total: number): (sock
   return (socket) => !refused.has(socket);
 }
 
+/** Binds the gateway to an address and serves the Go runtime's HTTP surface from NATS. A non-loopback address needs authentication (or `insecurePublicBind`). */
 export async function startGateway(bus: Jetloop, options: ListenOptions): Promise<RunningGateway> {
   const { host, port, limits, handlerOptions } = checkListenOptions(options);
   const { listen, insecurePublicBind } = options;

@@ -18,6 +18,7 @@ import { api } from "../telemetry/otel.js";
 import type * as SdkMetrics from "@opentelemetry/sdk-metrics";
 import type * as PrometheusExport from "@opentelemetry/exporter-prometheus";
 
+/** Where and how `startMetricsServer` serves the Prometheus endpoint. */
 export interface MetricsServerOptions {
   /** `HOST:PORT` (port 0 picks a free one). */
   readonly listen: string;
@@ -31,9 +32,11 @@ export interface MetricsServerOptions {
   readonly allowedHosts?: readonly string[];
 }
 
+/** A running Prometheus endpoint (`startMetricsServer`). */
 export interface MetricsServer {
   /** `http://host:port/metrics` as bound. */
   readonly url: string;
+  /** Closes the endpoint. */
   close(): Promise<void>;
 }
 

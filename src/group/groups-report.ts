@@ -13,12 +13,14 @@ import { partitionOwner } from "./assignment.js";
 import { liveAt, readLeases } from "./membership.js";
 import { parsePartitionDurable } from "../partition/partition-durable.js";
 
+/** One partition of a durable group: its consumer's figures and the member that owns it. */
 export interface GroupPartitionFigures extends ConsumerFigures {
   readonly partition: number;
   /** The live member that owns the partition; undefined while the group has none. */
   readonly owner: string | undefined;
 }
 
+/** A durable group's figures: its partitions, their owners and the group's members (in `bus.consumers()`). */
 export interface GroupReport extends GroupFigures {
   readonly group: string;
   /** The stream's partition count. */

@@ -29,6 +29,7 @@ export interface ShardProvisionReport extends ProvisionReport {
   readonly leader?: string;
 }
 
+/** What `bus.provision()` did: the journal's stream (and each shard's), the parked store, durability and retention warnings. */
 export interface BusProvisionReport extends ProvisionReport {
   /** Each shard's stream, when the namespace is split in more than one (the report's own fields are shard 0's). */
   readonly shards?: readonly ShardProvisionReport[];

@@ -23,9 +23,13 @@ import type { AnswerOptions } from "../commands/answer.js";
 
 /** What the service uses of a bus (a `Jetloop` is one): the public SDK, nothing more. */
 export interface PolicyBus {
+  /** The durable subscription the service reads permission gates from. */
   subscribeEvents(filter: EventFilter, options: DurableSubscribeOptions): Promise<DurableSubscription<JetloopEvent>>;
+  /** A session's handle: its journal replayed (to see a gate's outcome) and the answer path. */
   session(sessionId: string): {
+    /** The session's journal events, read once. */
     replay(filter: Omit<EventFilter, "sessions">, options?: ReplayOptions): AsyncIterable<Delivery<JetloopEvent>>;
+    /** Answers a gate of the loop. */
     answer(loopId: string, answer: AnswerInput, options?: AnswerOptions): Promise<AnswerOutcome>;
   };
 }
@@ -58,6 +62,7 @@ export interface PolicyDecision {
   readonly action?: string | undefined;
 }
 
+/** A policy service's decision function: given a permission case, approve or deny it with a reason (journaled). */
 export type PolicyDecide = (c: PermissionCase) => PolicyDecision | Promise<PolicyDecision>;
 
 const decisionSchema = z.strictObject({
@@ -101,6 +106,7 @@ export const policyShape = z.strictObject({
   subscription: z.record(z.string(), z.unknown()).default({}),
 });
 
+/** A policy service's figures since it started. */
 export interface PolicyStats {
   /** Permission gates received (redeliveries included). */
   readonly received: number;
@@ -114,7 +120,9 @@ export interface PolicyStats {
   readonly parked: number;
 }
 
+/** A running policy service (`servePolicy`): its figures, and how to stop it. */
 export interface PolicyService {
+  /** The service's figures since it started. */
   stats(): PolicyStats;
   /** Stops taking gates, waits for those in hand, closes the subscription. */
   close(): Promise<void>;

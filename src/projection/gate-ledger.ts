@@ -70,6 +70,7 @@ export class GateLedger {
     this.#capacity = options.capacity ?? Infinity;
   }
 
+  /** Folds a GateOpened or GateResolved into the ledger and says what it made of it (opened, resolved, a violation of the gate rules, unmatched, ignored). */
   apply(event: LedgerOpened | LedgerResolved): LedgerVerdict {
     if (event.sessionId === undefined) return { kind: "ignored" };
     if (event.type === "GateOpened") return this.#opened(event, event.sessionId);
@@ -77,6 +78,7 @@ export class GateLedger {
     return { kind: "ignored" };
   }
 
+  /** A gate the ledger holds, or undefined. */
   get(gateId: string): LedgerGate | undefined {
     return this.#gates.get(gateId);
   }

@@ -91,6 +91,7 @@ export class ToolActivityProjection {
     return this.#entries.size;
   }
 
+  /** The activity of one tool call, or undefined when the projection holds none. */
   get(loopId: string, toolExecutionId: string): ToolActivity | undefined {
     return this.#entries.get(keyOf(loopId, toolExecutionId));
   }

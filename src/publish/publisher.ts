@@ -19,6 +19,7 @@ export const HEADER_LAST_JOURNAL_SEQ = "Jetloop-Last-Journal-Seq";
 
 export type { PublishOptions };
 
+/** What `publish` tells of a stored event: its journal sequence, and whether the journal already held it. */
 export interface PublishResult {
   /** The stream sequence of the stored event; 0 for an ephemeral event. */
   readonly journalSeq: number;

@@ -49,6 +49,7 @@ export interface DurableDelivery<E> extends Delivery<E> {
   working(): void;
 }
 
+/** Why a journal message could not be delivered as an event: unreadable, stored under a subject that does not match it, or part of a turn that could not be held whole. */
 export type DeliveryFailure = DecodeError | DeliveryMismatchError | TurnUnheldError;
 
 export interface DecodeContext<E> {

@@ -14,6 +14,7 @@ import { allShards, shardOfSession } from "../streams/shards.js";
 /** Which loops' events of one class to deliver. Session-scoped events always pass. */
 export type LoopScope = "all" | { readonly loops: Iterable<string> };
 
+/** Which events a subscription delivers: journal events and previews, each for all loops or some, selected by subject on the server. */
 export interface EventFilter {
   /** Previews (ToolCallStarted, …). Omitted: none. */
   readonly ephemeral?: LoopScope | undefined;

@@ -17,6 +17,7 @@ export interface ParkedCounts {
   counts(shard?: JournalShard): Promise<ReadonlyMap<string, number>>;
 }
 
+/** A durable consumer's figures as the server reports them (`bus.consumers()`, `jetloop consumers`): pending, waiting for ack, redelivered, parked. */
 export interface ConsumerFigures {
   readonly durable: string;
   /** Matching events not yet delivered (the server's num_pending). */
@@ -60,6 +61,7 @@ export interface ShardFigures {
   readonly lastSeq: number;
 }
 
+/** Every durable of the namespace with its figures, and the journal's position when they were read (`bus.consumers()`). */
 export interface ConsumersReport {
   /** The journal's stream (shard 0's when split: every shard's in `shards`). */
   readonly stream: string;

@@ -56,6 +56,7 @@ export function defaultParkedStreamName(namespace: string): string {
   return `${checkNamespace(namespace).replaceAll(".", "_")}_parked`;
 }
 
+/** The values a namespace's declared stream configurations (`streams/*.json`) are filled with. */
 export interface StreamVars {
   namespace: string;
   stream: string;

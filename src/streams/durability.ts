@@ -9,8 +9,10 @@
  */
 import { OptionsError } from "../errors.js";
 
+/** How durable the journal's writes must be: `default` takes the server's setting; `strict` also warns of a journal with fewer than three replicas and of a server whose sync setting is unread or not `always`. */
 export type Durability = "default" | "strict";
 
+/** A server's sync setting as its monitoring endpoint reports it. */
 export interface SyncSetting {
   /** The /varz the setting was read from. */
   readonly monitorUrl: string;
@@ -20,6 +22,7 @@ export interface SyncSetting {
   readonly syncIntervalNs: number;
 }
 
+/** A warning that a server syncs writes to disk on an interval, so a power loss can lose acknowledged events. */
 export interface DurabilityWarning {
   readonly monitorUrl: string | undefined;
   readonly message: string;

@@ -24,6 +24,7 @@ const IMMUTABLE = new Set(["name", "storage", "retention"]);
  */
 const PARTITIONED_IMMUTABLE = new Set([...IMMUTABLE, "sources", "metadata"]);
 
+/** One field of a stream's configuration that differs from what jetloop declares. */
 export interface FieldDrift {
   readonly field: string;
   readonly live: unknown;
@@ -31,6 +32,7 @@ export interface FieldDrift {
   readonly updatable: boolean;
 }
 
+/** What provisioning did to a stream: created, updated, unchanged, or (when verifying) drifted, with the fields that differ. */
 export interface ProvisionReport {
   readonly stream: string;
   /** `drifted` only when verifying: the live stream differs and nothing was changed. */

@@ -9,6 +9,7 @@ import { OptionsError } from "../errors.js";
 import { DURABLE, replayConsumerName } from "../subjects/subjects.js";
 import type { JournalShard } from "./shards.js";
 
+/** What removing a durable removed (`bus.removeDurable`, `jetloop remove-durable`). */
 export interface RemovedDurable {
   /** Each consumer removed, as `stream/consumer`; empty when the namespace had no such durable. */
   readonly removed: readonly string[];

@@ -6,12 +6,14 @@
 
 export type RetentionField = "max_age" | "max_bytes" | "max_msgs" | "max_msgs_per_subject";
 
+/** One retention limit of the journal's stream, as the server has it. */
 export interface RetentionLimit {
   readonly field: RetentionField;
   /** As the server has it: nanoseconds for max_age, else bytes or messages. */
   readonly value: number;
 }
 
+/** A warning that the journal's retention may drop events a durable has not acknowledged yet. */
 export interface RetentionWarning {
   readonly durable: string;
   /** Events the durable has not acknowledged: pending plus waiting for ack. */

@@ -11,6 +11,7 @@ export const FEATURES = {
   /** Fast-ingest batches: server-paced flow control for many appends; the stream needs `allow_batched`. */
   fastBatch: "2.14.0",
 } as const;
+/** A nats-server feature jetloop uses where the server has it (fencing, atomic batches, fast batches), each with the version that brings it. */
 export type Feature = keyof typeof FEATURES;
 
 /** The most messages nats-server commits in one atomic batch. */

@@ -111,6 +111,7 @@ function channelToken(channel: unknown): Channel {
   return channel;
 }
 
+/** What an event's subject says: session, loop, family and type. */
 export interface SubjectAddress {
   readonly sessionId: string;
   /** Absent for events with no loop. */
@@ -139,6 +140,7 @@ export function validEventSubject(ns: string, channel: Channel, a: SubjectAddres
   return `${ns}.${channel === "journal" ? journalToken(shard) : channel}.${a.sessionId}.${a.loopId ?? NO_LOOP}.${a.family}.${a.type}`;
 }
 
+/** A subject read back into its parts (`parseEventSubject`): channel, shard, session, loop, family and type. */
 export interface ParsedSubject extends SubjectAddress {
   readonly channel: Channel;
   /** The journal shard its channel token names; UNSHARDED for feed and live subjects. */

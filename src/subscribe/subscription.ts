@@ -23,6 +23,7 @@ import { BusSourceContext } from "./bus-source.js";
 import type { OwnSourceContext, Source, SourceContext } from "../sources/source.js";
 import { recordReport } from "../telemetry/index.js";
 
+/** A subscription's figures since it opened. */
 export interface SubscriptionStats {
   /** Deliveries handed to the reader. */
   readonly delivered: number;
@@ -47,6 +48,7 @@ export interface Subscription<E = JetloopEvent, D extends Delivery<E> = Delivery
    */
   err(): Error | undefined;
   readonly closed: boolean;
+  /** The subscription's figures since it opened. */
   stats(): SubscriptionStats;
   /**
    * A durable subscription's figures as the server has them (pending, waiting for ack,
@@ -95,6 +97,7 @@ export interface Subscription<E = JetloopEvent, D extends Delivery<E> = Delivery
   close(): Promise<void>;
 }
 
+/** A subscription through a durable consumer: each delivery is acknowledged (or parked) by its reader, and the consumer resumes where it was left. */
 export type DurableSubscription<E = JetloopEvent> = Subscription<E, DurableDelivery<E>>;
 
 /** Opens a subscription: resolves once it is in place (what is published from then on is delivered). */

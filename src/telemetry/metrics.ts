@@ -7,8 +7,10 @@
 import type { Attributes, ObservableResult } from "@opentelemetry/api";
 import { instrument } from "./otel.js";
 
+/** The OpenTelemetry instrument kind of a metric. */
 export type MetricKind = "counter" | "histogram" | "gauge" | "observable_gauge" | "observable_counter";
 
+/** One metric jetloop records through OpenTelemetry: its name, kind, unit, attributes and description. */
 export interface MetricDefinition {
   readonly name: string;
   readonly kind: MetricKind;
@@ -20,6 +22,7 @@ export interface MetricDefinition {
 const define = <const N extends string>(name: N, kind: MetricKind, unit: string, attributes: readonly string[], description: string) =>
   ({ name, kind, unit, attributes, description }) satisfies MetricDefinition;
 
+/** Every metric jetloop records, by key: the catalogue a dashboard or an alert is written against (docs/operate.md). */
 export const METRICS = {
   appends: define("jetloop.appends", "counter", "{append}", ["outcome"], "Journal appends settled, by outcome: ok, duplicate, conflict, failed"),
   appendRetries: define("jetloop.append.retries", "counter", "{retry}", [], "Journal appends resent after an ambiguous ack (timeout, no responders, JetStream 503)"),

@@ -9,6 +9,7 @@
  */
 import { isWellFormed, type JsonGuide, parsedJson, parseStrictJson, StrictJsonError } from "./strict-json.js";
 
+/** A JSON value kept as the exact text the Go runtime wrote (a tool's arguments or result, a raw message), never re-encoded. */
 export class RawJson {
   /** The brand of instances this class made: `Object.create(RawJson.prototype)` has none. */
   readonly #made = true;

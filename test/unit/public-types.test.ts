@@ -17,6 +17,7 @@ import type * as subscribe from "../../src/sources/options.js";
 import type * as gateway from "../../src/gateway/options.js";
 import type * as provision from "../../src/streams/provision-options.js";
 import type * as policy from "../../src/policy/policy-service.js";
+import type * as attachOptions from "../../src/attach/options.js";
 import type * as header from "../../src/events/header.js";
 import type * as gate from "../../src/events/gate.js";
 import type * as request from "../../src/events/request.js";
@@ -60,6 +61,7 @@ agree<subscribe.ReplayOptions, z.input<typeof subscribe.replayShape>>();
 agree<gateway.GatewayOptions, z.input<typeof gateway.gatewayShape>>();
 agree<gateway.ServerOptions, z.input<typeof gateway.serverShape>>();
 agree<gateway.ListenOptions, z.input<typeof gateway.listenShape>>();
+agree<attachOptions.AttachOptions, Readonly<z.input<typeof attachOptions.attachShape>>>();
 agree<provision.ProvisionRequest, z.input<typeof provision.provisionShape>>();
 agree<Omit<policy.PolicyOptions, "decide" | "subscription">, Omit<z.input<typeof policy.policyShape>, "subscription">>();
 
