@@ -345,7 +345,7 @@ async function* readOrdered(source: JournalSource, range: JournalRange, what: st
       moved ||= stalled.is;
       source.reads.check(what, last);
     } finally {
-      stalled.got();
+      stalled.end();
       source.reads.done(messages);
       messages.stop();
       await messages.close().catch(() => undefined);
@@ -368,25 +368,48 @@ async function* readOrdered(source: JournalSource, range: JournalRange, what: st
  * a message) or missed heartbeats stop it, and the rest is read under a new consumer, placed
  * on the new leader. A false alarm costs one consumer: the rest starts after the last yielded.
  */
-function watchStall(messages: ConsumerMessages, ms: number): { readonly is: boolean; waiting(): void; got(): void } {
+function watchStall(messages: ConsumerMessages, ms: number): { readonly is: boolean; waiting(): void; got(): void; end(): void } {
+  // One timer for the whole read, not a pair per message: each wait only moves a deadline
+  // (a number), and the timer, when it fires early, sleeps again until the deadline.
   let timer: ReturnType<typeof setTimeout> | undefined;
+  let deadline = 0;
+  let waiting = false;
+  let ended = false;
   const stall = {
     is: false,
     waiting: () => {
-      clearTimeout(timer);
-      timer = setTimeout(stop, ms);
+      if (ended) return;
+      waiting = true;
+      deadline = performance.now() + ms;
+      timer ??= setTimeout(check, ms);
     },
-    got: () => clearTimeout(timer),
+    got: () => {
+      waiting = false;
+    },
+    end,
   };
+  function check(): void {
+    timer = undefined;
+    if (!waiting || ended) return;
+    const left = deadline - performance.now();
+    if (left > 0) timer = setTimeout(check, left);
+    else stop();
+  }
   function stop(): void {
     stall.is = true;
     messages.stop();
+  }
+  function end(): void {
+    ended = true;
+    waiting = false;
+    clearTimeout(timer);
+    timer = undefined;
   }
   void (async () => {
     for await (const s of messages.status()) if (s.type === "heartbeats_missed") stop();
   })()
     .catch(() => undefined)
-    .finally(stall.got);
+    .finally(end);
   return stall;
 }
 
@@ -574,7 +597,7 @@ async function* readPooled(source: JournalSource, pool: ReadConsumerPool, range:
         if (isRefusal(typed)) throw typed;
         lost = e;
       } finally {
-        stalled.got();
+        stalled.end();
         source.reads.done(messages);
         messages.stop();
         await messages.close().catch(() => undefined);
