@@ -169,7 +169,8 @@ export async function duplicateMismatch(
 class PendingAppend {
   readonly tokens: string[] = [];
   attempts = 0;
-  timer: NodeJS.Timeout | undefined;
+  /** When its wait (for its ack, or for its deadline while held) ends: the writer's one timer sweeps these. */
+  due = 0;
   /** Sent on the current link since its lane last went out, and waiting for its ack. */
   sent = false;
   /** Its outcome is known (`error` or `ack`); it resolves when its lane reaches it. */
@@ -271,6 +272,10 @@ export class JournalWriter {
   readonly #prefix: string;
   readonly #pending = new Map<string, PendingAppend>();
   readonly #inFlight = new Set<PendingAppend>();
+  /** Appends waiting for an ack or a deadline, and the one timer that ends their waits (#wait). */
+  readonly #waiting = new Set<PendingAppend>();
+  #sweepTimer: NodeJS.Timeout | undefined;
+  #sweepAt = Infinity;
   readonly #lanes = new Map<string, SessionLane>();
   readonly #queue = new HeadQueue<QueuedAppend>();
   #sub: Subscription | undefined;
@@ -419,16 +424,55 @@ export class JournalWriter {
       return;
     }
     p.sent = true;
-    clearTimeout(p.timer);
-    const wait = Math.min(this.#settings.ackTimeoutMs, Math.max(0, p.deadline - Date.now()));
-    p.timer = setTimeout(() => this.#onTimeout(p), wait);
+    this.#wait(p, Math.min(this.#settings.ackTimeoutMs, Math.max(0, p.deadline - Date.now())));
   }
 
   /** Not sent (its lane is stalled): only its deadline runs. */
   #hold(p: PendingAppend): void {
     p.sent = false;
-    clearTimeout(p.timer);
-    p.timer = setTimeout(() => this.#onTimeout(p), Math.max(0, p.deadline - Date.now()));
+    this.#wait(p, Math.max(0, p.deadline - Date.now()));
+  }
+
+  /**
+   * `p` waits `ms` for its ack (or its deadline): one timer for all the writer's appends, set
+   * for the earliest wait, not a timer per append (a pipelined writer has thousands waiting,
+   * and nearly every wait ends with its ack, long before its time).
+   */
+  #wait(p: PendingAppend, ms: number): void {
+    p.due = Date.now() + ms;
+    this.#waiting.add(p);
+    if (p.due < this.#sweepAt) this.#armSweep(p.due);
+  }
+
+  /** `p` waits no more (acked or settled); the timer stops with the last wait. */
+  #unwait(p: PendingAppend): void {
+    if (!this.#waiting.delete(p) || this.#waiting.size > 0) return;
+    clearTimeout(this.#sweepTimer);
+    this.#sweepTimer = undefined;
+    this.#sweepAt = Infinity;
+  }
+
+  #armSweep(at: number): void {
+    clearTimeout(this.#sweepTimer);
+    this.#sweepAt = at;
+    this.#sweepTimer = setTimeout(() => this.#sweep(), Math.max(0, at - Date.now()));
+  }
+
+  /** Ends every wait that is due (each as its own timer would have), and sets the timer for the next. */
+  #sweep(): void {
+    this.#sweepTimer = undefined;
+    this.#sweepAt = Infinity;
+    const now = Date.now();
+    const due: PendingAppend[] = [];
+    for (const p of this.#waiting) if (p.due <= now) due.push(p);
+    for (const p of due) {
+      this.#waiting.delete(p);
+      this.#onTimeout(p);
+    }
+    // Waits set by the timeouts above armed the timer already when they are the earliest.
+    let next = Infinity;
+    for (const p of this.#waiting) if (p.due < next) next = p.due;
+    if (next < this.#sweepAt) this.#armSweep(next);
   }
 
   #timedOut(p: PendingAppend): PublishTimeoutError {
@@ -474,7 +518,7 @@ export class JournalWriter {
     const token = msg.subject.slice(this.#prefix.length + 1);
     const p = this.#pending.get(token);
     if (!p || p.done) return;
-    clearTimeout(p.timer);
+    this.#unwait(p);
     if (msg.headers?.code === 503) {
       this.#onNoResponders(p);
       return;
@@ -596,7 +640,7 @@ export class JournalWriter {
     p.done = true;
     p.error = error;
     p.ack = ack;
-    clearTimeout(p.timer);
+    this.#unwait(p);
     for (const t of p.tokens) this.#pending.delete(t);
     this.#inFlight.delete(p);
     appendSettled(error, ack, p.attempts, p.deadline - this.#settings.publishDeadlineMs);
