@@ -247,6 +247,9 @@ export { checkMetricsBind, startMetricsServer, type MetricsServer, type MetricsS
 // --- Attach: a Go runtime's own session store followed into the journal (src/attach/README.md)
 export { attach, type Attach, type AttachOptions } from "./attach/attach.js";
 export type { AttachedSession, AttachReport, DiscoveredVia, SessionState as AttachedSessionState } from "./attach/session-follower.js";
+export type { GoHttpOptions } from "./attach/options.js";
+export type { LiveFigures } from "./attach/go-live.js";
+export type { PreviewFigures } from "./attach/go-previews.js";
 
 // --- Codec: the wire form, for tools and other languages ------------------------------
 export {

@@ -8,12 +8,14 @@
 import { jetstream } from "@nats-io/jetstream";
 import type { Jetloop } from "../bus.js";
 import { requireFeature } from "../subjects/server-features.js";
-import { AttachError, NotProvisionedError } from "../errors.js";
+import { AttachError, NotProvisionedError, OptionsError } from "../errors.js";
 import { Discovery, listGoSessions } from "./discovery.js";
 import { GO_SESSIONS_ALL, overlapsGoSessions } from "./go-layout.js";
 import { type AttachOptions, parseAttachOptions } from "./options.js";
 import { type AttachedSession, type AttachReport, type DiscoveredVia, SessionFollower } from "./session-follower.js";
 import { Slots } from "./slots.js";
+import { GoLive, type LiveFigures } from "./go-live.js";
+import { checkGoHttpUrl } from "./go-http.js";
 import { observeAttach } from "../telemetry/metrics.js";
 
 export type { AttachOptions };
@@ -24,6 +26,8 @@ export interface Attach {
   sessions(): AttachedSession[];
   /** The Go catalog's SessionMeta of a session, as last watched; undefined when it has no entry. */
   goMeta(sessionId: string): Readonly<Record<string, unknown>> | undefined;
+  /** With `goHttp`: a session's live figures (its /events stream, whether its answers are served); undefined without. */
+  live(sessionId: string): LiveFigures | undefined;
   /**
    * Resolves once every Go session stream that exists now has been handled up to its last
    * sequence as of this call (or stopped). For a one-shot attach and for tests.
@@ -48,6 +52,13 @@ export function checkNoOverlap(bus: Pick<Jetloop, "journals" | "namespace">): vo
 /** Follows the sessions a Go runtime writes through natsstore on the bus's NATS deployment and appends their events to the bus's journal, byte for byte, in Go's order, once (docs/go-interop.md). Read-only on the Go side. Needs nats-server 2.11 or later (fencing) and a provisioned namespace; refuses otherwise. */
 export async function attach(bus: Jetloop, options?: AttachOptions): Promise<Attach> {
   const settings = parseAttachOptions(options);
+  if (settings.goHttp) {
+    try {
+      checkGoHttpUrl(settings.goHttp.url);
+    } catch (e) {
+      throw new OptionsError("goHttp.url", (e as Error).message);
+    }
+  }
   // The fence on a session's journal subjects (Nats-Expected-Last-Subject-Sequence-Subject) is what makes it exactly once.
   requireFeature(bus.serverVersion, "fencing");
   checkNoOverlap(bus);
@@ -72,6 +83,8 @@ export async function attach(bus: Jetloop, options?: AttachOptions): Promise<Att
       else bus.log.info({ session: r.sessionId, goSeq: r.goSeq }, `Go session ${r.sessionId}: event ${r.eventId} (record ${r.goSeq}) shares its id with another session's: appended without a message id`);
     });
   const followers = new Map<string, SessionFollower>();
+  // The live parts over the runtime's HTTP surface; a failure there is reported, never logged with the token.
+  const live = settings.goHttp ? new GoLive(bus, settings.goHttp, (sid, error) => report({ kind: "error", sessionId: sid, error })) : undefined;
   const metas = new Map<string, Readonly<Record<string, unknown>>>();
   const slots = new Slots(settings.readers);
   let closed = false;
@@ -95,6 +108,7 @@ export async function attach(bus: Jetloop, options?: AttachOptions): Promise<Att
       f = new SessionFollower(deps, sid, via);
       followers.set(sid, f);
       report({ kind: "session", sessionId: sid, via });
+      live?.follow(sid);
     }
     f.seen(last);
   };
@@ -117,9 +131,11 @@ export async function attach(bus: Jetloop, options?: AttachOptions): Promise<Att
   const handle: Attach = {
     sessions: () => [...followers.values()].map((f) => f.figures()).sort((a, b) => a.sessionId.localeCompare(b.sessionId)),
     goMeta: (sid) => metas.get(sid),
+    live: (sid) => live?.figures(sid),
     async caughtUp() {
       const now = await listGoSessions(jsm);
       for (const [sid, last] of now) seen(sid, "stream", last);
+      await live?.ready();
       for (;;) {
         if (closed) return;
         const behind = [...now].filter(([sid, last]) => {
@@ -136,6 +152,7 @@ export async function attach(bus: Jetloop, options?: AttachOptions): Promise<Att
       unobserve();
       discovery.close();
       await Promise.all([...followers.values()].map((f) => f.close()));
+      await live?.close();
     },
   };
   return handle;

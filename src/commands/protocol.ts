@@ -117,7 +117,9 @@ export interface AnswerOutcome {
 
 const refusalSchema = z.strictObject({
   status: z.literal("refused"),
-  code: z.enum(["COMMAND_INVALID", "GATE_UNKNOWN", "GATE_RESOLVED", "COMMAND_FAILED"]),
+  // COMMAND_TIMEOUT: not applied as far as the actor knows, or not known yet (an attach
+  // forwarding to a runtime that is busy, unreachable or slow): repeat the command.
+  code: z.enum(["COMMAND_INVALID", "GATE_UNKNOWN", "GATE_RESOLVED", "COMMAND_FAILED", "COMMAND_TIMEOUT"]),
   message: text(),
   /** GATE_RESOLVED: how the gate was resolved; absent while it is being resolved. */
   outcome: outcomeSchema.optional(),

@@ -180,6 +180,9 @@ export async function sendAnswer(bus: Jetloop, sessionId: string, loopId: string
         return e.outcome ? "gate_not_found" : "gate_not_ready";
       case "COMMAND_INVALID":
         return "gate_action_invalid";
+      case "COMMAND_TIMEOUT":
+        // The actor (an attach forwarding to a Go runtime) says: not applied or not known yet, repeat.
+        return "gate_capacity";
       default:
         return timedOut(e) ? "gate_capacity" : "gate_failed";
     }
