@@ -1,12 +1,15 @@
+import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
+import { checkGoHttpUrl } from "../attach/go-http.js";
 import { attach } from "../attach/attach.js";
 import type { AttachedSession, AttachReport } from "../attach/session-follower.js";
+import type { LiveFigures } from "../attach/go-live.js";
 import { connect } from "../bus.js";
 import { startMetricsServer } from "../gateway/metrics-server.js";
 import { UsageError } from "../errors.js";
 import { connectionFlags, connectionHelp, connectOptions, parse, positiveInt } from "./args.js";
 
-export const attachHelp = `jetloop attach --go-store [--once] [--status-every S] [--json]
+export const attachHelp = `jetloop attach --go-store [--go-http URL [--go-token-file PATH | --go-token-env VAR]] [--once] [--status-every S] [--json]
 
 Follows the sessions a Go runtime writes into NATS through looprig/natsstore (its
 session store on JetStream: streams sessions_s<uuid>, catalog KV natsstore_kv, object
@@ -18,6 +21,15 @@ writes to the Go runtime's streams, KV or object store. Runs until interrupted.
 Provision the namespace first (jetloop provision); needs nats-server 2.11+.
 
   --go-store        follow the Go runtime's natsstore layout on the same NATS (required)
+  --go-http URL     the runtime's HTTP surface (its pkg/serve routes under URL/v1): each
+                    session's previews from its /events published as jetloop previews
+                    (never stored), and answers, input and interrupt sent through jetloop
+                    for its sessions (the NATS answer path, jetloop's gateway) forwarded
+                    to its routes, the caller told what the runtime answered. The attach
+                    is the gate actor of the loops it follows. Redirects are not followed.
+  --go-token-file PATH  the bearer token for --go-http, read from PATH (one line); sent
+                    to that URL only, never logged
+  --go-token-env VAR    the same, read from the environment variable VAR
   --once            catch every session up to where it is now, print the status, exit
   --status-every S  print each session's status (lag in Go sequences) every S seconds
                     (default 30; 0 never)
@@ -32,9 +44,42 @@ Provision the namespace first (jetloop provision); needs nats-server 2.11+.
 
 ${connectionHelp}`;
 
-function statusLine(s: AttachedSession, json: boolean): string {
-  if (json) return JSON.stringify({ session_id: s.sessionId, state: s.state, found_by: s.via, go_last_seq: s.goLastSeq, go_seq: s.goSeq, lag: s.lag, journal_seq: s.journalSeq, appended: s.appended, kept_out: s.keptOut, parked: s.parked, ...(s.lastError ? { last_error: s.lastError } : {}) });
-  return `${s.sessionId} ${s.state} lag=${s.lag} go_seq=${s.goSeq}/${s.goLastSeq} appended=${s.appended} kept_out=${s.keptOut} parked=${s.parked}${s.lastError ? ` last_error=${JSON.stringify(s.lastError)}` : ""}`;
+function statusLine(s: AttachedSession, json: boolean, live?: LiveFigures): string {
+  const http = live ? { events: live.connected ? "open" : "closed", previews: live.previews, reconnects: live.reconnects, ...(live.lastError ? { http_error: live.lastError } : {}) } : undefined;
+  if (json) return JSON.stringify({ session_id: s.sessionId, state: s.state, found_by: s.via, go_last_seq: s.goLastSeq, go_seq: s.goSeq, lag: s.lag, journal_seq: s.journalSeq, appended: s.appended, kept_out: s.keptOut, parked: s.parked, ...(s.lastError ? { last_error: s.lastError } : {}), ...http });
+  const words = http ? ` events=${http.events} previews=${http.previews} reconnects=${http.reconnects}${http.http_error ? ` http_error=${JSON.stringify(http.http_error)}` : ""}` : "";
+  return `${s.sessionId} ${s.state} lag=${s.lag} go_seq=${s.goSeq}/${s.goLastSeq} appended=${s.appended} kept_out=${s.keptOut} parked=${s.parked}${s.lastError ? ` last_error=${JSON.stringify(s.lastError)}` : ""}${words}`;
+}
+
+/**
+ * The goHttp option from the flags, checked before connecting: a URL attach can call, and
+ * at most one token source (a file of one line, or a variable), present and not empty.
+ * The token itself is never part of a message.
+ */
+function goHttpOption(url: string | undefined, tokenFile: string | undefined, tokenEnv: string | undefined): { url: string; token?: string } | undefined {
+  if (url === undefined) {
+    if (tokenFile !== undefined || tokenEnv !== undefined) throw new UsageError(`${tokenFile !== undefined ? "--go-token-file" : "--go-token-env"} needs --go-http: it is the token for the runtime's HTTP surface`);
+    return undefined;
+  }
+  try {
+    checkGoHttpUrl(url);
+  } catch (e) {
+    throw new UsageError(`--go-http: ${(e as Error).message}`);
+  }
+  if (tokenFile !== undefined && tokenEnv !== undefined) throw new UsageError("--go-token-file and --go-token-env: give the token one way");
+  let token: string | undefined;
+  if (tokenFile !== undefined) {
+    try {
+      token = readFileSync(tokenFile, "utf8").replace(/\r?\n$/, "");
+    } catch (e) {
+      throw new UsageError(`--go-token-file: cannot read ${tokenFile}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+    }
+    if (token === "" || /[\r\n]/.test(token)) throw new UsageError(`--go-token-file: ${tokenFile} must hold the token on one line`);
+  } else if (tokenEnv !== undefined) {
+    token = process.env[tokenEnv];
+    if (!token) throw new UsageError(`--go-token-env: the environment variable ${tokenEnv} is not set`);
+  }
+  return { url, ...(token === undefined ? {} : { token }) };
 }
 
 /** A report in words (or JSON) for stderr. */
@@ -57,7 +102,7 @@ export async function attachCommand(argv: string[], out: (s: string) => void, er
   const { values } = parse(() =>
     parseArgs({
       args: argv,
-      options: { ...connectionFlags, "go-store": { type: "boolean" }, once: { type: "boolean" }, "status-every": { type: "string" }, json: { type: "boolean" }, readers: { type: "string" }, metrics: { type: "string" } },
+      options: { ...connectionFlags, "go-store": { type: "boolean" }, once: { type: "boolean" }, "status-every": { type: "string" }, json: { type: "boolean" }, readers: { type: "string" }, metrics: { type: "string" }, "go-http": { type: "string" }, "go-token-file": { type: "string" }, "go-token-env": { type: "string" } },
       strict: true,
       tokens: true,
     }),
@@ -67,6 +112,7 @@ export async function attachCommand(argv: string[], out: (s: string) => void, er
     return 0;
   }
   if (!values["go-store"]) throw new UsageError("--go-store is required: it names what to attach (the Go runtime's natsstore layout on this NATS)");
+  const goHttp = goHttpOption(values["go-http"], values["go-token-file"], values["go-token-env"]);
   const every = values["status-every"] === "0" ? 0 : (positiveInt("status-every", values["status-every"]) ?? 30);
   const readers = positiveInt("readers", values.readers);
   const json = values.json === true;
@@ -78,9 +124,9 @@ export async function attachCommand(argv: string[], out: (s: string) => void, er
     throw e;
   });
   try {
-    const a = await attach(bus, { onReport: (r) => err(reportLine(r, json)), ...(readers === undefined ? {} : { readers }) });
+    const a = await attach(bus, { onReport: (r) => err(reportLine(r, json)), ...(readers === undefined ? {} : { readers }), ...(goHttp ? { goHttp } : {}) });
     const status = () => {
-      for (const s of a.sessions()) out(statusLine(s, json));
+      for (const s of a.sessions()) out(statusLine(s, json, a.live(s.sessionId)));
     };
     try {
       await a.caughtUp();

@@ -4,7 +4,11 @@
 // byte), every event of R's journal copied into a natsstore ledger as the Go runtime's
 // store writes it. The attach follows that ledger into namespace B and takes B's answers
 // and controls to R's gateway; R's previews reach B from the gateway's /events.
+import { spawn } from "node:child_process";
+import { mkdtempSync, writeFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import type { AddressInfo } from "node:net";
 import { jetstream, jetstreamManager, type JetStreamManager, type StreamConfig } from "@nats-io/jetstream";
 import { connect as natsConnect, type NatsConnection } from "@nats-io/transport-node";
@@ -14,7 +18,7 @@ import type { AttachReport } from "../../src/attach/session-follower.js";
 import { CommandError, connect, createEvent, type GateServer, type Jetloop, newId, type RunningGateway, startGateway } from "../../src/index.js";
 import { appendGoRecord, goEnvelope, readRecording } from "../harness/natsstore.js";
 import { uniqueNamespace } from "../harness/namespace.js";
-import { startServer, type NatsServer } from "../harness/server.js";
+import { REPO_ROOT, startServer, type NatsServer } from "../harness/server.js";
 import { sleep, waitFor } from "../harness/async.js";
 
 const TOKEN = "s3cret-token-for-the-runtime";
@@ -219,6 +223,43 @@ describe("attach --go-http against jetloop's gateway as the runtime", () => {
     expect(r).toMatchObject({ ok: true, duplicate: false });
     expect(inputs.at(-1)).toEqual(blocks);
     expect(await bus.session(sid).interrupt()).toMatchObject({ interrupted: true });
+  });
+
+  it("jetloop attach --go-http with --go-token-file: the CLI forwards an answer, and prints no token", async () => {
+    const ns = uniqueNamespace("goC");
+    const other = await connect({ servers: server.url, namespace: ns });
+    stops.push(() => other.close());
+    await other.provision();
+    const dir = mkdtempSync(join(tmpdir(), "jetloop-attach-"));
+    writeFileSync(join(dir, "token"), `${TOKEN}\n`);
+    const child = spawn(process.execPath, ["--import", "tsx", join(REPO_ROOT, "src/cli/main.ts"), "attach", "--go-store", "--go-http", gw.url, "--go-token-file", join(dir, "token"), "-s", server.url, "-n", ns, "--status-every", "1"], {
+      cwd: REPO_ROOT,
+      env: { ...process.env, JETLOOP_LOG_LEVEL: "info" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let output = "";
+    child.stdout.on("data", (b: Buffer) => (output += b.toString()));
+    child.stderr.on("data", (b: Buffer) => (output += b.toString()));
+    const exited = new Promise((r) => child.once("exit", r));
+    stops.push(async () => {
+      child.kill("SIGTERM");
+      await exited;
+    });
+    await waitFor("the CLI to catch up", () => output.includes("caught up:"), 30_000, 50);
+    const c = coords();
+    const decision = gates.requestPermission({ ...c, request: request0 });
+    const gid = await waitFor("the GateOpened in the CLI's namespace", async () => {
+      for await (const { event: e } of other.session(sid).replay({ enduring: "all", types: ["GateOpened"] })) if (e.type === "GateOpened" && e.gate?.subject?.toolExecutionId === c.toolExecutionId) return e.gate.id!;
+      return false;
+    }, 10_000, 50);
+    // Two attaches follow this session (B's and the CLI's, each in its namespace): the answer goes through the CLI's.
+    const outcome = await other.session(sid).answer(loop, { kind: "permission", gateId: gid, action: "Approve" }, { timeoutMs: 5000 });
+    expect(outcome).toMatchObject({ status: "ok", action: "approve" });
+    expect(await decision).toMatchObject({ answered: true, action: "Approve" });
+    await waitFor("a status line with the /events figures", () => new RegExp(`${sid} following .* events=open previews=\\d+ reconnects=\\d+`).test(output), 10_000, 50);
+    child.kill("SIGTERM");
+    await exited;
+    expect(output).not.toContain(TOKEN);
   });
 
   it("never logs or reports the token", () => {

@@ -3,6 +3,9 @@
 // namespaces are refused, never rewritten; --json is the Go wire; times have one width.
 // Run in-process (runCli): nothing here connects. NATS_URL names a closed port, so an input
 // wrongly accepted fails fast (exit 1, CONNECTION_FAILED) instead of starting a server.
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { unmarshalEvent } from "../../src/index.js";
@@ -103,6 +106,13 @@ const COMMAND_BAD: Record<string, [string[], string][]> = {
     [["--status-every", "soon"], "--status-every"],
     [["--readers", "0"], "--readers"],
     [["--go-store", "--go-store=x"], "--go-store"],
+    [["--go-http", "ftp://127.0.0.1/"], "--go-http"],
+    [["--go-http", "http://user:pw@127.0.0.1:8080"], "--go-http"],
+    [["--go-token-file", "/nonexistent/token"], "--go-token-file"],
+    [["--go-token-env", "JETLOOP_TEST_UNSET_TOKEN"], "--go-token-env"],
+    [["--go-http", "http://127.0.0.1:8080", "--go-token-file", "/nonexistent/token"], "--go-token-file"],
+    [["--go-http", "http://127.0.0.1:8080", "--go-token-env", "JETLOOP_TEST_UNSET_TOKEN"], "--go-token-env"],
+    [["--go-http", "http://127.0.0.1:8080", "--go-token-env", "JETLOOP_TEST_UNSET_TOKEN", "--go-token-file", "/x"], "--go-token-file and --go-token-env"],
   ],
 };
 
@@ -125,6 +135,18 @@ describe("jetloop CLI usage errors", () => {
     const r = await cli(["attach"]);
     expect(r.code).toBe(2);
     expect(r.stderr.split("\n")[0]).toMatch(/^jetloop attach: OPTIONS_INVALID: --go-store is required/);
+  });
+
+  it("attach's usage names the HTTP surface's flags; a token file is read and its token never printed", async () => {
+    const help = await cli(["attach", "--help"]);
+    for (const flag of ["--go-http URL", "--go-token-file PATH", "--go-token-env VAR"]) expect(help.stdout).toContain(flag);
+    const dir = mkdtempSync(join(tmpdir(), "jetloop-cli-"));
+    const file = join(dir, "token");
+    writeFileSync(file, "tok-123\nsecond line\n");
+    const r = await cli(["attach", "--go-store", "--go-http", "http://127.0.0.1:8080", "--go-token-file", file]);
+    expect(r.code).toBe(2);
+    expect(r.stderr.split("\n")[0]).toMatch(/--go-token-file: .* must hold the token on one line/);
+    expect(r.stderr).not.toContain("tok-123");
   });
 
   it("a bad server or namespace from the environment is named by its variable", async () => {

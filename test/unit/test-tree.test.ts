@@ -23,6 +23,7 @@ const ALLOWED: Readonly<Record<string, FileCounts & { why: string }>> = {
   "test/integration/adv-shards-update-filter.test.ts": { waits: 1, silences: 0, why: "moment: generated gaps between filter updates" },
   "test/integration/adversary-edges-3.test.ts": { waits: 1, silences: 0, why: "bound: a delivery up to a known sequence raced by 20 s" },
   "test/integration/adversary-edges-4.test.ts": { waits: 3, silences: 0, why: "pace: a busy session writing every 100 ms (1); moment: viewers started before the honest reads are timed (1), a session started inside a rebuild slowed by a 200 ms link (1)" },
+  "test/integration/attach-http.test.ts": { waits: 2, silences: 0, why: "moment: an answer put at chosen delays around the runtime's gate timeout (1); elapse: a stopped runtime's /events reconnects counted over 1.5 s of backoff (1)" },
   "test/integration/attach-kill.test.ts": { waits: 4, silences: 0, why: "bound: a poll for the journal's count (1); pace: the Go writer yields every fifth write (1); elapse: the duplicate window runs out before the restart (1); moment: after the count is reached, a second append of anything would show (1)" },
   "test/integration/attach-permissions.test.ts": { waits: 2, silences: 0, why: "bound: a poll for the attach's first catalog read (1); moment: refused writes answered, the Go side read after (1)" },
   "test/integration/append-order-adversary.test.ts": { waits: 13, silences: 0, why: "pace: the generated call pacing (1); moment: cuts, pauses and restarts put between appends in flight (12)" },
