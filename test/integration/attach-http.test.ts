@@ -183,6 +183,20 @@ describe("attach --go-http against jetloop's gateway as the runtime", () => {
     await bus.session(sid).answer(loop, { kind: "permission", gateId: gid, action: "Deny" });
   });
 
+  it("forwards an input answer to an ask-user gate, free text and a listed choice", async () => {
+    for (const [choices, answer] of [[undefined, "free text answer"], [["red", "blue"], "blue"]] as const) {
+      const c = coords();
+      const asked = gates.requestInput({ ...c, question: "which?", ...(choices ? { choices: [...choices] } : {}) });
+      const gid = await waitFor("the input gate in B", async () => {
+        for await (const { event: e } of bus.session(sid).replay({ enduring: "all", types: ["GateOpened"] })) if (e.type === "GateOpened" && e.gate?.kind === "harness.ask_user" && e.turnId === c.turnId) return e.gate.id!;
+        return false;
+      }, 10_000, 50);
+      const outcome = await bus.session(sid).answer(loop, { kind: "input", gateId: gid, answer });
+      expect(outcome).toMatchObject({ status: "ok", gateId: gid, action: "answered" });
+      expect(await asked).toMatchObject({ answered: true, answer });
+    }
+  });
+
   it("is the gate actor of the loops it follows: a jetloop gate server on one is refused (one actor per loop)", async () => {
     const refused = await bus.serveGates(sid, loop).catch((e: unknown) => e);
     expect(refused).toMatchObject({ code: "COMMAND_FAILED" });
