@@ -3,11 +3,13 @@
 // (a ledger append, a catalog or lease write, an object chunk, a stream purge or delete) is
 // refused by the server and changes nothing.
 import { readFileSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { connect as natsConnect, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { attach, connect, type Jetloop } from "../../src/index.js";
+import { attach, connect, type Jetloop, newId } from "../../src/index.js";
 import { loadRecording, readBack } from "../harness/natsstore.js";
 import { REPO_ROOT, startServer, type NatsServer } from "../harness/server.js";
 
@@ -55,6 +57,48 @@ describe("attach under deploy/nats/attach-permissions.example.conf", () => {
       expect((await jsm.streams.info("gorun_journal")).state.messages).toBe(58);
     } finally {
       await a.close();
+    }
+  }, 60_000);
+
+  it("with --go-http, publishes previews and serves its sessions' answers and controls under the grant", async () => {
+    // A runtime's HTTP surface of the smallest kind: one preview on /events, interrupts answered.
+    const runtime = createServer((req, res) => {
+      if (req.method === "GET" && req.url === `/v1/sessions/${S101}/events`) {
+        res.writeHead(200, { "content-type": "text/event-stream" });
+        const header = { session_id: S101, loop_id: newId(), turn_id: newId(), step_id: newId(), event_id: newId(), created_at: "2026-12-05T07:00:00Z" };
+        const frame = () => res.write(`event: ephemeral\ndata: ${JSON.stringify({ v: 1, kind: "tool_call_started", header, delta: { tool_execution_id: newId(), tool_name: "bash" } })}\n\n`);
+        const t = setInterval(frame, 100);
+        res.on("close", () => clearInterval(t));
+        return;
+      }
+      if (req.method === "POST" && req.url === `/v1/sessions/${S101}/interrupt`) {
+        res.writeHead(200, { "content-type": "application/json" }).end('{"interrupted":true}\n');
+        return;
+      }
+      res.writeHead(404).end();
+    });
+    await new Promise<void>((r) => runtime.listen(0, "127.0.0.1", r));
+    const url = `http://127.0.0.1:${(runtime.address() as AddressInfo).port}`;
+    const errors: string[] = [];
+    const a = await attach(bus, { pollMs: 100, goHttp: { url }, onReport: (r) => (r.kind === "error" || r.kind === "stopped" ? errors.push(r.error.message) : undefined) });
+    const operator = await connect({ servers: server.url, namespace: "gorun", user: "operator", pass: "operator-example" });
+    try {
+      await a.caughtUp();
+      const previews = await operator.session(S101).subscribeEvents({ ephemeral: "all" });
+      for await (const d of previews) {
+        expect(d.event.type).toBe("ToolCallStarted");
+        break;
+      }
+      await previews.close();
+      expect(await operator.session(S101).interrupt()).toMatchObject({ interrupted: true });
+      // The attach answers the loop's probe: a jetloop gate server there is refused.
+      await expect(operator.serveGates(S101, newId())).rejects.toMatchObject({ code: "COMMAND_FAILED" });
+      expect(errors.filter((m) => /permission/i.test(m))).toEqual([]);
+    } finally {
+      await operator.close();
+      await a.close();
+      runtime.closeAllConnections();
+      await new Promise((r) => runtime.close(r));
     }
   }, 60_000);
 
