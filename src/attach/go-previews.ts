@@ -93,6 +93,7 @@ export class PreviewFollower {
     const signal = this.#abort.signal;
     let delay = this.#deps.minBackoffMs;
     while (!signal.aborted) {
+      let notLive = false;
       try {
         const opened = () => {
           this.#connected = true;
@@ -117,12 +118,16 @@ export class PreviewFollower {
         const err = e instanceof Error ? e : new GoHttpError("unreachable", String(e));
         if (err.message !== this.#lastError) this.#deps.report(this.#sessionId, err);
         this.#lastError = err.message;
+        notLive = err instanceof GoHttpError && err.status === 404;
       }
       this.#connected = false;
       if (signal.aborted) break;
       // Jitter keeps many sessions' streams from reopening at the same instant after the runtime comes back.
       await sleep(delay / 2 + Math.random() * (delay / 2), signal);
-      delay = Math.min(delay * 2, this.#deps.maxBackoffMs);
+      // A session the runtime does not host live (404: stopped, or hosted elsewhere) is asked
+      // again at most every 4 × maxBackoffMs, so a store of many stopped sessions costs the
+      // runtime few requests; a reachable runtime's live session comes back within maxBackoffMs.
+      delay = Math.min(delay * 2, notLive ? 4 * this.#deps.maxBackoffMs : this.#deps.maxBackoffMs);
       if (!signal.aborted) this.#reconnects++;
     }
   }
