@@ -20,6 +20,7 @@ import { appendGoRecord, goEnvelope, readRecording } from "../harness/natsstore.
 import { uniqueNamespace } from "../harness/namespace.js";
 import { REPO_ROOT, startServer, type NatsServer } from "../harness/server.js";
 import { sleep, waitFor } from "../harness/async.js";
+import { reportFigure } from "../harness/figures-log.js";
 
 const TOKEN = "s3cret-token-for-the-runtime";
 const S103 = "6f1c2a3b-4d5e-4f60-8a7b-000000000103";
@@ -205,6 +206,7 @@ describe("attach --go-http against jetloop's gateway as the runtime", () => {
 
   it("a gate answered through jetloop's gateway while the runtime times it out: one resolution, the caller told which", async () => {
     const gwB = await startGateway(bus, { listen: "127.0.0.1:0", answerTimeoutMs: 5000 });
+    const seen: string[] = [];
     try {
       for (const lateMs of [0, 150, 300, 450]) {
         const c = coords();
@@ -218,6 +220,7 @@ describe("attach --go-http against jetloop's gateway as the runtime", () => {
         await waitFor("the resolution in B", async () => (await resolvedInB(sid, gid)).length > 0, 10_000, 50);
         const resolved = await resolvedInB(sid, gid);
         expect(resolved).toHaveLength(1);
+        seen.push(`${lateMs} ms: ${r.status} ${resolved[0]}`);
         if (d.answered) {
           expect([r.status, body, resolved[0]]).toEqual([202, "{}\n", "answered:Approve"]);
         } else {
@@ -226,6 +229,7 @@ describe("attach --go-http against jetloop's gateway as the runtime", () => {
           expect(resolved[0]).toBe("policy_response:Deny");
         }
       }
+      reportFigure(`attach --go-http, a gate timed out by the runtime (300 ms) answered through jetloop's gateway after: ${seen.join("; ")}`);
     } finally {
       await gwB.close();
     }
@@ -326,6 +330,7 @@ describe("a slow or stopped runtime costs only its own sessions", () => {
     expect(slowMs).toBeGreaterThanOrEqual(550);
     expect(slowMs).toBeLessThan(3000);
     expect(honestMs).toBeLessThan(500);
+    reportFigure(`attach --go-http, a hung runtime (request bound 600 ms): its answer told COMMAND_TIMEOUT after ${slowMs} ms; an honest session's answer meanwhile ${honestMs} ms`);
     // The token went to the runtime's own address, in its header.
     expect(hung.seen[0]?.headers.authorization).toBe(`Bearer ${TOKEN}`);
     expect(JSON.stringify(errors.map((e) => e.message))).not.toContain(TOKEN);
@@ -354,6 +359,7 @@ describe("a slow or stopped runtime costs only its own sessions", () => {
     expect(r.status).toBe(503);
     expect(JSON.parse(await r.text())).toMatchObject({ error: { code: "gate_capacity", retryable: true } });
     expect(ms).toBeLessThan(1500);
+    reportFigure(`attach --go-http, a stopped runtime: the gateway answered 503 gate_capacity (retryable) in ${ms} ms`);
     const follower = new PreviewFollower({ http, publish: () => Promise.resolve(), report: () => undefined, minBackoffMs: 20, maxBackoffMs: 200 }, sid);
     await sleep(1500);
     const f = follower.figures();
@@ -363,5 +369,6 @@ describe("a slow or stopped runtime costs only its own sessions", () => {
     expect(f.reconnects).toBeGreaterThanOrEqual(5);
     expect(f.reconnects).toBeLessThan(30);
     expect(f.lastError).toMatch(/failed|unreachable/);
+    reportFigure(`attach --go-http, a stopped runtime: /events reopened ${f.reconnects} times in 1.5 s (backoff 20 ms doubled to 200 ms)`);
   });
 });
