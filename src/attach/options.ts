@@ -14,6 +14,15 @@ export const attachShape = z.strictObject({
   readers: z.number().int().min(1).max(1024).default(16),
   /** How long an append waits for the journal's acknowledgement before it is tried again (fenced: safe). Default 5000 ms. */
   ackTimeoutMs: z.number().int().min(100).max(120_000).default(5000),
+  /** One active attach among several: a lease in the namespace's `{ns}_attach` bucket. Default: none (every attach works; the fence keeps them exact). */
+  lease: z
+    .strictObject({
+      /** How long a lease lasts unrenewed: a dead holder's is taken over within 4/3 of it. Default 10000 ms. */
+      leaseMs: z.number().int().min(1500).max(600_000).default(10_000),
+      /** This attach's name in the lease. Default: host, process id and a unique suffix. */
+      holder: z.string().min(1).max(256).optional(),
+    })
+    .optional(),
 });
 
 /** `attach()`'s options, each optional, with its default; checked when `attach()` is called (OptionsError). */
@@ -28,6 +37,15 @@ export interface AttachOptions {
   readonly readers?: number | undefined;
   /** How long an append waits for the journal's acknowledgement before it is tried again (fenced: safe), 100 ms to 2 min. Default 5000 ms. */
   readonly ackTimeoutMs?: number | undefined;
+  /**
+   * One active attach among several: a lease in the namespace's `{ns}_attach` KV bucket,
+   * renewed every third of `leaseMs` (1.5 s to 10 min, default 10 s; every attach of a
+   * namespace uses one); the others stand by and take it over within 4/3 of `leaseMs` when
+   * its holder dies, at once when it closes. `holder` names this attach in the lease
+   * (default: host, process id and a unique suffix). Default: no lease (every attach
+   * works; the fence keeps them exact).
+   */
+  readonly lease?: { readonly leaseMs?: number | undefined; readonly holder?: string | undefined } | undefined;
 }
 export type AttachSettings = z.output<typeof attachShape>;
 
