@@ -689,12 +689,13 @@ export class GoRecordError extends JetloopError {
  * The attach could not follow a Go session's ledger into the journal: the journal holds
  * events of that session no attach wrote (`foreign`: the session is not followed), the
  * journal refused an append for a reason of its own (`refused`), or the deployment's
- * layout forbids it (`layout`: a jetloop namespace that captures the Go subjects).
+ * layout forbids it (`layout`: a jetloop namespace that captures the Go subjects), or the
+ * namespace's attach lease cannot be used as asked (`lease`: another lease time).
  */
 export class AttachError extends JetloopError {
   constructor(
     readonly sessionId: string | undefined,
-    readonly reason: "foreign" | "refused" | "layout",
+    readonly reason: "foreign" | "refused" | "layout" | "lease",
     message: string,
     options?: { cause?: unknown },
   ) {

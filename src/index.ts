@@ -245,7 +245,7 @@ export type { SharedStreams } from "./gateway/sse-stream.js";
 export { checkMetricsBind, startMetricsServer, type MetricsServer, type MetricsServerOptions } from "./gateway/metrics-server.js";
 
 // --- Attach: a Go runtime's own session store followed into the journal (src/attach/README.md)
-export { attach, type Attach, type AttachOptions } from "./attach/attach.js";
+export { attach, type Attach, type AttachOptions, type AttachRole } from "./attach/attach.js";
 export type { AttachedSession, AttachReport, DiscoveredVia, SessionState as AttachedSessionState } from "./attach/session-follower.js";
 export type { GoHttpOptions } from "./attach/options.js";
 export type { LiveFigures } from "./attach/go-live.js";

@@ -5,24 +5,30 @@
  * and reads the session streams, watches the catalog, reads the object store and
  * subscribes to the ledger subjects; it never publishes there.
  */
-import { jetstream } from "@nats-io/jetstream";
+import { hostname } from "node:os";
+import { jetstream, type JetStreamManager } from "@nats-io/jetstream";
+import { nuid } from "@nats-io/nats-core";
 import type { Jetloop } from "../bus.js";
 import { requireFeature } from "../subjects/server-features.js";
 import { AttachError, NotProvisionedError, OptionsError } from "../errors.js";
 import { Discovery, listGoSessions } from "./discovery.js";
 import { GO_SESSIONS_ALL, overlapsGoSessions } from "./go-layout.js";
-import { type AttachOptions, parseAttachOptions } from "./options.js";
+import { type AttachOptions, type AttachSettings, parseAttachOptions } from "./options.js";
+import { AttachLease, type AttachRole, openLeaseBucket } from "./lease.js";
+import { defaultAttachLeaseBucketName } from "../streams/declared.js";
 import { type AttachedSession, type AttachReport, type DiscoveredVia, SessionFollower } from "./session-follower.js";
 import { Slots } from "./slots.js";
 import { GoLive, type LiveFigures } from "./go-live.js";
 import { checkGoHttpUrl } from "./go-http.js";
-import { observeAttach } from "../telemetry/metrics.js";
+import { type AttachGauges, observeAttach } from "../telemetry/metrics.js";
 
-export type { AttachOptions };
+export type { AttachOptions, AttachRole };
 
 /** A running attach of a Go runtime's natsstore sessions (`attach()`): its sessions' figures, and how to stop it. */
 export interface Attach {
-  /** Every session followed, with its figures (lag in Go sequences, counts, last error). */
+  /** Whether this attach does the work: always `active` without a lease; with one, `standby` while another attach holds it. */
+  role(): AttachRole;
+  /** Every session followed, with its figures (lag in Go sequences, counts, last error); none on a standby. */
   sessions(): AttachedSession[];
   /** The Go catalog's SessionMeta of a session, as last watched; undefined when it has no entry. */
   goMeta(sessionId: string): Readonly<Record<string, unknown>> | undefined;
@@ -30,7 +36,8 @@ export interface Attach {
   live(sessionId: string): LiveFigures | undefined;
   /**
    * Resolves once every Go session stream that exists now has been handled up to its last
-   * sequence as of this call (or stopped). For a one-shot attach and for tests.
+   * sequence as of this call (or stopped); with a lease, once this attach is active and
+   * has. For a one-shot attach and for tests.
    */
   caughtUp(): Promise<void>;
   /** Stops following; resolves when every session's loop has ended. Idempotent. */
@@ -73,15 +80,94 @@ export async function attach(bus: Jetloop, options?: AttachOptions): Promise<Att
     );
     if (!exists) throw new NotProvisionedError(j.stream);
   }
-  const js = jetstream(bus.nc, { timeout: settings.ackTimeoutMs });
   const report =
     settings.onReport ??
     ((r: AttachReport) => {
       if (r.kind === "parked") bus.log.warn({ session: r.sessionId, goSeq: r.goSeq, code: r.error.code }, `Go session ${r.sessionId}: record ${r.goSeq} parked: ${r.error.message}`);
       else if (r.kind === "error" || r.kind === "stopped") bus.log.warn({ session: r.sessionId }, `attach: ${r.error.message}`);
       else if (r.kind === "session") bus.log.info({ session: r.sessionId, via: r.via }, `attach: following Go session ${r.sessionId} (found by its ${r.via})`);
+      else if (r.kind === "role") bus.log.info({ role: r.role }, `attach: ${r.role === "active" ? "holds the lease: following the Go sessions" : "standby: another attach holds the lease"}`);
       else bus.log.info({ session: r.sessionId, goSeq: r.goSeq }, `Go session ${r.sessionId}: event ${r.eventId} (record ${r.goSeq}) shares its id with another session's: appended without a message id`);
     });
+  if (settings.lease === undefined) {
+    const { gauges, ...following } = await follow(bus, jsm, settings, report);
+    const unobserve = observeAttach({ ...gauges, role: () => "active" });
+    return {
+      role: () => "active",
+      ...following,
+      close: async () => {
+        unobserve();
+        await following.close();
+      },
+    };
+  }
+  return leased(bus, jsm, settings, settings.lease, report);
+}
+
+/**
+ * An attach under the namespace's lease (lease.ts): it follows the Go sessions while it
+ * holds the lease, and stands by while another attach does.
+ */
+async function leased(bus: Jetloop, jsm: JetStreamManager, settings: AttachSettings, lease: NonNullable<AttachSettings["lease"]>, report: (r: AttachReport) => void): Promise<Attach> {
+  const kv = await openLeaseBucket(bus.nc, defaultAttachLeaseBucketName(bus.namespace), lease.leaseMs);
+  let following: Following | undefined;
+  let active: () => void = () => undefined;
+  let becameActive = new Promise<void>((r) => (active = r));
+  const holder = lease.holder ?? `${hostname()}-${process.pid}-${nuid.next()}`;
+  const l = new AttachLease(kv, holder, lease.leaseMs, async (role) => {
+    report({ kind: "role", role });
+    if (role === "active") {
+      try {
+        following = await follow(bus, jsm, settings, report);
+        active();
+      } catch (e) {
+        report({ kind: "error", error: e instanceof Error ? e : new Error(String(e)) });
+      }
+      return;
+    }
+    becameActive = new Promise<void>((r) => (active = r));
+    const was = following;
+    following = undefined;
+    await was?.close();
+  });
+  const unobserve = observeAttach({
+    states: () => following?.gauges.states() ?? new Map(),
+    lag: () => following?.gauges.lag() ?? 0,
+    role: () => (following === undefined ? "standby" : l.role),
+  });
+  await l.start();
+  let closed = false;
+  return {
+    role: () => (following === undefined ? "standby" : l.role),
+    sessions: () => following?.sessions() ?? [],
+    goMeta: (sid) => following?.goMeta(sid),
+    live: (sid) => following?.live(sid),
+    async caughtUp() {
+      for (;;) {
+        if (closed) return;
+        await becameActive;
+        const f = following;
+        if (f === undefined) continue;
+        await f.caughtUp();
+        if (following === f) return;
+      }
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      active();
+      await l.close();
+      unobserve();
+    },
+  };
+}
+
+/** What an attach that follows does: everything but its role; and its gauges. */
+type Following = Omit<Attach, "role"> & { readonly gauges: Omit<AttachGauges, "role"> };
+
+/** Follows the Go sessions now: discovery, one follower per session, the gauges. */
+async function follow(bus: Jetloop, jsm: JetStreamManager, settings: AttachSettings, report: (r: AttachReport) => void): Promise<Following> {
+  const js = jetstream(bus.nc, { timeout: settings.ackTimeoutMs });
   const followers = new Map<string, SessionFollower>();
   // The live parts over the runtime's HTTP surface; a failure there is reported, never logged with the token.
   const live = settings.goHttp ? new GoLive(bus, settings.goHttp, (sid, error) => report({ kind: "error", sessionId: sid, error })) : undefined;
@@ -126,9 +212,8 @@ export async function attach(bus: Jetloop, options?: AttachOptions): Promise<Att
     },
     lag: () => [...followers.values()].reduce((n, f) => n + f.figures().lag, 0),
   };
-  const unobserve = observeAttach(gauges);
-
-  const handle: Attach = {
+  const handle: Following = {
+    gauges,
     sessions: () => [...followers.values()].map((f) => f.figures()).sort((a, b) => a.sessionId.localeCompare(b.sessionId)),
     goMeta: (sid) => metas.get(sid),
     live: (sid) => live?.figures(sid),
@@ -149,7 +234,6 @@ export async function attach(bus: Jetloop, options?: AttachOptions): Promise<Att
     async close() {
       if (closed) return;
       closed = true;
-      unobserve();
       discovery.close();
       await Promise.all([...followers.values()].map((f) => f.close()));
       await live?.close();

@@ -68,6 +68,15 @@ export const attachShape = z.strictObject({
   ackTimeoutMs: z.number().int().min(100).max(120_000).default(5000),
   /** The runtime's HTTP surface: previews from /events, answers and controls forwarded (go-live.ts). Default none. */
   goHttp: goHttpShape.optional(),
+  /** One active attach among several: a lease in the namespace's `{ns}_attach` bucket. Default: none (every attach works; the fence keeps them exact). */
+  lease: z
+    .strictObject({
+      /** How long a lease lasts unrenewed: a dead holder's is taken over within 4/3 of it. Default 10000 ms. */
+      leaseMs: z.number().int().min(1500).max(600_000).default(10_000),
+      /** This attach's name in the lease. Default: host, process id and a unique suffix. */
+      holder: z.string().min(1).max(256).optional(),
+    })
+    .optional(),
 });
 
 /** `attach()`'s options, each optional, with its default; checked when `attach()` is called (OptionsError). */
@@ -84,6 +93,15 @@ export interface AttachOptions {
   readonly ackTimeoutMs?: number | undefined;
   /** The runtime's HTTP surface: previews from /events, answers and controls forwarded to it. Default none (the store only). */
   readonly goHttp?: GoHttpOptions | undefined;
+  /**
+   * One active attach among several: a lease in the namespace's `{ns}_attach` KV bucket,
+   * renewed every third of `leaseMs` (1.5 s to 10 min, default 10 s; every attach of a
+   * namespace uses one); the others stand by and take it over within 4/3 of `leaseMs` when
+   * its holder dies, at once when it closes. `holder` names this attach in the lease
+   * (default: host, process id and a unique suffix). Default: no lease (every attach
+   * works; the fence keeps them exact).
+   */
+  readonly lease?: { readonly leaseMs?: number | undefined; readonly holder?: string | undefined } | undefined;
 }
 export type AttachSettings = z.output<typeof attachShape>;
 

@@ -24,7 +24,8 @@ export type AttachReport =
   | { readonly kind: "parked"; readonly sessionId: string; readonly goSeq: number; readonly error: GoRecordError }
   | { readonly kind: "collision"; readonly sessionId: string; readonly goSeq: number; readonly eventId: string }
   | { readonly kind: "error"; readonly sessionId?: string | undefined; readonly error: Error }
-  | { readonly kind: "stopped"; readonly sessionId: string; readonly error: AttachError };
+  | { readonly kind: "stopped"; readonly sessionId: string; readonly error: AttachError }
+  | { readonly kind: "role"; readonly role: "active" | "standby" };
 
 /** How an attach found a Go session: its catalog entry, its stream listed, a stream-created advisory, or an append seen on its subject. */
 export type DiscoveredVia = "catalog" | "stream" | "advisory" | "subject";

@@ -9,7 +9,7 @@ import { startMetricsServer } from "../gateway/metrics-server.js";
 import { UsageError } from "../errors.js";
 import { connectionFlags, connectionHelp, connectOptions, parse, positiveInt } from "./args.js";
 
-export const attachHelp = `jetloop attach --go-store [--go-http URL [--go-token-file PATH | --go-token-env VAR]] [--once] [--status-every S] [--json]
+export const attachHelp = `jetloop attach --go-store [--go-http URL [--go-token-file PATH | --go-token-env VAR]] [--lease] [--once] [--status-every S] [--json]
 
 Follows the sessions a Go runtime writes into NATS through looprig/natsstore (its
 session store on JetStream: streams sessions_s<uuid>, catalog KV natsstore_kv, object
@@ -35,6 +35,10 @@ Provision the namespace first (jetloop provision); needs nats-server 2.11+.
                     (default 30; 0 never)
   --json            status and reports as one JSON object per line
   --readers N       sessions reading their ledger at once (default 16)
+  --lease           one active attach among several on this namespace: the others
+                    stand by and take over within 4/3 of the lease time when it dies,
+                    at once when it stops (a lease in the KV bucket <namespace>_attach)
+  --lease-ms MS     the lease time (default 10000; every attach of a namespace uses one)
   --metrics HOST:PORT  serve jetloop's metrics in Prometheus text format on
                     http://HOST:PORT/metrics, the attach's among them: jetloop_attach_sessions
                     (by state), jetloop_attach_lag, jetloop_attach_records_total (by
@@ -89,12 +93,14 @@ function reportLine(r: AttachReport, json: boolean): string {
     if (r.kind === "session") return JSON.stringify({ ...base, found_by: r.via });
     if (r.kind === "parked") return JSON.stringify({ ...base, go_seq: r.goSeq, code: r.error.code, problem: r.error.problem, error: r.error.message });
     if (r.kind === "collision") return JSON.stringify({ ...base, go_seq: r.goSeq, event_id: r.eventId });
+    if (r.kind === "role") return JSON.stringify({ ...base, role: r.role });
     return JSON.stringify({ ...base, code: "code" in r.error ? r.error.code : "INTERNAL", error: r.error.message });
   }
   if (r.kind === "session") return `following Go session ${r.sessionId} (found by its ${r.via === "catalog" ? "catalog entry" : r.via === "stream" ? "stream" : r.via === "advisory" ? "stream-created advisory" : "ledger subject"})`;
   if (r.kind === "parked") return `Go session ${r.sessionId}: record ${r.goSeq} parked (${r.error.problem}): ${r.error.message}`;
   if (r.kind === "collision") return `Go session ${r.sessionId}: event ${r.eventId} (record ${r.goSeq}) shares its id with another session's event; appended without a message id`;
   if (r.kind === "stopped") return `Go session ${r.sessionId}: not followed: ${r.error.message}`;
+  if (r.kind === "role") return r.role === "active" ? "holds the lease: following the Go sessions" : "standby: another attach holds the lease";
   return `${r.sessionId ? `Go session ${r.sessionId}: ` : ""}retrying after an error: ${r.error.message}`;
 }
 
@@ -102,7 +108,7 @@ export async function attachCommand(argv: string[], out: (s: string) => void, er
   const { values } = parse(() =>
     parseArgs({
       args: argv,
-      options: { ...connectionFlags, "go-store": { type: "boolean" }, once: { type: "boolean" }, "status-every": { type: "string" }, json: { type: "boolean" }, readers: { type: "string" }, metrics: { type: "string" }, "go-http": { type: "string" }, "go-token-file": { type: "string" }, "go-token-env": { type: "string" } },
+      options: { ...connectionFlags, "go-store": { type: "boolean" }, once: { type: "boolean" }, "status-every": { type: "string" }, json: { type: "boolean" }, readers: { type: "string" }, metrics: { type: "string" }, lease: { type: "boolean" }, "lease-ms": { type: "string" }, "go-http": { type: "string" }, "go-token-file": { type: "string" }, "go-token-env": { type: "string" } },
       strict: true,
       tokens: true,
     }),
@@ -115,6 +121,8 @@ export async function attachCommand(argv: string[], out: (s: string) => void, er
   const goHttp = goHttpOption(values["go-http"], values["go-token-file"], values["go-token-env"]);
   const every = values["status-every"] === "0" ? 0 : (positiveInt("status-every", values["status-every"]) ?? 30);
   const readers = positiveInt("readers", values.readers);
+  const leaseMs = positiveInt("lease-ms", values["lease-ms"]);
+  if (leaseMs !== undefined && !values.lease) throw new UsageError("--lease-ms needs --lease");
   const json = values.json === true;
   // Before the bus: the meter provider must be set before anything records (gateway.ts does the same).
   const metrics = values.metrics === undefined ? undefined : await startMetricsServer({ listen: values.metrics });
@@ -124,8 +132,14 @@ export async function attachCommand(argv: string[], out: (s: string) => void, er
     throw e;
   });
   try {
-    const a = await attach(bus, { onReport: (r) => err(reportLine(r, json)), ...(readers === undefined ? {} : { readers }), ...(goHttp ? { goHttp } : {}) });
+    const a = await attach(bus, {
+      onReport: (r) => err(reportLine(r, json)),
+      ...(readers === undefined ? {} : { readers }),
+      ...(values.lease ? { lease: leaseMs === undefined ? {} : { leaseMs } } : {}),
+      ...(goHttp ? { goHttp } : {}),
+    });
     const status = () => {
+      if (values.lease) out(json ? JSON.stringify({ role: a.role() }) : `role=${a.role()}`);
       for (const s of a.sessions()) out(statusLine(s, json, a.live(s.sessionId)));
     };
     try {

@@ -126,6 +126,11 @@ export function defaultCatalogBucketName(namespace: string): string {
   return `${checkNamespace(namespace).replaceAll(".", "_")}_catalog`;
 }
 
+/** The attach lease's KV bucket for a namespace: `jetloop` → `jetloop_attach` (attach/lease.ts). */
+export function defaultAttachLeaseBucketName(namespace: string): string {
+  return `${checkNamespace(namespace).replaceAll(".", "_")}_attach`;
+}
+
 /** The group membership store's name for a namespace: `jetloop` → `jetloop_members`. */
 export function defaultMembersStreamName(namespace: string): string {
   return `${checkNamespace(namespace).replaceAll(".", "_")}_members`;

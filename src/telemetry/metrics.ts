@@ -46,6 +46,7 @@ export const METRICS = {
   attachLag: define("jetloop.attach.lag", "observable_gauge", "{record}", [], "Go ledger records an attach has seen and not yet handled, summed over its sessions (a session's own lag: jetloop attach's status)"),
   attachRecords: define("jetloop.attach.records", "counter", "{record}", ["outcome"], "Go ledger records an attach handled, by outcome: appended, kept_out, parked"),
   attachErrors: define("jetloop.attach.errors", "counter", "{error}", [], "Failures an attach retried (the Go side or the journal unreachable, an append refused): each a session's read again from the journal"),
+  attachRole: define("jetloop.attach.role", "observable_gauge", "{attach}", ["role"], "Attaches of this process by role: active (holds the namespace's lease, or runs without one), standby (another attach holds the lease)"),
 } as const;
 
 /**
@@ -172,6 +173,7 @@ export function observeGateway(counters: SseCounters): void {
 export interface AttachGauges {
   readonly states: () => ReadonlyMap<string, number>;
   readonly lag: () => number;
+  readonly role: () => "active" | "standby";
 }
 
 // Held until the attach closes (its close() unregisters): a weak reference would let the
@@ -204,6 +206,15 @@ export function observeAttach(g: AttachGauges): () => void {
   instrument(METRICS.attachLag.name, (m) => {
     const gauge = m.createObservableGauge(METRICS.attachLag.name, { unit: METRICS.attachLag.unit, description: METRICS.attachLag.description });
     gauge.addCallback((o) => o.observe(live().reduce((n, x) => n + x.lag(), 0)));
+    return gauge;
+  });
+  instrument(METRICS.attachRole.name, (m) => {
+    const gauge = m.createObservableGauge(METRICS.attachRole.name, { unit: METRICS.attachRole.unit, description: METRICS.attachRole.description });
+    gauge.addCallback((o) => {
+      const roles = { active: 0, standby: 0 };
+      for (const x of live()) roles[x.role()]++;
+      for (const [role, n] of Object.entries(roles)) o.observe(n, attr("role", role));
+    });
     return gauge;
   });
   return () => attaches.delete(g);

@@ -11,7 +11,7 @@ interface Panel {
 const dashboard = JSON.parse(readFileSync(new URL("../../deploy/grafana/jetloop-dashboard.json", import.meta.url), "utf8")) as { panels: Panel[] };
 const known = new Map(Object.values(METRICS).flatMap((d) => prometheusSeries(d).map((s) => [s, d] as const)));
 /** PromQL function and keyword names, and label names inside by()/{}: not series. */
-const NOT_SERIES = new Set(["sum", "by", "rate", "increase", "max", "histogram_quantile", "le", "route", "status", "outcome", "kind", "reason", "durable", "state"]);
+const NOT_SERIES = new Set(["sum", "by", "rate", "increase", "max", "histogram_quantile", "le", "route", "status", "outcome", "kind", "reason", "durable", "state", "role"]);
 
 function seriesIn(expr: string): string[] {
   const withoutStrings = expr.replace(/"[^"]*"/g, '""').replace(/\[[^\]]*\]/g, "");
