@@ -13,6 +13,7 @@ import { appendGoRecord, goBlobPointer, goEnvelope, readBack, recordedStore, typ
 import { uniqueNamespace } from "../harness/namespace.js";
 import type { NatsServer } from "../harness/server.js";
 import { reportFigure } from "../harness/figures-log.js";
+import { saveAttachFault } from "../harness/reliability/attach-faults.js";
 
 const S101 = "6f1c2a3b-4d5e-4f60-8a7b-000000000101";
 const S102 = "01936d2e-7a10-7c3d-9e4f-000000000102";
@@ -151,6 +152,7 @@ describe("attach: the recorded Go session store", () => {
   }, 30_000);
 
   it("parks a blob pointer with a wrong digest, or to a missing object, and a record Go refuses; the session goes on, the others are untouched", async () => {
+    const startedAt = Date.now();
     const a = await attach(bus, { pollMs: 50 });
     try {
       await a.caughtUp();
@@ -172,7 +174,15 @@ describe("attach: the recorded Go session store", () => {
       expect(parked.map((p) => /blob_integrity|blob_unavailable|unsupported version|event/.exec(p.errorMessage)?.[0])).toEqual(["blob_integrity", "blob_unavailable", "unsupported version", "event"]);
       // The good event after them arrived; the other sessions did not move.
       const entries = await journal(jsm, bus.stream);
-      expect(entries.filter((e) => e.goSeq === good && e.subject.includes(S103))).toHaveLength(1);
+      const appendedGood = entries.filter((e) => e.goSeq === good && e.subject.includes(S103));
+      expect(appendedGood).toHaveLength(1);
+      // Unreadable records are never appended: nothing in the journal at their Go sequences.
+      const unreadable = [wrongDigest, missing, refusedVersion, refusedEvent];
+      const appendedBad = entries.filter((e) => e.subject.includes(S103) && unreadable.includes(e.goSeq!)).length;
+      expect(appendedBad).toBe(0);
+      saveAttachFault("3", "records Go's reader refuses beside a good one: a blob pointer with a wrong digest, one to a missing object, an envelope of version 2, an event of no known type", { goEvents: 5, jetloopEvents: appendedGood.length + appendedBad, duplicated: Math.max(0, appendedGood.length - 1), missing: 1 - Math.min(1, appendedGood.length), outOfOrder: 0, parked: parked.length }, startedAt, {
+        "other sessions' figures moved": false,
+      });
       expect(a.sessions().filter((s) => s.sessionId !== S103)).toEqual(others);
     } finally {
       await a.close();
@@ -180,6 +190,7 @@ describe("attach: the recorded Go session store", () => {
   }, 60_000);
 
   it("two attaches racing on one namespace append each Go event once: the fence, not a lease, decides", async () => {
+    const startedAt = Date.now();
     const race = await connect({ servers: server.url, namespace: uniqueNamespace("race") });
     const race2 = await connect({ servers: server.url, namespace: race.namespace });
     try {
@@ -191,9 +202,46 @@ describe("attach: the recorded Go session store", () => {
       reportFigure(`two attaches racing: ${JSON.stringify({ ...counts, appendedByEach: [a.sessions(), b.sessions()].map((l) => l.reduce((n, x) => n + x.appended, 0)) })}`);
       // The recording's 58, and the good event the fault test wrote after its parked records.
       expect(counts).toMatchObject({ goEvents: 58, jetloopEvents: 59, duplicated: 0, missing: 0, outOfOrder: 0, mismatched: 0 });
+      // The good event the fault test wrote is a Go event too.
+      saveAttachFault("4", "two attaches racing on one namespace, no lease (the fence decides)", { ...counts, goEvents: counts.goEvents + 1, parked: 0 }, startedAt, {
+        "appended by each of the two racing attaches": [a.sessions(), b.sessions()].map((l) => l.reduce((n, x) => n + x.appended, 0)).join(" + "),
+      });
     } finally {
       await race2.close();
       await race.close();
+    }
+  }, 60_000);
+
+  it("a session the runtime reopens while the attach follows it (a new fence, events after it) goes on in Go's order, once", async () => {
+    const startedAt = Date.now();
+    const a = await attach(bus, { pollMs: 50 });
+    try {
+      await a.caughtUp();
+      const template = recordedGoEvents().get(S101)!.at(-1)!.bytes.toString();
+      const fresh = (n: number) => {
+        const id = `6f1c2a3b-4d5e-4f60-8a7b-0000000b${String(n).padStart(4, "0")}`;
+        return { id, bytes: Buffer.from(template.replace(/"event_id":"[0-9a-f-]{36}"/, `"event_id":"${id}"`)) };
+      };
+      const written: { seq: number; bytes: Buffer }[] = [];
+      const write = async (n: number) => {
+        const e = fresh(n);
+        written.push({ seq: await appendGoRecord(nc, S101, goEnvelope("event", e.id, e.bytes)), bytes: e.bytes });
+      };
+      for (let n = 0; n < 20; n++) await write(n);
+      // The runtime closes the session and another process opens it: its lease taken again, a new fence.
+      const fence = await appendGoRecord(nc, S101, goEnvelope("fence", "3", Buffer.from('{"epoch":3}')));
+      for (let n = 20; n < 40; n++) await write(n);
+      await a.caughtUp();
+      const s101 = a.sessions().find((s) => s.sessionId === S101)!;
+      expect(s101).toMatchObject({ goSeq: written.at(-1)!.seq, lag: 0, parked: 0, state: "following" });
+      const expected = new Map([[S101, [...recordedGoEvents().get(S101)!, ...written.map((w) => ({ ...w, id: "" }))]]]);
+      const entries = (await journal(jsm, bus.stream)).filter((e) => e.subject.includes(S101));
+      const counts = tally(expected, entries, bus.namespace);
+      expect(entries.some((e) => e.goSeq === fence)).toBe(false);
+      expect(counts).toMatchObject({ goEvents: expected.get(S101)!.length, jetloopEvents: expected.get(S101)!.length, duplicated: 0, missing: 0, outOfOrder: 0, mismatched: 0 });
+      saveAttachFault("2", "a session reopened by the runtime (a new fence, epoch 3) while the attach follows it, 20 events before and 20 after", { ...counts, parked: 0 }, startedAt);
+    } finally {
+      await a.close();
     }
   }, 60_000);
 

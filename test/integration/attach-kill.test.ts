@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connect, type Jetloop } from "../../src/index.js";
 import { goSeqOf } from "../../src/attach/journal-position.js";
 import { reportFigure } from "../harness/figures-log.js";
+import { saveAttachFault } from "../harness/reliability/attach-faults.js";
 import { appendGoRecord, goEnvelope, loadRecording, readRecording, recordedGoEvents } from "../harness/natsstore.js";
 import { uniqueNamespace } from "../harness/namespace.js";
 import { REPO_ROOT, startServer, type NatsServer } from "../harness/server.js";
@@ -90,6 +91,7 @@ describe("attach: killed mid-session and restarted", () => {
   });
 
   it("appends nothing twice and misses nothing across SIGKILLs, at once and after the duplicate window", async () => {
+    const startedAt = Date.now();
     const expected = recordedGoEvents();
     const template = expected.get(S103)!.at(-1)!.bytes.toString();
     const written = new Map<string, { seq: number; bytes: Buffer }[]>([[S103, []], [S104, []]]);
@@ -180,6 +182,10 @@ describe("attach: killed mid-session and restarted", () => {
     }
     const counts = { goEvents: total, jetloopEvents: entries.length, duplicated, missing, outOfOrder, mismatched, atFirstKill, atSecondKill, firstKillMidWrite, secondKillMidWrite };
     reportFigure(`attach killed and restarted: ${JSON.stringify(counts)}`);
+    saveAttachFault("1", "attach SIGKILLed twice while the Go side writes (a running session and one appearing): restarted at once, then after the duplicate window", { ...counts, parked: 0 }, startedAt, {
+      "journal events at the first kill": atFirstKill,
+      "journal events at the second kill": atSecondKill,
+    });
     // Both kills landed while the Go side was writing, with events still to come.
     expect([firstKillMidWrite, secondKillMidWrite]).toEqual([true, true]);
     expect(atSecondKill).toBeLessThan(total);

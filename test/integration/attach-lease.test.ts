@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vites
 import { attach, connect, type AttachReport, type Jetloop } from "../../src/index.js";
 import { goSeqOf } from "../../src/attach/journal-position.js";
 import { reportFigure } from "../harness/figures-log.js";
+import { saveAttachFault } from "../harness/reliability/attach-faults.js";
 import { appendGoRecord, goEnvelope, loadRecording, recordedGoEvents } from "../harness/natsstore.js";
 import { uniqueNamespace } from "../harness/namespace.js";
 import { startProxy } from "../harness/proxy.js";
@@ -79,6 +80,7 @@ describe("attach: one active under a lease", () => {
   });
 
   it("the standby appends nothing, takes over within the bound when the holder is SIGKILLed, and nothing is lost or doubled", async () => {
+    const startedAt = Date.now();
     const expected = recordedGoEvents();
     const template = expected.get(S103)!.at(-1)!.bytes.toString();
     const written: { seq: number; bytes: Buffer }[] = [];
@@ -156,6 +158,7 @@ describe("attach: one active under a lease", () => {
     }
     const counts = { goEvents: total, jetloopEvents: entries.length, duplicated, missing, outOfOrder, mismatched, handoverMs: Math.round(handover) };
     reportFigure(`attach lease hand-over (lease ${LEASE_MS} ms): ${JSON.stringify(counts)}`);
+    saveAttachFault("6", `two attaches under a lease (${LEASE_MS} ms), the holder SIGKILLed while the Go side writes`, { ...counts, parked: 0 }, startedAt, { "lease hand-over after the holder's SIGKILL (ms)": counts.handoverMs });
     expect(counts).toMatchObject({ goEvents: total, jetloopEvents: total, duplicated: 0, missing: 0, outOfOrder: 0, mismatched: 0 });
     expect(handover).toBeLessThan(HANDOVER_BOUND_MS);
   }, 120_000);

@@ -8,6 +8,8 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { attach, type Jetloop } from "../../src/index.js";
 import { reportFigure } from "../harness/figures-log.js";
+import { saveAttachFault } from "../harness/reliability/attach-faults.js";
+import { goSeqOf } from "../../src/attach/journal-position.js";
 import { goEnvelope, readRecording, recordedGoEvents, recordedStore, type RecordedStore } from "../harness/natsstore.js";
 import { headers } from "@nats-io/transport-node";
 
@@ -65,6 +67,29 @@ describe("attach: 1,000 Go sessions appearing at once", () => {
       expect(mine).toHaveLength(SESSIONS);
       expect(mine.every((s) => s.appended === 2 && s.keptOut === 1 && s.parked === 0 && s.lag === 0)).toBe(true);
       expect((await jsm.streams.info(bus.stream)).state.messages).toBe(58 + 2 * SESSIONS);
+      // Per Go record, over the journal as stored: each new session's two events at Go sequences 2 and 3.
+      const info = await jsm.streams.info(bus.stream);
+      const seen = new Map<string, number[]>();
+      for (let seq = info.state.first_seq; seq <= info.state.last_seq; seq++) {
+        const m = await jsm.streams.getMessage(bus.stream, { seq });
+        if (m === null) continue;
+        const sid = m.subject.split(".")[2]!;
+        seen.set(sid, [...(seen.get(sid) ?? []), goSeqOf(m.header)!]);
+      }
+      let duplicated = 0;
+      let missing = 0;
+      let outOfOrder = 0;
+      for (const sid of ids) {
+        const got = seen.get(sid) ?? [];
+        duplicated += got.length - new Set(got).size;
+        missing += [2, 3].filter((g) => !got.includes(g)).length;
+        for (let i = 1; i < got.length; i++) if (got[i]! <= got[i - 1]!) outOfOrder++;
+      }
+      saveAttachFault("5", `${SESSIONS} Go sessions appearing at once (streams, catalog entries for half)`, { goEvents: 2 * SESSIONS, jetloopEvents: [...seen.entries()].filter(([sid]) => ids.includes(sid)).reduce((n, [, l]) => n + l.length, 0), duplicated, missing, outOfOrder, parked: mine.reduce((n, s) => n + s.parked, 0) }, started, {
+        "all appended after the first write (ms)": took,
+        "found by": JSON.stringify(Object.fromEntries(vias)),
+      });
+      expect({ duplicated, missing, outOfOrder }).toEqual({ duplicated: 0, missing: 0, outOfOrder: 0 });
     } finally {
       await a.close();
     }

@@ -38,13 +38,18 @@ export interface ScenarioRecord {
   readonly rows: readonly FigureRow[];
   /** Scenario-specific facts: timings, settings, counts that are not event flows. */
   readonly facts?: Readonly<Record<string, number | string | boolean>>;
+  /**
+   * One part of a scenario whose faults run in several test files (the attach's): each part
+   * is its own file, and the report joins the parts of a run into one table, in part order.
+   */
+  readonly part?: string;
 }
 
 /** Writes a scenario's figures (atomically: several test workers write at once). */
 export function writeScenarioRecord(record: ScenarioRecord, dir: string = FIGURES_DIR): string {
   const runDir = join(dir, record.run);
   mkdirSync(runDir, { recursive: true });
-  const file = join(runDir, `${record.id}.json`);
+  const file = join(runDir, `${record.id}${record.part === undefined ? "" : `.${record.part}`}.json`);
   const tmp = `${file}.${process.pid}.tmp`;
   writeFileSync(tmp, `${JSON.stringify(record, null, 2)}\n`);
   renameSync(tmp, file);
