@@ -5,7 +5,7 @@
  * session goes on; a Go side or journal that cannot be reached is retried with a backoff;
  * a journal holding events no attach wrote stops this session alone.
  */
-import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
+import type { JetStreamClient, JetStreamManager, StoredMsg } from "@nats-io/jetstream";
 import { validEventSubject, type JournalShard } from "../subjects/subjects.js";
 import { AttachError, GoRecordError, isJetloopError } from "../errors.js";
 import type { EventRegistry } from "../events/registry.js";
@@ -175,13 +175,23 @@ export class SessionFollower {
         }
         const release = await this.deps.slots.take();
         let drained = false;
+        // The next record is asked for while this one is appended (appends go one at a time,
+        // each fenced on the one before; reads need not wait for them): one round trip a
+        // record instead of two. A read ahead of where the loop resumes is dropped.
+        let ahead: { readonly seq: number; readonly got: Promise<StoredMsg | null> } | undefined;
+        const read = (seq: number) => messageFrom(jsm, stream, { seq, next_by_subj: subject });
         try {
           while (!this.#closed) {
-            const m = await messageFrom(jsm, stream, { seq: next, next_by_subj: subject });
+            const got = ahead?.seq === next ? ahead.got : read(next);
+            ahead = undefined;
+            const m = await got;
             if (m === null) {
               drained = true;
               break;
             }
+            ahead = { seq: m.seq + 1, got: read(m.seq + 1) };
+            // Its failure is seen when (and if) it is awaited.
+            ahead.got.catch(() => undefined);
             if (m.seq > this.#goLastSeq) this.#goLastSeq = m.seq;
             const outcome = await resolveRecord({ sessionId: this.sessionId, jsm, registry: this.deps.registry, maxEventBytes: this.deps.maxEventBytes }, m.seq, m.data);
             if (outcome.kind === "kept_out") {
