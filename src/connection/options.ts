@@ -26,7 +26,11 @@ export interface ConnectionSettings {
   credsFile?: string | undefined;
   /** TLS files; `handshakeFirst` for servers that require TLS before INFO. Default: none (plain, or as the URL says). */
   tls?: TlsFiles | undefined;
-  /** Anything else NATS.js accepts (its own options, checked by NATS.js); jetloop's own settings win where both are given. */
+  /**
+   * Anything else NATS.js accepts (its own options, checked by NATS.js); jetloop's own
+   * settings win where both are given. Default: `maxReconnectAttempts: -1` (reconnect
+   * forever) and `noAsyncTraces: true` (no caller's stack captured per request).
+   */
   natsOptions?: Partial<ConnectionOptions> | undefined;
 }
 
