@@ -22,6 +22,7 @@ import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import { REPO_ROOT, startServer } from "../test/harness/server.js";
 import { runAppend } from "./append.js";
+import { runAttach } from "./attach.js";
 import { runBatch } from "./batch.js";
 import { runShards } from "./shards.js";
 import { runCodec } from "./codec.js";
@@ -57,6 +58,7 @@ const BENCHES: Record<string, (ctx: BenchContext) => Promise<Row[]>> = {
   batch: runBatch,
   shards: runShards,
   router: runRouter,
+  attach: runAttach,
 };
 
 function arg(name: string): string | undefined {
