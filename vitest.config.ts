@@ -38,6 +38,8 @@ const NEWEST_ONLY = [
   "test/integration/attach-kill.test.ts",
   "test/integration/attach-permissions.test.ts",
   "test/integration/attach-many.test.ts",
+  "test/integration/attach-lease.test.ts",
+  "test/integration/attach-http.test.ts",
   "test/integration/go-interop-doc.test.ts",
 ];
 

@@ -129,7 +129,7 @@ async function leased(bus: Jetloop, jsm: JetStreamManager, settings: AttachSetti
     const was = following;
     following = undefined;
     await was?.close();
-  });
+  }, (error) => report({ kind: "error", error }));
   const unobserve = observeAttach({
     states: () => following?.gauges.states() ?? new Map(),
     lag: () => following?.gauges.lag() ?? 0,

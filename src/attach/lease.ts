@@ -55,6 +55,9 @@ export class AttachLease {
   readonly #holder: string;
   readonly #leaseMs: number;
   readonly #onRole: (role: AttachRole) => Promise<void>;
+  readonly #onError: (error: Error) => void;
+  /** The last failure reported, so that one failing again and again is said once. */
+  #lastError = "";
   /** Undefined until the first try has said which. */
   #role: AttachRole | undefined;
   /** The revision this holder last wrote (0: it holds nothing it knows of). */
@@ -69,12 +72,17 @@ export class AttachLease {
   /** The changes of role, run one after the other, apart from the tries (a renewal never waits for followers to close). */
   #changes: Promise<void> = Promise.resolve();
 
-  /** `onRole` runs on each change of role, one at a time (its failures are its own to report). */
-  constructor(kv: KV, holder: string, leaseMs: number, onRole: (role: AttachRole) => Promise<void>) {
+  /**
+   * `onRole` runs on each change of role, one at a time (its failures are its own to
+   * report); `onError` hears a try that failed for another reason than the lease being
+   * held (a refused permission, no answer), once until another failure or a success.
+   */
+  constructor(kv: KV, holder: string, leaseMs: number, onRole: (role: AttachRole) => Promise<void>, onError: (error: Error) => void) {
     this.#kv = kv;
     this.#holder = holder;
     this.#leaseMs = leaseMs;
     this.#onRole = onRole;
+    this.#onError = onError;
   }
 
   get role(): AttachRole {
@@ -93,7 +101,10 @@ export class AttachLease {
     try {
       this.#revision = this.#revision > 0 ? await this.#kv.update(LEASE_KEY, this.#holder, this.#revision) : await this.#kv.create(LEASE_KEY, this.#holder);
       this.#proven(sent);
-    } catch {
+      this.#lastError = "";
+    } catch (e) {
+      // A create of a key that exists, an update at a revision that moved on: the lease is another's, no failure.
+      if (!(e instanceof JetStreamApiError && (e.code === JetStreamApiCodes.StreamWrongLastSequence || e.code === JetStreamApiCodes.StreamWrongLastSequenceUnknown))) this.#failed(e);
       // Refused (another holder wrote the key, or it is there) or unanswered: not renewed by
       // this try. A key that moved on stands this holder down now; an unanswered renewal
       // leaves it to the self-fence.
@@ -107,6 +118,13 @@ export class AttachLease {
         this.#tick = this.#try();
       }, this.#leaseMs / 3);
     }
+  }
+
+  #failed(e: unknown): void {
+    const error = e instanceof Error ? e : new Error(String(e));
+    if (error.message === this.#lastError) return;
+    this.#lastError = error.message;
+    this.#onError(new AttachError(undefined, "lease", `the lease ${LEASE_KEY} could not be taken or renewed: ${error.message}`, { cause: error }));
   }
 
   /** A renewal or create sent at `sent` was accepted: active until two thirds of the lease time after it, unless renewed again. */

@@ -122,4 +122,22 @@ describe("attach under deploy/nats/attach-permissions.example.conf", () => {
     await new Promise((r) => setTimeout(r, 200));
     expect(await goSide(jsm)).toBe(before);
   }, 60_000);
+
+  it("takes the namespace's lease as the attach user (--lease), and a second attach stands by", async () => {
+    const other = await connect({ servers: server.url, namespace: "gorun", user: "attach", pass: "attach-example" });
+    const errors: string[] = [];
+    const onReport = (r: { kind: string; error?: Error }) => (r.kind === "error" || r.kind === "stopped" ? errors.push(r.error!.message) : undefined);
+    const a = await attach(bus, { pollMs: 100, lease: { leaseMs: 3000, holder: "first" }, onReport });
+    try {
+      await a.caughtUp();
+      expect(a.role()).toBe("active");
+      const b = await attach(other, { pollMs: 100, lease: { leaseMs: 3000, holder: "second" }, onReport });
+      expect(b.role()).toBe("standby");
+      await b.close();
+      expect(errors).toEqual([]);
+    } finally {
+      await a.close();
+      await other.close();
+    }
+  });
 });
