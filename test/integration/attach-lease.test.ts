@@ -19,7 +19,7 @@ import { startProxy } from "../harness/proxy.js";
 import { REPO_ROOT, startServer, type NatsServer } from "../harness/server.js";
 
 const S103 = "6f1c2a3b-4d5e-4f60-8a7b-000000000103";
-const LEASE_MS = 1500;
+const LEASE_MS = 3000;
 /** The hand-over bound: 4/3 of the lease time, the server's expiry sweep (up to a lease time) and slack for a loaded machine. */
 const HANDOVER_BOUND_MS = (4 * LEASE_MS) / 3 + LEASE_MS + 5000;
 
