@@ -5,7 +5,7 @@
 // store writes it. The attach follows that ledger into namespace B and takes B's answers
 // and controls to R's gateway; R's previews reach B from the gateway's /events.
 import { spawn } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -249,6 +249,7 @@ describe("attach --go-http against jetloop's gateway as the runtime", () => {
     stops.push(() => other.close());
     await other.provision();
     const dir = mkdtempSync(join(tmpdir(), "jetloop-attach-"));
+    stops.push(() => Promise.resolve(rmSync(dir, { recursive: true, force: true })));
     writeFileSync(join(dir, "token"), `${TOKEN}\n`);
     const child = spawn(process.execPath, ["--import", "tsx", join(REPO_ROOT, "src/cli/main.ts"), "attach", "--go-store", "--go-http", gw.url, "--go-token-file", join(dir, "token"), "-s", server.url, "-n", ns, "--status-every", "1"], {
       cwd: REPO_ROOT,

@@ -3,11 +3,11 @@
 // namespaces are refused, never rewritten; --json is the Go wire; times have one width.
 // Run in-process (runCli): nothing here connects. NATS_URL names a closed port, so an input
 // wrongly accepted fails fast (exit 1, CONNECTION_FAILED) instead of starting a server.
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import fc from "fast-check";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { unmarshalEvent } from "../../src/index.js";
 import { oneTokenNamespace, serverUrls } from "../../src/cli/args.js";
 import { UsageError } from "../../src/errors.js";
@@ -141,6 +141,7 @@ describe("jetloop CLI usage errors", () => {
     const help = await cli(["attach", "--help"]);
     for (const flag of ["--go-http URL", "--go-token-file PATH", "--go-token-env VAR"]) expect(help.stdout).toContain(flag);
     const dir = mkdtempSync(join(tmpdir(), "jetloop-cli-"));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
     const file = join(dir, "token");
     writeFileSync(file, "tok-123\nsecond line\n");
     const r = await cli(["attach", "--go-store", "--go-http", "http://127.0.0.1:8080", "--go-token-file", file]);
