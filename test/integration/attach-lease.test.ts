@@ -225,3 +225,99 @@ describe("attach: one active under a lease", () => {
     }
   }, 60_000);
 });
+
+describe("attach: a lease holder paused past its lease", () => {
+  let server: NatsServer;
+  let nc: NatsConnection;
+  let jsm: JetStreamManager;
+  let bus: Jetloop;
+  const children: ChildProcess[] = [];
+
+  beforeAll(async () => {
+    server = await startServer();
+    nc = await natsConnect({ servers: server.url });
+    jsm = await jetstreamManager(nc);
+    await loadRecording(nc);
+    bus = await connect({ servers: server.url, namespace: uniqueNamespace("atlp"), publishDeadlineMs: 2000 });
+    await bus.provision();
+  }, 60_000);
+
+  afterAll(async () => {
+    for (const c of children) {
+      if (c.exitCode === null && c.signalCode === null) {
+        c.kill("SIGCONT");
+        c.kill("SIGKILL");
+      }
+    }
+    await bus?.close();
+    await nc?.close();
+    await server?.close();
+  });
+
+  it("SIGSTOPped while the Go side writes, resumed after the other took over: it stands down, and nothing is doubled or lost", async () => {
+    const expected = recordedGoEvents();
+    const template = expected.get(S103)!.at(-1)!.bytes.toString();
+    const written: { seq: number; bytes: Buffer }[] = [];
+    let stop = false;
+    const writing = (async () => {
+      for (let i = 0; !stop; i++) {
+        const id = `6f1c2a3b-4d5e-4f60-8a7b-${(0xf00000000000 + i).toString(16)}`;
+        const bytes = Buffer.from(template.replace(/"event_id":"[0-9a-f-]{36}"/, `"event_id":"${id}"`));
+        written.push({ seq: await appendGoRecord(nc, S103, goEnvelope("event", id, bytes)), bytes });
+        await new Promise((r) => setTimeout(r, 5));
+      }
+    })();
+    writing.catch(() => undefined);
+    onTestFinished(() => {
+      stop = true;
+    });
+    const stored = async () => (await jsm.streams.info(bus.stream)).state.messages;
+    const a = startAttach(server.url, bus.namespace, "a");
+    children.push(a.child);
+    await waitFor("a to hold the lease", () => a.activeAt() !== undefined);
+    const b = startAttach(server.url, bus.namespace, "b");
+    children.push(b.child);
+    await waitFor("b to say it stands by", () => b.stderr().includes("standby"));
+    await waitFor("events appended by a", async () => (await stored()) >= 200);
+
+    a.child.kill("SIGSTOP");
+    await waitFor("b to take the lease", () => b.activeAt() !== undefined, 30_000);
+    const atTakeover = written.length;
+    await waitFor("Go events appended by b", () => written.length >= atTakeover + 150);
+    const standbysBefore = a.stderr().split("standby:").length;
+    a.child.kill("SIGCONT");
+    // Resumed, it finds its lease gone (its renewal refused, or its self-fence past due) and stands down.
+    await waitFor("a to stand down", () => a.stderr().split("standby:").length > standbysBefore, 15_000);
+    await waitFor("more Go events after a resumed", () => written.length >= atTakeover + 300);
+    stop = true;
+    await writing;
+    for (const w of written) expected.get(S103)!.push({ ...w, id: "" });
+    const total = [...expected.values()].reduce((n, l) => n + l.length, 0);
+    await waitFor("every Go event in the journal", async () => (await stored()) >= total, 60_000);
+    await new Promise((r) => setTimeout(r, 500));
+    for (const c of [a, b]) {
+      c.child.kill("SIGTERM");
+      await c.exited;
+    }
+    const info = await jsm.streams.info(bus.stream);
+    const seen = new Map<string, number[]>();
+    for (let seq = info.state.first_seq; seq <= info.state.last_seq; seq++) {
+      const m = await jsm.streams.getMessage(bus.stream, { seq }).catch(() => null);
+      if (m === null) continue;
+      const sid = m.subject.split(".")[2]!;
+      seen.set(sid, [...(seen.get(sid) ?? []), goSeqOf(m.header)!]);
+    }
+    let duplicated = 0;
+    let missing = 0;
+    let outOfOrder = 0;
+    for (const [sid, events] of expected) {
+      const got = seen.get(sid) ?? [];
+      duplicated += got.length - new Set(got).size;
+      missing += events.filter((e) => !got.includes(e.seq)).length;
+      for (let i = 1; i < got.length; i++) if (got[i]! <= got[i - 1]!) outOfOrder++;
+    }
+    const counts = { goEvents: total, jetloopEvents: info.state.messages, duplicated, missing, outOfOrder };
+    reportFigure(`attach lease, holder SIGSTOPped past its lease and resumed: ${JSON.stringify(counts)}`);
+    expect(counts).toEqual({ goEvents: total, jetloopEvents: total, duplicated: 0, missing: 0, outOfOrder: 0 });
+  }, 120_000);
+});
