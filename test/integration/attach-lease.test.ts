@@ -255,6 +255,7 @@ describe("attach: a lease holder paused past its lease", () => {
   });
 
   it("SIGSTOPped while the Go side writes, resumed after the other took over: it stands down, and nothing is doubled or lost", async () => {
+    const startedAt = Date.now();
     const expected = recordedGoEvents();
     const template = expected.get(S103)!.at(-1)!.bytes.toString();
     const written: { seq: number; bytes: Buffer }[] = [];
@@ -318,6 +319,7 @@ describe("attach: a lease holder paused past its lease", () => {
     }
     const counts = { goEvents: total, jetloopEvents: info.state.messages, duplicated, missing, outOfOrder };
     reportFigure(`attach lease, holder SIGSTOPped past its lease and resumed: ${JSON.stringify(counts)}`);
+    saveAttachFault("7", `two attaches under a lease (${LEASE_MS} ms), the holder SIGSTOPped while the Go side writes, resumed after the other took over`, { ...counts, parked: 0 }, startedAt);
     expect(counts).toEqual({ goEvents: total, jetloopEvents: total, duplicated: 0, missing: 0, outOfOrder: 0 });
   }, 120_000);
 });
