@@ -8,6 +8,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { join } from "node:path";
 import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { connect as natsConnect, type NatsConnection } from "@nats-io/transport-node";
+import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { attach, connect, type AttachReport, type Jetloop } from "../../src/index.js";
 import { goSeqOf } from "../../src/attach/journal-position.js";
@@ -322,4 +323,36 @@ describe("attach: a lease holder paused past its lease", () => {
     saveAttachFault("7", `two attaches under a lease (${LEASE_MS} ms), the holder SIGSTOPped while the Go side writes, resumed after the other took over`, { ...counts, parked: 0 }, startedAt);
     expect(counts).toEqual({ goEvents: total, jetloopEvents: total, duplicated: 0, missing: 0, outOfOrder: 0 });
   }, 120_000);
+});
+
+describe("attach: a lease its user may not write", () => {
+  it("stands by and reports the refusal once, typed (ATTACH_FAILED, reason lease), never silently", async () => {
+    const server = await startServer({
+      configText: `authorization { users: [
+        { user: ops, password: ops }
+        { user: nokv, password: nokv, permissions: { publish: { allow: [">"], deny: ["$KV.nokv_attach.>"] } } }
+      ] }`,
+    });
+    const ops = await connect({ servers: server.url, namespace: "nokv", user: "ops", pass: "ops" });
+    const nokv = await connect({ servers: server.url, namespace: "nokv", user: "nokv", pass: "nokv", logger: pino({ level: "silent" }) });
+    const errors: Error[] = [];
+    try {
+      await ops.provision();
+      const a = await attach(nokv, { lease: { leaseMs: 1500 }, onReport: (r) => (r.kind === "error" ? errors.push(r.error) : undefined) });
+      try {
+        await waitFor("the refusal reported", () => errors.length > 0, 15_000);
+        expect(errors[0]).toMatchObject({ code: "ATTACH_FAILED", reason: "lease" });
+        expect(a.role()).toBe("standby");
+        // Tried again every half second: said once, not at every try.
+        await new Promise((r) => setTimeout(r, 1600));
+        expect(errors).toHaveLength(1);
+      } finally {
+        await a.close();
+      }
+    } finally {
+      await nokv.close();
+      await ops.close();
+      await server.close();
+    }
+  }, 60_000);
 });
